@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Configures and builds NEST (Release, warnings as errors) into ${NEST_BUILD_DIR:-build}.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+"$PWD/scripts/setup.sh"
+build="${NEST_BUILD_DIR:-build}"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DNEST_WERROR=ON "$@" >/dev/null
+cmake --build "$build" -j "${NEST_JOBS:-2}"

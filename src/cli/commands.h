@@ -1,0 +1,19 @@
+#pragma once
+// The subcommands of `nest`. Each lives in its own cmd_<name>.cc and is listed in kCommands
+// (main.cc). A command receives its own arguments (argv[0] is the command name), writes its
+// report to stdout, and throws nest::Error on bad input.
+
+#include <span>
+#include <string_view>
+
+namespace nest::cli {
+
+using CommandFn = int (*)(std::span<char* const> args);
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  CommandFn run;
+};
+
+}  // namespace nest::cli

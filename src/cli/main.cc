@@ -1,0 +1,81 @@
+// `nest`: the command-line front of libnest. Parses the subcommand and the global options, runs
+// the command, and is the only place that turns a nest::Error into a message and an exit status
+// (2 for bad input, 1 for an internal failure).
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <vector>
+
+#include "cli/commands.h"
+#include "nest/core/error.h"
+
+namespace {
+
+// The table of subcommands, in the order `nest --help` lists them.
+const std::vector<nest::cli::Command>& commands() {
+  static const std::vector<nest::cli::Command> kCommands = {};
+  return kCommands;
+}
+
+void print_usage() {
+  std::cout << "nest " << NEST_VERSION
+            << ": network- and memory-aware placement of distributed training\n\n"
+               "usage: nest [--verbose|--quiet] <command> [options]\n\ncommands:\n";
+  for (const auto& c : commands()) std::cout << "  " << c.name << "  " << c.summary << "\n";
+  std::cout << "\n`nest <command> --help` shows the options of a command.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Logging goes to stderr so that stdout carries only the report (and --json output).
+  auto logger = spdlog::stderr_color_mt("nest");
+  logger->set_pattern("%^%l%$: %v");
+  logger->set_level(spdlog::level::warn);
+  spdlog::set_default_logger(logger);
+
+  std::vector<char*> args(argv + 1, argv + argc);
+  while (!args.empty() && args.front()[0] == '-') {
+    const std::string flag = args.front();
+    if (flag == "--verbose" || flag == "-v") {
+      logger->set_level(spdlog::level::debug);
+    } else if (flag == "--quiet" || flag == "-q") {
+      logger->set_level(spdlog::level::err);
+    } else if (flag == "--help" || flag == "-h") {
+      print_usage();
+      return 0;
+    } else if (flag == "--version") {
+      std::cout << "nest " << NEST_VERSION << "\n";
+      return 0;
+    } else {
+      std::cerr << "nest: unknown option \"" << flag << "\" (expected --verbose, --quiet, --help "
+                << "or a command)\n";
+      return 2;
+    }
+    args.erase(args.begin());
+  }
+  if (args.empty()) {
+    print_usage();
+    return 2;
+  }
+  for (const auto& c : commands()) {
+    if (c.name != args.front()) continue;
+    try {
+      return c.run(args);
+    } catch (const nest::Error& e) {
+      std::cerr << "nest " << c.name << ": " << e.what() << "\n";
+      return e.exit_status();
+    } catch (const std::exception& e) {
+      std::cerr << "nest " << c.name << ": internal error: " << e.what() << "\n";
+      return 1;
+    }
+  }
+  std::cerr << "nest: unknown command \"" << args.front() << "\" (expected one of:";
+  for (const auto& c : commands()) std::cerr << " " << c.name;
+  std::cerr << ")\n";
+  return 2;
+}

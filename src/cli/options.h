@@ -1,0 +1,19 @@
+#pragma once
+// Option parsing shared by the subcommands: Boost.Program_options with its errors turned into
+// nest::Error (exit status 2) that name the option.
+
+#include <boost/program_options.hpp>
+#include <span>
+#include <string>
+
+namespace nest::cli {
+
+namespace po = boost::program_options;
+
+/// Parses `args` (args[0] is the command name) against `options` and `positional`; `--help`
+/// is added and answered by printing `usage` and the options (returns false then).
+bool parse_options(std::span<char* const> args, const std::string& usage,
+                   po::options_description& options,
+                   const po::positional_options_description& positional, po::variables_map& vm);
+
+}  // namespace nest::cli
