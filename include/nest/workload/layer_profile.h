@@ -1,0 +1,85 @@
+#pragma once
+/// \file
+/// `LayerProfile`: all the placer sees of a workload. Per intra-layer parallel variant (tensor t,
+/// expert e, context c, sequence parallel, micro-batch size), the chain of layers with the time
+/// and memory of one microbatch on one device of a stage replica, and the collectives each layer
+/// issues inside its replica. Built from a model + accelerator (nest/workload/model.h) or read
+/// from a layer-profile file (nest/workload/profile_file.h); both give this same structure.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nest/core/units.h"
+
+namespace nest::workload {
+
+/// Collective operations a layer issues inside its stage replica.
+enum class CollectiveOp : std::uint8_t {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+};
+
+/// The parallel axis whose device group runs a collective.
+enum class ParallelAxis : std::uint8_t { kTensor, kExpert, kContext };
+
+/// One collective of one layer, per microbatch. `size` follows nccl-tests: the full buffer for
+/// allreduce, the gathered size for all-gather/reduce-scatter, what each rank sends for
+/// all-to-all. `count` is how many times it runs per microbatch in forward + backward (e.g. a
+/// Megatron attention block: 1 allreduce forward + 1 backward = 2).
+struct LayerCollective {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  ParallelAxis axis = ParallelAxis::kTensor;
+  Bytes size;
+  int count = 1;
+  /// Runs again when the layer is recomputed (forward collectives do).
+  int recompute_count = 0;
+};
+
+/// One layer of the chain, on one device of a stage replica, per microbatch.
+struct Layer {
+  std::string name;
+  Time forward;
+  Time backward;
+  /// Extra time when the layer's activations are recomputed in the backward pass.
+  Time recompute;
+  Bytes parameter_bytes;        ///< weights held by one device (fp16/bf16 as profiled)
+  std::int64_t parameters = 0;  ///< parameter count held by one device (for optimizer state)
+  Bytes activation_bytes;       ///< activations kept for backward, one microbatch, no recompute
+  Bytes input_bytes;            ///< the layer's input, what full recomputation keeps
+  Bytes output_bytes;           ///< what the layer sends on when a stage boundary follows it
+  Flops flops;  ///< forward + backward FLOPs of one microbatch on one device (0 if unknown)
+  std::vector<LayerCollective> collectives;
+};
+
+/// One intra-layer parallel configuration and its layer chain.
+struct Variant {
+  int tensor_parallel = 1;
+  int expert_parallel = 1;
+  int context_parallel = 1;
+  bool sequence_parallel = false;
+  int micro_batch = 1;          ///< sequences per microbatch
+  int devices_per_replica = 1;  ///< devices running one stage replica (t·c, or as profiled)
+  /// Microbatches per iteration before the data-parallel split (global batch / micro batch).
+  std::int64_t microbatches = 1;
+  std::vector<Layer> layers;
+};
+
+/// A workload: its variants and what is known of the whole model.
+struct LayerProfile {
+  std::string model;
+  std::string accelerator;
+  std::int64_t sequence_length = 0;
+  std::int64_t global_batch = 0;      ///< sequences per iteration
+  Bytes hbm;                          ///< memory capacity of one device
+  bool recompute_allowed = true;      ///< whether plans may use full activation recomputation
+  std::int64_t total_parameters = 0;  ///< whole model (0 if unknown)
+  /// Model FLOPs per iteration (forward + backward, no recompute), for MFU; 0 if unknown.
+  Flops flops_per_iteration;
+  FlopRate peak_flop_rate;  ///< per device, for MFU; 0 if unknown
+  std::vector<Variant> variants;
+};
+
+}  // namespace nest::workload

@@ -1,0 +1,50 @@
+#pragma once
+/// \file
+/// The memory model: bytes a device of a pipeline stage needs, under one of two rule sets
+/// (DESIGN.md §6). One implementation serves the placer's feasibility check and the replay's
+/// memory trace.
+
+#include <cstdint>
+
+#include "nest/core/units.h"
+#include "nest/workload/layer_profile.h"
+
+namespace nest::workload {
+
+enum class MemoryRules : std::uint8_t {
+  /// Mixed-precision Adam: 2 (weights) + 2 (gradients) + 12 (fp32 master, momentum, variance)
+  /// bytes per parameter; ZeRO-1 divides the optimizer part by the data-parallel degree, ZeRO-2
+  /// the gradients too, ZeRO-3 the weights too. Activations: `in_flight` × the stage's
+  /// activations; with full recomputation `in_flight` × the stages' layer inputs + the largest
+  /// layer's activations (the working set while recomputing).
+  kMegatron,
+  /// The rule of the published NEST numbers (../shared/reference/README.md): 2·P + A constant,
+  /// plus (in_flight − 1) × (first layer's input under recomputation, else A). No optimizer.
+  kNestArtifact,
+};
+
+struct MemoryOptions {
+  MemoryRules rules = MemoryRules::kMegatron;
+  int zero_stage = 0;      ///< 0..3 (megatron rules only)
+  int data_parallel = 1;   ///< the ZeRO sharding degree
+  bool recompute = false;  ///< full activation recomputation
+};
+
+/// Memory of one device of a stage, split by category.
+struct StageMemory {
+  Bytes weights;
+  Bytes gradients;
+  Bytes optimizer;
+  /// Activation bytes held at the peak (all in-flight microbatches, recompute working set).
+  Bytes activations;
+  [[nodiscard]] Bytes total() const noexcept {
+    return weights + gradients + optimizer + activations;
+  }
+};
+
+/// Peak memory of a device running layers [first, last) of `variant` as the stage that holds
+/// `in_flight` microbatches (1F1B: the stage s-th from the end holds s).
+[[nodiscard]] StageMemory stage_memory(const Variant& variant, std::size_t first, std::size_t last,
+                                       int in_flight, const MemoryOptions& options);
+
+}  // namespace nest::workload
