@@ -20,13 +20,16 @@ enum class MemoryRules : std::uint8_t {
   kMegatron,
   /// The rule of the published NEST numbers (../shared/reference/README.md): 2·P + A constant,
   /// plus (in_flight − 1) × (first layer's input under recomputation, else A). No optimizer.
+  /// Split as weights = gradients = P (Σ parameter_bytes), optimizer = 0, activations =
+  /// A + (in_flight − 1) × stash, so `total()` is exactly the artifact's figure.
   kNestArtifact,
 };
 
+/// How to count a stage's memory.
 struct MemoryOptions {
   MemoryRules rules = MemoryRules::kMegatron;
   int zero_stage = 0;      ///< 0..3 (megatron rules only)
-  int data_parallel = 1;   ///< the ZeRO sharding degree
+  int data_parallel = 1;   ///< the ZeRO sharding degree (>= 1); sharded parts are rounded up
   bool recompute = false;  ///< full activation recomputation
 };
 
@@ -44,6 +47,12 @@ struct StageMemory {
 
 /// Peak memory of a device running layers [first, last) of `variant` as the stage that holds
 /// `in_flight` microbatches (1F1B: the stage s-th from the end holds s).
+///
+/// Megatron rules count parameters by `Layer::parameters` (a layer that left it 0 counts
+/// `parameter_bytes / 2`, i.e. 2-byte weights), so the weights are 2 bytes per parameter
+/// whatever precision a profile reported. O(last − first). Throws `Error` (internal) when the
+/// range is empty or outside the chain or `in_flight` < 1, and `Error` (input) when
+/// `zero_stage` is not 0..3 or `data_parallel` < 1.
 [[nodiscard]] StageMemory stage_memory(const Variant& variant, std::size_t first, std::size_t last,
                                        int in_flight, const MemoryOptions& options);
 
