@@ -137,7 +137,8 @@ TEST_F(RunWriters, TraceJsonHasExactMicrosecondEvents) {
 TEST_F(RunWriters, CsvSummaryIsOneLine) {
   replay::Summary s = sample_record().summary;
   EXPECT_EQ(summary_csv_row(s), "0.012,0.01,0.2,100,0,0,0,3221225472,0");
-  EXPECT_EQ(std::count(summary_csv_header().begin(), summary_csv_header().end(), ','), 8);
+  const std::string header = summary_csv_header();
+  EXPECT_EQ(std::count(header.begin(), header.end(), ','), 8);
 }
 
 TEST_F(RunWriters, UnwritableTargetIsAnInputErrorAndLeavesNothing) {
