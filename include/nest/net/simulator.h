@@ -6,8 +6,33 @@
 /// sharing links with a flow that starts or ends. A flow completes at its start + the latency of
 /// its route + the time to drain its bytes at its (changing) fair rate.
 ///
+/// The flow model, precisely:
+/// - A flow started at time t0 *drains* from t0: it occupies every link of its route at once, at
+///   one rate, until its last byte has left the source. Its rate is its max-min fair share
+///   (progressive filling over the links of all active flows' routes; links have their
+///   `Link::bandwidth`). Only draining flows count for sharing, busy time and peak flows.
+/// - When it has drained (at t_d), the flow leaves its links and its last byte is *delivered*
+///   after the route latency (the sum of its links' latencies, the first byte's propagation,
+///   counted once): `on_done` runs at t_d + latency. A lone flow of S bytes over a route whose
+///   slowest link has rate B therefore completes at exactly t0 + latency + S/B (rounded up to
+///   whole picoseconds).
+/// - Rates change only at events. All events of one timestamp run first (finishing and starting
+///   any number of flows); then rates are recomputed once, for the union of the connected
+///   components (flows linked through shared links, transitively) that contain a link of a
+///   flow that started or drained. A flow's drain end is rescheduled only when its rate
+///   changed; the old event is dropped lazily (version stamp).
+/// - Remaining bytes are doubles. A drain time is rounded up to whole picoseconds, except that a
+///   value within floating rounding (1e-6 ps + 1e-12 relative) of a whole picosecond counts as
+///   that picosecond; a flow whose remaining bytes are within 1e-12 of its size of zero has
+///   drained. So a lone flow whose S/B is a whole number of picoseconds ends exactly on it.
+/// - Zero-byte flows and flows with an empty route occupy no link; they are delivered after the
+///   route latency (at once for an empty route), through an event, never inside `start_flow`.
+///
+/// Event order: (time, priority, insertion sequence); see event_queue.h. A flow's drain and
+/// delivery events have priority 0.
+///
 /// One simulator owns its event queue and all its state: two simulators in one process (in two
-/// threads) never interact.
+/// threads) never interact. A simulator itself is not thread-safe.
 
 #include <cstdint>
 #include <functional>
@@ -25,13 +50,15 @@ struct EventHandle {
   std::uint64_t id = 0;  ///< 0 never names an event
 };
 
+/// Names a flow: unique among the flows one simulator started, numbered from 0 in start order.
 using FlowId = std::uint32_t;
 
-/// Statistics of one directed link over a run.
+/// Statistics of one directed link over a run, as of the last return from `run`/`run_until`.
 struct LinkStats {
-  double bytes = 0;              ///< bytes carried
-  Time busy;                     ///< time with at least one active flow
-  std::uint32_t peak_flows = 0;  ///< most flows active at once
+  double bytes = 0;              ///< bytes carried (drained across the link), exact for
+                                 ///< flows that finished draining
+  Time busy;                     ///< time with at least one draining flow
+  std::uint32_t peak_flows = 0;  ///< most flows draining at once
 };
 
 /// One point of a link's utilization series: from `at` on, the link carried `rate`.
@@ -42,7 +69,7 @@ struct UtilizationSample {
 
 class Simulator {
  public:
-  /// `topology` must outlive the simulator.
+  /// `topology` must outlive the simulator. O(number of links).
   explicit Simulator(const topo::Topology& topology);
   ~Simulator();
   Simulator(Simulator&&) noexcept;
@@ -52,29 +79,44 @@ class Simulator {
   [[nodiscard]] Time now() const noexcept;
 
   /// Runs `action` at `at` (>= now). Same-time events run by (priority, insertion order), lower
-  /// priority first.
+  /// priority first. O(log events). Throws `Error` (internal) when `at` < now().
   EventHandle schedule(Time at, std::function<void()> action, int priority = 0);
-  /// Cancels a pending event; cancelling one that ran or was cancelled is a no-op.
+  /// Cancels a pending event; cancelling one that ran or was cancelled is a no-op. O(1).
   void cancel(EventHandle handle);
 
   /// Starts a flow of `size` bytes now along `route` (directed links, path order; may be empty
   /// for a local copy, which completes at once). `on_done(flow, now)` runs when the last byte
-  /// arrives. The route span must stay valid until the flow completes.
+  /// arrives. The route span must stay valid until the flow completes. O(route length); the
+  /// rate is set when the current timestamp's events are done. Throws `Error` (internal) for a
+  /// negative size, an unknown link or a route whose links do not join, and (input) for a
+  /// link without bandwidth.
   FlowId start_flow(std::span<const topo::LinkId> route, Bytes size,
                     std::function<void(FlowId, Time)> on_done);
 
   /// Runs events until none are left.
   void run();
-  /// Runs events with time <= `until`, then sets now() to `until`.
+  /// Runs events with time <= `until`, then sets now() to `until`. Throws `Error` (internal)
+  /// when `until` < now().
   void run_until(Time until);
 
   /// Records each link's rate changes (off by default; costs memory per change).
   void record_utilization(bool on);
+  /// Statistics of directed link `link` (< topology().num_links()).
   [[nodiscard]] const LinkStats& link_stats(topo::LinkId link) const;
+  /// Rate changes of `link` in time order (empty unless recording was on); consecutive samples
+  /// differ in rate, and a link that falls idle gets a sample of rate 0.
   [[nodiscard]] std::span<const UtilizationSample> utilization(topo::LinkId link) const;
-  /// Events executed so far (for benchmarks).
+  /// Events executed so far (user actions, drain ends, deliveries; not dropped stale records).
   [[nodiscard]] std::uint64_t events_processed() const noexcept;
   [[nodiscard]] const topo::Topology& topology() const noexcept;
+
+  /// Current fair rate of a draining flow; zero for a flow that is not draining (not yet rated,
+  /// drained, delivered or unknown).
+  [[nodiscard]] Bandwidth flow_rate(FlowId flow) const;
+  /// Flows started and not yet delivered.
+  [[nodiscard]] std::size_t active_flows() const noexcept;
+  /// Rate recomputations done so far (one per timestamp with starts or drains; for benchmarks).
+  [[nodiscard]] std::uint64_t rate_updates() const noexcept;
 
  private:
   struct Impl;

@@ -1,0 +1,550 @@
+#include "nest/net/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "nest/core/error.h"
+#include "nest/net/event_queue.h"
+
+namespace nest::net {
+namespace {
+
+enum EventKind : std::uint8_t { kUserEvent, kDrainEvent, kDeliverEvent };
+
+enum class FlowState : std::uint8_t { kFree, kDraining, kDelivering };
+
+constexpr double kPsPerSecond = 1e12;
+// Floating rounding allowances: a drain time within this of a whole picosecond is that
+// picosecond; remaining bytes within this fraction of the size are zero.
+constexpr double kAbsoluteTolerancePs = 1e-6;
+constexpr double kRelativeTolerance = 1e-12;
+constexpr std::uint32_t kNoSlot = std::numeric_limits<std::uint32_t>::max();
+// Stale heap records are purged when they outnumber live ones and exceed this many.
+constexpr std::size_t kCompactionThreshold = 1 << 14;
+
+/// A user action waiting in the queue. `generation` stamps its queue record and its handle.
+struct Action {
+  std::function<void()> fn;
+  std::uint32_t generation = 0;
+};
+
+/// A flow's place in a link's list: which flow, and which hop of its route the link is.
+struct FlowRef {
+  std::uint32_t slot;
+  std::uint32_t hop;
+};
+
+struct Flow {
+  const topo::LinkId* route = nullptr;
+  std::uint32_t hops = 0;
+  FlowId id = 0;
+  std::uint32_t version = 0;  // stamps the pending drain event; bumped on every reschedule
+  std::uint32_t visited = 0;  // component-search epoch
+  std::uint32_t frozen = 0;   // progressive-filling epoch
+  FlowState state = FlowState::kFree;
+  double size = 0;
+  double remaining = 0;  // bytes not yet drained as of `settled`
+  double rate = 0;       // bytes per second; 0 until the first rate computation
+  double new_rate = 0;   // scratch of the filling
+  Time settled;
+  Time latency;
+  std::vector<std::uint32_t> position;  // index in each hop link's flow list
+  std::function<void(FlowId, Time)> on_done;
+};
+
+struct LinkState {
+  double capacity = 0;
+  std::vector<FlowRef> flows;  // draining flows
+  // Statistics of what has finished; partial in-flight amounts are added by `publish_stats`.
+  double bytes_done = 0;
+  Time busy_done;
+  Time busy_since;
+  std::uint32_t peak = 0;
+  // Scratch of one rate computation.
+  std::uint32_t visited = 0;
+  std::uint32_t touched = 0;
+  std::uint32_t unfrozen = 0;
+  std::uint32_t version = 0;
+  double spare = 0;  // capacity not yet given to frozen flows
+};
+
+/// A candidate bottleneck in the progressive filling: fair share `share` of link `link` as of
+/// its `version`.
+struct Candidate {
+  double share;
+  topo::LinkId link;
+  std::uint32_t version;
+};
+
+bool worse_candidate(const Candidate& a, const Candidate& b) noexcept {
+  if (a.share != b.share) return a.share > b.share;
+  return a.link > b.link;
+}
+
+/// Whole picoseconds to drain `remaining` bytes at `rate` bytes/s, rounded up (within the
+/// rounding allowance of a whole picosecond counts as that picosecond).
+std::int64_t drain_ps(double remaining, double rate) {
+  const double exact = remaining * kPsPerSecond / rate;
+  if (!(exact < 9e18)) {
+    throw Error::internal("flow drain time out of range (" + std::to_string(remaining) +
+                          " bytes at " + std::to_string(rate) + " B/s)");
+  }
+  const double rounded = std::ceil(exact - (kAbsoluteTolerancePs + exact * kRelativeTolerance));
+  return std::max<std::int64_t>(0, static_cast<std::int64_t>(rounded));
+}
+
+}  // namespace
+
+struct Simulator::Impl {
+  explicit Impl(const topo::Topology& t) : topology(&t) {
+    const auto all = t.links();
+    links.resize(all.size());
+    stats.resize(all.size());
+    series.resize(all.size());
+    for (std::size_t i = 0; i < all.size(); ++i) links[i].capacity = all[i].bandwidth.bytes_per_s();
+  }
+
+  const topo::Topology* topology;
+  EventQueue queue;
+  Time now;
+  std::uint64_t events = 0;
+  std::uint64_t updates = 0;
+  std::size_t stale = 0;  // superseded records still in the queue
+
+  std::vector<Action> actions;
+  std::vector<std::uint32_t> free_actions;
+
+  std::vector<Flow> flows;
+  std::vector<std::uint32_t> free_flows;
+  std::vector<std::uint32_t> slot_of_id;  // kNoSlot once delivered
+  std::size_t live_flows = 0;
+
+  std::vector<LinkState> links;
+  std::vector<LinkStats> stats;
+  std::vector<std::vector<UtilizationSample>> series;
+  bool recording = false;
+
+  // Rate computation: seeds and scratch, reused across calls.
+  std::vector<topo::LinkId> dirty;
+  std::vector<topo::LinkId> component_links;
+  std::vector<std::uint32_t> component_flows;
+  std::vector<Candidate> candidates;
+  std::vector<topo::LinkId> touched;
+  std::uint32_t epoch = 0;        // one per rate computation
+  std::uint32_t touch_round = 0;  // one per bottleneck of the filling, never reset
+
+  void run_events(Time until);
+  void dispatch(const QueuedEvent& event);
+  void finish_draining(std::uint32_t slot);
+  void deliver(std::uint32_t slot);
+  void remove_from_link(topo::LinkId link, std::uint32_t position);
+  void update_rates();
+  void collect_component();
+  void fill();
+  void apply_rates();
+  void record_series();
+  void compact_queue();
+  void publish_stats();
+  std::uint32_t allocate_flow();
+};
+
+void Simulator::Impl::run_events(Time until) {
+  for (;;) {
+    if (!dirty.empty()) update_rates();
+    if (queue.empty() || queue.top().time > until) break;
+    now = queue.top().time;
+    while (!queue.empty() && queue.top().time == now) dispatch(queue.pop());
+    if (stale > kCompactionThreshold && stale * 2 > queue.size()) compact_queue();
+  }
+}
+
+void Simulator::Impl::dispatch(const QueuedEvent& event) {
+  switch (event.kind) {
+    case kUserEvent: {
+      Action& action = actions[event.target];
+      if (action.generation != event.stamp) {
+        --stale;
+        return;
+      }
+      auto fn = std::move(action.fn);
+      action.fn = nullptr;
+      ++action.generation;
+      free_actions.push_back(event.target);
+      ++events;
+      fn();
+      return;
+    }
+    case kDrainEvent: {
+      const Flow& flow = flows[event.target];
+      if (flow.state != FlowState::kDraining || flow.version != event.stamp) {
+        --stale;
+        return;
+      }
+      ++events;
+      finish_draining(event.target);
+      return;
+    }
+    case kDeliverEvent:
+      ++events;
+      deliver(event.target);
+      return;
+    default:
+      throw Error::internal("unknown event kind " + std::to_string(event.kind));
+  }
+}
+
+void Simulator::Impl::remove_from_link(topo::LinkId link, std::uint32_t position) {
+  auto& list = links[link].flows;
+  const FlowRef last = list.back();
+  list[position] = last;
+  flows[last.slot].position[last.hop] = position;
+  list.pop_back();
+}
+
+void Simulator::Impl::finish_draining(std::uint32_t slot) {
+  Flow& flow = flows[slot];
+  for (std::uint32_t h = 0; h < flow.hops; ++h) {
+    const topo::LinkId link = flow.route[h];
+    remove_from_link(link, flow.position[h]);
+    LinkState& state = links[link];
+    state.bytes_done += flow.size;
+    if (state.flows.empty()) state.busy_done += now - state.busy_since;
+    dirty.push_back(link);
+  }
+  flow.state = FlowState::kDelivering;
+  flow.remaining = 0;
+  flow.rate = 0;
+  flow.settled = now;
+  queue.push(now + flow.latency, 0, kDeliverEvent, slot, flow.version);
+}
+
+void Simulator::Impl::deliver(std::uint32_t slot) {
+  Flow& flow = flows[slot];
+  auto on_done = std::move(flow.on_done);
+  flow.on_done = nullptr;
+  const FlowId id = flow.id;
+  flow.state = FlowState::kFree;
+  slot_of_id[id] = kNoSlot;
+  free_flows.push_back(slot);
+  --live_flows;
+  // `flow` may dangle from here: the callback may start flows and grow `flows`.
+  if (on_done) on_done(id, now);
+}
+
+std::uint32_t Simulator::Impl::allocate_flow() {
+  if (!free_flows.empty()) {
+    const std::uint32_t slot = free_flows.back();
+    free_flows.pop_back();
+    return slot;
+  }
+  flows.emplace_back();
+  return static_cast<std::uint32_t>(flows.size() - 1);
+}
+
+void Simulator::Impl::update_rates() {
+  ++updates;
+  ++epoch;
+  collect_component();
+  fill();
+  apply_rates();
+  if (recording) record_series();
+}
+
+// Breadth-first search from the dirty links over link -> draining flows -> their links.
+void Simulator::Impl::collect_component() {
+  component_links.clear();
+  component_flows.clear();
+  for (const topo::LinkId link : dirty) {
+    if (links[link].visited == epoch) continue;
+    links[link].visited = epoch;
+    component_links.push_back(link);
+  }
+  dirty.clear();
+  for (std::size_t i = 0; i < component_links.size(); ++i) {
+    for (const FlowRef ref : links[component_links[i]].flows) {
+      Flow& flow = flows[ref.slot];
+      if (flow.visited == epoch) continue;
+      flow.visited = epoch;
+      component_flows.push_back(ref.slot);
+      for (std::uint32_t h = 0; h < flow.hops; ++h) {
+        LinkState& next = links[flow.route[h]];
+        if (next.visited == epoch) continue;
+        next.visited = epoch;
+        component_links.push_back(flow.route[h]);
+      }
+    }
+  }
+}
+
+// Progressive filling: repeatedly take the link whose spare capacity divided by its unfrozen
+// flows is smallest, give that share to its unfrozen flows and freeze them. Shares of the other
+// links never decrease, so superseded heap candidates are skipped by version.
+void Simulator::Impl::fill() {
+  candidates.clear();
+  for (const topo::LinkId link : component_links) {
+    LinkState& state = links[link];
+    state.spare = state.capacity;
+    state.unfrozen = static_cast<std::uint32_t>(state.flows.size());
+    state.version = 0;
+    if (state.unfrozen > 0) candidates.push_back({state.spare / state.unfrozen, link, 0});
+  }
+  std::make_heap(candidates.begin(), candidates.end(), worse_candidate);
+  while (!candidates.empty()) {
+    std::pop_heap(candidates.begin(), candidates.end(), worse_candidate);
+    const Candidate best = candidates.back();
+    candidates.pop_back();
+    LinkState& bottleneck = links[best.link];
+    if (bottleneck.version != best.version || bottleneck.unfrozen == 0) continue;
+    const std::uint32_t round = ++touch_round;
+    touched.clear();
+    for (const FlowRef ref : bottleneck.flows) {
+      Flow& flow = flows[ref.slot];
+      if (flow.frozen == epoch) continue;
+      flow.frozen = epoch;
+      flow.new_rate = best.share;
+      for (std::uint32_t h = 0; h < flow.hops; ++h) {
+        LinkState& other = links[flow.route[h]];
+        other.spare = std::max(0.0, other.spare - best.share);
+        --other.unfrozen;
+        if (other.touched != round) {
+          other.touched = round;
+          touched.push_back(flow.route[h]);
+        }
+      }
+    }
+    for (const topo::LinkId link : touched) {
+      LinkState& other = links[link];
+      if (other.unfrozen == 0) continue;
+      ++other.version;
+      candidates.push_back({other.spare / other.unfrozen, link, other.version});
+      std::push_heap(candidates.begin(), candidates.end(), worse_candidate);
+    }
+  }
+}
+
+// Moves each flow whose rate changed to its new rate: settles the bytes drained at the old rate
+// and reschedules its drain end. Flows whose rate did not change keep their pending event.
+void Simulator::Impl::apply_rates() {
+  for (const std::uint32_t slot : component_flows) {
+    Flow& flow = flows[slot];
+    if (flow.new_rate == flow.rate) continue;
+    if (flow.new_rate <= 0) {
+      throw Error::internal("flow " + std::to_string(flow.id) + " got no bandwidth");
+    }
+    if (flow.rate > 0) {
+      flow.remaining -= flow.rate * static_cast<double>((now - flow.settled).ps()) / kPsPerSecond;
+      ++stale;  // the pending drain event is superseded
+    }
+    if (flow.remaining <= flow.size * kRelativeTolerance) flow.remaining = 0;
+    flow.settled = now;
+    flow.rate = flow.new_rate;
+    ++flow.version;
+    const Time end = now + Time::picoseconds(drain_ps(flow.remaining, flow.rate));
+    queue.push(end, 0, kDrainEvent, slot, flow.version);
+  }
+}
+
+void Simulator::Impl::record_series() {
+  for (const topo::LinkId link : component_links) {
+    double rate = 0;
+    for (const FlowRef ref : links[link].flows) rate += flows[ref.slot].rate;
+    auto& samples = series[link];
+    if (!samples.empty() && samples.back().at == now) {
+      samples.back().rate = Bandwidth::bytes_per_second(rate);
+      if (samples.size() >= 2 && samples[samples.size() - 2].rate.bytes_per_s() == rate) {
+        samples.pop_back();
+      }
+      continue;
+    }
+    const double last = samples.empty() ? 0.0 : samples.back().rate.bytes_per_s();
+    if (rate != last) samples.push_back({now, Bandwidth::bytes_per_second(rate)});
+  }
+}
+
+void Simulator::Impl::compact_queue() {
+  queue.erase_if([this](const QueuedEvent& e) {
+    switch (e.kind) {
+      case kUserEvent:
+        return actions[e.target].generation != e.stamp;
+      case kDrainEvent:
+        return flows[e.target].state != FlowState::kDraining || flows[e.target].version != e.stamp;
+      default:
+        return false;
+    }
+  });
+  stale = 0;
+}
+
+void Simulator::Impl::publish_stats() {
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    const LinkState& state = links[i];
+    LinkStats& out = stats[i];
+    out.bytes = state.bytes_done;
+    out.busy = state.busy_done + (state.flows.empty() ? Time::zero() : now - state.busy_since);
+    out.peak_flows = state.peak;
+  }
+  for (const Flow& flow : flows) {
+    if (flow.state != FlowState::kDraining) continue;
+    const double drained_now =
+        flow.rate * static_cast<double>((now - flow.settled).ps()) / kPsPerSecond;
+    const double sent = std::clamp(flow.size - flow.remaining + drained_now, 0.0, flow.size);
+    for (std::uint32_t h = 0; h < flow.hops; ++h) stats[flow.route[h]].bytes += sent;
+  }
+}
+
+Simulator::Simulator(const topo::Topology& topology) : impl_(std::make_unique<Impl>(topology)) {}
+Simulator::~Simulator() = default;
+Simulator::Simulator(Simulator&&) noexcept = default;
+Simulator& Simulator::operator=(Simulator&&) noexcept = default;
+
+Time Simulator::now() const noexcept { return impl_->now; }
+
+EventHandle Simulator::schedule(Time at, std::function<void()> action, int priority) {
+  Impl& s = *impl_;
+  if (at < s.now) {
+    throw Error::internal("event scheduled at " + std::to_string(at.ps()) +
+                          " ps, before the current time " + std::to_string(s.now.ps()) + " ps");
+  }
+  std::uint32_t slot = 0;
+  if (!s.free_actions.empty()) {
+    slot = s.free_actions.back();
+    s.free_actions.pop_back();
+  } else {
+    s.actions.emplace_back();
+    slot = static_cast<std::uint32_t>(s.actions.size() - 1);
+  }
+  Action& a = s.actions[slot];
+  a.fn = std::move(action);
+  s.queue.push(at, priority, kUserEvent, slot, a.generation);
+  return EventHandle{(static_cast<std::uint64_t>(a.generation) << 32) | (slot + 1ULL)};
+}
+
+void Simulator::cancel(EventHandle handle) {
+  Impl& s = *impl_;
+  const std::uint64_t low = handle.id & 0xffffffffULL;
+  if (low == 0 || low > s.actions.size()) return;
+  const auto slot = static_cast<std::uint32_t>(low - 1);
+  Action& a = s.actions[slot];
+  if (a.generation != static_cast<std::uint32_t>(handle.id >> 32) || !a.fn) return;
+  a.fn = nullptr;
+  ++a.generation;
+  s.free_actions.push_back(slot);
+  ++s.stale;
+}
+
+FlowId Simulator::start_flow(std::span<const topo::LinkId> route, Bytes size,
+                             std::function<void(FlowId, Time)> on_done) {
+  Impl& s = *impl_;
+  if (size.count() < 0) {
+    throw Error::internal("flow of negative size " + std::to_string(size.count()) + " bytes");
+  }
+  const auto all = s.topology->links();
+  Time latency;
+  for (std::size_t h = 0; h < route.size(); ++h) {
+    const topo::LinkId link = route[h];
+    if (link >= all.size()) {
+      throw Error::internal("route names link " + std::to_string(link) + " but topology " +
+                            s.topology->name() + " has " + std::to_string(all.size()));
+    }
+    if (h > 0 && all[route[h - 1]].dst != all[link].src) {
+      throw Error::internal("route hop " + std::to_string(h) + " (link " + std::to_string(link) +
+                            ") does not start where the previous link ends");
+    }
+    if (!(all[link].bandwidth.bytes_per_s() > 0)) {
+      throw Error::input("route crosses a link without bandwidth",
+                         {.key = "link " + std::to_string(link),
+                          .value = fmt::format("{} B/s", all[link].bandwidth.bytes_per_s()),
+                          .expected = "a bandwidth > 0"});
+    }
+    latency += all[link].latency;
+  }
+
+  const std::uint32_t slot = s.allocate_flow();
+  const auto id = static_cast<FlowId>(s.slot_of_id.size());
+  s.slot_of_id.push_back(slot);
+  ++s.live_flows;
+  Flow& flow = s.flows[slot];
+  flow.route = route.data();
+  flow.hops = static_cast<std::uint32_t>(route.size());
+  flow.id = id;
+  ++flow.version;  // no record stamped for the slot's previous flow can match
+  flow.size = size.as_double();
+  flow.remaining = flow.size;
+  flow.rate = 0;
+  flow.settled = s.now;
+  flow.latency = latency;
+  flow.on_done = std::move(on_done);
+  if (size.count() == 0 || route.empty()) {
+    flow.state = FlowState::kDelivering;
+    s.queue.push(s.now + latency, 0, kDeliverEvent, slot, flow.version);
+    return id;
+  }
+  flow.state = FlowState::kDraining;
+  flow.position.resize(flow.hops);
+  for (std::uint32_t h = 0; h < flow.hops; ++h) {
+    LinkState& link = s.links[route[h]];
+    if (link.flows.empty()) link.busy_since = s.now;
+    flow.position[h] = static_cast<std::uint32_t>(link.flows.size());
+    link.flows.push_back({slot, h});
+    link.peak = std::max(link.peak, static_cast<std::uint32_t>(link.flows.size()));
+    s.dirty.push_back(route[h]);
+  }
+  return id;
+}
+
+void Simulator::run() {
+  impl_->run_events(Time::max());
+  impl_->publish_stats();
+}
+
+void Simulator::run_until(Time until) {
+  if (until < impl_->now) {
+    throw Error::internal("run_until " + std::to_string(until.ps()) +
+                          " ps is before the current time " + std::to_string(impl_->now.ps()) +
+                          " ps");
+  }
+  impl_->run_events(until);
+  impl_->now = until;
+  impl_->publish_stats();
+}
+
+void Simulator::record_utilization(bool on) { impl_->recording = on; }
+
+const LinkStats& Simulator::link_stats(topo::LinkId link) const {
+  if (link >= impl_->stats.size()) {
+    throw Error::internal("no link " + std::to_string(link) + " in topology " +
+                          impl_->topology->name());
+  }
+  return impl_->stats[link];
+}
+
+std::span<const UtilizationSample> Simulator::utilization(topo::LinkId link) const {
+  if (link >= impl_->series.size()) {
+    throw Error::internal("no link " + std::to_string(link) + " in topology " +
+                          impl_->topology->name());
+  }
+  return impl_->series[link];
+}
+
+std::uint64_t Simulator::events_processed() const noexcept { return impl_->events; }
+
+const topo::Topology& Simulator::topology() const noexcept { return *impl_->topology; }
+
+Bandwidth Simulator::flow_rate(FlowId flow) const {
+  const Impl& s = *impl_;
+  if (flow >= s.slot_of_id.size() || s.slot_of_id[flow] == kNoSlot) return Bandwidth{};
+  const Flow& f = s.flows[s.slot_of_id[flow]];
+  if (f.state != FlowState::kDraining) return Bandwidth{};
+  return Bandwidth::bytes_per_second(f.rate);
+}
+
+std::size_t Simulator::active_flows() const noexcept { return impl_->live_flows; }
+
+std::uint64_t Simulator::rate_updates() const noexcept { return impl_->updates; }
+
+}  // namespace nest::net
