@@ -1,0 +1,94 @@
+#pragma once
+/// \file
+/// The replay: one training iteration of a plan, simulated event by event on the network
+/// simulator. Compute runs on each stage replica's compute stream in schedule order (1F1B or
+/// GPipe); stage-to-stage activation and gradient transfers and the data-parallel gradient
+/// reduction run as flows on a `net::Simulator`, so traffic of different stages and replicas
+/// contends where it shares links; the optimizer step follows the reduction.
+///
+/// What is simulated in full and what is reused (exact symmetry, never an approximation):
+/// - every microbatch of every stage of every replica is scheduled individually, and every
+///   stage-to-stage transfer and gradient bucket is a set of flows on the shared network;
+/// - the shards of a stage replica (its t·c devices) compute in lockstep, so one compute stream
+///   stands for all of them, and their rows in the timeline are copies of it;
+/// - intra-layer collectives (TP/SP/EP/CP) are priced once per stage by the collective oracle
+///   (which simulates all concurrent groups of the stage replica together) and occupy the
+///   compute stream inside `StageSpec::forward`/`backward`; this is exact when those groups'
+///   links carry no other traffic (TP inside a scale-up domain), which the plan adapter checks.
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "nest/core/units.h"
+#include "nest/net/simulator.h"
+#include "nest/replay/run_record.h"
+#include "nest/topo/topology.h"
+
+namespace nest::replay {
+
+/// Pipeline schedule of one iteration.
+enum class Schedule : std::uint8_t {
+  kOneFOneB,  ///< PipeDream-Flush / Megatron 1F1B: warm-up forwards, then one forward one backward
+  kGPipe,     ///< all forwards, then all backwards
+};
+
+/// One pipeline stage, per microbatch, per device of a stage replica.
+struct StageSpec {
+  std::int32_t first_layer = 0;  ///< layer range [first_layer, last_layer)
+  std::int32_t last_layer = 0;
+  Time forward;              ///< compute and intra-layer collectives of the forward pass
+  Time backward;             ///< backward compute (+ recompute) and its intra-layer collectives
+  Time forward_collectives;  ///< the part of `forward` spent in intra-layer collectives
+  Time backward_collectives;
+  Bytes activation_out;  ///< each shard sends this to its counterpart in the next stage
+  Bytes gradient_out;    ///< each shard sends this to its counterpart in the previous stage
+  Bytes gradient_sync;   ///< bytes each shard all-reduces across the data-parallel replicas
+  Time optimizer;        ///< optimizer step after the gradient reduction
+  // Memory of one device (nest/workload/memory.h, split for a trace):
+  Bytes weights;
+  Bytes gradients;
+  Bytes optimizer_state;
+  Bytes stash;    ///< held per microbatch from its forward start to its backward end
+  Bytes working;  ///< held while a backward runs (recompute working set, artifact constant part)
+};
+
+/// Everything the replay needs of a plan.
+struct ReplayInput {
+  std::vector<StageSpec> stages;
+  /// devices[r][s]: the devices of stage s in data-parallel replica r, shards in the same order
+  /// in every stage (shard k of stage s sends to shard k of stage s + 1).
+  std::vector<std::vector<std::vector<topo::DeviceId>>> devices;
+  /// Microbatches each replica runs (they may differ by one when d does not divide M).
+  std::vector<std::int64_t> microbatches;
+  Schedule schedule = Schedule::kOneFOneB;
+  int gradient_buckets = 4;  ///< the reduction is split into this many buckets, last layers first
+  Time estimate;             ///< the placer's prediction, reported beside the replayed time
+  double sequences_per_iteration = 0;
+  double tokens_per_iteration = 0;
+  Flops flops_per_iteration;  ///< model FLOPs (0 if unknown)
+  FlopRate peak_flop_rate;    ///< per device (0 if unknown)
+};
+
+/// Starts an allreduce of `size` bytes over `group` at the simulator's current time and calls
+/// `done` when it completes; bound to the collective layer (nest/coll) by the caller.
+using AllreduceLauncher = std::function<void(std::span<const topo::DeviceId> group, Bytes size,
+                                             std::function<void()> done)>;
+
+/// How to replay.
+struct ReplayOptions {
+  /// Transfers and reductions take no time (the reference run for "exposed communication").
+  bool zero_network = false;
+  std::uint64_t seed = 0;  ///< ECMP path choice of the transfers
+};
+
+/// Replays one iteration on `sim` (which must be idle, at time 0, over the plan's topology).
+/// Fills the timeline, memory, peaks, collectives and summary of the record; links and meta are
+/// the caller's (it owns the simulator). Throws `Error` (input) when `input` is inconsistent
+/// (no stage, a replica without devices, shard counts differing between stages, a device out of
+/// range).
+[[nodiscard]] RunRecord replay(const ReplayInput& input, net::Simulator& sim,
+                               const AllreduceLauncher& allreduce, const ReplayOptions& options);
+
+}  // namespace nest::replay

@@ -1,0 +1,210 @@
+#include "nest/replay/replay.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "nest/core/error.h"
+#include "nest/net/simulator.h"
+#include "nest/topo/router.h"
+#include "nest/topo/topology.h"
+
+namespace nest::replay {
+namespace {
+
+constexpr auto kRate = Bandwidth::gigabytes_per_second(100);  // 10 ps per byte
+
+// `n` devices on a chain 0-1-2-... with 100 GB/s links and `latency` per hop.
+topo::Topology chain(int n, Time latency) {
+  topo::Topology t("chain", topo::Family::kExplicit);
+  for (int i = 0; i < n; ++i) t.add_device("d" + std::to_string(i));
+  for (int i = 0; i + 1 < n; ++i) {
+    t.add_link(static_cast<topo::NodeId>(i), static_cast<topo::NodeId>(i + 1), kRate, latency);
+  }
+  return t;
+}
+
+// A two-rank ring allreduce written out by hand: two steps, each rank sends size/2 to the other.
+AllreduceLauncher two_rank_ring(net::Simulator& sim, topo::Router& router) {
+  return [&sim, &router](std::span<const topo::DeviceId> group, Bytes size,
+                         std::function<void()> done) {
+    ASSERT_EQ(group.size(), 2u);
+    const topo::DeviceId a = group[0], b = group[1];
+    const Bytes half(size.count() / 2);
+    auto step = std::make_shared<std::function<void(int)>>();
+    *step = [&sim, &router, a, b, half, done, step](int k) {
+      if (k == 2) {
+        done();
+        return;
+      }
+      auto left = std::make_shared<int>(2);
+      auto next = [left, step, k](net::FlowId, Time) {
+        if (--*left == 0) (*step)(k + 1);
+      };
+      sim.start_flow(router.route(a, b), half, next);
+      sim.start_flow(router.route(b, a), half, next);
+    };
+    (*step)(0);
+  };
+}
+
+StageSpec stage(Time f, Time b) {
+  StageSpec s;
+  s.forward = f;
+  s.backward = b;
+  return s;
+}
+
+ReplayInput pipeline(int stages, int microbatches, Time f, Time b) {
+  ReplayInput in;
+  in.devices.resize(1);
+  for (int s = 0; s < stages; ++s) {
+    in.stages.push_back(stage(f, b));
+    in.stages.back().first_layer = s;
+    in.stages.back().last_layer = s + 1;
+    in.devices[0].push_back({static_cast<topo::DeviceId>(s)});
+  }
+  in.microbatches = {microbatches};
+  return in;
+}
+
+RunRecord run(const ReplayInput& in, const topo::Topology& t) {
+  net::Simulator sim(t);
+  topo::Router router(t);
+  return replay(in, sim, two_rank_ring(sim, router), {});
+}
+
+TEST(Replay, OneStageOneDeviceIsTheSumOfCompute) {
+  const auto t = chain(1, Time::zero());
+  ReplayInput in = pipeline(1, 5, Time::milliseconds(3), Time::milliseconds(5));
+  in.stages[0].optimizer = Time::milliseconds(1);
+  const RunRecord r = run(in, t);
+  EXPECT_EQ(r.summary.iteration_time, Time::milliseconds(41));  // 5 x (3 + 5) + 1
+  EXPECT_EQ(r.summary.exposed_communication, Time::zero());
+  EXPECT_EQ(r.timeline.size(), 11u);  // 5 forward, 5 backward, 1 optimizer
+  EXPECT_DOUBLE_EQ(r.summary.bubble_fraction, 0.0);
+}
+
+TEST(Replay, UniformOneFOneBTakesMPlusSMinusOneStageTimes) {
+  const auto t = chain(4, Time::zero());
+  const RunRecord r = run(pipeline(4, 8, Time::microseconds(2), Time::microseconds(3)), t);
+  EXPECT_EQ(r.summary.iteration_time, Time::microseconds((8 + 4 - 1) * 5));
+  // Each stage computes 8 x 5 us of the 55 us: the bubble is 3/11.
+  EXPECT_NEAR(r.summary.bubble_fraction, 15.0 / 55.0, 1e-12);
+}
+
+TEST(Replay, UniformGPipeTakesMPlusSMinusOneStageTimes) {
+  const auto t = chain(3, Time::zero());
+  ReplayInput in = pipeline(3, 6, Time::microseconds(4), Time::microseconds(7));
+  in.schedule = Schedule::kGPipe;
+  const RunRecord r = run(in, t);
+  // Forward phase (m + S - 1) x F, then backward phase (m + S - 1) x B.
+  EXPECT_EQ(r.summary.iteration_time, Time::microseconds((6 + 3 - 1) * 4 + (6 + 3 - 1) * 7));
+}
+
+TEST(Replay, MemoryPeaksFollowTheInFlightCount) {
+  const auto t = chain(4, Time::zero());
+  ReplayInput in = pipeline(4, 8, Time::microseconds(2), Time::microseconds(3));
+  for (auto& s : in.stages) {
+    s.weights = Bytes(1000);
+    s.gradients = Bytes(1000);
+    s.optimizer_state = Bytes(6000);
+    s.stash = Bytes(100);
+    s.working = Bytes(7);
+  }
+  const RunRecord r = run(in, t);
+  ASSERT_EQ(r.peaks.size(), 4u);
+  for (std::uint32_t s = 0; s < 4; ++s) {
+    // The stage s-th from the end holds 4 - s microbatches under 1F1B (memory.h's in_flight).
+    EXPECT_EQ(r.peaks[s].device, s);
+    EXPECT_EQ(r.peaks[s].peak, Bytes(8000 + 100 * (4 - s) + 7)) << "stage " << s;
+  }
+  EXPECT_EQ(r.summary.peak_memory, Bytes(8407));
+}
+
+TEST(Replay, TwoStagesOnALinkHandComputed) {
+  // d0 -- d1, 100 GB/s, 1 us. 1 MB transfers take 10 us + 1 us. F = 10 us, B = 20 us, m = 2.
+  // Stage 0: F0 0-10, F1 10-20, B0 62-82 (gradient of mb 0 arrives at 62), B1 92-112.
+  // Stage 1: F0 21-31, B0 31-51, F1 51-61, B1 61-81; gradients sent at 51 and 81.
+  const auto t = chain(2, Time::microseconds(1));
+  ReplayInput in = pipeline(2, 2, Time::microseconds(10), Time::microseconds(20));
+  for (auto& s : in.stages) {
+    s.activation_out = Bytes(1'000'000);
+    s.gradient_out = Bytes(1'000'000);
+  }
+  const RunRecord r = run(in, t);
+  EXPECT_EQ(r.summary.iteration_time, Time::microseconds(112));
+  // Without the network: stage 1 runs 10-20, 20-40, 40-50, 50-70; stage 0 ends B1 at 90.
+  EXPECT_EQ(r.summary.exposed_communication, Time::microseconds(22));
+  int sends = 0;
+  for (const auto& row : r.timeline) {
+    if (row.kind == TaskKind::kSendActivation && row.microbatch == 1) {
+      EXPECT_EQ(row.start, Time::microseconds(20));
+      EXPECT_EQ(row.end, Time::microseconds(31));
+      ++sends;
+    }
+  }
+  EXPECT_EQ(sends, 1);
+}
+
+TEST(Replay, GradientBucketsOverlapTheLastBackward) {
+  // Two replicas of one stage on d0 -- d1 (no latency). F = B = 10 us, 2 MB of gradients.
+  const auto t = chain(2, Time::zero());
+  ReplayInput in;
+  in.stages = {stage(Time::microseconds(10), Time::microseconds(10))};
+  in.stages[0].gradient_sync = Bytes(2'000'000);
+  in.stages[0].optimizer = Time::microseconds(5);
+  in.devices = {{{0}}, {{1}}};
+  in.microbatches = {1, 1};
+  in.gradient_buckets = 1;
+  // One bucket: the ring sends 2 x 1 MB = 20 us after the backward ends at 20; optimizer 5.
+  EXPECT_EQ(run(in, t).summary.iteration_time, Time::microseconds(45));
+  // Two buckets: the first is ready at 15 (half the backward) and takes 10 us; the second,
+  // ready at 20, waits for it and runs 25-35; optimizer 35-40.
+  in.gradient_buckets = 2;
+  const RunRecord r = run(in, t);
+  EXPECT_EQ(r.summary.iteration_time, Time::microseconds(40));
+  EXPECT_EQ(r.collectives.size(), 2u);
+  EXPECT_EQ(r.collectives[0].start, Time::microseconds(15));
+  EXPECT_EQ(r.collectives[1].end, Time::microseconds(35));
+}
+
+TEST(Replay, UnevenMicrobatchesPerReplica) {
+  const auto t = chain(2, Time::zero());
+  ReplayInput in;
+  in.stages = {stage(Time::microseconds(1), Time::microseconds(2))};
+  in.devices = {{{0}}, {{1}}};
+  in.microbatches = {3, 2};  // M = 5 over d = 2
+  EXPECT_EQ(run(in, t).summary.iteration_time, Time::microseconds(9));
+}
+
+TEST(Replay, DeviceOutsideTheTopologyIsAnInputError) {
+  const auto t = chain(2, Time::zero());
+  ReplayInput in = pipeline(2, 1, Time::microseconds(1), Time::microseconds(1));
+  in.devices[0][1] = {7};
+  try {
+    (void)run(in, t);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInput);
+    EXPECT_STREQ(e.what(),
+                 "devices: device 7 is outside the topology (expected a device id below 2)");
+  }
+}
+
+TEST(Replay, SameInputSameRecord) {
+  const auto t = chain(2, Time::microseconds(1));
+  ReplayInput in = pipeline(2, 4, Time::microseconds(10), Time::microseconds(20));
+  in.stages[0].activation_out = Bytes(12345);
+  in.stages[1].gradient_out = Bytes(54321);
+  const RunRecord a = run(in, t);
+  const RunRecord b = run(in, t);
+  ASSERT_EQ(a.timeline.size(), b.timeline.size());
+  for (std::size_t i = 0; i < a.timeline.size(); ++i) {
+    EXPECT_EQ(a.timeline[i].start, b.timeline[i].start);
+    EXPECT_EQ(a.timeline[i].end, b.timeline[i].end);
+  }
+}
+
+}  // namespace
+}  // namespace nest::replay
