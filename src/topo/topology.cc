@@ -6,6 +6,26 @@
 
 namespace nest::topo {
 
+const char* family_name(Family family) noexcept {
+  switch (family) {
+    case Family::kFatTree:
+      return "fat_tree";
+    case Family::kSpineLeaf:
+      return "spine_leaf";
+    case Family::kTorus:
+      return "torus";
+    case Family::kRailOptimized:
+      return "rail_optimized";
+    case Family::kHierarchical:
+      return "hierarchical";
+    case Family::kDragonfly:
+      return "dragonfly";
+    case Family::kExplicit:
+      return "explicit";
+  }
+  return "explicit";
+}
+
 Topology::Topology(std::string name, Family family) : name_(std::move(name)), family_(family) {}
 Topology::~Topology() = default;
 Topology::Topology(Topology&&) noexcept = default;
@@ -18,10 +38,12 @@ NodeId Topology::add_device(std::string name) {
   nodes_.push_back(Node{std::move(name), NodeKind::kDevice, 0});
   out_.emplace_back();
   ++num_devices_;
+  if (!domains_set_) domain_sizes_ = {static_cast<int>(num_devices_)};
   return static_cast<NodeId>(nodes_.size() - 1);
 }
 
 NodeId Topology::add_switch(std::string name, int tier) {
+  if (tier < 1) throw Error::internal("switch tier must be >= 1 (" + name + ")");
   nodes_.push_back(Node{std::move(name), NodeKind::kSwitch, tier});
   out_.emplace_back();
   return static_cast<NodeId>(nodes_.size() - 1);
@@ -45,5 +67,39 @@ LinkId Topology::add_link(NodeId a, NodeId b, Bandwidth bw, Time latency) {
 }
 
 std::span<const LinkId> Topology::out_links(NodeId id) const { return out_[id]; }
+
+std::optional<LinkId> Topology::find_link(NodeId a, NodeId b) const {
+  for (const LinkId l : out_[a]) {
+    if (links_[l].dst == b) return l;
+  }
+  return std::nullopt;
+}
+
+void Topology::set_params(TopologyParams params) {
+  constexpr Family kByIndex[] = {Family::kExplicit, Family::kFatTree,       Family::kSpineLeaf,
+                                 Family::kTorus,    Family::kRailOptimized, Family::kHierarchical,
+                                 Family::kDragonfly};
+  if (kByIndex[params.index()] != family_) {
+    throw Error::internal("parameters do not match the family of topology " + name_);
+  }
+  params_ = std::move(params);
+}
+
+void Topology::set_domain_sizes(std::vector<int> sizes) {
+  std::vector<int> kept;
+  for (const int s : sizes) {
+    if (s == 1 || (!kept.empty() && kept.back() == s)) continue;
+    if (s < 1 || (!kept.empty() && s % kept.back() != 0)) {
+      throw Error::internal("domain sizes must each divide the next in topology " + name_);
+    }
+    kept.push_back(s);
+  }
+  if (num_devices_ == 1 && kept.empty()) kept.push_back(1);
+  if (kept.empty() || kept.back() != static_cast<int>(num_devices_)) {
+    throw Error::internal("the last domain size must be the device count in topology " + name_);
+  }
+  domain_sizes_ = std::move(kept);
+  domains_set_ = true;
+}
 
 }  // namespace nest::topo

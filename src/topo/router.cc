@@ -1,0 +1,488 @@
+#include "nest/topo/router.h"
+
+#include <boost/graph/dijkstra_shortest_paths.hpp>
+#include <boost/graph/visitors.hpp>
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "nest/core/error.h"
+#include "nest/core/rng.h"
+#include "topo/graph.h"
+#include "topo/layout.h"
+
+namespace nest::topo {
+namespace {
+
+// Links between adjacent nodes, sorted by neighbour for a binary search per hop.
+class LinkIndex {
+ public:
+  explicit LinkIndex(const Topology& t) : begin_(t.num_nodes() + 1, 0) {
+    for (NodeId n = 0; n < t.num_nodes(); ++n) {
+      begin_[n + 1] = begin_[n] + static_cast<std::uint32_t>(t.out_links(n).size());
+    }
+    entries_.reserve(t.num_links());
+    for (NodeId n = 0; n < t.num_nodes(); ++n) {
+      const std::size_t first = entries_.size();
+      for (const LinkId l : t.out_links(n)) entries_.push_back({t.link(l).dst, l});
+      // Stable: among parallel cables the first added wins.
+      std::stable_sort(entries_.begin() + static_cast<std::ptrdiff_t>(first), entries_.end(),
+                       [](const Entry& a, const Entry& b) { return a.to < b.to; });
+    }
+  }
+
+  [[nodiscard]] LinkId between(NodeId a, NodeId b) const {
+    const auto first = entries_.begin() + begin_[a];
+    const auto last = entries_.begin() + begin_[a + 1];
+    const auto it =
+        std::lower_bound(first, last, b, [](const Entry& e, NodeId to) { return e.to < to; });
+    if (it == last || it->to != b) throw Error::internal("router: no link between adjacent nodes");
+    return it->link;
+  }
+
+ private:
+  struct Entry {
+    NodeId to;
+    LinkId link;
+  };
+  std::vector<std::uint32_t> begin_;
+  std::vector<Entry> entries_;
+};
+
+// Appends the links joining consecutive nodes of a walk.
+class PathBuilder {
+ public:
+  PathBuilder(const LinkIndex& index, std::vector<LinkId>& out) : index_(index), out_(out) {}
+  void start(NodeId n) { last_ = n; }
+  void to(NodeId n) {
+    out_.push_back(index_.between(last_, n));
+    last_ = n;
+  }
+
+ private:
+  const LinkIndex& index_;
+  std::vector<LinkId>& out_;
+  NodeId last_ = 0;
+};
+
+struct FatTreePaths {
+  detail::FatTreeLayout f;
+
+  [[nodiscard]] std::uint64_t count(DeviceId s, DeviceId d) const {
+    const std::int64_t hs = s / f.d;
+    const std::int64_t hd = d / f.d;
+    if (hs == hd) return 1;
+    const std::int64_t es = hs / f.h;
+    const std::int64_t ed = hd / f.h;
+    if (es == ed) return 1;
+    if (es / f.h == ed / f.h) return static_cast<std::uint64_t>(f.h);
+    return static_cast<std::uint64_t>(f.h) * static_cast<std::uint64_t>(f.h);
+  }
+
+  void walk(DeviceId s, DeviceId d, std::uint64_t idx, PathBuilder& p) const {
+    const std::int64_t hs = s / f.d;
+    const std::int64_t hd = d / f.d;
+    p.start(s);
+    if (f.d > 1) p.to(f.host_node(hs));
+    if (hs != hd) {
+      const auto es = static_cast<int>(hs / f.h);
+      const auto ed = static_cast<int>(hd / f.h);
+      p.to(f.edge_base + es);
+      if (es != ed) {
+        const int ps = es / f.h;
+        const int pd = ed / f.h;
+        if (ps == pd) {
+          p.to(f.agg(ps, static_cast<int>(idx)));
+        } else {
+          const auto a = static_cast<int>(idx / f.h);
+          const auto c = static_cast<int>(idx % f.h);
+          p.to(f.agg(ps, a));
+          p.to(f.core(a, c));
+          p.to(f.agg(pd, a));
+        }
+        p.to(f.edge_base + ed);
+      }
+      if (f.d > 1) p.to(f.host_node(hd));
+    }
+    p.to(d);
+  }
+};
+
+struct SpineLeafPaths {
+  detail::SpineLeafLayout s;
+
+  [[nodiscard]] std::uint64_t count(DeviceId a, DeviceId b) const {
+    return a / s.per_leaf == b / s.per_leaf ? 1 : static_cast<std::uint64_t>(s.spines);
+  }
+  void walk(DeviceId a, DeviceId b, std::uint64_t idx, PathBuilder& p) const {
+    const auto la = static_cast<int>(a / s.per_leaf);
+    const auto lb = static_cast<int>(b / s.per_leaf);
+    p.start(a);
+    p.to(s.leaf(la));
+    if (la != lb) {
+      p.to(s.spine(static_cast<int>(idx)));
+      p.to(s.leaf(lb));
+    }
+    p.to(b);
+  }
+};
+
+struct RailPaths {
+  detail::RailLayout r;
+
+  [[nodiscard]] std::uint64_t count(DeviceId a, DeviceId b) const {
+    const auto na = static_cast<int>(a / r.gpus);
+    const auto nb = static_cast<int>(b / r.gpus);
+    if (na == nb) return 1;
+    if (a % r.gpus == b % r.gpus && na / r.per_leaf == nb / r.per_leaf) return 1;
+    return static_cast<std::uint64_t>(r.spines);
+  }
+  void walk(DeviceId a, DeviceId b, std::uint64_t idx, PathBuilder& p) const {
+    const auto na = static_cast<int>(a / r.gpus);
+    const auto nb = static_cast<int>(b / r.gpus);
+    const auto ga = static_cast<int>(a % r.gpus);
+    const auto gb = static_cast<int>(b % r.gpus);
+    p.start(a);
+    if (na == nb) {
+      p.to(r.nvswitch(na));
+    } else {
+      const int ua = na / r.per_leaf;
+      const int ub = nb / r.per_leaf;
+      p.to(r.leaf(ua, ga));
+      if (ga != gb || ua != ub) {
+        p.to(r.spine(static_cast<int>(idx)));
+        p.to(r.leaf(ub, gb));
+      }
+    }
+    p.to(b);
+  }
+};
+
+struct HierarchicalPaths {
+  detail::HierarchicalLayout h;
+
+  [[nodiscard]] static std::uint64_t count(DeviceId, DeviceId) { return 1; }
+  void walk(DeviceId a, DeviceId b, std::uint64_t, PathBuilder& p) const {
+    int top = 1;
+    while (a / h.span[top] != b / h.span[top]) ++top;
+    p.start(a);
+    for (int j = 1; j <= top; ++j) p.to(h.above(a, j));
+    for (int j = top - 1; j >= 1; --j) p.to(h.above(b, j));
+    p.to(b);
+  }
+};
+
+struct TorusPaths {
+  detail::TorusLayout t;
+
+  // Dimensions where both directions are minimal (and distinct).
+  [[nodiscard]] int ties(DeviceId a, DeviceId b) const {
+    int n = 0;
+    for (std::size_t i = 0; i < t.dims.size(); ++i) {
+      const int m = t.dims[i];
+      const int delta = ((t.coord(b, i) - t.coord(a, i)) % m + m) % m;
+      if (m > 2 && 2 * delta == m) ++n;
+    }
+    return n;
+  }
+  [[nodiscard]] std::uint64_t count(DeviceId a, DeviceId b) const {
+    return std::uint64_t{1} << ties(a, b);
+  }
+  void walk(DeviceId a, DeviceId b, std::uint64_t idx, PathBuilder& p) const {
+    std::int64_t cur = a;
+    p.start(a);
+    for (std::size_t i = 0; i < t.dims.size(); ++i) {
+      const int m = t.dims[i];
+      const int delta = ((t.coord(b, i) - t.coord(cur, i)) % m + m) % m;
+      if (delta == 0) continue;
+      bool forward = 2 * delta < m || m == 2;
+      if (m > 2 && 2 * delta == m) {
+        forward = (idx & 1U) == 0;
+        idx >>= 1U;
+      }
+      const int steps = forward ? delta : m - delta;
+      for (int s = 0; s < steps; ++s) {
+        const int x = static_cast<int>(cur / t.stride[i] % m);
+        const int next = forward ? (x + 1) % m : (x + m - 1) % m;
+        cur += (next - x) * t.stride[i];
+        p.to(static_cast<NodeId>(cur));
+      }
+    }
+  }
+};
+
+struct DragonflyPaths {
+  detail::DragonflyLayout d;
+
+  // Distinct (exit router, entry router) pairs of the fewest-hop one-global-hop paths.
+  void candidates(int ra, int rb, std::vector<std::pair<int, int>>& out) const {
+    out.clear();
+    const int ga = ra / d.routers;
+    const int gb = rb / d.routers;
+    int best = std::numeric_limits<int>::max();
+    for (int round = 0; round < d.rounds; ++round) {
+      const int x = d.port_router(d.port_to(ga, gb, round));
+      const int y = d.port_router(d.port_to(gb, ga, round));
+      const int hops = (x != ra % d.routers ? 1 : 0) + (y != rb % d.routers ? 1 : 0);
+      if (hops < best) {
+        best = hops;
+        out.clear();
+      }
+      if (hops == best && std::find(out.begin(), out.end(), std::pair{x, y}) == out.end()) {
+        out.emplace_back(x, y);
+      }
+    }
+  }
+  [[nodiscard]] std::uint64_t count(DeviceId a, DeviceId b) const {
+    const auto ra = static_cast<int>(a / d.hosts);
+    const auto rb = static_cast<int>(b / d.hosts);
+    if (ra / d.routers == rb / d.routers) return 1;
+    std::vector<std::pair<int, int>> c;
+    candidates(ra, rb, c);
+    return c.size();
+  }
+  void walk(DeviceId a, DeviceId b, std::uint64_t idx, PathBuilder& p) const {
+    const auto ra = static_cast<int>(a / d.hosts);
+    const auto rb = static_cast<int>(b / d.hosts);
+    const int ga = ra / d.routers;
+    const int gb = rb / d.routers;
+    p.start(a);
+    p.to(d.router(ga, ra % d.routers));
+    int at = ra % d.routers;  // router index (within its group) the walk has reached
+    if (ga != gb) {
+      std::vector<std::pair<int, int>> c;
+      candidates(ra, rb, c);
+      const auto [x, y] = c[idx];
+      if (x != at) p.to(d.router(ga, x));
+      p.to(d.router(gb, y));
+      at = y;
+    }
+    if (at != rb % d.routers) p.to(d.router(gb, rb % d.routers));
+    p.to(b);
+  }
+};
+
+// Least latency, then fewest hops: Dijkstra with weight latency * V + 1 (a path has fewer than
+// V hops, so the hop count never outweighs one picosecond of latency).
+class ExplicitPaths {
+ public:
+  explicit ExplicitPaths(const Topology& t)
+      : graph_(std::make_unique<detail::Digraph>(t.num_nodes())) {
+    const auto v = static_cast<std::int64_t>(t.num_nodes());
+    std::int64_t total = 0;
+    const auto links = t.links();
+    for (std::size_t i = 0; i < links.size(); ++i) {
+      const std::int64_t lat = links[i].latency.ps();
+      if (lat > std::numeric_limits<std::int64_t>::max() / 4 / v - total) {
+        throw Error::input("link latencies too large to route exactly", {.key = t.name()});
+      }
+      total += lat;
+      boost::add_edge(links[i].src, links[i].dst,
+                      detail::EdgeProps{static_cast<LinkId>(i), lat * v + 1}, *graph_);
+    }
+  }
+
+  [[nodiscard]] static std::uint64_t count(DeviceId, DeviceId) { return 1; }
+
+  void walk(DeviceId a, DeviceId b, std::vector<LinkId>& out) {
+    const std::vector<LinkId>& pred = tree(a);
+    const std::size_t first = out.size();
+    for (NodeId n = b; n != a;) {
+      const LinkId l = pred[n];
+      if (l == kNone) throw Error::internal("router: destination unreachable");
+      out.push_back(l);
+      n = link_src_[l];
+    }
+    std::reverse(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+  }
+
+  void remember_sources(const Topology& t) {
+    link_src_.reserve(t.num_links());
+    for (const Link& l : t.links()) link_src_.push_back(l.src);
+  }
+
+ private:
+  static constexpr LinkId kNone = std::numeric_limits<LinkId>::max();
+
+  const std::vector<LinkId>& tree(NodeId src) {
+    auto it = trees_.find(src);
+    if (it != trees_.end()) return it->second;
+    const detail::Digraph& g = *graph_;
+    using Edge = boost::graph_traits<detail::Digraph>::edge_descriptor;
+    const std::size_t n = boost::num_vertices(g);
+    std::vector<Edge> pred_edge(n);
+    std::vector<char> has_pred(n, 0);
+    std::vector<std::int64_t> dist(n);
+    struct Recorder : boost::default_dijkstra_visitor {
+      std::vector<Edge>* pred;
+      std::vector<char>* has;
+      void edge_relaxed(Edge e, const detail::Digraph& g) const {
+        (*pred)[boost::target(e, g)] = e;
+        (*has)[boost::target(e, g)] = 1;
+      }
+    };
+    Recorder rec;
+    rec.pred = &pred_edge;
+    rec.has = &has_pred;
+    // The no-init variant skips Boost's scan of all edges for negative weights (ours are > 0).
+    constexpr std::int64_t kInf = std::numeric_limits<std::int64_t>::max();
+    std::fill(dist.begin(), dist.end(), kInf);
+    dist[src] = 0;
+    std::vector<boost::default_color_type> color(n, boost::white_color);
+    const auto index = boost::get(boost::vertex_index, g);
+    boost::dijkstra_shortest_paths_no_init(
+        g, src, boost::dummy_property_map(), boost::make_iterator_property_map(dist.begin(), index),
+        boost::get(&detail::EdgeProps::weight, g), index, std::less<>(),
+        boost::closed_plus<std::int64_t>(kInf), std::int64_t{0}, rec,
+        boost::make_iterator_property_map(color.begin(), index));
+    std::vector<LinkId> pred(n, kNone);
+    for (std::size_t v = 0; v < n; ++v) {
+      if (has_pred[v] != 0) pred[v] = g[pred_edge[v]].link;
+    }
+    return trees_.emplace(src, std::move(pred)).first->second;
+  }
+
+  std::unique_ptr<detail::Digraph> graph_;  // owned by pointer: moved, never copied
+  std::vector<NodeId> link_src_;
+  std::unordered_map<NodeId, std::vector<LinkId>> trees_;
+};
+
+using Paths = std::variant<ExplicitPaths, FatTreePaths, SpineLeafPaths, TorusPaths, RailPaths,
+                           HierarchicalPaths, DragonflyPaths>;
+
+Paths make_paths(const Topology& t) {
+  const TopologyParams& p = t.params();
+  if (const auto* q = std::get_if<FatTreeParams>(&p))
+    return FatTreePaths{detail::FatTreeLayout(*q)};
+  if (const auto* q = std::get_if<SpineLeafParams>(&p)) {
+    return SpineLeafPaths{detail::SpineLeafLayout(*q)};
+  }
+  if (const auto* q = std::get_if<TorusParams>(&p)) return TorusPaths{detail::TorusLayout(*q)};
+  if (const auto* q = std::get_if<RailOptimizedParams>(&p))
+    return RailPaths{detail::RailLayout(*q)};
+  if (const auto* q = std::get_if<HierarchicalParams>(&p)) {
+    return HierarchicalPaths{detail::HierarchicalLayout(*q)};
+  }
+  if (const auto* q = std::get_if<DragonflyParams>(&p)) {
+    return DragonflyPaths{detail::DragonflyLayout(*q)};
+  }
+  ExplicitPaths e(t);
+  e.remember_sources(t);
+  return Paths(std::in_place_type<ExplicitPaths>, std::move(e));
+}
+
+struct Key {
+  std::uint64_t pair;
+  std::uint64_t index;
+  bool operator==(const Key&) const = default;
+};
+
+struct KeyHash {
+  std::size_t operator()(const Key& k) const noexcept { return hash_mix(k.pair, k.index); }
+};
+
+// Stores routes in fixed blocks so that spans handed out stay valid as the cache grows.
+class Arena {
+ public:
+  std::span<const LinkId> store(std::span<const LinkId> links) {
+    if (links.empty()) return {};
+    if (blocks_.empty() || used_ + links.size() > capacity_) {
+      capacity_ = std::max(kBlock, links.size());
+      blocks_.push_back(std::make_unique<LinkId[]>(capacity_));
+      used_ = 0;
+    }
+    LinkId* dst = blocks_.back().get() + used_;
+    std::copy(links.begin(), links.end(), dst);
+    used_ += links.size();
+    return {dst, links.size()};
+  }
+
+ private:
+  static constexpr std::size_t kBlock = std::size_t{1} << 16;
+  std::vector<std::unique_ptr<LinkId[]>> blocks_;
+  std::size_t used_ = 0;
+  std::size_t capacity_ = 0;
+};
+
+}  // namespace
+
+struct Router::Impl {
+  Impl(const Topology& t, std::uint64_t s) : topo(&t), seed(s), index(t), paths(make_paths(t)) {}
+
+  void check(DeviceId src, DeviceId dst) const {
+    if (src >= topo->num_devices() || dst >= topo->num_devices()) {
+      throw Error::internal("router: device id out of range in topology " + topo->name());
+    }
+  }
+
+  [[nodiscard]] std::uint64_t count(DeviceId src, DeviceId dst) const {
+    if (src == dst) return 1;
+    return std::visit([&](const auto& p) { return p.count(src, dst); }, paths);
+  }
+
+  std::span<const LinkId> get(DeviceId src, DeviceId dst, std::uint64_t idx) {
+    if (src == dst) return {};
+    const Key key{(std::uint64_t{src} << 32U) | dst, idx};
+    if (const auto it = cache.find(key); it != cache.end()) return it->second;
+    scratch.clear();
+    if (auto* e = std::get_if<ExplicitPaths>(&paths)) {
+      e->walk(src, dst, scratch);
+    } else {
+      PathBuilder builder(index, scratch);
+      std::visit(
+          [&](auto& p) {
+            if constexpr (!std::is_same_v<std::decay_t<decltype(p)>, ExplicitPaths>) {
+              p.walk(src, dst, idx, builder);
+            }
+          },
+          paths);
+    }
+    const std::span<const LinkId> stored = arena.store(scratch);
+    cache.emplace(key, stored);
+    return stored;
+  }
+
+  const Topology* topo;
+  std::uint64_t seed;
+  LinkIndex index;
+  Paths paths;
+  Arena arena;
+  std::unordered_map<Key, std::span<const LinkId>, KeyHash> cache;
+  std::vector<LinkId> scratch;
+};
+
+Router::Router(const Topology& topology, std::uint64_t seed)
+    : impl_(std::make_unique<Impl>(topology, seed)) {}
+Router::~Router() = default;
+Router::Router(Router&&) noexcept = default;
+Router& Router::operator=(Router&&) noexcept = default;
+
+std::uint64_t Router::path_count(DeviceId src, DeviceId dst) const {
+  impl_->check(src, dst);
+  return impl_->count(src, dst);
+}
+
+std::uint64_t Router::path_index(DeviceId src, DeviceId dst, std::uint64_t flow) const {
+  const std::uint64_t n = path_count(src, dst);
+  if (n == 1) return 0;
+  return hash_mix(hash_mix(impl_->seed, flow), (std::uint64_t{src} << 32U) | dst) % n;
+}
+
+std::span<const LinkId> Router::route(DeviceId src, DeviceId dst, std::uint64_t flow) {
+  return impl_->get(src, dst, path_index(src, dst, flow));
+}
+
+std::span<const LinkId> Router::route_path(DeviceId src, DeviceId dst, std::uint64_t index) {
+  return impl_->get(src, dst, index % path_count(src, dst));
+}
+
+std::size_t Router::cached_routes() const noexcept { return impl_->cache.size(); }
+std::uint64_t Router::seed() const noexcept { return impl_->seed; }
+const Topology& Router::topology() const noexcept { return *impl_->topo; }
+
+}  // namespace nest::topo
