@@ -1,6 +1,7 @@
 #include "nest/net/simulator.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -24,6 +25,7 @@ constexpr double kPsPerSecond = 1e12;
 constexpr double kAbsoluteTolerancePs = 1e-6;
 constexpr double kRelativeTolerance = 1e-12;
 constexpr std::uint32_t kNoSlot = std::numeric_limits<std::uint32_t>::max();
+constexpr std::uint32_t kInlineHops = 6;
 // Stale heap records are purged when they outnumber live ones and exceed this many.
 constexpr std::size_t kCompactionThreshold = 1 << 14;
 
@@ -53,8 +55,14 @@ struct Flow {
   double new_rate = 0;   // scratch of the filling
   Time settled;
   Time latency;
-  std::vector<std::uint32_t> position;  // index in each hop link's flow list
+  // Index in each hop link's flow list: inline for short routes, which are nearly all.
+  std::array<std::uint32_t, kInlineHops> inline_position{};
+  std::vector<std::uint32_t> long_position;
   std::function<void(FlowId, Time)> on_done;
+
+  std::uint32_t* position() noexcept {
+    return hops <= kInlineHops ? inline_position.data() : long_position.data();
+  }
 };
 
 struct LinkState {
@@ -144,7 +152,7 @@ struct Simulator::Impl {
   void deliver(std::uint32_t slot);
   void remove_from_link(topo::LinkId link, std::uint32_t position);
   void update_rates();
-  void collect_component();
+  void collect_component(topo::LinkId seed);
   void fill();
   void apply_rates();
   void record_series();
@@ -202,7 +210,7 @@ void Simulator::Impl::remove_from_link(topo::LinkId link, std::uint32_t position
   auto& list = links[link].flows;
   const FlowRef last = list.back();
   list[position] = last;
-  flows[last.slot].position[last.hop] = position;
+  flows[last.slot].position()[last.hop] = position;
   list.pop_back();
 }
 
@@ -210,7 +218,7 @@ void Simulator::Impl::finish_draining(std::uint32_t slot) {
   Flow& flow = flows[slot];
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
     const topo::LinkId link = flow.route[h];
-    remove_from_link(link, flow.position[h]);
+    remove_from_link(link, flow.position()[h]);
     LinkState& state = links[link];
     state.bytes_done += flow.size;
     if (state.flows.empty()) state.busy_done += now - state.busy_since;
@@ -246,25 +254,38 @@ std::uint32_t Simulator::Impl::allocate_flow() {
   return static_cast<std::uint32_t>(flows.size() - 1);
 }
 
+// Each connected component that holds a dirty link is rated on its own: a smaller working set
+// than their union, and a one-flow component (common in contention-free collectives) needs no
+// filling at all.
 void Simulator::Impl::update_rates() {
   ++updates;
-  ++epoch;
-  collect_component();
-  fill();
-  apply_rates();
-  if (recording) record_series();
-}
-
-// Breadth-first search from the dirty links over link -> draining flows -> their links.
-void Simulator::Impl::collect_component() {
-  component_links.clear();
-  component_flows.clear();
-  for (const topo::LinkId link : dirty) {
-    if (links[link].visited == epoch) continue;
-    links[link].visited = epoch;
-    component_links.push_back(link);
+  const std::uint32_t first = epoch + 1;  // components of this update get epochs >= first
+  for (const topo::LinkId seed : dirty) {
+    if (links[seed].visited >= first) continue;
+    ++epoch;
+    collect_component(seed);
+    if (component_flows.size() == 1) {
+      Flow& flow = flows[component_flows.front()];
+      double rate = links[flow.route[0]].capacity;
+      for (std::uint32_t h = 1; h < flow.hops; ++h) {
+        rate = std::min(rate, links[flow.route[h]].capacity);
+      }
+      flow.new_rate = rate;  // what the filling gives a lone flow: its slowest link
+    } else {
+      fill();
+    }
+    apply_rates();
+    if (recording) record_series();
   }
   dirty.clear();
+}
+
+// Breadth-first search from `seed` over link -> draining flows -> their links.
+void Simulator::Impl::collect_component(topo::LinkId seed) {
+  component_links.clear();
+  component_flows.clear();
+  links[seed].visited = epoch;
+  component_links.push_back(seed);
   for (std::size_t i = 0; i < component_links.size(); ++i) {
     for (const FlowRef ref : links[component_links[i]].flows) {
       Flow& flow = flows[ref.slot];
@@ -485,11 +506,12 @@ FlowId Simulator::start_flow(std::span<const topo::LinkId> route, Bytes size,
     return id;
   }
   flow.state = FlowState::kDraining;
-  flow.position.resize(flow.hops);
+  if (flow.hops > kInlineHops) flow.long_position.resize(flow.hops);
+  std::uint32_t* position = flow.position();
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
     LinkState& link = s.links[route[h]];
     if (link.flows.empty()) link.busy_since = s.now;
-    flow.position[h] = static_cast<std::uint32_t>(link.flows.size());
+    position[h] = static_cast<std::uint32_t>(link.flows.size());
     link.flows.push_back({slot, h});
     link.peak = std::max(link.peak, static_cast<std::uint32_t>(link.flows.size()));
     s.dirty.push_back(route[h]);

@@ -48,7 +48,7 @@ class EventQueue {
                      std::uint32_t stamp) {
     const std::uint64_t sequence = next_sequence_++;
     heap_.push_back(QueuedEvent{time, sequence, priority, target, stamp, kind});
-    std::push_heap(heap_.begin(), heap_.end(), &EventQueue::later);
+    std::push_heap(heap_.begin(), heap_.end(), Later{});
     return sequence;
   }
 
@@ -57,7 +57,7 @@ class EventQueue {
 
   /// Removes and returns the earliest event. Precondition: not empty. O(log n).
   QueuedEvent pop() {
-    std::pop_heap(heap_.begin(), heap_.end(), &EventQueue::later);
+    std::pop_heap(heap_.begin(), heap_.end(), Later{});
     const QueuedEvent event = heap_.back();
     heap_.pop_back();
     return event;
@@ -74,7 +74,7 @@ class EventQueue {
   template <class Predicate>
   std::size_t erase_if(Predicate stale) {
     const auto removed = std::erase_if(heap_, stale);
-    std::make_heap(heap_.begin(), heap_.end(), &EventQueue::later);
+    std::make_heap(heap_.begin(), heap_.end(), Later{});
     return removed;
   }
 
@@ -86,6 +86,13 @@ class EventQueue {
   }
 
  private:
+  // A function object (not a function pointer) so that the heap algorithms inline it.
+  struct Later {
+    bool operator()(const QueuedEvent& a, const QueuedEvent& b) const noexcept {
+      return later(a, b);
+    }
+  };
+
   std::vector<QueuedEvent> heap_;
   std::uint64_t next_sequence_ = 1;
 };
