@@ -164,9 +164,9 @@ struct Simulator::Impl {
 void Simulator::Impl::run_events(Time until) {
   for (;;) {
     if (!dirty.empty()) update_rates();
-    if (queue.empty() || queue.top().time > until) break;
-    now = queue.top().time;
-    while (!queue.empty() && queue.top().time == now) dispatch(queue.pop());
+    if (queue.empty() || queue.next_time() > until) break;
+    now = queue.next_time();
+    while (!queue.empty() && queue.next_time() == now) dispatch(queue.pop());
     if (stale > kCompactionThreshold && stale * 2 > queue.size()) compact_queue();
   }
 }
