@@ -3,6 +3,9 @@
 
 #include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
 
 #include "nest/topo/topology.h"
 
@@ -17,14 +20,15 @@ struct EdgeProps {
 using Digraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS,
                                       boost::no_property, EdgeProps>;
 
-// The directed graph of `t`, edge i being link i; edge weights are left at 0.
-inline Digraph make_digraph(const Topology& t) {
-  Digraph g(t.num_nodes());
-  const auto links = t.links();
-  for (std::size_t i = 0; i < links.size(); ++i) {
-    boost::add_edge(links[i].src, links[i].dst, EdgeProps{static_cast<LinkId>(i), 0}, g);
-  }
-  return g;
-}
+inline constexpr LinkId kNoLink = std::numeric_limits<LinkId>::max();
+
+// The directed graph of `t`, edge i being link i, weighted latency_ps * V + 1 so that a
+// shortest path has the least latency and, among those, the fewest hops (a path has fewer
+// than V hops). Throws Error (input) if the weights could overflow.
+[[nodiscard]] std::unique_ptr<Digraph> make_latency_digraph(const Topology& t);
+
+// The least-latency-then-fewest-hops tree from `src`: for each node, the link that reaches it
+// (kNoLink for `src` and unreachable nodes). Dijkstra, O((V + E) log V).
+[[nodiscard]] std::vector<LinkId> latency_tree(const Digraph& g, NodeId src);
 
 }  // namespace nest::topo::detail

@@ -1,8 +1,5 @@
 #include "nest/topo/router.h"
 
-#include <boost/graph/dijkstra_shortest_paths.hpp>
-#include <boost/graph/visitors.hpp>
-
 #include <algorithm>
 #include <limits>
 #include <memory>
@@ -267,86 +264,31 @@ struct DragonflyPaths {
   }
 };
 
-// Least latency, then fewest hops: Dijkstra with weight latency * V + 1 (a path has fewer than
-// V hops, so the hop count never outweighs one picosecond of latency).
+// Least latency, then fewest hops: one Dijkstra tree per source, computed on first use.
 class ExplicitPaths {
  public:
-  explicit ExplicitPaths(const Topology& t)
-      : graph_(std::make_unique<detail::Digraph>(t.num_nodes())) {
-    const auto v = static_cast<std::int64_t>(t.num_nodes());
-    std::int64_t total = 0;
-    const auto links = t.links();
-    for (std::size_t i = 0; i < links.size(); ++i) {
-      const std::int64_t lat = links[i].latency.ps();
-      if (lat > std::numeric_limits<std::int64_t>::max() / 4 / v - total) {
-        throw Error::input("link latencies too large to route exactly", {.key = t.name()});
-      }
-      total += lat;
-      boost::add_edge(links[i].src, links[i].dst,
-                      detail::EdgeProps{static_cast<LinkId>(i), lat * v + 1}, *graph_);
-    }
+  explicit ExplicitPaths(const Topology& t) : graph_(detail::make_latency_digraph(t)) {
+    link_src_.reserve(t.num_links());
+    for (const Link& l : t.links()) link_src_.push_back(l.src);
   }
 
   [[nodiscard]] static std::uint64_t count(DeviceId, DeviceId) { return 1; }
 
   void walk(DeviceId a, DeviceId b, std::vector<LinkId>& out) {
-    const std::vector<LinkId>& pred = tree(a);
+    auto it = trees_.find(a);
+    if (it == trees_.end()) it = trees_.emplace(a, detail::latency_tree(*graph_, a)).first;
+    const std::vector<LinkId>& pred = it->second;
     const std::size_t first = out.size();
     for (NodeId n = b; n != a;) {
       const LinkId l = pred[n];
-      if (l == kNone) throw Error::internal("router: destination unreachable");
+      if (l == detail::kNoLink) throw Error::internal("router: destination unreachable");
       out.push_back(l);
       n = link_src_[l];
     }
     std::reverse(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
   }
 
-  void remember_sources(const Topology& t) {
-    link_src_.reserve(t.num_links());
-    for (const Link& l : t.links()) link_src_.push_back(l.src);
-  }
-
  private:
-  static constexpr LinkId kNone = std::numeric_limits<LinkId>::max();
-
-  const std::vector<LinkId>& tree(NodeId src) {
-    auto it = trees_.find(src);
-    if (it != trees_.end()) return it->second;
-    const detail::Digraph& g = *graph_;
-    using Edge = boost::graph_traits<detail::Digraph>::edge_descriptor;
-    const std::size_t n = boost::num_vertices(g);
-    std::vector<Edge> pred_edge(n);
-    std::vector<char> has_pred(n, 0);
-    std::vector<std::int64_t> dist(n);
-    struct Recorder : boost::default_dijkstra_visitor {
-      std::vector<Edge>* pred;
-      std::vector<char>* has;
-      void edge_relaxed(Edge e, const detail::Digraph& g) const {
-        (*pred)[boost::target(e, g)] = e;
-        (*has)[boost::target(e, g)] = 1;
-      }
-    };
-    Recorder rec;
-    rec.pred = &pred_edge;
-    rec.has = &has_pred;
-    // The no-init variant skips Boost's scan of all edges for negative weights (ours are > 0).
-    constexpr std::int64_t kInf = std::numeric_limits<std::int64_t>::max();
-    std::fill(dist.begin(), dist.end(), kInf);
-    dist[src] = 0;
-    std::vector<boost::default_color_type> color(n, boost::white_color);
-    const auto index = boost::get(boost::vertex_index, g);
-    boost::dijkstra_shortest_paths_no_init(
-        g, src, boost::dummy_property_map(), boost::make_iterator_property_map(dist.begin(), index),
-        boost::get(&detail::EdgeProps::weight, g), index, std::less<>(),
-        boost::closed_plus<std::int64_t>(kInf), std::int64_t{0}, rec,
-        boost::make_iterator_property_map(color.begin(), index));
-    std::vector<LinkId> pred(n, kNone);
-    for (std::size_t v = 0; v < n; ++v) {
-      if (has_pred[v] != 0) pred[v] = g[pred_edge[v]].link;
-    }
-    return trees_.emplace(src, std::move(pred)).first->second;
-  }
-
   std::unique_ptr<detail::Digraph> graph_;  // owned by pointer: moved, never copied
   std::vector<NodeId> link_src_;
   std::unordered_map<NodeId, std::vector<LinkId>> trees_;
@@ -371,9 +313,7 @@ Paths make_paths(const Topology& t) {
   if (const auto* q = std::get_if<DragonflyParams>(&p)) {
     return DragonflyPaths{detail::DragonflyLayout(*q)};
   }
-  ExplicitPaths e(t);
-  e.remember_sources(t);
-  return Paths(std::in_place_type<ExplicitPaths>, std::move(e));
+  return Paths(std::in_place_type<ExplicitPaths>, t);
 }
 
 struct Key {
