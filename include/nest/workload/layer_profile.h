@@ -47,9 +47,14 @@ struct Layer {
   Time recompute;
   Bytes parameter_bytes;        ///< weights held by one device (fp16/bf16 as profiled)
   std::int64_t parameters = 0;  ///< parameter count held by one device (for optimizer state)
-  Bytes activation_bytes;       ///< activations kept for backward, one microbatch, no recompute
-  Bytes input_bytes;            ///< the layer's input, what full recomputation keeps
-  Bytes output_bytes;           ///< what the layer sends on when a stage boundary follows it
+  /// Of `parameters`, those of experts (sharded over the expert-parallel group). Their
+  /// gradients are reduced over the d data-parallel replicas only; the other parameters are
+  /// also replicated over the c·e context/expert groups inside a replica, so their gradients
+  /// are reduced over c·e·d devices.
+  std::int64_t expert_parameters = 0;
+  Bytes activation_bytes;  ///< activations kept for backward, one microbatch, no recompute
+  Bytes input_bytes;       ///< the layer's input, what full recomputation keeps
+  Bytes output_bytes;      ///< what the layer sends on when a stage boundary follows it
   Flops flops;  ///< forward + backward FLOPs of one microbatch on one device (0 if unknown)
   std::vector<LayerCollective> collectives;
 };

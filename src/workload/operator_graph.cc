@@ -1,0 +1,118 @@
+#include "nest/workload/operator_graph.h"
+
+#include <boost/graph/topological_sort.hpp>
+
+#include <algorithm>
+#include <iterator>
+#include <tuple>
+
+#include "nest/core/error.h"
+#include "workload/graph_builder.h"
+
+namespace nest::workload {
+
+Flops LayerGraph::forward_matmul_flops() const {
+  Flops total;
+  for (const Operator& op : operators) {
+    if (op.kind == OperatorKind::kMatmul) total += op.forward_flops;
+  }
+  return total;
+}
+
+Bytes LayerGraph::saved_bytes() const {
+  Bytes total;
+  for (const Operator& op : operators) total += op.saved_bytes;
+  return total;
+}
+
+namespace detail {
+namespace {
+
+// Adds `n` runs of `op` to the entry with the same (op, axis, size), or a new entry.
+void count_collective(std::vector<LayerCollective>& out, const Comm& comm, CollectiveOp op, int n,
+                      int recompute_n) {
+  for (LayerCollective& c : out) {
+    if (c.op == op && c.axis == comm.axis && c.size == comm.size) {
+      c.count += n;
+      c.recompute_count += recompute_n;
+      return;
+    }
+  }
+  out.push_back(LayerCollective{
+      .op = op, .axis = comm.axis, .size = comm.size, .count = n, .recompute_count = recompute_n});
+}
+
+void add_comm(std::vector<LayerCollective>& out, const Comm& comm, bool recomputed) {
+  for (CollectiveOp op : comm.forward) count_collective(out, comm, op, 1, recomputed ? 1 : 0);
+  for (CollectiveOp op : comm.backward) count_collective(out, comm, op, 1, 0);
+}
+
+Time timed(const OpSpec& spec, double factor, std::int64_t bytes, const Roofline& r) {
+  const FlopRate rate = spec.kind == OperatorKind::kMatmul ? r.matrix : r.vector;
+  return roofline_time(Flops(spec.flops * factor),
+                       Bytes(static_cast<std::int64_t>(static_cast<double>(bytes) * factor)), rate,
+                       r.memory);
+}
+
+}  // namespace
+
+void GraphBuilder::connect(Vertex from, Vertex to, std::int64_t bytes, std::vector<Comm> comms) {
+  boost::add_edge(from, to, EdgeData{Bytes(bytes), std::move(comms)}, graph_);
+}
+
+LayerGraph GraphBuilder::finish(std::string name, bool recomputed) const {
+  std::vector<Vertex> reverse_order;
+  try {
+    boost::topological_sort(graph_, std::back_inserter(reverse_order));
+  } catch (const boost::not_a_dag&) {
+    throw Error::internal("operator graph of layer " + name + " has a cycle");
+  }
+  const std::vector<Vertex> order(reverse_order.rbegin(), reverse_order.rend());
+  std::vector<std::size_t> index(boost::num_vertices(graph_));
+  for (std::size_t i = 0; i < order.size(); ++i) index[order[i]] = i;
+
+  LayerGraph g;
+  g.name = std::move(name);
+  g.recomputed = recomputed;
+  for (Vertex v : order) {
+    const OpSpec& spec = graph_[v];
+    std::int64_t bytes =
+        spec.weight_bytes + spec.external_read + spec.output_bytes + spec.extra_write;
+    for (auto [e, end] = boost::in_edges(v, graph_); e != end; ++e) {
+      bytes += graph_[*e].bytes.count();
+    }
+    g.operators.push_back(
+        Operator{.name = spec.name,
+                 .kind = spec.kind,
+                 .forward_flops = Flops(spec.flops),
+                 .forward_bytes = Bytes(bytes),
+                 .saved_bytes = Bytes(spec.saved_bytes),
+                 .backward_factor = spec.backward_factor,
+                 .forward = timed(spec, 1, bytes, roofline_),
+                 .backward = timed(spec, spec.backward_factor, bytes, roofline_)});
+  }
+  for (auto [e, end] = boost::edges(graph_); e != end; ++e) {
+    g.edges.push_back(TensorEdge{.from = index[boost::source(*e, graph_)],
+                                 .to = index[boost::target(*e, graph_)],
+                                 .bytes = graph_[*e].bytes});
+  }
+  // Edges in operator order, so that collectives are listed in the order they first run.
+  std::vector<std::size_t> by_order(g.edges.size());
+  for (std::size_t i = 0; i < by_order.size(); ++i) by_order[i] = i;
+  std::sort(by_order.begin(), by_order.end(), [&](std::size_t a, std::size_t b) {
+    return std::tie(g.edges[a].to, g.edges[a].from) < std::tie(g.edges[b].to, g.edges[b].from);
+  });
+  std::vector<const EdgeData*> edge_data;
+  for (auto [e, end] = boost::edges(graph_); e != end; ++e) edge_data.push_back(&graph_[*e]);
+  for (std::size_t i : by_order) {
+    for (const Comm& c : edge_data[i]->comms) add_comm(g.collectives, c, recomputed);
+  }
+  for (const Comm& c : boundary_comms_) add_comm(g.collectives, c, recomputed);
+  std::vector<TensorEdge> sorted;
+  for (std::size_t i : by_order) sorted.push_back(g.edges[i]);
+  g.edges = std::move(sorted);
+  return g;
+}
+
+}  // namespace detail
+}  // namespace nest::workload
