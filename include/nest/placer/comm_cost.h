@@ -1,0 +1,132 @@
+#pragma once
+/// \file
+/// What the placer asks of the network, behind one small interface (`CommCost`): the time of an
+/// intra-layer collective on a set of device groups that run it at the same time, and the time of
+/// a stage-to-stage transfer between two concrete device sets. Three implementations: the zero
+/// network of the nest-artifact rules, a flat alpha-beta network (the topology-agnostic
+/// baseline) and the `CollectiveOracle`-backed one (nest/placer/oracle_comm_cost.h).
+///
+/// Device groups are described arithmetically (`GroupLayout`), as every placement order lays
+/// them out: a layout is cheap to build, compare and hash, and expands to device lists on demand.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nest/core/units.h"
+#include "nest/topo/topology.h"
+#include "nest/workload/layer_profile.h"
+
+namespace nest::placer {
+
+/// One arithmetic axis of a layout: `count` positions `stride` devices apart.
+struct LayoutAxis {
+  int count = 1;
+  std::uint32_t stride = 0;
+  friend constexpr bool operator==(const LayoutAxis&, const LayoutAxis&) = default;
+};
+
+/// Equal-sized device groups laid out arithmetically. Group g, with digits (g0, g1, g2) of g in
+/// the mixed radix (groups[0].count, groups[1].count, groups[2].count), digit 0 fastest, has the
+/// members `base + g0·groups[0].stride + g1·groups[1].stride + g2·groups[2].stride +
+/// m·member.stride` for m < member.count. Invariant: the devices of all groups are distinct.
+struct GroupLayout {
+  topo::DeviceId base = 0;
+  LayoutAxis member{1, 1};
+  std::array<LayoutAxis, 3> groups{};
+
+  /// Devices per group.
+  [[nodiscard]] int group_size() const noexcept { return member.count; }
+  /// Number of groups (product of the group axes' counts).
+  [[nodiscard]] int group_count() const noexcept {
+    return groups[0].count * groups[1].count * groups[2].count;
+  }
+  /// Device `member` of group `group` (both 0-based, in range). O(1).
+  [[nodiscard]] topo::DeviceId device(int group, int member_index) const noexcept;
+  /// Every group's device list, group by group. O(groups · size).
+  [[nodiscard]] std::vector<std::vector<topo::DeviceId>> expand() const;
+  /// One past the largest device id the layout uses.
+  [[nodiscard]] topo::DeviceId end() const noexcept;
+  /// A 64-bit digest of the fields, for memo tables.
+  [[nodiscard]] std::uint64_t hash() const noexcept;
+
+  friend constexpr bool operator==(const GroupLayout&, const GroupLayout&) = default;
+};
+
+/// Network costs as the placer sees them. Implementations may memoize, so the query methods are
+/// not const; one instance must not be shared between threads.
+class CommCost {
+ public:
+  CommCost() = default;
+  CommCost(const CommCost&) = delete;
+  CommCost& operator=(const CommCost&) = delete;
+  virtual ~CommCost() = default;
+
+  /// Time of `op` with message `size` (nccl-tests convention, see `workload::LayerCollective`)
+  /// when every group of `layout` runs it at the same time. Zero for groups of one device or a
+  /// zero size.
+  [[nodiscard]] virtual Time collective(workload::CollectiveOp op, Bytes size,
+                                        const GroupLayout& layout) = 0;
+
+  /// Time until every device `from.device(g, m)` has sent `size` bytes to `to.device(g, m)`, all
+  /// pairs at once. `from` and `to` have the same shape.
+  [[nodiscard]] virtual Time transfer(Bytes size, const GroupLayout& from,
+                                      const GroupLayout& to) = 0;
+
+  /// True when no cost depends on which devices run (zero and flat networks): every placement
+  /// order and every stage position then cost the same, and the search prices one of them.
+  [[nodiscard]] virtual bool placement_independent() const noexcept = 0;
+
+  /// True when every cost is zero (the nest-artifact rules): the placer then skips pricing.
+  [[nodiscard]] virtual bool zero() const noexcept { return false; }
+
+  /// Devices per scale-up domain (an NVLink node), used by the `manual` baseline.
+  [[nodiscard]] virtual int scale_up_size() const noexcept = 0;
+
+  /// A short description for reports ("zero network", "flat 50 GB/s, 5.00 us", ...).
+  [[nodiscard]] virtual std::string describe() const = 0;
+};
+
+/// The nest-artifact rule: every network term is zero.
+class ZeroCommCost final : public CommCost {
+ public:
+  /// `scale_up_size` only serves the manual baseline.
+  explicit ZeroCommCost(int scale_up_size = 8) : scale_up_size_(scale_up_size) {}
+  Time collective(workload::CollectiveOp, Bytes, const GroupLayout&) override {
+    return Time::zero();
+  }
+  Time transfer(Bytes, const GroupLayout&, const GroupLayout&) override { return Time::zero(); }
+  bool placement_independent() const noexcept override { return true; }
+  bool zero() const noexcept override { return true; }
+  int scale_up_size() const noexcept override { return scale_up_size_; }
+  std::string describe() const override { return "zero network"; }
+
+ private:
+  int scale_up_size_;
+};
+
+/// A topology-agnostic network: every device injects at `bandwidth` and every message pays
+/// `latency` per algorithm step; groups never contend. Closed forms (n devices, S bytes, a
+/// latency, B bandwidth): ring allreduce 2(n−1)·a + 2(n−1)/n·S/B; all-gather, reduce-scatter and
+/// pairwise all-to-all (n−1)·a + (n−1)/n·S/B; a transfer a + S/B.
+class FlatCommCost final : public CommCost {
+ public:
+  /// `bandwidth` must be > 0.
+  FlatCommCost(Bandwidth bandwidth, Time latency, int scale_up_size = 8);
+  Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override;
+  Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override;
+  bool placement_independent() const noexcept override { return true; }
+  int scale_up_size() const noexcept override { return scale_up_size_; }
+  std::string describe() const override;
+
+  [[nodiscard]] Bandwidth bandwidth() const noexcept { return bandwidth_; }
+  [[nodiscard]] Time latency() const noexcept { return latency_; }
+
+ private:
+  Bandwidth bandwidth_;
+  Time latency_;
+  int scale_up_size_;
+};
+
+}  // namespace nest::placer

@@ -1,0 +1,64 @@
+#pragma once
+/// \file
+/// The placer's cost model (DESIGN.md §7), the one definition that the search, the baselines and
+/// `fixed` plans share. Iteration time under 1F1B:
+///
+///   T = (ceil(M/d) + S − 1) · max_p stage_time(p) + exposed data-parallel sync + optimizer step
+///
+/// Stage p (0-based from the first; position s = S − p from the end, holding s microbatches)
+/// costs per microbatch, on its devices:
+/// - compute: Σ forward + backward of its layers, + Σ recompute under recomputation (under the
+///   nest-artifact rules only when s > 1: the last stage never recomputes);
+/// - collectives: each layer's intra-layer collectives `count` times (+ `recompute_count` when
+///   recomputing), priced on the stage's groups with every replica's group running at once;
+///   under ZeRO-3 two all-gathers of the stage's weights across the replicas (forward, backward);
+/// - transfer (s > 1): the last layer's output to the next stage and its gradient back, each
+///   device to the same shard of the next stage, all pairs at once.
+/// Data-parallel sync of a stage: an allreduce of its gradient bytes (= parameter bytes) across
+/// the d replicas, all shards at once (a reduce-scatter under ZeRO-3); it is not overlapped with
+/// the pipeline, so the exposed sync is the largest stage's. Optimizer step (megatron rules, when
+/// a memory bandwidth is given): 28 bytes of memory traffic per parameter held (fp32 master,
+/// momentum and variance read and written, fp16 gradient read and weight written), divided by d
+/// under ZeRO-1..3; the largest stage's. Memory: `workload::stage_memory` for position s.
+///
+/// ZeRO-3 gathers, whose size varies with the stage, are priced on the line through the exact
+/// prices at 256 MiB and 1 GiB (a collective on a fixed layout is affine in its size in the flow
+/// model; exact for the zero and flat networks up to 1 ps of rounding), so that the search's
+/// O(1) stage cost needs two queries per layout. The search uses these same functions, so its
+/// figures equal `evaluate`'s.
+
+#include <cstdint>
+
+#include "nest/core/units.h"
+#include "nest/placer/comm_cost.h"
+#include "nest/placer/plan.h"
+#include "nest/workload/layer_profile.h"
+#include "nest/workload/memory.h"
+
+namespace nest::placer {
+
+/// Settings of the cost model shared by every plan of one run.
+struct CostOptions {
+  workload::MemoryRules rules = workload::MemoryRules::kMegatron;
+  /// Devices available; a plan may use at most this many. Must be > 0.
+  std::int64_t devices = 0;
+  /// Device memory bandwidth for the optimizer step; zero leaves the step out (not modeled).
+  Bandwidth memory_bandwidth;
+};
+
+/// Memory traffic of one mixed-precision Adam step per parameter held, in bytes.
+inline constexpr std::int64_t kOptimizerBytesPerParameter = 28;
+
+/// Checks `choice` against `profile` and `options` (variant index, boundaries, degrees, ZeRO
+/// stage, recomputation allowed, devices, expert groups); throws `Error` (input) naming the
+/// field, the value and what was expected.
+void validate_choice(const workload::LayerProfile& profile, const PlanChoice& choice,
+                     const CostOptions& options);
+
+/// Evaluates `choice` (validated first) with `comm` pricing the network. A plan whose stages do
+/// not fit memory is still evaluated (`Plan::fits()` is false): "how good is my current
+/// configuration" must answer even then. O(n + S) plus the network queries.
+[[nodiscard]] Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice,
+                            CommCost& comm, const CostOptions& options);
+
+}  // namespace nest::placer

@@ -1,0 +1,168 @@
+#pragma once
+/// \file
+/// A placement plan: what the placer decides (`PlanChoice`: variant, contiguous stage partition,
+/// data-parallel degree, ZeRO stage, recomputation, placement order) and what the cost model says
+/// of it (`Plan`: per-stage time and memory, the iteration time and its breakdown). The device
+/// of every (stage, replica, shard) follows from the choice through `DeviceMap`.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nest/core/units.h"
+#include "nest/placer/comm_cost.h"
+#include "nest/topo/topology.h"
+#include "nest/workload/memory.h"
+
+namespace nest::placer {
+
+/// How the three parallel axes nest in the physical device numbering, innermost first: in
+/// `kTensorPipelineData` ("tp-pp-dp") the shards of a stage replica are consecutive devices, the
+/// stages of a replica come next and replicas are outermost; in `kTensorDataPipeline`
+/// ("tp-dp-pp") the replicas of a stage are neighbours and the pipeline is outermost.
+/// "tp" stands for all the shards of one stage replica (tensor, context and in-replica expert).
+enum class PlacementOrder : std::uint8_t {
+  kTensorPipelineData,
+  kTensorDataPipeline,
+  kPipelineTensorData,
+  kPipelineDataTensor,
+  kDataTensorPipeline,
+  kDataPipelineTensor,
+};
+
+/// "tp-pp-dp", "tp-dp-pp", "pp-tp-dp", "pp-dp-tp", "dp-tp-pp", "dp-pp-tp".
+[[nodiscard]] std::string_view to_string(PlacementOrder order) noexcept;
+/// Inverse of `to_string`; throws `Error` (input) listing the accepted names.
+[[nodiscard]] PlacementOrder parse_placement_order(std::string_view text);
+/// Every order, in enum order.
+[[nodiscard]] std::vector<PlacementOrder> all_placement_orders();
+/// True when the pipeline axis is outermost, so that a stage's devices depend only on the
+/// stages after it (and not on the pipeline's depth).
+[[nodiscard]] bool pipeline_outermost(PlacementOrder order) noexcept;
+
+/// Device numbering of a plan. Stages are laid out from the pipeline's end: the last stage
+/// (position 1) takes slot 0, so a stage's devices depend only on the stages after it. Device of
+/// (stage p counted from the first, replica k, shard m) = (S−1−p)·stage_stride + k·replica_stride
+/// + m·shard_stride. All devices of a plan are in [0, S·devices_per_replica·d).
+struct DeviceMap {
+  int stages = 1;
+  int data_parallel = 1;
+  int devices_per_replica = 1;
+  std::uint32_t shard_stride = 1;
+  std::uint32_t stage_stride = 1;
+  std::uint32_t replica_stride = 1;
+
+  /// The map for `order`. O(1).
+  [[nodiscard]] static DeviceMap make(PlacementOrder order, int stages, int data_parallel,
+                                      int devices_per_replica);
+  /// The device of (stage `stage` counted from the first, replica, shard).
+  [[nodiscard]] topo::DeviceId device(int stage, int replica, int shard) const noexcept;
+  /// All devices of stage `stage` as one group per replica (members = shards).
+  [[nodiscard]] GroupLayout stage_layout(int stage) const noexcept;
+};
+
+/// The intra-layer parallel degrees of the variant a plan uses (a copy, so a plan outlives the
+/// profile it came from).
+struct VariantDegrees {
+  int tensor_parallel = 1;
+  int expert_parallel = 1;
+  int context_parallel = 1;
+  bool sequence_parallel = false;
+  int micro_batch = 1;
+  int devices_per_replica = 1;
+  friend bool operator==(const VariantDegrees&, const VariantDegrees&) = default;
+};
+
+/// What a plan decides. Everything else in `Plan` is derived from it by the cost model.
+struct PlanChoice {
+  std::size_t variant = 0;  ///< index into `LayerProfile::variants`
+  /// Stage boundaries in layer indices: stage p holds layers [boundaries[p], boundaries[p+1]).
+  /// S+1 strictly increasing entries from 0 to the number of layers.
+  std::vector<std::size_t> boundaries;
+  int data_parallel = 1;
+  int zero_stage = 0;  ///< 0..3
+  bool recompute = false;
+  PlacementOrder order = PlacementOrder::kTensorPipelineData;
+
+  [[nodiscard]] int stages() const noexcept {
+    return boundaries.empty() ? 0 : static_cast<int>(boundaries.size()) - 1;
+  }
+  friend bool operator==(const PlanChoice&, const PlanChoice&) = default;
+};
+
+/// Time of one stage per microbatch, by part.
+struct StageTime {
+  Time compute;      ///< forward + backward (+ recompute) of its layers
+  Time collectives;  ///< intra-layer collectives (TP/SP/CP/EP, ZeRO-3 gathers)
+  Time transfer;     ///< activations to the next stage and their gradients back
+  [[nodiscard]] Time total() const noexcept { return compute + collectives + transfer; }
+};
+
+/// One stage of an evaluated plan.
+struct StageReport {
+  std::size_t first_layer = 0;   ///< first layer of the stage
+  std::size_t last_layer = 0;    ///< one past its last layer
+  int in_flight = 1;             ///< microbatches held under 1F1B (S − p for stage p)
+  StageTime time;                ///< per microbatch
+  Time data_parallel_sync;       ///< gradient reduction across the replicas, per iteration
+  Time optimizer;                ///< optimizer step, per iteration
+  workload::StageMemory memory;  ///< per device
+  [[nodiscard]] bool fits(Bytes capacity) const noexcept { return memory.total() <= capacity; }
+};
+
+/// The iteration time split so that the parts add up to it: with b the slowest stage and
+/// K = ceil(M/d) microbatches per replica, compute = K·compute_b, collectives = K·collectives_b,
+/// transfers = K·transfer_b, bubble = (S−1)·time_b, plus the exposed data-parallel sync and the
+/// optimizer step.
+struct Breakdown {
+  Time compute;
+  Time bubble;
+  Time collectives;
+  Time transfers;
+  Time data_parallel_sync;
+  Time optimizer;
+  [[nodiscard]] Time total() const noexcept {
+    return compute + bubble + collectives + transfers + data_parallel_sync + optimizer;
+  }
+};
+
+/// An evaluated plan.
+struct Plan {
+  PlanChoice choice;
+  VariantDegrees degrees;
+  workload::MemoryRules rules = workload::MemoryRules::kMegatron;
+  std::int64_t microbatches = 1;              ///< M, per iteration
+  std::int64_t microbatches_per_replica = 1;  ///< ceil(M/d)
+  std::int64_t devices_used = 0;              ///< S · devices_per_replica · d
+  std::int64_t devices_available = 0;         ///< the budget the plan was made for
+  Bytes capacity;                             ///< memory per device
+  std::vector<StageReport> stages;
+  int bottleneck_stage = 0;  ///< the slowest stage (first of equals)
+  Time max_stage_time;
+  Breakdown breakdown;
+  Time iteration_time;             ///< == breakdown.total()
+  bool optimizer_modeled = false;  ///< false when no memory bandwidth was given
+  double sequences_per_second = 0;
+  double tokens_per_second = 0;  ///< 0 when the sequence length is unknown
+  std::optional<double> mfu;     ///< model FLOPs utilization, when FLOPs and peak are known
+
+  /// True when every stage fits its devices' memory.
+  [[nodiscard]] bool fits() const noexcept;
+  /// The device map of the plan.
+  [[nodiscard]] DeviceMap device_map() const noexcept {
+    return DeviceMap::make(choice.order, choice.stages(), choice.data_parallel,
+                           degrees.devices_per_replica);
+  }
+};
+
+/// A baseline's outcome beside the chosen plan: its plan, or why it has none.
+struct BaselineResult {
+  std::string name;          ///< "manual", "topology-agnostic", "anneal", "fixed"
+  std::optional<Plan> plan;  ///< empty when nothing fits under the baseline's rule
+  std::string note;          ///< how the baseline was made, or why it does not fit
+};
+
+}  // namespace nest::placer

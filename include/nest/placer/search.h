@@ -1,0 +1,104 @@
+#pragma once
+/// \file
+/// The NEST dynamic program (DESIGN.md §7): the plan with the smallest iteration time under the
+/// cost model of nest/placer/cost_model.h.
+///
+/// For each variant, recomputation setting, ZeRO stage, placement order and data-parallel degree
+/// d, a DP over suffixes of the layer chain computes f[s][i], the smallest achievable maximum
+/// stage time when layers [i, n) form s stages at positions s..1 from the pipeline's end (the
+/// stage at position s holds s microbatches and must fit memory there):
+///
+///   f[1][i] = cost(i, n, 1)                      if [i, n) fits at position 1
+///   f[s][i] = min_j max(cost(i, j, s), f[s−1][j]) over the j for which [i, j) fits at s
+///
+/// Because the device map lays stages out from the pipeline's end, a stage's devices (and so its
+/// network cost) depend only on its position s — not on the pipeline depth S — whenever the
+/// pipeline axis is outermost or the network is placement-independent; one table then answers
+/// every S at once (f[S][0]). Otherwise the table is rebuilt per S with that S's layout.
+///
+/// Speed: stage costs are O(1) from per-position prefix sums; the largest feasible stage end per
+/// (first layer, position) is found by binary search on memory (monotone in the stage's end and
+/// position) and carried along runs of identical layers in O(1); when cost(i, ·, s) is
+/// non-decreasing and f[s−1][·] non-increasing (checked per row, true for transformer chains),
+/// the min-max over j is a binary search for the crossing point, else a scan pruned by the
+/// lower bound of the compute part. Tables are shared between all d whose costs coincide (zero
+/// and flat networks without ZeRO-1..3 give one table per variant and recomputation setting).
+/// Data-parallel degrees are pruned to the smallest and the largest d of each value of ceil(M/d)
+/// (any other d uses more devices than the smallest for the same pipeline length, and has more
+/// memory than the largest); (S, d) pairs whose pipeline term alone cannot beat the best plan
+/// are skipped before the data-parallel sync is priced.
+/// Complexity per table: O(S_max · n · log n) (monotone rows) or O(S_max · n²) (scan), plus
+/// O(S_max · n · log n) memory queries of O(n) each; tables: variants × 2 × ZeRO stages ×
+/// orders × d-candidates × (S_max when the layout depends on S) in the worst case, far fewer with
+/// the sharing above. The data-parallel sync and the optimizer step are added to the best
+/// partition of each (S, d); they are not minimized inside the DP (they depend on the whole
+/// partition, not on one stage), so with a non-zero network the search is exact for the
+/// pipeline term and a heuristic for those two.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nest/placer/comm_cost.h"
+#include "nest/placer/cost_model.h"
+#include "nest/placer/plan.h"
+#include "nest/workload/layer_profile.h"
+
+namespace nest::placer {
+
+/// What the search may choose from.
+struct SearchOptions {
+  CostOptions cost;
+  /// Placement orders to try; a placement-independent network prices the first one only.
+  std::vector<PlacementOrder> orders = {PlacementOrder::kTensorPipelineData,
+                                        PlacementOrder::kTensorDataPipeline};
+  /// ZeRO stages to try (the nest-artifact rules have no optimizer state and use 0 only).
+  std::vector<int> zero_stages = {0, 1, 2, 3};
+  /// Try full recomputation (only when the profile allows it).
+  bool allow_recompute = true;
+  /// Indices of the variants to try; empty means all.
+  std::vector<std::size_t> variants;
+  /// Upper bound on pipeline stages; 0 means the number of layers.
+  int max_stages = 0;
+  /// Keep every data-parallel degree instead of the two per value of ceil(M/d).
+  bool all_data_parallel_degrees = false;
+};
+
+/// Counters of one search, for benchmarks and reports.
+struct SearchStats {
+  std::int64_t tables = 0;           ///< DP tables built
+  std::int64_t states = 0;           ///< (s, i) states solved
+  std::int64_t memory_queries = 0;   ///< calls of workload::stage_memory
+  std::int64_t candidates = 0;       ///< (configuration, S, d) pipelines priced in full
+  std::int64_t network_queries = 0;  ///< distinct queries sent to the CommCost
+};
+
+/// The outcome: the best plan, or why nothing fits.
+struct SearchResult {
+  std::optional<Plan> best;
+  /// When `best` is empty: one line saying why (the smallest stage's memory against the
+  /// capacity, or the devices the smallest feasible pipeline needs).
+  std::string infeasible_reason;
+  SearchStats stats;
+};
+
+/// The partition of the layer chain into `stages` stages with the smallest maximum stage time
+/// for fixed `variant`, `data_parallel`, `zero_stage`, `recompute` and `order` (the DP above for
+/// one configuration; the data-parallel sync and optimizer step are not part of its objective).
+/// Returns the choice, or nothing when no partition fits memory. Throws `Error` (input) when the
+/// configuration is invalid (as `validate_choice`). O(stages · n · log n) typically.
+[[nodiscard]] std::optional<PlanChoice> best_partition(const workload::LayerProfile& profile,
+                                                       std::size_t variant, int stages,
+                                                       int data_parallel, int zero_stage,
+                                                       bool recompute, PlacementOrder order,
+                                                       CommCost& comm, const CostOptions& options);
+
+/// Runs the search. Throws `Error` (input) on inconsistent options or profile. Deterministic:
+/// of plans with equal iteration times, the first found in the fixed loop order wins (variants
+/// in profile order, recomputation off before on, ZeRO stages in the given order, orders in the
+/// given order, d descending, S ascending).
+[[nodiscard]] SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
+                                  const SearchOptions& options);
+
+}  // namespace nest::placer

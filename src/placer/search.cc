@@ -1,0 +1,624 @@
+#include "nest/placer/search.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <utility>
+
+#include "nest/core/error.h"
+#include "nest/core/unit_parse.h"
+#include "placer/stage_model.h"
+
+namespace nest::placer {
+namespace {
+
+using detail::ChainSums;
+using detail::PositionPrices;
+using detail::PricedNetwork;
+
+constexpr std::int64_t kInf = std::numeric_limits<std::int64_t>::max();
+
+// run_end[l]: one past the last layer of the run of layers identical to layer l that starts at l.
+std::vector<std::size_t> identical_runs(const workload::Variant& v) {
+  const std::size_t n = v.layers.size();
+  std::vector<std::size_t> run_end(n, n);
+  for (std::size_t l = n; l-- > 0;) {
+    if (l + 1 < n && detail::same_layer(v.layers[l], v.layers[l + 1])) {
+      run_end[l] = run_end[l + 1];
+    } else {
+      run_end[l] = l + 1;
+    }
+  }
+  return run_end;
+}
+
+// The largest feasible end of a stage per (first layer, position), row by row. Memory grows with
+// the stage's end and with its position (more microbatches in flight), so row s is a binary
+// search under row s−1; a run of identical layers shifts the answer by one in O(1).
+class MemoryLimits {
+ public:
+  MemoryLimits(const workload::Variant& v, const std::vector<std::size_t>& run_end,
+               workload::MemoryOptions options, Bytes capacity, SearchStats& stats)
+      : v_(v), run_end_(run_end), options_(options), capacity_(capacity), stats_(stats) {}
+
+  // Row for position s (1-based); entry i is the largest j with [i, j) fitting (i if none).
+  const std::vector<std::size_t>& row(int s) {
+    while (static_cast<int>(rows_.size()) < s) add_row();
+    return rows_[static_cast<std::size_t>(s) - 1];
+  }
+
+  bool fits(std::size_t first, std::size_t last, int in_flight) {
+    ++stats_.memory_queries;
+    return workload::stage_memory(v_, first, last, in_flight, options_).total() <= capacity_;
+  }
+
+ private:
+  void add_row() {
+    const int s = static_cast<int>(rows_.size()) + 1;
+    const std::size_t n = v_.layers.size();
+    std::vector<std::size_t> row(n, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t hi = s == 1 ? n : rows_.back()[i];
+      if (i > 0) {
+        const std::size_t prev = row[i - 1];
+        // [i, prev+1) repeats [i−1, prev) when layers i−1..prev are identical; prev was
+        // maximal, so [i, prev+2) repeats the infeasible [i−1, prev+1) when layer prev+1 is
+        // identical too.
+        if (prev >= i && run_end_[i - 1] > prev) {
+          if (prev + 1 == n || run_end_[i - 1] > prev + 1) {
+            row[i] = prev + 1;
+            continue;
+          }
+        }
+      }
+      std::size_t lo = i;
+      std::size_t up = hi;
+      while (lo < up) {
+        const std::size_t mid = lo + (up - lo + 1) / 2;
+        if (fits(i, mid, s)) {
+          lo = mid;
+        } else {
+          up = mid - 1;
+        }
+      }
+      row[i] = lo;
+    }
+    rows_.push_back(std::move(row));
+  }
+
+  const workload::Variant& v_;
+  const std::vector<std::size_t>& run_end_;
+  workload::MemoryOptions options_;
+  Bytes capacity_;
+  SearchStats& stats_;
+  std::vector<std::vector<std::size_t>> rows_;
+};
+
+// Network prices per position (1-based from the pipeline's end), computed on demand.
+class Pricer {
+ public:
+  // `map` lays out at least as many stages as positions will be asked for; position s is its
+  // stage map.stages − s. A null map means a placement-independent network.
+  Pricer(const workload::Variant& v, const VariantDegrees& degrees, std::optional<DeviceMap> map,
+         int data_parallel, int zero_stage, PricedNetwork& net)
+      : v_(v),
+        degrees_(degrees),
+        map_(map),
+        data_parallel_(data_parallel),
+        zero_stage_(zero_stage),
+        net_(net) {}
+
+  const PositionPrices& at(int s) {
+    if (!map_) {
+      auto& slot = s == 1 ? last_ : interior_;
+      if (!slot) {
+        slot = std::make_unique<PositionPrices>(
+            detail::price_any_position(v_, degrees_, data_parallel_, zero_stage_, s == 1, net_));
+      }
+      return *slot;
+    }
+    while (static_cast<int>(positions_.size()) < s) {
+      const int position = static_cast<int>(positions_.size()) + 1;
+      positions_.push_back(
+          detail::price_position(v_, degrees_, *map_, map_->stages - position, zero_stage_, net_));
+    }
+    return positions_[static_cast<std::size_t>(s) - 1];
+  }
+
+ private:
+  const workload::Variant& v_;
+  VariantDegrees degrees_;
+  std::optional<DeviceMap> map_;
+  int data_parallel_;
+  int zero_stage_;
+  PricedNetwork& net_;
+  std::unique_ptr<PositionPrices> interior_;
+  std::unique_ptr<PositionPrices> last_;
+  std::vector<PositionPrices> positions_;
+};
+
+// f[s][i] and its argmin, rows added on demand (see search.h).
+class Table {
+ public:
+  Table(const workload::Variant& v, const ChainSums& sums, Pricer pricer, MemoryLimits& limits,
+        workload::MemoryRules rules, bool recompute, SearchStats& stats)
+      : n_(v.layers.size()),
+        sums_(sums),
+        pricer_(std::move(pricer)),
+        limits_(limits),
+        rules_(rules),
+        recompute_(recompute),
+        stats_(stats) {
+    ++stats_.tables;
+    best_.emplace_back();  // row 0 is unused
+    arg_.emplace_back();
+  }
+
+  std::int64_t best(int s) {
+    grow(s);
+    return best_[static_cast<std::size_t>(s)][0];
+  }
+
+  // Stage boundaries of the optimum for S stages (best(S) must be finite).
+  std::vector<std::size_t> boundaries(int stages) {
+    grow(stages);
+    std::vector<std::size_t> b{0};
+    std::size_t i = 0;
+    for (int s = stages; s >= 1; --s) {
+      i = arg_[static_cast<std::size_t>(s)][i];
+      b.push_back(i);
+    }
+    return b;
+  }
+
+ private:
+  void grow(int s) {
+    while (static_cast<int>(best_.size()) <= s) add_row(static_cast<int>(best_.size()));
+  }
+
+  void add_row(int s) {
+    const PositionPrices& p = pricer_.at(s);
+    const bool rec = detail::recompute_applies(rules_, recompute_, s);
+    const auto& limit = limits_.row(s);
+    const auto& fb = sums_.forward_backward;
+    const auto& rc = sums_.recompute;
+    const auto& pb = sums_.parameter_bytes;
+    // Stage cost without the transfer: non-decreasing in j (all parts are sums of non-negative
+    // terms, the gather line is non-decreasing when its slope is).
+    auto body = [&](std::size_t i, std::size_t j) {
+      std::int64_t c = fb[j] - fb[i] + p.collectives[j] - p.collectives[i];
+      if (rec) c += rc[j] - rc[i] + p.recompute_collectives[j] - p.recompute_collectives[i];
+      return c + p.gather_ps(pb[j] - pb[i]);
+    };
+    auto cost = [&](std::size_t i, std::size_t j) {
+      return body(i, j) + (p.transfer.empty() ? 0 : p.transfer[j]);
+    };
+
+    std::vector<std::int64_t> row(n_, kInf);
+    std::vector<std::uint32_t> arg(n_, 0);
+    if (s == 1) {
+      for (std::size_t i = 0; i < n_; ++i) {
+        if (limit[i] == n_) {
+          row[i] = cost(i, n_);
+          arg[i] = static_cast<std::uint32_t>(n_);
+        }
+      }
+      ++stats_.states;
+      best_.push_back(std::move(row));
+      arg_.push_back(std::move(arg));
+      return;
+    }
+    const auto& prev = best_[static_cast<std::size_t>(s) - 1];
+    // The min-max over j is a crossing-point search when cost(i, ·) rises and f[s−1][·] falls.
+    // Adding layer j to a stage adds its own compute and collectives (whatever i is), a
+    // non-negative gather increment when the gather line rises, and changes the transfer from
+    // transfer[j] to transfer[j+1].
+    const bool body_rises = p.gather_beta_ps_per_byte >= 0;
+    bool monotone = body_rises;
+    for (std::size_t j = 1; monotone && j + 1 < n_; ++j) {
+      std::int64_t step = fb[j + 1] - fb[j] + p.collectives[j + 1] - p.collectives[j];
+      if (rec)
+        step += rc[j + 1] - rc[j] + p.recompute_collectives[j + 1] - p.recompute_collectives[j];
+      if (!p.transfer.empty()) step += p.transfer[j + 1] - p.transfer[j];
+      monotone = step >= 0 && prev[j] >= prev[j + 1];
+    }
+    for (std::size_t i = 0; i + static_cast<std::size_t>(s) <= n_; ++i) {
+      ++stats_.states;
+      const std::size_t lo = i + 1;
+      const std::size_t hi = std::min(limit[i], n_ - static_cast<std::size_t>(s) + 1);
+      if (hi < lo) continue;
+      std::int64_t best = kInf;
+      std::size_t best_j = lo;
+      if (monotone) {
+        std::size_t a = lo;
+        std::size_t b = hi + 1;  // first j in [lo, hi] with cost >= prev[j], or hi + 1
+        while (a < b) {
+          const std::size_t mid = a + (b - a) / 2;
+          if (cost(i, mid) >= prev[mid]) {
+            b = mid;
+          } else {
+            a = mid + 1;
+          }
+        }
+        if (a > lo) {
+          best = prev[a - 1];
+          best_j = a - 1;
+        }
+        if (a <= hi) {
+          const std::int64_t at = cost(i, a);
+          if (at < best) {
+            best = at;
+            best_j = a;
+          }
+        }
+      } else {
+        for (std::size_t j = lo; j <= hi; ++j) {
+          if (body_rises && body(i, j) >= best) break;
+          const std::int64_t v = std::max(cost(i, j), prev[j]);
+          if (v < best) {
+            best = v;
+            best_j = j;
+          }
+        }
+      }
+      row[i] = best;
+      arg[i] = static_cast<std::uint32_t>(best_j);
+    }
+    best_.push_back(std::move(row));
+    arg_.push_back(std::move(arg));
+  }
+
+  std::size_t n_;
+  const ChainSums& sums_;
+  Pricer pricer_;
+  MemoryLimits& limits_;
+  workload::MemoryRules rules_;
+  bool recompute_;
+  SearchStats& stats_;
+  std::vector<std::vector<std::int64_t>> best_;
+  std::vector<std::vector<std::uint32_t>> arg_;
+};
+
+// The data-parallel degrees worth trying, largest first: for each value of ceil(M/d), the
+// smallest and the largest d (steps of `step` when expert groups span replicas).
+std::vector<int> candidate_degrees(std::int64_t microbatches, int dmax, int step, bool all) {
+  std::vector<int> out;
+  auto k = [&](int d) { return (microbatches + d - 1) / d; };
+  for (int d = step; d <= dmax; d += step) {
+    const bool first = d == step || k(d - step) != k(d);
+    const bool last = d + step > dmax || k(d + step) != k(d);
+    if (all || first || last) out.push_back(d);
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+bool experts_span_replicas(const workload::Variant& v) {
+  return v.expert_parallel > 1 &&
+         v.tensor_parallel * v.context_parallel * v.expert_parallel != v.devices_per_replica;
+}
+
+struct Best {
+  std::int64_t time = kInf;
+  PlanChoice choice;
+};
+
+std::string on_off(bool b) { return b ? "on" : "off"; }
+
+// Why nothing fits: the smallest stage's memory, or the devices the smallest pipeline needs.
+std::string explain_infeasible(const workload::LayerProfile& profile,
+                               const std::vector<std::size_t>& variants,
+                               const std::vector<bool>& recomputes, const std::vector<int>& zeros,
+                               const SearchOptions& options, SearchStats& stats) {
+  const std::int64_t devices = options.cost.devices;
+  Bytes smallest = Bytes(std::numeric_limits<std::int64_t>::max());
+  std::string where;
+  int min_replica = std::numeric_limits<int>::max();
+  for (const std::size_t vi : variants) {
+    const auto& v = profile.variants[vi];
+    min_replica = std::min(min_replica, v.devices_per_replica);
+    const std::int64_t dmax =
+        std::min<std::int64_t>(v.microbatches, devices / v.devices_per_replica);
+    if (dmax < 1) continue;
+    for (const bool rec : recomputes) {
+      for (const int zero : zeros) {
+        int d = zero > 0 ? static_cast<int>(dmax) : 1;
+        if (experts_span_replicas(v)) d = d / v.expert_parallel * v.expert_parallel;
+        if (d < 1) continue;
+        const workload::MemoryOptions mo{
+            .rules = options.cost.rules, .zero_stage = zero, .data_parallel = d, .recompute = rec};
+        for (std::size_t l = 0; l < v.layers.size(); ++l) {
+          ++stats.memory_queries;
+          const Bytes m = workload::stage_memory(v, l, l + 1, 1, mo).total();
+          if (m < smallest) {
+            smallest = m;
+            where = fmt::format(
+                "layer {} '{}' alone, tensor parallel {}, {} devices per replica, ZeRO-{} over "
+                "{} replicas, recomputation {}",
+                l, v.layers[l].name, v.tensor_parallel, v.devices_per_replica, zero, d,
+                on_off(rec));
+          }
+        }
+      }
+    }
+  }
+  if (where.empty()) {
+    return fmt::format("nothing fits: {} devices are fewer than the smallest stage replica ({})",
+                       devices, min_replica);
+  }
+  if (smallest > profile.hbm) {
+    return fmt::format(
+        "nothing fits: the smallest stage ({}) needs {} per device against a capacity of {}", where,
+        format_bytes(smallest), format_bytes(profile.hbm));
+  }
+  // Memory allows single layers: the device budget is what is short. Find the fewest stages
+  // that fit without data parallelism (a feasibility DP over the memory rows).
+  std::int64_t fewest = std::numeric_limits<std::int64_t>::max();
+  std::string config;
+  for (const std::size_t vi : variants) {
+    const auto& v = profile.variants[vi];
+    const std::size_t n = v.layers.size();
+    const auto run_end = identical_runs(v);
+    for (const bool rec : recomputes) {
+      MemoryLimits limits(v, run_end,
+                          {.rules = options.cost.rules, .data_parallel = 1, .recompute = rec},
+                          profile.hbm, stats);
+      std::vector<char> ok(n + 1, 0);  // ok[i]: [i, n) splits into the current s stages
+      for (std::size_t i = 0; i < n; ++i) ok[i] = limits.row(1)[i] == n;
+      for (int s = 1; s <= static_cast<int>(n); ++s) {
+        if (s > 1) {
+          std::vector<char> next(n + 1, 0);
+          const auto& limit = limits.row(s);
+          for (std::size_t i = 0; i < n; ++i) {
+            for (std::size_t j = i + 1; j <= limit[i] && j < n; ++j) {
+              if (ok[j]) {
+                next[i] = 1;
+                break;
+              }
+            }
+          }
+          ok = std::move(next);
+        }
+        if (ok[0]) {
+          const std::int64_t need = static_cast<std::int64_t>(s) * v.devices_per_replica;
+          if (need < fewest) {
+            fewest = need;
+            config = fmt::format("{} stages of {} devices (tensor parallel {}, recomputation {})",
+                                 s, v.devices_per_replica, v.tensor_parallel, on_off(rec));
+          }
+          break;
+        }
+      }
+    }
+  }
+  if (config.empty()) {
+    return fmt::format(
+        "nothing fits: no split of the layer chain fits memory at every pipeline position "
+        "(capacity {})",
+        format_bytes(profile.hbm));
+  }
+  return fmt::format(
+      "nothing fits on {} devices: the smallest pipeline that fits memory needs {} = {} devices",
+      devices, config, fewest);
+}
+
+}  // namespace
+
+std::optional<PlanChoice> best_partition(const workload::LayerProfile& profile, std::size_t variant,
+                                         int stages, int data_parallel, int zero_stage,
+                                         bool recompute, PlacementOrder order, CommCost& comm,
+                                         const CostOptions& options) {
+  PlanChoice choice{.variant = variant,
+                    .data_parallel = data_parallel,
+                    .zero_stage = zero_stage,
+                    .recompute = recompute,
+                    .order = order};
+  if (variant < profile.variants.size()) {
+    const std::size_t n = profile.variants[variant].layers.size();
+    if (stages < 1 || static_cast<std::size_t>(stages) > n) {
+      throw Error::input("pipeline depth out of range",
+                         {.key = "stages",
+                          .value = std::to_string(stages),
+                          .expected = fmt::format("1..{} (the layers)", n)});
+    }
+    // A placeholder partition with the right depth, so that validation checks the rest.
+    for (int p = 0; p < stages; ++p) choice.boundaries.push_back(static_cast<std::size_t>(p));
+    choice.boundaries.push_back(n);
+  }
+  validate_choice(profile, choice, options);
+  const auto& v = profile.variants[variant];
+  const ChainSums sums(v);
+  const auto run_end = identical_runs(v);
+  SearchStats stats;
+  PricedNetwork net(comm);
+  MemoryLimits limits(v, run_end,
+                      {.rules = options.rules,
+                       .zero_stage = zero_stage,
+                       .data_parallel = data_parallel,
+                       .recompute = recompute},
+                      profile.hbm, stats);
+  std::optional<DeviceMap> map;
+  if (!net.placement_independent()) {
+    map = DeviceMap::make(order, stages, data_parallel, v.devices_per_replica);
+  }
+  Table table(v, sums, Pricer(v, detail::degrees_of(v), map, data_parallel, zero_stage, net),
+              limits, options.rules, recompute, stats);
+  if (table.best(stages) == kInf) return std::nullopt;
+  choice.boundaries = table.boundaries(stages);
+  return choice;
+}
+
+SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
+                    const SearchOptions& options) {
+  if (profile.variants.empty()) throw Error::input("the profile has no variants");
+  if (options.cost.devices <= 0) {
+    throw Error::input("no devices to place on", {.key = "devices",
+                                                  .value = std::to_string(options.cost.devices),
+                                                  .expected = "at least 1"});
+  }
+  const bool artifact = options.cost.rules == workload::MemoryRules::kNestArtifact;
+  std::vector<std::size_t> variants = options.variants;
+  if (variants.empty()) {
+    for (std::size_t i = 0; i < profile.variants.size(); ++i) variants.push_back(i);
+  }
+  for (const std::size_t vi : variants) {
+    if (vi >= profile.variants.size()) {
+      throw Error::input("no such variant in the profile",
+                         {.key = "variants", .value = std::to_string(vi)});
+    }
+    if (profile.variants[vi].layers.empty()) {
+      throw Error::input("a variant has no layers",
+                         {.key = "variants", .value = std::to_string(vi)});
+    }
+  }
+  std::vector<int> zeros = artifact ? std::vector<int>{0} : options.zero_stages;
+  if (zeros.empty()) zeros = {0};
+  for (const int z : zeros) {
+    if (z < 0 || z > 3) {
+      throw Error::input("ZeRO stage out of range",
+                         {.key = "zero_stages", .value = std::to_string(z), .expected = "0..3"});
+    }
+  }
+  std::vector<bool> recomputes{false};
+  if (options.allow_recompute && profile.recompute_allowed) recomputes.push_back(true);
+  if (options.orders.empty()) throw Error::input("no placement order to try");
+  PricedNetwork net(comm);
+  std::vector<PlacementOrder> orders = options.orders;
+  if (net.placement_independent()) orders.resize(1);
+
+  SearchResult result;
+  SearchStats& stats = result.stats;
+  Best best;
+  const std::int64_t devices = options.cost.devices;
+
+  for (const std::size_t vi : variants) {
+    const auto& v = profile.variants[vi];
+    const std::size_t n = v.layers.size();
+    const VariantDegrees degrees = detail::degrees_of(v);
+    const int dpr = v.devices_per_replica;
+    const int dmax = static_cast<int>(std::min<std::int64_t>(v.microbatches, devices / dpr));
+    if (dmax < 1) continue;
+    const int step = experts_span_replicas(v) ? v.expert_parallel : 1;
+    const std::vector<int> ds =
+        candidate_degrees(v.microbatches, dmax, step, options.all_data_parallel_degrees);
+    const ChainSums sums(v);
+    const auto run_end = identical_runs(v);
+    const double work = static_cast<double>(sums.forward_backward[n]);
+    int stage_cap = static_cast<int>(n);
+    if (options.max_stages > 0) stage_cap = std::min(stage_cap, options.max_stages);
+
+    for (const bool rec : recomputes) {
+      for (const int zero : zeros) {
+        std::unique_ptr<MemoryLimits> limits;
+        int limits_d = -1;
+        for (const PlacementOrder order : orders) {
+          std::unique_ptr<Table> table;
+          int table_d = -1;
+          for (const int d : ds) {
+            if (zero > 0 && d == 1) continue;  // ZeRO over one replica is ZeRO-0
+            const int smax = static_cast<int>(
+                std::min<std::int64_t>(stage_cap, devices / (static_cast<std::int64_t>(dpr) * d)));
+            if (smax < 1) continue;
+            const std::int64_t k = (v.microbatches + d - 1) / d;
+            // No pipeline of at most smax stages beats W/S per stage: skip this d when even that
+            // bound loses.
+            const double bound =
+                work * static_cast<double>(k - 1 + smax) / static_cast<double>(smax);
+            if (bound >= static_cast<double>(best.time)) continue;
+
+            const int mem_d = (zero > 0 && !artifact) ? d : 0;
+            if (!limits || limits_d != mem_d) {
+              limits = std::make_unique<MemoryLimits>(
+                  v, run_end,
+                  workload::MemoryOptions{.rules = options.cost.rules,
+                                          .zero_stage = zero,
+                                          .data_parallel = d,
+                                          .recompute = rec},
+                  profile.hbm, stats);
+              limits_d = mem_d;
+              table.reset();
+            }
+            auto consider = [&](Table& t, int stages) {
+              const std::int64_t stage_time = t.best(stages);
+              if (stage_time == kInf) return;
+              const std::int64_t factor = k + stages - 1;
+              if (stage_time > (kInf - 1) / factor) return;
+              const std::int64_t pipeline = factor * stage_time;
+              if (pipeline >= best.time) return;
+              ++stats.candidates;
+              PlanChoice choice{.variant = vi,
+                                .boundaries = t.boundaries(stages),
+                                .data_parallel = d,
+                                .zero_stage = zero,
+                                .recompute = rec,
+                                .order = order};
+              const DeviceMap map = DeviceMap::make(order, stages, d, dpr);
+              Time sync;
+              Time optimizer;
+              for (int p = 0; p < stages; ++p) {
+                const std::size_t a = choice.boundaries[static_cast<std::size_t>(p)];
+                const std::size_t b = choice.boundaries[static_cast<std::size_t>(p) + 1];
+                sync = std::max(
+                    sync, detail::sync_time(sums.parameter_bytes[b] - sums.parameter_bytes[a], zero,
+                                            map, p, net));
+                optimizer = std::max(
+                    optimizer, detail::optimizer_time(sums.parameters[b] - sums.parameters[a], zero,
+                                                      d, options.cost));
+              }
+              const std::int64_t total = pipeline + sync.ps() + optimizer.ps();
+              if (total < best.time) {
+                best.time = total;
+                best.choice = std::move(choice);
+              }
+            };
+
+            const bool per_depth = !net.placement_independent() && !pipeline_outermost(order);
+            if (per_depth) {
+              // The stage's devices depend on the pipeline depth: one table per S.
+              for (int stages = 1; stages <= smax; ++stages) {
+                Pricer pricer(v, degrees, DeviceMap::make(order, stages, d, dpr), d, zero, net);
+                Table t(v, sums, std::move(pricer), *limits, options.cost.rules, rec, stats);
+                consider(t, stages);
+              }
+              continue;
+            }
+            // Prices depend on d only through the groups' sizes and neighbours: a zero network
+            // never, a flat one only through ZeRO-3 gathers.
+            const int price_d = net.zero()                    ? 0
+                                : net.placement_independent() ? (zero == 3 ? d : 0)
+                                                              : d;
+            if (!table || table_d != price_d) {
+              std::optional<DeviceMap> map;
+              if (!net.placement_independent()) {
+                map = DeviceMap::make(order, static_cast<int>(n), d, dpr);
+              }
+              table = std::make_unique<Table>(v, sums, Pricer(v, degrees, map, d, zero, net),
+                                              *limits, options.cost.rules, rec, stats);
+              table_d = price_d;
+            }
+            for (int stages = 1; stages <= smax; ++stages) consider(*table, stages);
+          }
+        }
+      }
+    }
+  }
+  stats.network_queries = net.queries();
+
+  if (best.time == kInf) {
+    result.infeasible_reason =
+        explain_infeasible(profile, variants, recomputes, zeros, options, stats);
+    return result;
+  }
+  Plan plan = evaluate(profile, best.choice, comm, options.cost);
+  if (plan.iteration_time.ps() != best.time) {
+    throw Error::internal(
+        fmt::format("the search priced its best plan at {} ps but the cost model gives {} ps",
+                    best.time, plan.iteration_time.ps()));
+  }
+  result.best = std::move(plan);
+  return result;
+}
+
+}  // namespace nest::placer

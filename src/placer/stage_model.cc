@@ -1,0 +1,260 @@
+#include "placer/stage_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "nest/core/error.h"
+#include "nest/core/rng.h"
+
+namespace nest::placer::detail {
+namespace {
+
+using workload::CollectiveOp;
+using workload::ParallelAxis;
+
+constexpr Bytes kGatherLow = Bytes::mebibytes(256);
+constexpr Bytes kGatherHigh = Bytes::gibibytes(1);
+
+bool experts_in_replica(const VariantDegrees& d) {
+  return d.tensor_parallel * d.context_parallel * d.expert_parallel == d.devices_per_replica;
+}
+
+// Sum of count · price over the collectives of `layer` (or of recompute_count when
+// `recomputed`).
+std::int64_t layer_collectives_ps(const workload::Layer& layer, bool recomputed,
+                                  const VariantDegrees& degrees, const DeviceMap* map, int stage,
+                                  int data_parallel, PricedNetwork& net) {
+  std::int64_t total = 0;
+  for (const auto& c : layer.collectives) {
+    const int times = recomputed ? c.recompute_count : c.count;
+    if (times == 0 || c.size.count() <= 0) continue;
+    GroupLayout layout;
+    if (map != nullptr) {
+      layout = axis_layout(*map, stage, c.axis, degrees);
+    } else {
+      // Placement-independent network: only the group size matters; any layout of that size
+      // with d groups stands for all.
+      const DeviceMap any = DeviceMap::make(PlacementOrder::kTensorPipelineData, 1, data_parallel,
+                                            degrees.devices_per_replica);
+      layout = axis_layout(any, 0, c.axis, degrees);
+    }
+    total += times * net.collective(c.op, c.size, layout).ps();
+  }
+  return total;
+}
+
+PositionPrices price(const workload::Variant& variant, const VariantDegrees& degrees,
+                     const DeviceMap* map, int stage, int data_parallel, int zero_stage, bool last,
+                     PricedNetwork& net) {
+  const std::size_t n = variant.layers.size();
+  PositionPrices p;
+  p.collectives.assign(n + 1, 0);
+  p.recompute_collectives.assign(n + 1, 0);
+  if (net.zero()) return p;
+  std::int64_t base = 0;
+  std::int64_t recomputed = 0;
+  for (std::size_t l = 0; l < n; ++l) {
+    const auto& layer = variant.layers[l];
+    if (l == 0 || layer.collectives.empty() || !same_layer(layer, variant.layers[l - 1])) {
+      base = layer_collectives_ps(layer, false, degrees, map, stage, data_parallel, net);
+      recomputed = layer_collectives_ps(layer, true, degrees, map, stage, data_parallel, net);
+    }
+    p.collectives[l + 1] = p.collectives[l] + base;
+    p.recompute_collectives[l + 1] = p.recompute_collectives[l] + recomputed;
+  }
+  const DeviceMap two = DeviceMap::make(PlacementOrder::kTensorPipelineData, 2, data_parallel,
+                                        degrees.devices_per_replica);
+  if (!last) {
+    const GroupLayout from = map != nullptr ? map->stage_layout(stage) : two.stage_layout(0);
+    const GroupLayout to = map != nullptr ? map->stage_layout(stage + 1) : two.stage_layout(1);
+    p.transfer.assign(n + 1, 0);
+    for (std::size_t j = 1; j <= n; ++j) {
+      p.transfer[j] = 2 * net.transfer(variant.layers[j - 1].output_bytes, from, to).ps();
+    }
+  }
+  if (zero_stage == 3 && data_parallel > 1) {
+    const GroupLayout layout = sync_layout(map != nullptr ? *map : two, map != nullptr ? stage : 0);
+    const double lo = static_cast<double>(net.gather(kGatherLow, layout).ps());
+    const double hi = static_cast<double>(net.gather(kGatherHigh, layout).ps());
+    p.gathers = true;
+    p.gather_beta_ps_per_byte = (hi - lo) / (kGatherHigh - kGatherLow).as_double();
+    p.gather_alpha_ps = lo - p.gather_beta_ps_per_byte * kGatherLow.as_double();
+  }
+  return p;
+}
+
+}  // namespace
+
+VariantDegrees degrees_of(const workload::Variant& v) {
+  return VariantDegrees{.tensor_parallel = v.tensor_parallel,
+                        .expert_parallel = v.expert_parallel,
+                        .context_parallel = v.context_parallel,
+                        .sequence_parallel = v.sequence_parallel,
+                        .micro_batch = v.micro_batch,
+                        .devices_per_replica = v.devices_per_replica};
+}
+
+GroupLayout axis_layout(const DeviceMap& map, int stage, ParallelAxis axis,
+                        const VariantDegrees& degrees) {
+  const auto t = static_cast<std::uint32_t>(degrees.tensor_parallel);
+  const auto c = static_cast<std::uint32_t>(degrees.context_parallel);
+  const auto dpr = static_cast<std::uint32_t>(map.devices_per_replica);
+  const std::uint32_t sh = map.shard_stride;
+  GroupLayout g;
+  g.base = map.device(stage, 0, 0);
+  switch (axis) {
+    case ParallelAxis::kTensor:
+      g.member = {degrees.tensor_parallel, sh};
+      g.groups = {
+          {{static_cast<int>(dpr / t), t * sh}, {map.data_parallel, map.replica_stride}, {1, 0}}};
+      return g;
+    case ParallelAxis::kContext:
+      g.member = {degrees.context_parallel, t * sh};
+      g.groups = {{{degrees.tensor_parallel, sh},
+                   {static_cast<int>(dpr / (t * c)), t * c * sh},
+                   {map.data_parallel, map.replica_stride}}};
+      return g;
+    case ParallelAxis::kExpert:
+      if (experts_in_replica(degrees)) {
+        g.member = {degrees.expert_parallel, t * c * sh};
+        g.groups = {
+            {{static_cast<int>(t * c), sh}, {map.data_parallel, map.replica_stride}, {1, 0}}};
+      } else {
+        const auto e = static_cast<std::uint32_t>(degrees.expert_parallel);
+        g.member = {degrees.expert_parallel, map.replica_stride};
+        g.groups = {{{static_cast<int>(dpr), sh},
+                     {map.data_parallel / degrees.expert_parallel, e * map.replica_stride},
+                     {1, 0}}};
+      }
+      return g;
+  }
+  throw Error::internal("unknown parallel axis");
+}
+
+GroupLayout sync_layout(const DeviceMap& map, int stage) {
+  return GroupLayout{.base = map.device(stage, 0, 0),
+                     .member = {map.data_parallel, map.replica_stride},
+                     .groups = {{{map.devices_per_replica, map.shard_stride}, {1, 0}, {1, 0}}}};
+}
+
+std::size_t PricedNetwork::KeyHash::operator()(const Key& k) const noexcept {
+  std::uint64_t h = hash_mix(static_cast<std::uint64_t>(k.kind), static_cast<std::uint64_t>(k.op));
+  h = hash_mix(h, static_cast<std::uint64_t>(k.size));
+  h = hash_mix(h, k.a.hash());
+  return static_cast<std::size_t>(hash_mix(h, k.b.hash()));
+}
+
+Time PricedNetwork::collective(CollectiveOp op, Bytes size, const GroupLayout& layout) {
+  if (layout.group_size() <= 1 || size.count() <= 0 || zero()) return Time::zero();
+  const Key key{.kind = 0, .op = static_cast<int>(op), .size = size.count(), .a = layout};
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  ++queries_;
+  const Time t = comm_.collective(op, size, layout);
+  memo_.emplace(key, t);
+  return t;
+}
+
+Time PricedNetwork::transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) {
+  if (size.count() <= 0 || zero()) return Time::zero();
+  const Key key{.kind = 1, .size = size.count(), .a = from, .b = to};
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  ++queries_;
+  const Time t = comm_.transfer(size, from, to);
+  memo_.emplace(key, t);
+  return t;
+}
+
+Time PricedNetwork::gather(Bytes size, const GroupLayout& layout) {
+  return collective(CollectiveOp::kAllGather, size, layout);
+}
+
+ChainSums::ChainSums(const workload::Variant& variant) {
+  const std::size_t n = variant.layers.size();
+  forward_backward.assign(n + 1, 0);
+  recompute.assign(n + 1, 0);
+  parameter_bytes.assign(n + 1, 0);
+  parameters.assign(n + 1, 0);
+  for (std::size_t l = 0; l < n; ++l) {
+    const auto& layer = variant.layers[l];
+    forward_backward[l + 1] = forward_backward[l] + layer.forward.ps() + layer.backward.ps();
+    recompute[l + 1] = recompute[l] + layer.recompute.ps();
+    parameter_bytes[l + 1] = parameter_bytes[l] + layer.parameter_bytes.count();
+    parameters[l + 1] = parameters[l] + layer.parameters;
+  }
+}
+
+std::int64_t PositionPrices::gather_ps(std::int64_t parameter_bytes) const noexcept {
+  if (!gathers || parameter_bytes <= 0) return 0;
+  const double t = gather_alpha_ps + gather_beta_ps_per_byte * static_cast<double>(parameter_bytes);
+  return 2 * std::max<std::int64_t>(0, std::llround(t));
+}
+
+PositionPrices price_position(const workload::Variant& variant, const VariantDegrees& degrees,
+                              const DeviceMap& map, int stage, int zero_stage, PricedNetwork& net) {
+  return price(variant, degrees, &map, stage, map.data_parallel, zero_stage,
+               stage == map.stages - 1, net);
+}
+
+PositionPrices price_any_position(const workload::Variant& variant, const VariantDegrees& degrees,
+                                  int data_parallel, int zero_stage, bool last,
+                                  PricedNetwork& net) {
+  return price(variant, degrees, nullptr, 0, data_parallel, zero_stage, last, net);
+}
+
+bool recompute_applies(workload::MemoryRules rules, bool recompute, int in_flight) noexcept {
+  if (!recompute) return false;
+  return rules != workload::MemoryRules::kNestArtifact || in_flight > 1;
+}
+
+StageTime stage_time(const ChainSums& sums, const PositionPrices& prices, std::size_t first,
+                     std::size_t last, bool recompute) noexcept {
+  StageTime t;
+  std::int64_t compute = sums.forward_backward[last] - sums.forward_backward[first];
+  std::int64_t collectives = prices.collectives[last] - prices.collectives[first];
+  if (recompute) {
+    compute += sums.recompute[last] - sums.recompute[first];
+    collectives += prices.recompute_collectives[last] - prices.recompute_collectives[first];
+  }
+  collectives += prices.gather_ps(sums.parameter_bytes[last] - sums.parameter_bytes[first]);
+  t.compute = Time::picoseconds(compute);
+  t.collectives = Time::picoseconds(collectives);
+  t.transfer = Time::picoseconds(prices.transfer.empty() ? 0 : prices.transfer[last]);
+  return t;
+}
+
+Time sync_time(std::int64_t parameter_bytes, int zero_stage, const DeviceMap& map, int stage,
+               PricedNetwork& net) {
+  if (map.data_parallel <= 1 || parameter_bytes <= 0) return Time::zero();
+  const CollectiveOp op = zero_stage == 3 ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
+  return net.collective(op, Bytes(parameter_bytes), sync_layout(map, stage));
+}
+
+Time optimizer_time(std::int64_t parameters, int zero_stage, int data_parallel,
+                    const CostOptions& options) noexcept {
+  if (options.rules == workload::MemoryRules::kNestArtifact) return Time::zero();
+  if (!(options.memory_bandwidth.bytes_per_s() > 0) || parameters <= 0) return Time::zero();
+  double bytes = static_cast<double>(parameters) * kOptimizerBytesPerParameter;
+  if (zero_stage >= 1) bytes /= data_parallel;
+  return Time::seconds(bytes / options.memory_bandwidth.bytes_per_s());
+}
+
+bool same_layer(const workload::Layer& a, const workload::Layer& b) noexcept {
+  if (a.forward != b.forward || a.backward != b.backward || a.recompute != b.recompute ||
+      a.parameter_bytes != b.parameter_bytes || a.parameters != b.parameters ||
+      a.activation_bytes != b.activation_bytes || a.input_bytes != b.input_bytes ||
+      a.output_bytes != b.output_bytes || a.flops != b.flops ||
+      a.collectives.size() != b.collectives.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.collectives.size(); ++i) {
+    const auto& x = a.collectives[i];
+    const auto& y = b.collectives[i];
+    if (x.op != y.op || x.axis != y.axis || x.size != y.size || x.count != y.count ||
+        x.recompute_count != y.recompute_count) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace nest::placer::detail

@@ -1,0 +1,116 @@
+#pragma once
+// Pieces of the cost model (nest/placer/cost_model.h) that `evaluate` and the search share, so
+// that both compute every figure the same way: prefix sums over the layer chain, the network
+// prices of one stage position, the device groups of each parallel axis, the data-parallel sync
+// and the optimizer step.
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "nest/placer/comm_cost.h"
+#include "nest/placer/cost_model.h"
+#include "nest/placer/plan.h"
+#include "nest/workload/layer_profile.h"
+
+namespace nest::placer::detail {
+
+/// The intra-layer degrees of `variant`.
+VariantDegrees degrees_of(const workload::Variant& variant);
+
+/// Groups that run the collectives of `axis` in stage `stage` of `map`: tensor groups are t
+/// consecutive shards; context groups c shards t apart; expert groups e shards t·c apart when
+/// the replica holds the experts (t·c·e devices), else e consecutive replicas.
+GroupLayout axis_layout(const DeviceMap& map, int stage, workload::ParallelAxis axis,
+                        const VariantDegrees& degrees);
+/// Groups of the data-parallel sync of stage `stage`: the d replicas of each shard.
+GroupLayout sync_layout(const DeviceMap& map, int stage);
+
+/// Memoizing, counting front of a `CommCost`.
+class PricedNetwork {
+ public:
+  explicit PricedNetwork(CommCost& comm) : comm_(comm) {}
+  Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout);
+  Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to);
+  /// Time of a ZeRO-3 weight all-gather of `size` on `layout`, on the line through the exact
+  /// prices at 256 MiB and 1 GiB (see cost_model.h).
+  Time gather(Bytes size, const GroupLayout& layout);
+  [[nodiscard]] bool placement_independent() const noexcept {
+    return comm_.placement_independent();
+  }
+  [[nodiscard]] bool zero() const noexcept { return comm_.zero(); }
+  /// Distinct queries sent to the `CommCost`.
+  [[nodiscard]] std::int64_t queries() const noexcept { return queries_; }
+
+ private:
+  struct Key {
+    int kind = 0;  // 0 collective, 1 transfer
+    int op = 0;
+    std::int64_t size = 0;
+    GroupLayout a;
+    GroupLayout b;
+    friend bool operator==(const Key&, const Key&) = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const noexcept;
+  };
+  CommCost& comm_;
+  std::unordered_map<Key, Time, KeyHash> memo_;
+  std::int64_t queries_ = 0;
+};
+
+/// Prefix sums over the layer chain of one variant, in picoseconds and bytes: entry j sums
+/// layers [0, j).
+struct ChainSums {
+  std::vector<std::int64_t> forward_backward;
+  std::vector<std::int64_t> recompute;
+  std::vector<std::int64_t> parameter_bytes;
+  std::vector<std::int64_t> parameters;
+  explicit ChainSums(const workload::Variant& variant);
+};
+
+/// Network prices of one stage position, in picoseconds.
+struct PositionPrices {
+  std::vector<std::int64_t> collectives;            ///< prefix Σ count · price
+  std::vector<std::int64_t> recompute_collectives;  ///< prefix Σ recompute_count · price
+  /// transfer[j]: the output of layer j−1 to the next stage and back (2 transfers); empty for
+  /// the last stage.
+  std::vector<std::int64_t> transfer;
+  /// ZeRO-3 gathers of the stage's weights per microbatch: 2 · gather line.
+  bool gathers = false;
+  double gather_alpha_ps = 0;
+  double gather_beta_ps_per_byte = 0;
+  /// The stage's ZeRO-3 gather time for `parameter_bytes` of weights per device.
+  [[nodiscard]] std::int64_t gather_ps(std::int64_t parameter_bytes) const noexcept;
+};
+
+/// Prices of stage `stage` of `map` (its last stage has no transfer). `zero_stage` = 3 adds the
+/// gathers. O(n) plus network queries (identical neighbouring layers reuse their prices).
+PositionPrices price_position(const workload::Variant& variant, const VariantDegrees& degrees,
+                              const DeviceMap& map, int stage, int zero_stage, PricedNetwork& net);
+
+/// Prices shared by every position of a placement-independent network; `last` leaves out the
+/// transfer. Equal to `price_position` of any stage of the same degrees and d.
+PositionPrices price_any_position(const workload::Variant& variant, const VariantDegrees& degrees,
+                                  int data_parallel, int zero_stage, bool last, PricedNetwork& net);
+
+/// Whether the stage at position `in_flight` recomputes (nest-artifact: never the last stage).
+[[nodiscard]] bool recompute_applies(workload::MemoryRules rules, bool recompute,
+                                     int in_flight) noexcept;
+
+/// Per-microbatch time of layers [first, last) priced by `prices`.
+StageTime stage_time(const ChainSums& sums, const PositionPrices& prices, std::size_t first,
+                     std::size_t last, bool recompute) noexcept;
+
+/// Gradient sync of a stage holding `parameter_bytes` per device, across its replicas.
+Time sync_time(std::int64_t parameter_bytes, int zero_stage, const DeviceMap& map, int stage,
+               PricedNetwork& net);
+
+/// Optimizer step of a stage holding `parameters` per device (0 when not modeled).
+Time optimizer_time(std::int64_t parameters, int zero_stage, int data_parallel,
+                    const CostOptions& options) noexcept;
+
+/// Whether layers a and b are interchangeable (everything but the name is equal).
+bool same_layer(const workload::Layer& a, const workload::Layer& b) noexcept;
+
+}  // namespace nest::placer::detail

@@ -1,0 +1,230 @@
+#include <gtest/gtest.h>
+
+#include "nest/core/error.h"
+#include "nest/placer/comm_cost.h"
+#include "nest/placer/cost_model.h"
+#include "nest/placer/plan.h"
+#include "nest/workload/layer_profile.h"
+
+namespace nest::placer {
+namespace {
+
+using workload::CollectiveOp;
+using workload::MemoryRules;
+using workload::ParallelAxis;
+
+// Four identical layers: forward 1 ms, backward 2 ms, recompute 1 ms.
+workload::LayerProfile four_layers(int devices_per_replica = 1) {
+  workload::LayerProfile p;
+  p.model = "toy";
+  p.hbm = Bytes::gibibytes(1);
+  p.sequence_length = 1000;
+  workload::Variant v;
+  v.tensor_parallel = devices_per_replica;
+  v.devices_per_replica = devices_per_replica;
+  v.microbatches = 8;
+  for (int i = 0; i < 4; ++i) {
+    workload::Layer l;
+    l.name = "block";
+    l.forward = Time::milliseconds(1);
+    l.backward = Time::milliseconds(2);
+    l.recompute = Time::milliseconds(1);
+    l.parameter_bytes = Bytes::mebibytes(10);
+    l.parameters = 5 << 20;
+    l.activation_bytes = Bytes::mebibytes(100);
+    l.input_bytes = Bytes::mebibytes(4);
+    l.output_bytes = Bytes::mebibytes(4);
+    v.layers.push_back(l);
+  }
+  p.variants.push_back(v);
+  return p;
+}
+
+TEST(DeviceMap, LaysStagesOutFromThePipelineEnd) {
+  // tp-pp-dp, S = 3, d = 2, 4 devices per replica: replica stride 12, stage stride 4.
+  const DeviceMap m = DeviceMap::make(PlacementOrder::kTensorPipelineData, 3, 2, 4);
+  EXPECT_EQ(m.device(2, 0, 0), 0u);  // the last stage takes slot 0
+  EXPECT_EQ(m.device(0, 0, 0), 8u);
+  EXPECT_EQ(m.device(0, 1, 3), 8u + 12u + 3u);
+  // tp-dp-pp: the replicas of a stage are neighbours; the stage stride is 4·2.
+  const DeviceMap n = DeviceMap::make(PlacementOrder::kTensorDataPipeline, 3, 2, 4);
+  EXPECT_EQ(n.device(0, 1, 3), 16u + 4u + 3u);
+  EXPECT_EQ(n.device(2, 1, 0), 4u);
+  // dp-tp-pp: a replica's shards are d apart.
+  const DeviceMap q = DeviceMap::make(PlacementOrder::kDataTensorPipeline, 3, 2, 4);
+  EXPECT_EQ(q.device(2, 1, 3), 1u + 3u * 2u);
+}
+
+TEST(DeviceMap, EveryOrderIsABijectionOntoTheFirstDevices) {
+  for (const PlacementOrder order : all_placement_orders()) {
+    const DeviceMap m = DeviceMap::make(order, 3, 5, 2);
+    std::vector<int> seen(30, 0);
+    for (int p = 0; p < 3; ++p) {
+      for (int k = 0; k < 5; ++k) {
+        for (int s = 0; s < 2; ++s) {
+          const auto dev = m.device(p, k, s);
+          ASSERT_LT(dev, 30u) << to_string(order);
+          ++seen[dev];
+        }
+      }
+    }
+    for (int c : seen) EXPECT_EQ(c, 1) << to_string(order);
+    EXPECT_EQ(parse_placement_order(to_string(order)), order);
+  }
+}
+
+TEST(DeviceMap, PipelineOutermostOrdersKeepAStagesDevicesWhateverTheDepth) {
+  for (const PlacementOrder order : all_placement_orders()) {
+    const DeviceMap a = DeviceMap::make(order, 3, 2, 4);
+    const DeviceMap b = DeviceMap::make(order, 7, 2, 4);
+    // Position 2 from the end: stage 1 of 3, stage 5 of 7.
+    const bool same = a.stage_layout(1) == b.stage_layout(5);
+    EXPECT_EQ(same, pipeline_outermost(order)) << to_string(order);
+  }
+}
+
+TEST(PlacementOrder, UnknownNameListsTheAcceptedOnes) {
+  try {
+    (void)parse_placement_order("tp-tp-tp");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "placement_order: unknown placement order (got \"tp-tp-tp\"; expected one of "
+                 "tp-pp-dp tp-dp-pp pp-tp-dp pp-dp-tp dp-tp-pp dp-pp-tp)");
+  }
+}
+
+TEST(GroupLayout, ExpandsMixedRadixGroups) {
+  const GroupLayout g{.base = 100, .member = {2, 1}, .groups = {{{2, 10}, {3, 1000}, {1, 0}}}};
+  EXPECT_EQ(g.group_count(), 6);
+  const auto groups = g.expand();
+  ASSERT_EQ(groups.size(), 6u);
+  EXPECT_EQ(groups[0], (std::vector<topo::DeviceId>{100, 101}));
+  EXPECT_EQ(groups[1], (std::vector<topo::DeviceId>{110, 111}));
+  EXPECT_EQ(groups[5], (std::vector<topo::DeviceId>{2110, 2111}));
+  EXPECT_EQ(g.end(), 2112u);
+}
+
+TEST(FlatCommCost, MatchesTheAlphaBetaClosedForms) {
+  FlatCommCost flat(Bandwidth::gigabytes_per_second(100), Time::microseconds(1));
+  const GroupLayout four{.member = {4, 1}};
+  // Ring allreduce: 2(n−1)·a + 2(n−1)/n·S/B = 6 us + 1.5·1e6/1e11 s = 21 us.
+  EXPECT_EQ(flat.collective(CollectiveOp::kAllReduce, Bytes(1'000'000), four),
+            Time::microseconds(21));
+  // All-gather: (n−1)·a + (n−1)/n·S/B = 3 us + 7.5 us.
+  EXPECT_EQ(flat.collective(CollectiveOp::kAllGather, Bytes(1'000'000), four),
+            Time::microseconds(10.5));
+  EXPECT_EQ(flat.collective(CollectiveOp::kAllReduce, Bytes(1'000'000), GroupLayout{}),
+            Time::zero());
+  const GroupLayout other{.base = 4, .member = {4, 1}};
+  EXPECT_EQ(flat.transfer(Bytes(1'000'000), four, other), Time::microseconds(11));
+}
+
+TEST(Evaluate, HandComputedArtifactPlan) {
+  const auto profile = four_layers();
+  ZeroCommCost zero;
+  const PlanChoice choice{.boundaries = {0, 2, 4}, .data_parallel = 2, .recompute = true};
+  const CostOptions options{.rules = MemoryRules::kNestArtifact, .devices = 4};
+  const Plan plan = evaluate(profile, choice, zero, options);
+  // Stage 0 (2 in flight) recomputes: 2·(1 + 2 + 1) = 8 ms; the last stage does not: 6 ms.
+  ASSERT_EQ(plan.stages.size(), 2u);
+  EXPECT_EQ(plan.stages[0].time.compute, Time::milliseconds(8));
+  EXPECT_EQ(plan.stages[1].time.compute, Time::milliseconds(6));
+  EXPECT_EQ(plan.stages[0].in_flight, 2);
+  EXPECT_EQ(plan.microbatches_per_replica, 4);
+  // T = (ceil(8/2) + 2 − 1) · 8 ms = 40 ms: compute 4·8, bubble 1·8.
+  EXPECT_EQ(plan.iteration_time, Time::milliseconds(40));
+  EXPECT_EQ(plan.breakdown.compute, Time::milliseconds(32));
+  EXPECT_EQ(plan.breakdown.bubble, Time::milliseconds(8));
+  EXPECT_EQ(plan.breakdown.total(), plan.iteration_time);
+  EXPECT_EQ(plan.devices_used, 4);
+  // Artifact memory of stage 0: 2·P + A + (2 − 1)·input = 2·20 + 200 + 4 MiB.
+  EXPECT_EQ(plan.stages[0].memory.total(), Bytes::mebibytes(244));
+  EXPECT_TRUE(plan.fits());
+  // 16 sequences (8 microbatches of 1) in 40 ms.
+  EXPECT_DOUBLE_EQ(plan.sequences_per_second, 200.0);
+  EXPECT_DOUBLE_EQ(plan.tokens_per_second, 200000.0);
+  EXPECT_FALSE(plan.mfu.has_value());
+}
+
+TEST(Evaluate, FlatNetworkAddsCollectivesTransfersAndSync) {
+  auto profile = four_layers(2);
+  for (auto& l : profile.variants[0].layers) {
+    l.collectives.push_back({.op = CollectiveOp::kAllReduce,
+                             .axis = ParallelAxis::kTensor,
+                             .size = Bytes(1'000'000),
+                             .count = 2});
+  }
+  FlatCommCost flat(Bandwidth::gigabytes_per_second(100), Time::microseconds(1));
+  const PlanChoice choice{.boundaries = {0, 3, 4}, .data_parallel = 2};
+  const CostOptions options{.rules = MemoryRules::kMegatron, .devices = 8};
+  const Plan plan = evaluate(profile, choice, flat, options);
+  // Allreduce over t = 2: 2·1 us + 2·(1/2)·1e6/1e11 s = 12 us, twice per layer.
+  EXPECT_EQ(plan.stages[0].time.collectives, Time::microseconds(3 * 2 * 12));
+  EXPECT_EQ(plan.stages[1].time.collectives, Time::microseconds(2 * 12));
+  // Output of layer 2 (4 MiB) forward and its gradient back: 2·(1 us + 4 MiB / 100 GB/s).
+  EXPECT_EQ(plan.stages[0].time.transfer,
+            Time::microseconds(2) +
+                serialization_time(Bytes::mebibytes(4), Bandwidth::gigabytes_per_second(100)) * 2);
+  EXPECT_EQ(plan.stages[1].time.transfer, Time::zero());
+  // Gradient allreduce over d = 2 of stage 0's 30 MiB: 2 us + 30 MiB / 100 GB/s.
+  EXPECT_EQ(plan.stages[0].data_parallel_sync,
+            Time::microseconds(2) + Time::seconds(30.0 * (1 << 20) / 1e11));
+  EXPECT_EQ(plan.breakdown.data_parallel_sync, plan.stages[0].data_parallel_sync);
+  const Time stage0 = plan.stages[0].time.total();
+  EXPECT_EQ(plan.max_stage_time, stage0);
+  EXPECT_EQ(plan.iteration_time, stage0 * 5 + plan.stages[0].data_parallel_sync);
+  EXPECT_EQ(plan.breakdown.collectives, plan.stages[0].time.collectives * 4);
+  EXPECT_EQ(plan.breakdown.transfers, plan.stages[0].time.transfer * 4);
+}
+
+TEST(Evaluate, OptimizerStepIsMemoryTrafficOverBandwidth) {
+  const auto profile = four_layers();
+  ZeroCommCost zero;
+  const CostOptions options{.rules = MemoryRules::kMegatron,
+                            .devices = 4,
+                            .memory_bandwidth = Bandwidth::gigabytes_per_second(1000)};
+  const PlanChoice choice{.boundaries = {0, 4}, .data_parallel = 4, .zero_stage = 1};
+  const Plan plan = evaluate(profile, choice, zero, options);
+  // 4·5 Mi parameters · 28 B / 4 replicas / 1 TB/s.
+  EXPECT_TRUE(plan.optimizer_modeled);
+  EXPECT_EQ(plan.breakdown.optimizer, Time::seconds(4.0 * (5 << 20) * 28 / 4 / 1e12));
+}
+
+TEST(Evaluate, RejectsBadChoicesWithExactMessages) {
+  const auto profile = four_layers();
+  ZeroCommCost zero;
+  const CostOptions options{.rules = MemoryRules::kNestArtifact, .devices = 4};
+  auto message = [&](const PlanChoice& c) {
+    try {
+      (void)evaluate(profile, c, zero, options);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message({.boundaries = {0, 3, 2, 4}}),
+            "partition: bad stage partition (got \"[0, 3, 2, 4]\"; expected strictly increasing "
+            "layer boundaries from 0 to 4)");
+  EXPECT_EQ(message({.boundaries = {0, 4}, .data_parallel = 9}),
+            "data_parallel: data-parallel degree out of range (got \"9\"; expected 1..8 (the "
+            "microbatches per iteration))");
+  EXPECT_EQ(message({.boundaries = {0, 1, 2, 3, 4}, .data_parallel = 2}),
+            "devices: the plan needs more devices than there are (got \"8\"; expected at most 4)");
+  EXPECT_EQ(message({.boundaries = {0, 4}, .zero_stage = 1}),
+            "zero_stage: ZeRO stage out of range (got \"1\"; expected 0 under the nest-artifact "
+            "rules)");
+}
+
+TEST(Evaluate, APlanThatDoesNotFitIsStillEvaluated) {
+  auto profile = four_layers();
+  profile.hbm = Bytes::mebibytes(100);
+  ZeroCommCost zero;
+  const CostOptions options{.rules = MemoryRules::kNestArtifact, .devices = 4};
+  const Plan plan = evaluate(profile, {.boundaries = {0, 4}}, zero, options);
+  EXPECT_FALSE(plan.fits());
+  EXPECT_EQ(plan.iteration_time, Time::milliseconds(8 * 12));
+}
+
+}  // namespace
+}  // namespace nest::placer
