@@ -1,0 +1,78 @@
+#pragma once
+/// \file
+/// `CollectiveOracle`: the cost service of the placer. "How long does this collective take on
+/// these devices while these other groups run the same collective at the same time?" It
+/// simulates all the groups together on the flow-level simulator and remembers the answer.
+///
+/// Memo, two levels, both exact for the flow model:
+/// 1. by the query itself: (operation, algorithm, chunks, levels, size, the groups' devices) ->
+///    O(devices) per repeated query (hashing the key), no routing;
+/// 2. by structure: the query's flows are routed and the links renamed in order of first use;
+///    two layouts whose renamed routes, link rates and latencies coincide (a layout shifted to
+///    another pod of a fat-tree, another node of a rail-optimized cluster, ...) are the same
+///    simulation, so the second one costs routing (one route per distinct device pair) but no
+///    simulation. The structural key is a 128-bit hash.
+/// So no symmetry of the topology is assumed: only layouts the router sees as identical share
+/// an answer. Times are not interpolated in size: every size is simulated.
+///
+/// Not thread-safe (owns a router and memo tables); use one oracle per thread.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "nest/coll/collective.h"
+#include "nest/core/units.h"
+#include "nest/topo/topology.h"
+
+namespace nest::coll {
+
+/// The answer to a collective query.
+struct OracleAnswer {
+  Time first;    ///< duration of the first group's collective
+  Time slowest;  ///< time until every group has finished (the layout's collective time)
+};
+
+/// How the oracle answered so far.
+struct OracleStats {
+  std::uint64_t queries = 0;          ///< all queries
+  std::uint64_t exact_hits = 0;       ///< answered by the query memo
+  std::uint64_t structural_hits = 0;  ///< answered by the structure memo (routing, no sim)
+  std::uint64_t simulations = 0;      ///< simulated
+  std::uint64_t trivial = 0;          ///< zero size or one-device groups: answered 0
+};
+
+class CollectiveOracle {
+ public:
+  /// `topology` must outlive the oracle. `seed` is the ECMP seed (as in `SimulationOptions`).
+  explicit CollectiveOracle(const topo::Topology& topology, std::uint64_t seed = 0);
+  ~CollectiveOracle();
+  CollectiveOracle(CollectiveOracle&&) noexcept;
+  CollectiveOracle& operator=(CollectiveOracle&&) noexcept;
+
+  /// Runs `spec` on all `groups` at once (disjoint, equal or different sizes; each resolved as
+  /// in `simulate`). Zero size or groups of one device: zero. Throws `Error` (input) for bad
+  /// groups or specs. Repeated queries: O(key); new structure: one simulation.
+  [[nodiscard]] OracleAnswer collective(const CollectiveSpec& spec,
+                                        std::span<const std::vector<topo::DeviceId>> groups);
+  /// `spec` on one group alone.
+  [[nodiscard]] Time collective(const CollectiveSpec& spec, std::span<const topo::DeviceId> group);
+
+  /// Time until every from[i] has sent `size` bytes to to[i], all pairs started at once (pairs
+  /// with from[i] == to[i] are local and cost nothing). from and to have equal lengths; a device
+  /// may appear in several pairs. Memoized like `collective`.
+  [[nodiscard]] Time transfers(Bytes size, std::span<const topo::DeviceId> from,
+                               std::span<const topo::DeviceId> to);
+
+  /// Counters since construction.
+  [[nodiscard]] const OracleStats& stats() const noexcept;
+  /// Forgets every memoized answer (the counters stay).
+  void clear();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nest::coll

@@ -1,0 +1,64 @@
+#pragma once
+/// \file
+/// One-call simulation of a collective on one or more device groups at once (every group runs
+/// the same collective from time zero on one simulator, so they contend for shared links), and
+/// the derivation of hierarchical levels from a topology's domains.
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "nest/coll/collective.h"
+#include "nest/core/units.h"
+#include "nest/topo/topology.h"
+
+namespace nest::coll {
+
+/// Levels of a hierarchical (or torus) collective on `group`, innermost first, from the
+/// topology's nested domains (`Topology::domain_sizes`): for each domain size, the number of
+/// the group's devices that share a domain of that size, divided by the count at the level
+/// below; levels of 1 are dropped and the product is the group size. Throws `Error` (input,
+/// key "--group") unless the group lists each domain's devices consecutively and every domain
+/// it touches holds the same number of its devices. O(n · domain levels).
+[[nodiscard]] std::vector<int> hierarchy_levels(const topo::Topology& topology,
+                                                std::span<const topo::DeviceId> group);
+
+/// `spec` with levels filled in from the topology when the algorithm is hierarchical or torus
+/// and none were given, then validated against the group size (see `validate`). Also checks
+/// the group: non-empty, devices < topology.num_devices(), no duplicates (key "--group").
+[[nodiscard]] CollectiveSpec resolve(const CollectiveSpec& spec, const topo::Topology& topology,
+                                     std::span<const topo::DeviceId> group);
+
+/// One directed link's use in a simulation.
+struct LinkUse {
+  topo::LinkId link = 0;
+  double bytes = 0;  ///< bytes carried
+  Time busy;         ///< time with at least one flow draining
+  std::uint32_t peak_flows = 0;
+};
+
+/// What `simulate` measured.
+struct SimulationResult {
+  std::vector<Time> durations;   ///< per group, start (time 0) to its last arrival
+  Time makespan;                 ///< the largest duration
+  std::uint64_t flows = 0;       ///< transfers simulated, all groups
+  std::uint64_t events = 0;      ///< simulator events processed
+  std::vector<LinkUse> busiest;  ///< the most-loaded links by bytes, then id (descending bytes)
+};
+
+/// Knobs of `simulate`.
+struct SimulationOptions {
+  std::uint64_t seed = 0;  ///< ECMP seed of the router and flow-key salt
+  int busiest_links = 0;   ///< how many entries `SimulationResult::busiest` gets
+};
+
+/// Simulates `spec` on every group of `groups` at once, all starting at time zero, on a fresh
+/// simulator and router. Each group is resolved (`resolve`); groups must not share devices
+/// (key "--concurrent"). Deterministic: same inputs and seed give the same result. Cost: the
+/// simulator's, linear in transfers for contention-free layouts.
+[[nodiscard]] SimulationResult simulate(const topo::Topology& topology, const CollectiveSpec& spec,
+                                        std::span<const std::vector<topo::DeviceId>> groups,
+                                        const SimulationOptions& options = {});
+
+}  // namespace nest::coll

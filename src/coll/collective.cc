@@ -1,0 +1,230 @@
+#include "nest/coll/collective.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "nest/core/error.h"
+
+namespace nest::coll {
+namespace {
+
+constexpr std::array kOperations = {
+    Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather,
+    Operation::kAllToAll,  Operation::kBroadcast,     Operation::kSend,
+};
+constexpr std::array kAlgorithms = {
+    Algorithm::kRing,     Algorithm::kTree,         Algorithm::kHalvingDoubling, Algorithm::kDirect,
+    Algorithm::kPairwise, Algorithm::kHierarchical, Algorithm::kTorus,
+};
+
+constexpr std::array kAllReduceAlgorithms = {
+    Algorithm::kRing,   Algorithm::kTree,         Algorithm::kHalvingDoubling,
+    Algorithm::kDirect, Algorithm::kHierarchical, Algorithm::kTorus,
+};
+constexpr std::array kScatterGatherAlgorithms = {
+    Algorithm::kRing,         Algorithm::kHalvingDoubling, Algorithm::kDirect,
+    Algorithm::kHierarchical, Algorithm::kTorus,
+};
+constexpr std::array kAllToAllAlgorithms = {Algorithm::kPairwise, Algorithm::kDirect};
+constexpr std::array kBroadcastAlgorithms = {Algorithm::kRing, Algorithm::kTree,
+                                             Algorithm::kDirect};
+constexpr std::array kSendAlgorithms = {Algorithm::kDirect};
+
+// Lower-case, with '-' read as '_'.
+std::string normalize(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c == '-') c = '_';
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+template <typename Range, typename NameFn>
+std::string name_list(const Range& values, NameFn name) {
+  std::string out;
+  for (const auto& v : values) {
+    if (!out.empty()) out += ", ";
+    out += name(v);
+  }
+  return out;
+}
+
+bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+bool pipelines(Algorithm a) {
+  return a == Algorithm::kRing || a == Algorithm::kTree || a == Algorithm::kHierarchical ||
+         a == Algorithm::kTorus;
+}
+
+}  // namespace
+
+std::string_view operation_name(Operation op) noexcept {
+  switch (op) {
+    case Operation::kAllReduce:
+      return "allreduce";
+    case Operation::kReduceScatter:
+      return "reduce_scatter";
+    case Operation::kAllGather:
+      return "all_gather";
+    case Operation::kAllToAll:
+      return "all_to_all";
+    case Operation::kBroadcast:
+      return "broadcast";
+    case Operation::kSend:
+      return "send";
+  }
+  return "?";
+}
+
+std::string_view algorithm_name(Algorithm algorithm) noexcept {
+  switch (algorithm) {
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kTree:
+      return "tree";
+    case Algorithm::kHalvingDoubling:
+      return "halving_doubling";
+    case Algorithm::kDirect:
+      return "direct";
+    case Algorithm::kPairwise:
+      return "pairwise";
+    case Algorithm::kHierarchical:
+      return "hierarchical";
+    case Algorithm::kTorus:
+      return "torus";
+  }
+  return "?";
+}
+
+Operation parse_operation(std::string_view text) {
+  const std::string s = normalize(text);
+  for (Operation op : kOperations) {
+    if (s == operation_name(op)) return op;
+  }
+  if (s == "reducescatter") return Operation::kReduceScatter;
+  if (s == "allgather") return Operation::kAllGather;
+  if (s == "alltoall") return Operation::kAllToAll;
+  if (s == "all_reduce") return Operation::kAllReduce;
+  throw Error::input("unknown operation", {.key = "--op",
+                                           .value = std::string(text),
+                                           .expected = name_list(kOperations, operation_name)});
+}
+
+Algorithm parse_algorithm(std::string_view text) {
+  const std::string s = normalize(text);
+  for (Algorithm a : kAlgorithms) {
+    if (s == algorithm_name(a)) return a;
+  }
+  throw Error::input("unknown algorithm", {.key = "--algorithm",
+                                           .value = std::string(text),
+                                           .expected = name_list(kAlgorithms, algorithm_name)});
+}
+
+Algorithm default_algorithm(Operation op) noexcept {
+  switch (op) {
+    case Operation::kAllToAll:
+      return Algorithm::kPairwise;
+    case Operation::kSend:
+      return Algorithm::kDirect;
+    default:
+      return Algorithm::kRing;
+  }
+}
+
+std::span<const Algorithm> algorithms_for(Operation op) noexcept {
+  switch (op) {
+    case Operation::kAllReduce:
+      return kAllReduceAlgorithms;
+    case Operation::kReduceScatter:
+    case Operation::kAllGather:
+      return kScatterGatherAlgorithms;
+    case Operation::kAllToAll:
+      return kAllToAllAlgorithms;
+    case Operation::kBroadcast:
+      return kBroadcastAlgorithms;
+    case Operation::kSend:
+      return kSendAlgorithms;
+  }
+  return {};
+}
+
+double bus_bandwidth_factor(Operation op, int ranks) noexcept {
+  const double n = ranks;
+  switch (op) {
+    case Operation::kAllReduce:
+      return 2 * (n - 1) / n;
+    case Operation::kReduceScatter:
+    case Operation::kAllGather:
+    case Operation::kAllToAll:
+      return (n - 1) / n;
+    case Operation::kBroadcast:
+    case Operation::kSend:
+      return 1;
+  }
+  return 1;
+}
+
+void validate(const CollectiveSpec& spec, int ranks, std::string_view key_prefix) {
+  const std::string prefix(key_prefix);
+  const auto valid = algorithms_for(spec.op);
+  if (std::find(valid.begin(), valid.end(), spec.algorithm) == valid.end()) {
+    throw Error::input("algorithm not valid for " + std::string(operation_name(spec.op)),
+                       {.key = prefix + "algorithm",
+                        .value = std::string(algorithm_name(spec.algorithm)),
+                        .expected = "one of " + name_list(valid, algorithm_name)});
+  }
+  if (spec.size.count() <= 0) {
+    throw Error::input("message size must be positive",
+                       {.key = prefix + "size",
+                        .value = std::to_string(spec.size.count()) + " B",
+                        .expected = "a size > 0, e.g. 1GiB"});
+  }
+  if (spec.chunks < 1 || (spec.chunks > 1 && !pipelines(spec.algorithm))) {
+    throw Error::input("bad chunk count for " + std::string(algorithm_name(spec.algorithm)),
+                       {.key = prefix + "chunks",
+                        .value = std::to_string(spec.chunks),
+                        .expected = pipelines(spec.algorithm)
+                                        ? "an integer >= 1"
+                                        : "1 (only ring, tree, hierarchical and torus pipeline)"});
+  }
+  if (ranks < 1) {
+    throw Error::input("empty group", {.key = prefix + "group", .expected = "at least 1 device"});
+  }
+  if (spec.op == Operation::kSend && ranks != 2) {
+    throw Error::input("send needs a group of exactly two devices {source, destination}",
+                       {.key = prefix + "group",
+                        .value = std::to_string(ranks) + " devices",
+                        .expected = "2 devices"});
+  }
+  if (spec.algorithm == Algorithm::kHalvingDoubling && spec.op != Operation::kAllReduce &&
+      !is_power_of_two(ranks)) {
+    throw Error::input(
+        "halving_doubling " + std::string(operation_name(spec.op)) + " needs a power-of-two group",
+        {.key = prefix + "group",
+         .value = std::to_string(ranks) + " devices",
+         .expected = "1, 2, 4, 8, ... devices (allreduce also takes other sizes)"});
+  }
+  if (spec.algorithm == Algorithm::kHierarchical || spec.algorithm == Algorithm::kTorus) {
+    long long product = 1;
+    std::string text;
+    for (int level : spec.levels) {
+      if (!text.empty()) text += ",";
+      text += std::to_string(level);
+      if (level < 1) {
+        throw Error::input("level sizes must be >= 1",
+                           {.key = prefix + "levels", .value = text, .expected = "sizes >= 1"});
+      }
+      product *= level;
+    }
+    if (!spec.levels.empty() && product != ranks) {
+      throw Error::input("level sizes must multiply to the group size",
+                         {.key = prefix + "levels",
+                          .value = text,
+                          .expected = "a product of " + std::to_string(ranks)});
+    }
+  }
+}
+
+}  // namespace nest::coll

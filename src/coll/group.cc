@@ -1,0 +1,112 @@
+#include "nest/coll/group.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <string>
+
+#include "nest/core/error.h"
+
+namespace nest::coll {
+namespace {
+
+constexpr const char* kGroupSyntax = "devices and ranges separated by commas, e.g. 0-7,16-23";
+constexpr const char* kConcurrentSyntax = "none, stride:S or stride:S:K, e.g. stride:64";
+
+// A non-negative integer that is the whole of `text`.
+bool parse_uint(std::string_view text, std::uint64_t& out) {
+  if (text.empty()) return false;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+[[noreturn]] void bad_group(const std::string& message, std::string_view value,
+                            const std::string& expected = kGroupSyntax) {
+  throw Error::input(message,
+                     {.key = "--group", .value = std::string(value), .expected = expected});
+}
+
+[[noreturn]] void bad_concurrent(const std::string& message, std::string_view value) {
+  throw Error::input(
+      message, {.key = "--concurrent", .value = std::string(value), .expected = kConcurrentSyntax});
+}
+
+}  // namespace
+
+std::vector<topo::DeviceId> parse_group(std::string_view text, std::size_t num_devices) {
+  std::vector<topo::DeviceId> group;
+  const std::string range_expected = "devices 0-" + std::to_string(num_devices - 1);
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string_view item = text.substr(pos, comma - pos);
+    const std::size_t dash = item.find('-');
+    std::uint64_t first = 0;
+    std::uint64_t last = 0;
+    if (dash == std::string_view::npos) {
+      if (!parse_uint(item, first)) bad_group("malformed group", item.empty() ? text : item);
+      last = first;
+    } else if (!parse_uint(item.substr(0, dash), first) ||
+               !parse_uint(item.substr(dash + 1), last)) {
+      bad_group("malformed device range", item);
+    } else if (last < first) {
+      bad_group("device range runs backwards", item);
+    }
+    if (last >= num_devices) {
+      bad_group("device out of range", last == first ? item : std::to_string(last), range_expected);
+    }
+    for (std::uint64_t d = first; d <= last; ++d) group.push_back(static_cast<topo::DeviceId>(d));
+    pos = comma + 1;
+  }
+  std::vector<topo::DeviceId> sorted = group;
+  std::sort(sorted.begin(), sorted.end());
+  const auto dup = std::adjacent_find(sorted.begin(), sorted.end());
+  if (dup != sorted.end())
+    bad_group("device listed twice", std::to_string(*dup), "distinct devices");
+  return group;
+}
+
+std::vector<std::vector<topo::DeviceId>> concurrent_groups(const std::vector<topo::DeviceId>& group,
+                                                           std::string_view spec,
+                                                           std::size_t num_devices) {
+  std::vector<std::vector<topo::DeviceId>> groups{group};
+  if (spec.empty() || spec == "none") return groups;
+  constexpr std::string_view kPrefix = "stride:";
+  if (spec.substr(0, kPrefix.size()) != kPrefix) bad_concurrent("malformed concurrency", spec);
+  const std::string_view rest = spec.substr(kPrefix.size());
+  const std::size_t colon = rest.find(':');
+  std::uint64_t stride = 0;
+  std::uint64_t count = 0;
+  const bool counted = colon != std::string_view::npos;
+  if (!parse_uint(rest.substr(0, colon), stride) ||
+      (counted && (!parse_uint(rest.substr(colon + 1), count) || count == 0))) {
+    bad_concurrent("malformed concurrency", spec);
+  }
+  if (stride == 0) bad_concurrent("stride must be positive", spec);
+  const topo::DeviceId largest = *std::max_element(group.begin(), group.end());
+  for (std::uint64_t k = 1; !counted || k < count; ++k) {
+    const std::uint64_t shift = k * stride;
+    if (largest + shift >= num_devices) {
+      if (!counted) break;
+      bad_concurrent("copy " + std::to_string(k) + " runs past the last device (" +
+                         std::to_string(largest + shift) + " >= " + std::to_string(num_devices) +
+                         ")",
+                     spec);
+    }
+    std::vector<topo::DeviceId> copy;
+    copy.reserve(group.size());
+    for (topo::DeviceId d : group) copy.push_back(static_cast<topo::DeviceId>(d + shift));
+    groups.push_back(std::move(copy));
+  }
+  // Copies must not share devices.
+  std::vector<topo::DeviceId> all;
+  for (const auto& g : groups) all.insert(all.end(), g.begin(), g.end());
+  std::sort(all.begin(), all.end());
+  const auto dup = std::adjacent_find(all.begin(), all.end());
+  if (dup != all.end()) {
+    bad_concurrent("copies of the group overlap at device " + std::to_string(*dup), spec);
+  }
+  return groups;
+}
+
+}  // namespace nest::coll

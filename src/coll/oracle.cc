@@ -1,0 +1,313 @@
+#include "nest/coll/oracle.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <limits>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "nest/coll/execution.h"
+#include "nest/coll/schedule.h"
+#include "nest/coll/simulate.h"
+#include "nest/core/error.h"
+#include "nest/core/rng.h"
+#include "nest/net/simulator.h"
+#include "nest/topo/router.h"
+
+namespace nest::coll {
+namespace {
+
+// Two independent 64-bit streams make a 128-bit digest.
+struct Digest {
+  std::uint64_t a = 0x6a09e667f3bcc908ULL;
+  std::uint64_t b = 0xbb67ae8584caa73bULL;
+  void add(std::uint64_t x) {
+    a = hash_mix(a, x);
+    b = hash_mix(b ^ 0x3c6ef372fe94f82bULL, x + 0x9e3779b97f4a7c15ULL);
+  }
+  friend bool operator==(const Digest&, const Digest&) = default;
+};
+
+struct DigestHash {
+  std::size_t operator()(const Digest& d) const noexcept { return d.a ^ (d.b << 1); }
+};
+
+// The exact query, word by word.
+using QueryKey = std::vector<std::uint64_t>;
+struct QueryKeyHash {
+  std::size_t operator()(const QueryKey& k) const noexcept {
+    std::uint64_t h = k.size();
+    for (std::uint64_t w : k) h = hash_mix(h, w);
+    return h;
+  }
+};
+
+// A (src rank, dst rank, channel) pair of a schedule, in order of first use.
+struct Pair {
+  std::uint32_t src;
+  std::uint32_t dst;
+  std::uint16_t channel;
+};
+
+std::vector<Pair> distinct_pairs(const Schedule& schedule) {
+  std::vector<Pair> pairs;
+  std::unordered_map<std::uint64_t, bool> seen;
+  for (const Transfer& t : schedule.transfers()) {
+    const std::uint64_t key = (static_cast<std::uint64_t>(t.channel) << 48) ^
+                              (static_cast<std::uint64_t>(t.src) << 24) ^ t.dst;
+    if (seen.emplace(key, true).second) pairs.push_back(Pair{t.src, t.dst, t.channel});
+  }
+  return pairs;
+}
+
+// One group's part of a query: its resolved spec, schedule identity and devices.
+struct Part {
+  std::uint64_t shape = 0;  // digest of what the schedule is in rank space (size-independent)
+  std::uint64_t size = 0;   // bytes (0 for custom schedules: shape covers them)
+  std::shared_ptr<const Schedule> schedule;  // lowered lazily
+  CollectiveSpec spec;
+  std::vector<topo::DeviceId> group;
+};
+
+}  // namespace
+
+struct CollectiveOracle::Impl {
+  Impl(const topo::Topology& t, std::uint64_t s) : topology(t), seed(s), router(t, s) {}
+
+  const topo::Topology& topology;
+  std::uint64_t seed;
+  topo::Router router;
+  OracleStats stats;
+  std::unordered_map<QueryKey, OracleAnswer, QueryKeyHash> by_query;
+  std::unordered_map<Digest, OracleAnswer, DigestHash> by_structure;
+  std::unordered_map<std::uint64_t, std::vector<Pair>> pairs_by_shape;
+  std::vector<std::uint32_t> label;  // per link: order of first use in a digest, or max
+
+  std::uint64_t shape_of(const CollectiveSpec& spec, std::size_t n) const {
+    std::uint64_t h = hash_mix(0xC0111EC7ULL, static_cast<std::uint64_t>(spec.op));
+    h = hash_mix(h, static_cast<std::uint64_t>(spec.algorithm));
+    h = hash_mix(h, static_cast<std::uint64_t>(spec.chunks));
+    h = hash_mix(h, n);
+    for (int l : spec.levels) h = hash_mix(h, static_cast<std::uint64_t>(l));
+    return h;
+  }
+
+  const std::vector<Pair>& pairs(Part& part) {
+    auto it = pairs_by_shape.find(part.shape);
+    if (it != pairs_by_shape.end()) return it->second;
+    lower_part(part);
+    return pairs_by_shape.emplace(part.shape, distinct_pairs(*part.schedule)).first->second;
+  }
+
+  void lower_part(Part& part) const {
+    if (!part.schedule) {
+      part.schedule =
+          std::make_shared<const Schedule>(lower(part.spec, static_cast<int>(part.group.size())));
+    }
+  }
+
+  // The layout as the simulator sees it: schedules, routes with links renamed in order of first
+  // use, and the renamed links' rates and latencies.
+  Digest structure(std::vector<Part>& parts) {
+    if (label.size() != topology.num_links()) {
+      label.assign(topology.num_links(), std::numeric_limits<std::uint32_t>::max());
+    }
+    std::vector<topo::LinkId> used;
+    Digest d;
+    d.add(parts.size());
+    for (Part& part : parts) {
+      d.add(part.shape);
+      d.add(part.size);
+      for (const Pair& p : pairs(part)) {
+        const topo::DeviceId src = part.group[p.src];
+        const topo::DeviceId dst = part.group[p.dst];
+        const auto route = router.route(src, dst, flow_key(src, dst, p.channel, seed));
+        d.add(route.size());
+        for (topo::LinkId l : route) {
+          if (label[l] == std::numeric_limits<std::uint32_t>::max()) {
+            label[l] = static_cast<std::uint32_t>(used.size());
+            used.push_back(l);
+          }
+          d.add(label[l]);
+        }
+      }
+    }
+    for (topo::LinkId l : used) {
+      const topo::Link& link = topology.link(l);
+      d.add(std::bit_cast<std::uint64_t>(link.bandwidth.bytes_per_s()));
+      d.add(static_cast<std::uint64_t>(link.latency.ps()));
+      label[l] = std::numeric_limits<std::uint32_t>::max();
+    }
+    return d;
+  }
+
+  OracleAnswer simulate_parts(std::vector<Part>& parts) {
+    net::Simulator simulator(topology);
+    std::vector<std::unique_ptr<Execution>> runs;
+    for (Part& part : parts) {
+      lower_part(part);
+      runs.push_back(
+          std::make_unique<Execution>(simulator, router, part.schedule, part.group, seed));
+    }
+    for (auto& run : runs) run->start();
+    simulator.run();
+    OracleAnswer answer;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (!runs[i]->finished()) throw Error::internal("oracle: collective did not finish");
+      if (i == 0) answer.first = runs[i]->duration();
+      answer.slowest = std::max(answer.slowest, runs[i]->duration());
+    }
+    ++stats.simulations;
+    return answer;
+  }
+
+  OracleAnswer answer(QueryKey key, std::vector<Part>& parts) {
+    if (auto it = by_query.find(key); it != by_query.end()) {
+      ++stats.exact_hits;
+      return it->second;
+    }
+    const Digest digest = structure(parts);
+    OracleAnswer result;
+    if (auto it = by_structure.find(digest); it != by_structure.end()) {
+      ++stats.structural_hits;
+      result = it->second;
+    } else {
+      result = simulate_parts(parts);
+      by_structure.emplace(digest, result);
+    }
+    by_query.emplace(std::move(key), result);
+    return result;
+  }
+};
+
+CollectiveOracle::CollectiveOracle(const topo::Topology& topology, std::uint64_t seed)
+    : impl_(std::make_unique<Impl>(topology, seed)) {}
+CollectiveOracle::~CollectiveOracle() = default;
+CollectiveOracle::CollectiveOracle(CollectiveOracle&&) noexcept = default;
+CollectiveOracle& CollectiveOracle::operator=(CollectiveOracle&&) noexcept = default;
+
+OracleAnswer CollectiveOracle::collective(const CollectiveSpec& spec,
+                                          std::span<const std::vector<topo::DeviceId>> groups) {
+  Impl& m = *impl_;
+  ++m.stats.queries;
+  const bool trivial =
+      spec.size.count() == 0 ||
+      std::all_of(groups.begin(), groups.end(), [](const auto& g) { return g.size() <= 1; });
+  if (groups.empty() || trivial) {
+    ++m.stats.trivial;
+    return {};
+  }
+  QueryKey key{0,
+               static_cast<std::uint64_t>(spec.op),
+               static_cast<std::uint64_t>(spec.algorithm),
+               static_cast<std::uint64_t>(spec.chunks),
+               static_cast<std::uint64_t>(spec.size.count()),
+               spec.levels.size()};
+  for (int l : spec.levels) key.push_back(static_cast<std::uint64_t>(l));
+  key.push_back(groups.size());
+  for (const auto& g : groups) {
+    key.push_back(g.size());
+    key.insert(key.end(), g.begin(), g.end());
+  }
+  if (auto it = m.by_query.find(key); it != m.by_query.end()) {
+    ++m.stats.exact_hits;
+    return it->second;
+  }
+
+  std::vector<bool> used(m.topology.num_devices(), false);
+  std::vector<Part> parts;
+  for (const auto& g : groups) {
+    Part part;
+    part.spec = resolve(spec, m.topology, g);
+    for (topo::DeviceId d : g) {
+      if (used[d]) {
+        throw Error::input("concurrent groups overlap",
+                           {.key = "groups",
+                            .value = "device " + std::to_string(d),
+                            .expected = "groups with distinct devices"});
+      }
+      used[d] = true;
+    }
+    part.shape = m.shape_of(part.spec, g.size());
+    part.size = static_cast<std::uint64_t>(spec.size.count());
+    part.group = g;
+    parts.push_back(std::move(part));
+  }
+  return m.answer(std::move(key), parts);
+}
+
+Time CollectiveOracle::collective(const CollectiveSpec& spec,
+                                  std::span<const topo::DeviceId> group) {
+  const std::vector<std::vector<topo::DeviceId>> groups{
+      std::vector<topo::DeviceId>(group.begin(), group.end())};
+  return collective(spec, groups).first;
+}
+
+Time CollectiveOracle::transfers(Bytes size, std::span<const topo::DeviceId> from,
+                                 std::span<const topo::DeviceId> to) {
+  Impl& m = *impl_;
+  ++m.stats.queries;
+  if (from.size() != to.size()) {
+    throw Error::internal("oracle: transfers with " + std::to_string(from.size()) +
+                          " sources and " + std::to_string(to.size()) + " destinations");
+  }
+  QueryKey key{1, static_cast<std::uint64_t>(size.count()), from.size()};
+  bool any = false;
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    key.push_back(from[i]);
+    key.push_back(to[i]);
+    any = any || from[i] != to[i];
+  }
+  if (size.count() == 0 || !any) {
+    ++m.stats.trivial;
+    return Time::zero();
+  }
+  if (auto it = m.by_query.find(key); it != m.by_query.end()) {
+    ++m.stats.exact_hits;
+    return it->second.slowest;
+  }
+
+  // One schedule over the distinct devices, every pair a transfer of step 0.
+  Part part;
+  std::unordered_map<topo::DeviceId, std::uint32_t> rank_of;
+  auto rank = [&](topo::DeviceId d) {
+    if (d >= m.topology.num_devices()) {
+      throw Error::input("device out of range",
+                         {.key = "transfers",
+                          .value = std::to_string(d),
+                          .expected = "devices 0-" + std::to_string(m.topology.num_devices() - 1)});
+    }
+    const auto [it, added] = rank_of.emplace(d, static_cast<std::uint32_t>(part.group.size()));
+    if (added) part.group.push_back(d);
+    return it->second;
+  };
+  std::vector<Transfer> list;
+  std::uint64_t shape = hash_mix(0x7A45F325ULL, from.size());
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    if (from[i] == to[i]) continue;
+    const std::uint32_t s = rank(from[i]);
+    const std::uint32_t t = rank(to[i]);
+    list.push_back(Transfer{s, t, 0, 0, size});
+    shape = hash_mix(hash_mix(shape, s), t);
+  }
+  part.shape = shape;
+  part.size = static_cast<std::uint64_t>(size.count());
+  part.schedule =
+      std::make_shared<const Schedule>(static_cast<int>(part.group.size()), std::move(list));
+  std::vector<Part> parts;
+  parts.push_back(std::move(part));
+  return m.answer(std::move(key), parts).slowest;
+}
+
+const OracleStats& CollectiveOracle::stats() const noexcept { return impl_->stats; }
+
+void CollectiveOracle::clear() {
+  impl_->by_query.clear();
+  impl_->by_structure.clear();
+  impl_->pairs_by_shape.clear();
+}
+
+}  // namespace nest::coll

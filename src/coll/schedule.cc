@@ -1,0 +1,416 @@
+#include "nest/coll/schedule.h"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "nest/core/error.h"
+
+namespace nest::coll {
+namespace {
+
+using Rank = std::uint32_t;
+
+// Collects transfers while an algorithm is lowered.
+class Builder {
+ public:
+  explicit Builder(std::uint64_t expected) { transfers_.reserve(expected); }
+
+  void emit(Rank src, Rank dst, std::uint64_t step, int channel, Bytes bytes) {
+    transfers_.push_back(Transfer{src, dst, static_cast<std::uint32_t>(step),
+                                  static_cast<std::uint16_t>(channel), bytes});
+  }
+
+  // `bytes` sent as `chunks` pieces, piece j at step first_step + j.
+  void emit_pieces(Rank src, Rank dst, std::uint64_t first_step, int chunks, int channel,
+                   Bytes bytes) {
+    for (int j = 0; j < chunks; ++j)
+      emit(src, dst, first_step + j, channel, split_bytes(bytes, chunks, j));
+  }
+
+  std::vector<Transfer> take() { return std::move(transfers_); }
+
+ private:
+  std::vector<Transfer> transfers_;
+};
+
+std::uint64_t positive_mod(std::int64_t a, std::int64_t n) {
+  return static_cast<std::uint64_t>(((a % n) + n) % n);
+}
+
+// Mixed-radix coordinates of a rank: levels[0] varies fastest.
+struct Hierarchy {
+  std::vector<int> levels;
+  std::vector<std::int64_t> stride;  // stride[l] = product of levels below l
+
+  explicit Hierarchy(std::vector<int> sizes) : levels(std::move(sizes)) {
+    std::int64_t s = 1;
+    for (int d : levels) {
+      stride.push_back(s);
+      s *= d;
+    }
+  }
+  [[nodiscard]] int coordinate(std::int64_t rank, std::size_t level) const {
+    return static_cast<int>((rank / stride[level]) % levels[level]);
+  }
+};
+
+// The segment a rank holds when level `level` starts: the buffer split by every level below.
+Bytes segment_bytes(Bytes size, const Hierarchy& h, std::int64_t rank, std::size_t level) {
+  Bytes s = size;
+  for (std::size_t l = 0; l < level; ++l) s = split_bytes(s, h.levels[l], h.coordinate(rank, l));
+  return s;
+}
+
+enum class RingPhase { kReduceScatter, kAllGather };
+
+// One ring phase at `level` of the hierarchy, every ring of that level at once. Member x of a
+// ring (coordinate x at the level) holds chunk x of the ring's segment at the end of a
+// reduce-scatter and at the start of an all-gather. Returns the number of steps used.
+std::uint64_t ring_phase(Builder& b, const Hierarchy& h, std::size_t level, RingPhase phase,
+                         Bytes size, int chunks, std::uint64_t base, std::int64_t ranks) {
+  const std::int64_t d = h.levels[level];
+  if (d == 1) return 0;
+  const std::int64_t stride = h.stride[level];
+  for (std::int64_t rank = 0; rank < ranks; ++rank) {
+    const std::int64_t x = h.coordinate(rank, level);
+    const std::int64_t next = rank + (x + 1 == d ? -(d - 1) * stride : stride);
+    const Bytes segment = segment_bytes(size, h, rank, level);
+    for (std::int64_t k = 0; k + 1 < d; ++k) {
+      const auto chunk = static_cast<std::int64_t>(
+          positive_mod(phase == RingPhase::kReduceScatter ? x - k - 1 : x - k, d));
+      b.emit_pieces(static_cast<Rank>(rank), static_cast<Rank>(next),
+                    base + static_cast<std::uint64_t>(k * chunks), chunks, 0,
+                    split_bytes(segment, d, chunk));
+    }
+  }
+  return static_cast<std::uint64_t>((d - 1) * chunks);
+}
+
+void lower_hierarchical(Builder& b, const CollectiveSpec& spec, int n) {
+  const Hierarchy h(spec.levels.empty() ? std::vector<int>{n} : spec.levels);
+  const std::size_t m = h.levels.size();
+  std::uint64_t step = 0;
+  const bool scatter = spec.op == Operation::kAllReduce || spec.op == Operation::kReduceScatter;
+  const bool gather = spec.op == Operation::kAllReduce || spec.op == Operation::kAllGather;
+  if (scatter) {
+    for (std::size_t l = 0; l < m; ++l) {
+      step += ring_phase(b, h, l, RingPhase::kReduceScatter, spec.size, spec.chunks, step, n);
+    }
+  }
+  if (gather) {
+    for (std::size_t l = m; l-- > 0;) {
+      step += ring_phase(b, h, l, RingPhase::kAllGather, spec.size, spec.chunks, step, n);
+    }
+  }
+}
+
+// Bytes of chunks [start, start + len) of `size` split into `parts`.
+Bytes block_bytes(Bytes size, std::int64_t parts, std::int64_t start, std::int64_t len) {
+  const std::int64_t rem = size.count() % parts;
+  const std::int64_t extra = std::max<std::int64_t>(0, std::min(start + len, rem) - start);
+  return Bytes(len * (size.count() / parts) + extra);
+}
+
+void lower_halving_doubling(Builder& b, const CollectiveSpec& spec, int n) {
+  const int p = static_cast<int>(std::bit_floor(static_cast<unsigned>(n)));
+  const int extra = n - p;  // ranks 2i (i < extra) fold into 2i+1
+  const int log_p = std::countr_zero(static_cast<unsigned>(p));
+  auto rank_of = [extra](int q) { return static_cast<Rank>(q < extra ? 2 * q + 1 : q + extra); };
+  std::uint64_t step = 0;
+  if (extra > 0) {
+    for (int i = 0; i < extra; ++i) b.emit(2 * i, 2 * i + 1, step, 0, spec.size);
+    ++step;
+  }
+  const bool scatter = spec.op == Operation::kAllReduce || spec.op == Operation::kReduceScatter;
+  const bool gather = spec.op == Operation::kAllReduce || spec.op == Operation::kAllGather;
+  if (scatter) {
+    for (int k = 0; k < log_p; ++k, ++step) {
+      const int d = p >> (k + 1);
+      for (int q = 0; q < p; ++q) {
+        const int partner = q ^ d;
+        b.emit(rank_of(q), rank_of(partner), step, 0,
+               block_bytes(spec.size, p, partner & ~(d - 1), d));
+      }
+    }
+  }
+  if (gather) {
+    for (int k = 0; k < log_p; ++k, ++step) {
+      const int d = 1 << k;
+      for (int q = 0; q < p; ++q) {
+        b.emit(rank_of(q), rank_of(q ^ d), step, 0, block_bytes(spec.size, p, q & ~(d - 1), d));
+      }
+    }
+  }
+  if (extra > 0) {
+    for (int i = 0; i < extra; ++i) b.emit(2 * i + 1, 2 * i, step, 0, spec.size);
+  }
+}
+
+void lower_direct(Builder& b, const CollectiveSpec& spec, int n) {
+  const Bytes s = spec.size;
+  switch (spec.op) {
+    case Operation::kSend:
+      b.emit(0, 1, 0, 0, s);
+      return;
+    case Operation::kBroadcast:
+      for (int j = 1; j < n; ++j) b.emit(0, j, 0, 0, s);
+      return;
+    case Operation::kAllToAll:
+    case Operation::kReduceScatter:
+      // Rank i sends chunk j (reduce-scatter: its contribution to j's chunk) to rank j.
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < n; ++j) {
+          if (i != j) b.emit(i, j, 0, 0, split_bytes(s, n, j));
+        }
+      }
+      return;
+    case Operation::kAllGather:
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < n; ++j) {
+          if (i != j) b.emit(i, j, 0, 0, split_bytes(s, n, i));
+        }
+      }
+      return;
+    case Operation::kAllReduce:
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < n; ++j) {
+          if (i == j) continue;
+          b.emit(i, j, 0, 0, split_bytes(s, n, j));
+          b.emit(i, j, 1, 0, split_bytes(s, n, i));
+        }
+      }
+      return;
+  }
+}
+
+void lower_pairwise(Builder& b, const CollectiveSpec& spec, int n) {
+  for (int k = 0; k + 1 < n; ++k) {
+    for (int i = 0; i < n; ++i) {
+      const int j = (i + k + 1) % n;
+      b.emit(i, j, static_cast<std::uint64_t>(k), 0, split_bytes(spec.size, n, j));
+    }
+  }
+}
+
+// A rooted tree given by its parent array, with heights and depths.
+struct Tree {
+  std::vector<int> parent;
+  std::vector<std::vector<int>> children;
+  std::vector<int> height;
+  std::vector<int> depth;
+  int root = 0;
+
+  explicit Tree(std::vector<int> parents) : parent(std::move(parents)) {
+    const auto n = parent.size();
+    children.resize(n);
+    height.assign(n, 0);
+    depth.assign(n, 0);
+    for (std::size_t v = 0; v < n; ++v) {
+      if (parent[v] < 0) {
+        root = static_cast<int>(v);
+      } else {
+        children[static_cast<std::size_t>(parent[v])].push_back(static_cast<int>(v));
+      }
+    }
+    set_depths(root, 0);
+  }
+
+ private:
+  int set_depths(int v, int d) {
+    depth[v] = d;
+    int h = 0;
+    for (int c : children[v]) h = std::max(h, 1 + set_depths(c, d + 1));
+    height[v] = h;
+    return h;
+  }
+};
+
+// Pipelined reduce up `tree` (when `reduce`) and broadcast down, `size` in `chunks` pieces.
+void tree_phases(Builder& b, const Tree& tree, bool reduce, Bytes size, int chunks, int channel) {
+  const std::uint64_t down_base = reduce ? static_cast<std::uint64_t>(tree.height[tree.root]) : 0;
+  for (std::size_t v = 0; v < tree.parent.size(); ++v) {
+    const auto rank = static_cast<Rank>(v);
+    if (reduce && tree.parent[v] >= 0) {
+      b.emit_pieces(rank, static_cast<Rank>(tree.parent[v]),
+                    static_cast<std::uint64_t>(tree.height[v]), chunks, channel, size);
+    }
+    for (int c : tree.children[v]) {
+      b.emit_pieces(rank, static_cast<Rank>(c),
+                    down_base + static_cast<std::uint64_t>(tree.depth[v]), chunks, channel, size);
+    }
+  }
+}
+
+void lower_tree(Builder& b, const CollectiveSpec& spec, int n) {
+  const auto trees = double_binary_tree(n);
+  if (spec.op == Operation::kBroadcast) {
+    tree_phases(b, Tree(trees[0]), false, spec.size, spec.chunks, 0);
+    return;
+  }
+  for (int t = 0; t < 2; ++t) {
+    tree_phases(b, Tree(trees[static_cast<std::size_t>(t)]), true, split_bytes(spec.size, 2, t),
+                spec.chunks, t);
+  }
+}
+
+void lower_ring_broadcast(Builder& b, const CollectiveSpec& spec, int n) {
+  for (int r = 0; r + 1 < n; ++r) {
+    b.emit_pieces(r, r + 1, static_cast<std::uint64_t>(r), spec.chunks, 0, spec.size);
+  }
+}
+
+// Exact transfer count of a lowering, to refuse schedules that do not fit before building.
+std::uint64_t count_transfers(const CollectiveSpec& spec, int ranks) {
+  const auto n = static_cast<std::uint64_t>(ranks);
+  const auto c = static_cast<std::uint64_t>(spec.chunks);
+  const std::uint64_t phases = spec.op == Operation::kAllReduce ? 2 : 1;
+  switch (spec.algorithm) {
+    case Algorithm::kRing:
+    case Algorithm::kHierarchical:
+    case Algorithm::kTorus: {
+      if (spec.op == Operation::kBroadcast) return (n - 1) * c;
+      std::uint64_t sum = 0;
+      for (int d : spec.levels.empty() ? std::vector<int>{ranks} : spec.levels) {
+        sum += (static_cast<std::uint64_t>(d) - 1) * n * c;
+      }
+      return phases * sum;
+    }
+    case Algorithm::kTree:
+      return (spec.op == Operation::kBroadcast ? 1 : 4) * (n - 1) * c;
+    case Algorithm::kHalvingDoubling: {
+      const std::uint64_t p = std::bit_floor(n);
+      return phases * p * static_cast<std::uint64_t>(std::countr_zero(p)) + 2 * (n - p);
+    }
+    case Algorithm::kDirect:
+      if (spec.op == Operation::kSend) return 1;
+      if (spec.op == Operation::kBroadcast) return n - 1;
+      return phases * n * (n - 1);
+    case Algorithm::kPairwise:
+      return n * (n - 1);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Schedule::Schedule(int ranks, std::vector<Transfer> transfers)
+    : ranks_(ranks), transfers_(std::move(transfers)) {
+  const auto n = static_cast<std::uint32_t>(ranks);
+  int channels = 0;
+  for (const Transfer& t : transfers_) {
+    if (t.src >= n || t.dst >= n || t.src == t.dst || t.bytes.count() < 0) {
+      throw Error::internal("bad transfer " + std::to_string(t.src) + "->" + std::to_string(t.dst) +
+                            " in a schedule of " + std::to_string(ranks) + " ranks");
+    }
+    channels = std::max(channels, t.channel + 1);
+    steps_ = std::max(steps_, t.step + 1);
+    total_bytes_ += t.bytes;
+  }
+  std::sort(transfers_.begin(), transfers_.end(), [](const Transfer& a, const Transfer& b) {
+    return std::tie(a.channel, a.src, a.step, a.dst) < std::tie(b.channel, b.src, b.step, b.dst);
+  });
+
+  // Gates, and each (channel, rank)'s range of gates (sorted by step).
+  std::vector<std::uint32_t> gate_of(transfers_.size());
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> range(static_cast<std::size_t>(channels) * n,
+                                                             {0, 0});
+  for (std::size_t i = 0; i < transfers_.size(); ++i) {
+    const Transfer& t = transfers_[i];
+    if (gates_.empty() || gates_.back().rank != t.src || gates_.back().step != t.step ||
+        gates_.back().channel != t.channel) {
+      auto& r = range[static_cast<std::size_t>(t.channel) * n + t.src];
+      const auto g = static_cast<std::uint32_t>(gates_.size());
+      if (r.first == r.second) r = {g, g};
+      ++r.second;
+      gates_.push_back(Gate{static_cast<std::uint32_t>(i), 0, 0, t.src, t.step, t.channel});
+    }
+    ++gates_.back().count;
+    gate_of[i] = static_cast<std::uint32_t>(gates_.size() - 1);
+  }
+
+  // A transfer feeds its sender's and its receiver's first gate after its step (same channel).
+  auto next_gate = [&](std::uint16_t channel, std::uint32_t rank, std::uint32_t step) {
+    const auto [lo, hi] = range[static_cast<std::size_t>(channel) * n + rank];
+    const auto it = std::upper_bound(gates_.begin() + lo, gates_.begin() + hi, step,
+                                     [](std::uint32_t s, const Gate& g) { return s < g.step; });
+    return it == gates_.begin() + hi ? kNoGate : static_cast<std::uint32_t>(it - gates_.begin());
+  };
+  successors_.resize(2 * transfers_.size());
+  for (std::size_t i = 0; i < transfers_.size(); ++i) {
+    const Transfer& t = transfers_[i];
+    const std::uint32_t g = gate_of[i];
+    const std::uint32_t sender =
+        (g + 1 < gates_.size() && gates_[g + 1].rank == t.src && gates_[g + 1].channel == t.channel)
+            ? g + 1
+            : kNoGate;
+    const std::uint32_t receiver = next_gate(t.channel, t.dst, t.step);
+    successors_[2 * i] = sender;
+    successors_[2 * i + 1] = receiver;
+    if (sender != kNoGate) ++gates_[sender].waits;
+    if (receiver != kNoGate) ++gates_[receiver].waits;
+  }
+}
+
+Schedule lower(const CollectiveSpec& spec, int ranks) {
+  if (ranks <= 1) return Schedule(std::max(ranks, 1), {});
+  const std::uint64_t expected = count_transfers(spec, ranks);
+  if (expected >= std::numeric_limits<std::uint32_t>::max()) {
+    throw Error::input("collective too large to lower: " + std::to_string(expected) + " transfers",
+                       {.key = "--group",
+                        .value = std::to_string(ranks) + " devices",
+                        .expected = "fewer than 2^32 transfers (a smaller group or fewer chunks)"});
+  }
+  Builder b(expected);
+  switch (spec.algorithm) {
+    case Algorithm::kRing:
+      if (spec.op == Operation::kBroadcast) {
+        lower_ring_broadcast(b, spec, ranks);
+      } else {
+        CollectiveSpec flat = spec;
+        flat.levels = {ranks};
+        lower_hierarchical(b, flat, ranks);
+      }
+      break;
+    case Algorithm::kHierarchical:
+    case Algorithm::kTorus:
+      lower_hierarchical(b, spec, ranks);
+      break;
+    case Algorithm::kTree:
+      lower_tree(b, spec, ranks);
+      break;
+    case Algorithm::kHalvingDoubling:
+      lower_halving_doubling(b, spec, ranks);
+      break;
+    case Algorithm::kDirect:
+      lower_direct(b, spec, ranks);
+      break;
+    case Algorithm::kPairwise:
+      lower_pairwise(b, spec, ranks);
+      break;
+  }
+  return Schedule(ranks, b.take());
+}
+
+std::vector<std::vector<int>> double_binary_tree(int n) {
+  std::vector<int> first(static_cast<std::size_t>(n), -1);
+  for (int r = 1; r < n; ++r) {
+    const int bit = r & -r;
+    int up = (r ^ bit) | (bit << 1);
+    if (up >= n) up = r ^ bit;
+    first[static_cast<std::size_t>(r)] = up;
+  }
+  // Tree 1: the same shape with position p held by rank map(p).
+  auto map = [n](int p) { return n % 2 == 0 ? n - 1 - p : (p + 1) % n; };
+  std::vector<int> second(static_cast<std::size_t>(n), -1);
+  for (int p = 0; p < n; ++p) {
+    const int parent = first[static_cast<std::size_t>(p)];
+    second[static_cast<std::size_t>(map(p))] = parent < 0 ? -1 : map(parent);
+  }
+  return {first, second};
+}
+
+}  // namespace nest::coll

@@ -1,0 +1,136 @@
+// Closed forms of every algorithm on a non-blocking switch against the textbook alpha-beta
+// formulas (../shared/reference/README.md, "Formulas worth testing against") and hand-derived
+// ones where the reference has none.
+
+#include "nest/coll/closed_form.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "coll_test_util.h"
+#include "nest/coll/schedule.h"
+#include "nest/topo/router.h"
+
+namespace nest::coll {
+namespace {
+
+using testing::kRate;
+using testing::star;
+using testing::to_ps;
+
+// Per-step latency on the star: device -> switch -> device.
+constexpr double kAlpha = 1e-6;
+const double kB = kRate.bytes_per_s();
+
+std::vector<topo::DeviceId> first(int n) {
+  std::vector<topo::DeviceId> g(static_cast<std::size_t>(n));
+  std::iota(g.begin(), g.end(), 0U);
+  return g;
+}
+
+double closed(const CollectiveSpec& spec, int n) {
+  const topo::Topology t = star(16);
+  topo::Router router(t);
+  return closed_form(lower(spec, n), first(n), router).seconds;
+}
+
+TEST(ClosedForm, RingAllReduceIsTheTextbookFormula) {
+  for (int n : {2, 3, 5, 8, 12}) {
+    const double s = 2400.0 * n;
+    const double expected = 2 * (n - 1) * kAlpha + 2.0 * (n - 1) / n * s / kB;
+    EXPECT_EQ(to_ps(closed({Operation::kAllReduce, Algorithm::kRing, Bytes(2400 * n)}, n)),
+              to_ps(expected))
+        << n;
+  }
+}
+
+TEST(ClosedForm, RingReduceScatterAndAllGatherAreHalfTheAllReduce) {
+  for (int n : {3, 7, 16}) {
+    const Bytes size(1000 * n);
+    const double expected = (n - 1) * kAlpha + (n - 1.0) / n * size.as_double() / kB;
+    EXPECT_EQ(to_ps(closed({Operation::kReduceScatter, Algorithm::kRing, size}, n)),
+              to_ps(expected));
+    EXPECT_EQ(to_ps(closed({Operation::kAllGather, Algorithm::kRing, size}, n)), to_ps(expected));
+  }
+}
+
+TEST(ClosedForm, HalvingDoublingAllReduceIsTheTextbookFormula) {
+  for (int n : {2, 4, 8, 16}) {
+    const Bytes size(4096 * 16);
+    const double expected = 2 * std::log2(n) * kAlpha + 2.0 * (n - 1) / n * size.as_double() / kB;
+    EXPECT_EQ(to_ps(closed({Operation::kAllReduce, Algorithm::kHalvingDoubling, size}, n)),
+              to_ps(expected))
+        << n;
+  }
+  // Six ranks: two fold into partners (a + S/B each way) around a 4-rank halving-doubling.
+  const Bytes size(4000);
+  const double six = 2 * 2 * kAlpha + 2 * 3.0 / 4 * 4000 / kB + 2 * (kAlpha + 4000 / kB);
+  EXPECT_EQ(to_ps(closed({Operation::kAllReduce, Algorithm::kHalvingDoubling, size}, 6)),
+            to_ps(six));
+}
+
+TEST(ClosedForm, DirectAndPairwiseMatchTheirFormulas) {
+  const int n = 8;
+  const Bytes size(8000);
+  const double s = 8000;
+  // Direct allreduce: reduce-scatter then all-gather, each one step of (n-1) sends of S/n.
+  EXPECT_EQ(to_ps(closed({Operation::kAllReduce, Algorithm::kDirect, size}, n)),
+            to_ps(2 * kAlpha + 2.0 * (n - 1) / n * s / kB));
+  EXPECT_EQ(to_ps(closed({Operation::kAllGather, Algorithm::kDirect, size}, n)),
+            to_ps(kAlpha + (n - 1.0) / n * s / kB));
+  EXPECT_EQ(to_ps(closed({Operation::kAllToAll, Algorithm::kDirect, size}, n)),
+            to_ps(kAlpha + (n - 1.0) / n * s / kB));
+  EXPECT_EQ(to_ps(closed({Operation::kAllToAll, Algorithm::kPairwise, size}, n)),
+            to_ps((n - 1) * (kAlpha + s / n / kB)));
+  EXPECT_EQ(to_ps(closed({Operation::kBroadcast, Algorithm::kDirect, size}, n)),
+            to_ps(kAlpha + (n - 1) * s / kB));
+  EXPECT_EQ(to_ps(closed({Operation::kSend, Algorithm::kDirect, size}, 2)), to_ps(kAlpha + s / kB));
+}
+
+// A chain of n ranks with the buffer in c pieces: (n-1) + (c-1) steps of a + S/(cB).
+TEST(ClosedForm, PipelinedBroadcastIsTheChainFormula) {
+  for (int c : {1, 2, 5}) {
+    const int n = 6;
+    const Bytes size(1000 * c);
+    EXPECT_EQ(to_ps(closed({Operation::kBroadcast, Algorithm::kRing, size, c}, n)),
+              to_ps((n - 1 + c - 1) * (kAlpha + 1000 / kB)))
+        << c;
+  }
+}
+
+// Double binary tree, 8 ranks, one piece. Tree 0: 1,3,5,7 -> 2,6 -> 4 -> 0 (root, one child);
+// tree 1 is its mirror (r -> 7-r). Each tree carries S/2. Reduce: step 0 the leaves send (2
+// and 6 receive two halves each: S), step 1 2,6 -> 4 (S into 4), step 2 4 -> 0 (S/2); the
+// broadcast mirrors it: S/2, then S out of 4, then S out of 2 and 6. Tree 1 loads the mirrored
+// ranks in the same steps, so: 4(a + S/B) + 2(a + S/(2B)) = 6a + 5S/B.
+TEST(ClosedForm, DoubleBinaryTreeOfEightIsSixStepsOfFiveBuffers) {
+  const Bytes size(64000);
+  EXPECT_EQ(to_ps(closed({Operation::kAllReduce, Algorithm::kTree, size}, 8)),
+            to_ps(6 * kAlpha + 5 * 64000 / kB));
+}
+
+// Two levels {4, 2}: 3 steps of S/4 inside, 1 of S/8 across, and back: 8a + 1.75 S/B (the flat
+// ring's bandwidth term, 2·7/8 S/B, with 8 latencies instead of 14).
+TEST(ClosedForm, HierarchicalSumsItsRings) {
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kHierarchical, Bytes(8000)};
+  spec.levels = {4, 2};
+  EXPECT_EQ(to_ps(closed(spec, 8)), to_ps(8 * kAlpha + 1.75 * 8000 / kB));
+}
+
+TEST(ClosedForm, ReportsStepsAndBottleneck) {
+  const topo::Topology t = star(4);
+  topo::Router router(t);
+  const ClosedForm cf = closed_form(
+      lower({Operation::kAllReduce, Algorithm::kRing, Bytes(4000)}, 4), first(4), router);
+  EXPECT_EQ(cf.steps, 6U);
+  EXPECT_EQ(cf.max_alpha, Time::microseconds(1));
+  EXPECT_EQ(cf.bottleneck, kRate);
+  EXPECT_EQ(to_ps(cf.latency_seconds), to_ps(6e-6));
+  EXPECT_EQ(to_ps(cf.bandwidth_seconds), to_ps(6 * 1000 / kB));
+}
+
+}  // namespace
+}  // namespace nest::coll

@@ -1,0 +1,203 @@
+// Lowering: transfer counts, bytes per rank, the dependency gates and the tree shapes.
+
+#include "nest/coll/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+#include "nest/core/error.h"
+
+namespace nest::coll {
+namespace {
+
+std::vector<std::int64_t> bytes_sent(const Schedule& s) {
+  std::vector<std::int64_t> sent(static_cast<std::size_t>(s.ranks()), 0);
+  for (const Transfer& t : s.transfers()) sent[t.src] += t.bytes.count();
+  return sent;
+}
+
+std::vector<std::int64_t> bytes_received(const Schedule& s) {
+  std::vector<std::int64_t> got(static_cast<std::size_t>(s.ranks()), 0);
+  for (const Transfer& t : s.transfers()) got[t.dst] += t.bytes.count();
+  return got;
+}
+
+TEST(SplitBytes, SpreadsTheRemainderOverTheFirstParts) {
+  EXPECT_EQ(split_bytes(Bytes(10), 4, 0), Bytes(3));
+  EXPECT_EQ(split_bytes(Bytes(10), 4, 1), Bytes(3));
+  EXPECT_EQ(split_bytes(Bytes(10), 4, 2), Bytes(2));
+  EXPECT_EQ(split_bytes(Bytes(10), 4, 3), Bytes(2));
+  EXPECT_EQ(split_bytes(Bytes(3), 5, 4), Bytes(0));
+}
+
+// nccl-tests: in a ring allreduce every rank sends and receives 2(n-1) of the n chunks.
+TEST(Lower, RingAllReduceMovesTwoNMinusOneChunksPerRank) {
+  for (int n : {2, 3, 5, 8}) {
+    const Bytes size(1200 * n);
+    const Schedule s = lower({Operation::kAllReduce, Algorithm::kRing, size}, n);
+    EXPECT_EQ(s.transfers().size(), static_cast<std::size_t>(2 * (n - 1) * n));
+    EXPECT_EQ(s.steps(), static_cast<std::uint32_t>(2 * (n - 1)));
+    for (std::int64_t b : bytes_sent(s)) EXPECT_EQ(b, 2 * (n - 1) * 1200) << n;
+    for (std::int64_t b : bytes_received(s)) EXPECT_EQ(b, 2 * (n - 1) * 1200) << n;
+  }
+}
+
+// Every bandwidth-optimal algorithm moves the same bytes per rank: 2(n-1)/n S for allreduce,
+// (n-1)/n S for reduce-scatter and all-gather.
+TEST(Lower, BandwidthOptimalAlgorithmsMoveTheTextbookBytes) {
+  const int n = 8;
+  const Bytes size(n * 1000);
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kHalvingDoubling, Algorithm::kDirect,
+                      Algorithm::kHierarchical}) {
+    CollectiveSpec spec{Operation::kAllReduce, a, size};
+    if (a == Algorithm::kHierarchical) spec.levels = {2, 4};
+    for (std::int64_t b : bytes_sent(lower(spec, n))) EXPECT_EQ(b, 14000) << algorithm_name(a);
+    spec.op = Operation::kReduceScatter;
+    for (std::int64_t b : bytes_sent(lower(spec, n))) EXPECT_EQ(b, 7000) << algorithm_name(a);
+    spec.op = Operation::kAllGather;
+    for (std::int64_t b : bytes_received(lower(spec, n))) EXPECT_EQ(b, 7000) << algorithm_name(a);
+  }
+}
+
+TEST(Lower, UnevenSizesSplitIntoWholeBytesThatSumExactly) {
+  const int n = 7;
+  const Bytes size(1000003);
+  // Ring reduce-scatter: each of the n chunks travels n-1 hops, so all transfers together
+  // carry (n-1) times the buffer, whatever the remainders.
+  const Schedule rs = lower({Operation::kReduceScatter, Algorithm::kRing, size}, n);
+  EXPECT_EQ(rs.total_bytes(), Bytes(6 * 1000003));
+  const Schedule a2a = lower({Operation::kAllToAll, Algorithm::kPairwise, size}, n);
+  const auto sent = bytes_sent(a2a);
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(sent[static_cast<std::size_t>(i)], 1000003 - split_bytes(size, n, i).count());
+  }
+  const Schedule chunked = lower({Operation::kAllReduce, Algorithm::kRing, size, /*chunks=*/3}, n);
+  EXPECT_EQ(chunked.total_bytes(), Bytes(2 * 6 * 1000003));
+  EXPECT_EQ(chunked.transfers().size(), static_cast<std::size_t>(2 * 6 * 7 * 3));
+}
+
+// Ring step k of rank i waits for rank i's step k-1 send and for rank i-1's step k-1 send.
+TEST(Lower, RingGatesWaitForOwnSendAndPredecessorOnly) {
+  const int n = 5;
+  const Schedule s = lower({Operation::kAllGather, Algorithm::kRing, Bytes(500)}, n);
+  ASSERT_EQ(s.gates().size(), static_cast<std::size_t>(n * (n - 1)));
+  for (const Gate& g : s.gates()) {
+    EXPECT_EQ(g.count, 1U);
+    EXPECT_EQ(g.waits, g.step == 0 ? 0U : 2U);
+  }
+  for (std::size_t i = 0; i < s.transfers().size(); ++i) {
+    const Transfer& t = s.transfers()[i];
+    const auto next = s.successors(i);
+    if (t.step + 1 == s.steps()) {
+      EXPECT_EQ(next[0], kNoGate);
+      EXPECT_EQ(next[1], kNoGate);
+      continue;
+    }
+    EXPECT_EQ(s.gates()[next[0]].rank, t.src);
+    EXPECT_EQ(s.gates()[next[0]].step, t.step + 1);
+    EXPECT_EQ(s.gates()[next[1]].rank, t.dst);
+    EXPECT_EQ(s.gates()[next[1]].step, t.step + 1);
+  }
+}
+
+// NCCL's 14-rank tree (src/graph/trees.cc): 0 -> 8; 8 -> 4, 12; 4 -> 2, 6; 12 -> 10, 13; ...
+TEST(DoubleBinaryTree, FirstTreeIsNcclsInOrderTree) {
+  const auto trees = double_binary_tree(14);
+  const std::vector<int> parent = {-1, 2, 4, 2, 8, 6, 4, 6, 0, 10, 12, 10, 8, 12};
+  EXPECT_EQ(trees[0], parent);
+  // 13 ranks: the second tree is the first shifted by one rank (root 1, 9 under 1).
+  const auto odd = double_binary_tree(13);
+  EXPECT_EQ(odd[1][1], -1);
+  EXPECT_EQ(odd[1][9], 1);
+}
+
+TEST(DoubleBinaryTree, TreesAreSpanningAndComplementary) {
+  for (int n = 2; n <= 40; ++n) {
+    const auto trees = double_binary_tree(n);
+    std::vector<int> interior(static_cast<std::size_t>(n), 0);
+    for (const auto& parent : trees) {
+      int roots = 0;
+      std::vector<int> children(static_cast<std::size_t>(n), 0);
+      for (int r = 0; r < n; ++r) {
+        if (parent[static_cast<std::size_t>(r)] < 0) {
+          ++roots;
+          continue;
+        }
+        ++children[static_cast<std::size_t>(parent[static_cast<std::size_t>(r)])];
+        int v = r;  // every rank reaches the root in fewer than n hops
+        int hops = 0;
+        while (parent[static_cast<std::size_t>(v)] >= 0 && hops < n) {
+          v = parent[static_cast<std::size_t>(v)];
+          ++hops;
+        }
+        EXPECT_LT(hops, n);
+      }
+      EXPECT_EQ(roots, 1) << n;
+      for (int r = 0; r < n; ++r) {
+        EXPECT_LE(children[static_cast<std::size_t>(r)], 2) << n;
+        if (children[static_cast<std::size_t>(r)] > 0) ++interior[static_cast<std::size_t>(r)];
+      }
+    }
+    // With an even count no rank is interior in both trees (the point of the double tree).
+    if (n % 2 == 0) {
+      for (int r = 0; r < n; ++r) EXPECT_LE(interior[static_cast<std::size_t>(r)], 1) << n;
+    }
+  }
+}
+
+TEST(Lower, HalvingDoublingFoldsExtraRanksIntoPartners) {
+  const Bytes size(4000);
+  const Schedule s = lower({Operation::kAllReduce, Algorithm::kHalvingDoubling, size}, 6);
+  // p = 4: 2·4·log2(4) = 16 exchange transfers, plus 2 in and 2 out for the 2 extra ranks.
+  EXPECT_EQ(s.transfers().size(), 20U);
+  EXPECT_EQ(s.steps(), 6U);
+  int folds = 0;
+  for (const Transfer& t : s.transfers()) {
+    if (t.bytes == size) {
+      ++folds;
+      EXPECT_TRUE((t.step == 0 && t.src % 2 == 0 && t.dst == t.src + 1 && t.src < 4) ||
+                  (t.step == 5 && t.src % 2 == 1 && t.dst + 1 == t.src && t.src < 4));
+    }
+  }
+  EXPECT_EQ(folds, 4);
+}
+
+TEST(Lower, PipelinedBroadcastChainsPieces) {
+  const Schedule s = lower({Operation::kBroadcast, Algorithm::kRing, Bytes(900), 3}, 4);
+  // Rank r forwards piece j at step r + j: steps 0..(n-2)+(c-1).
+  EXPECT_EQ(s.transfers().size(), 9U);
+  EXPECT_EQ(s.steps(), 5U);
+  for (const Transfer& t : s.transfers()) {
+    EXPECT_EQ(t.dst, t.src + 1);
+    EXPECT_EQ(t.bytes, Bytes(300));
+    EXPECT_GE(t.step, t.src);
+    EXPECT_LE(t.step, t.src + 2);
+  }
+}
+
+TEST(Lower, TooLargeScheduleIsAnInputError) {
+  try {
+    (void)lower({Operation::kAllReduce, Algorithm::kRing, Bytes::gibibytes(1)}, 50000);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--group: collective too large to lower: 4999900000 transfers (got \"50000 "
+              "devices\"; expected fewer than 2^32 transfers (a smaller group or fewer chunks))");
+  }
+}
+
+TEST(Lower, SingleRankHasNothingToDo) {
+  const Schedule s = lower({Operation::kAllReduce, Algorithm::kRing, Bytes(100)}, 1);
+  EXPECT_TRUE(s.transfers().empty());
+  EXPECT_EQ(s.steps(), 0U);
+}
+
+TEST(Schedule, RejectsTransfersOutsideTheGroup) {
+  EXPECT_THROW(Schedule(2, {Transfer{0, 2, 0, 0, Bytes(1)}}), Error);
+  EXPECT_THROW(Schedule(2, {Transfer{1, 1, 0, 0, Bytes(1)}}), Error);
+}
+
+}  // namespace
+}  // namespace nest::coll
