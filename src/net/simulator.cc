@@ -26,6 +26,9 @@ constexpr double kAbsoluteTolerancePs = 1e-6;
 constexpr double kRelativeTolerance = 1e-12;
 constexpr std::uint32_t kNoSlot = std::numeric_limits<std::uint32_t>::max();
 constexpr std::uint32_t kInlineHops = 6;
+// Components with at most this many loaded links find each bottleneck by a linear scan, which
+// beats a heap at that size.
+constexpr std::size_t kScanLimit = 48;
 // Stale heap records are purged when they outnumber live ones and exceed this many.
 constexpr std::size_t kCompactionThreshold = 1 << 14;
 
@@ -89,10 +92,14 @@ struct Candidate {
   std::uint32_t version;
 };
 
-bool worse_candidate(const Candidate& a, const Candidate& b) noexcept {
-  if (a.share != b.share) return a.share > b.share;
-  return a.link > b.link;
-}
+/// Heap order of candidates: the smallest share (then the lowest link id) on top. A function
+/// object so that the heap algorithms inline it.
+struct WorseCandidate {
+  bool operator()(const Candidate& a, const Candidate& b) const noexcept {
+    if (a.share != b.share) return a.share > b.share;
+    return a.link > b.link;
+  }
+};
 
 /// Whole picoseconds to drain `remaining` bytes at `rate` bytes/s, rounded up (within the
 /// rounding allowance of a whole picosecond counts as that picosecond).
@@ -122,7 +129,8 @@ struct Simulator::Impl {
   Time now;
   std::uint64_t events = 0;
   std::uint64_t updates = 0;
-  std::size_t stale = 0;  // superseded records still in the queue
+  std::uint64_t rated = 0;  // flows rated, summed over components
+  std::size_t stale = 0;    // superseded records still in the queue
 
   std::vector<Action> actions;
   std::vector<std::uint32_t> free_actions;
@@ -142,6 +150,7 @@ struct Simulator::Impl {
   std::vector<topo::LinkId> component_links;
   std::vector<std::uint32_t> component_flows;
   std::vector<Candidate> candidates;
+  std::vector<topo::LinkId> scan;  // links with unfrozen flows
   std::vector<topo::LinkId> touched;
   std::uint32_t epoch = 0;        // one per rate computation
   std::uint32_t touch_round = 0;  // one per bottleneck of the filling, never reset
@@ -154,6 +163,9 @@ struct Simulator::Impl {
   void update_rates();
   void collect_component(topo::LinkId seed);
   void fill();
+  void fill_by_scan();
+  void fill_by_heap();
+  void freeze(topo::LinkId bottleneck, double share);
   void apply_rates();
   void record_series();
   void compact_queue();
@@ -264,6 +276,7 @@ void Simulator::Impl::update_rates() {
     if (links[seed].visited >= first) continue;
     ++epoch;
     collect_component(seed);
+    rated += component_flows.size();
     if (component_flows.size() == 1) {
       Flow& flow = flows[component_flows.front()];
       double rate = links[flow.route[0]].capacity;
@@ -303,47 +316,85 @@ void Simulator::Impl::collect_component(topo::LinkId seed) {
 }
 
 // Progressive filling: repeatedly take the link whose spare capacity divided by its unfrozen
-// flows is smallest, give that share to its unfrozen flows and freeze them. Shares of the other
-// links never decrease, so superseded heap candidates are skipped by version.
+// flows is smallest (ties: lowest link id), give that share to its unfrozen flows and freeze
+// them. Small components scan their links for the minimum; large ones keep a heap of
+// candidates. Shares of the other links never decrease, so superseded heap candidates are
+// skipped by version. Both pick the same bottlenecks in the same order, so they give the same
+// rates to the last bit.
 void Simulator::Impl::fill() {
-  candidates.clear();
+  scan.clear();
   for (const topo::LinkId link : component_links) {
     LinkState& state = links[link];
     state.spare = state.capacity;
     state.unfrozen = static_cast<std::uint32_t>(state.flows.size());
     state.version = 0;
-    if (state.unfrozen > 0) candidates.push_back({state.spare / state.unfrozen, link, 0});
+    if (state.unfrozen > 0) scan.push_back(link);
   }
-  std::make_heap(candidates.begin(), candidates.end(), worse_candidate);
-  while (!candidates.empty()) {
-    std::pop_heap(candidates.begin(), candidates.end(), worse_candidate);
-    const Candidate best = candidates.back();
-    candidates.pop_back();
-    LinkState& bottleneck = links[best.link];
-    if (bottleneck.version != best.version || bottleneck.unfrozen == 0) continue;
-    const std::uint32_t round = ++touch_round;
-    touched.clear();
-    for (const FlowRef ref : bottleneck.flows) {
-      Flow& flow = flows[ref.slot];
-      if (flow.frozen == epoch) continue;
-      flow.frozen = epoch;
-      flow.new_rate = best.share;
-      for (std::uint32_t h = 0; h < flow.hops; ++h) {
-        LinkState& other = links[flow.route[h]];
-        other.spare = std::max(0.0, other.spare - best.share);
-        --other.unfrozen;
-        if (other.touched != round) {
-          other.touched = round;
-          touched.push_back(flow.route[h]);
-        }
+  if (scan.size() <= kScanLimit) {
+    fill_by_scan();
+  } else {
+    fill_by_heap();
+  }
+}
+
+void Simulator::Impl::fill_by_scan() {
+  while (!scan.empty()) {
+    std::size_t best = 0;
+    double best_share = links[scan[0]].spare / links[scan[0]].unfrozen;
+    for (std::size_t i = 1; i < scan.size(); ++i) {
+      const LinkState& state = links[scan[i]];
+      const double share = state.spare / state.unfrozen;
+      if (share < best_share || (share == best_share && scan[i] < scan[best])) {
+        best = i;
+        best_share = share;
       }
     }
+    freeze(scan[best], best_share);
+    std::erase_if(scan, [this](topo::LinkId link) { return links[link].unfrozen == 0; });
+  }
+}
+
+void Simulator::Impl::fill_by_heap() {
+  candidates.clear();
+  for (const topo::LinkId link : scan) {
+    candidates.push_back({links[link].spare / links[link].unfrozen, link, 0});
+  }
+  std::make_heap(candidates.begin(), candidates.end(), WorseCandidate{});
+  while (!candidates.empty()) {
+    std::pop_heap(candidates.begin(), candidates.end(), WorseCandidate{});
+    const Candidate best = candidates.back();
+    candidates.pop_back();
+    const LinkState& bottleneck = links[best.link];
+    if (bottleneck.version != best.version || bottleneck.unfrozen == 0) continue;
+    freeze(best.link, best.share);
     for (const topo::LinkId link : touched) {
       LinkState& other = links[link];
       if (other.unfrozen == 0) continue;
       ++other.version;
       candidates.push_back({other.spare / other.unfrozen, link, other.version});
-      std::push_heap(candidates.begin(), candidates.end(), worse_candidate);
+      std::push_heap(candidates.begin(), candidates.end(), WorseCandidate{});
+    }
+  }
+}
+
+// Gives `share` to the unfrozen flows of `bottleneck`, freezes them and takes their share from
+// every link they cross; `touched` lists those links.
+void Simulator::Impl::freeze(topo::LinkId bottleneck, double share) {
+  const std::uint32_t round = ++touch_round;
+  touched.clear();
+  for (const FlowRef ref : links[bottleneck].flows) {
+    Flow& flow = flows[ref.slot];
+    if (flow.frozen == epoch) continue;
+    flow.frozen = epoch;
+    flow.new_rate = share;
+    for (std::uint32_t h = 0; h < flow.hops; ++h) {
+      LinkState& other = links[flow.route[h]];
+      other.spare = std::max(0.0, other.spare - share);
+      --other.unfrozen;
+      if (other.touched != round) {
+        other.touched = round;
+        touched.push_back(flow.route[h]);
+      }
     }
   }
 }
@@ -568,5 +619,7 @@ Bandwidth Simulator::flow_rate(FlowId flow) const {
 std::size_t Simulator::active_flows() const noexcept { return impl_->live_flows; }
 
 std::uint64_t Simulator::rate_updates() const noexcept { return impl_->updates; }
+
+std::uint64_t Simulator::flows_rated() const noexcept { return impl_->rated; }
 
 }  // namespace nest::net

@@ -183,6 +183,7 @@ void report(benchmark::State& state, const Simulator& sim, std::size_t flows) {
   state.counters["flows"] = static_cast<double>(flows);
   state.counters["events"] = events;
   state.counters["rate_updates"] = static_cast<double>(sim.rate_updates());
+  state.counters["flows_rated"] = static_cast<double>(sim.flows_rated());
   state.counters["simulated_ms"] = sim.now().to_milliseconds();
   state.counters["events_per_s"] =
       benchmark::Counter(events, benchmark::Counter::kIsIterationInvariantRate);
@@ -232,6 +233,33 @@ BENCHMARK(BM_RingAllreduceFlows)
     ->Args({1024, 0})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
+
+// Direct (one-shot) all-to-all: every pair's 1 MiB flow starts at once, one connected component
+// of n(n-1) flows. With ECMP collisions rates differ, flows drain at many different times and
+// each drain re-rates the whole remaining component: the worst case of max-min sharing.
+void BM_DirectAllToAll(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const auto routing = static_cast<Routing>(state.range(1));
+  const LeafSpine fabric(n);
+  const Pattern pattern = make_pattern(fabric, n, /*ring=*/false, Bytes::mebibytes(1), routing);
+  for (auto _ : state) {
+    Simulator sim(fabric.topology());
+    for (int i = 0; i < n; ++i) {
+      for (int k = 1; k < n; ++k) sim.start_flow(pattern.route(i, k), pattern.size, nullptr);
+    }
+    sim.run();
+    state.PauseTiming();
+    report(state, sim, static_cast<std::size_t>(n) * static_cast<std::size_t>(n - 1));
+    state.ResumeTiming();
+  }
+}
+BENCHMARK(BM_DirectAllToAll)
+    ->Args({128, 0})
+    ->Args({512, 0})
+    ->Args({64, 1})
+    ->Args({128, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 // Raw event throughput: `n` user events at pseudo-random times, each a small callback.
 void BM_UserEvents(benchmark::State& state) {

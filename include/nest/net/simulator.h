@@ -117,6 +117,9 @@ class Simulator {
   [[nodiscard]] std::size_t active_flows() const noexcept;
   /// Rate recomputations done so far (one per timestamp with starts or drains; for benchmarks).
   [[nodiscard]] std::uint64_t rate_updates() const noexcept;
+  /// Flows whose rate was computed, summed over all rate computations: the work of max-min
+  /// sharing (for benchmarks; locality keeps it far below flows x updates).
+  [[nodiscard]] std::uint64_t flows_rated() const noexcept;
 
  private:
   struct Impl;
