@@ -335,10 +335,9 @@ std::string explain_infeasible(const workload::LayerProfile& profile,
           if (m < smallest) {
             smallest = m;
             where = fmt::format(
-                "layer {} '{}' alone, tensor parallel {}, {} devices per replica, ZeRO-{} over "
-                "{} replicas, recomputation {}",
-                l, v.layers[l].name, v.tensor_parallel, v.devices_per_replica, zero, d,
-                on_off(rec));
+                "layer {} '{}' alone, tensor parallel {}, ZeRO-{} over {} "
+                "replica{}, recomputation {}",
+                l, v.layers[l].name, v.tensor_parallel, zero, d, d == 1 ? "" : "s", on_off(rec));
           }
         }
       }
@@ -385,8 +384,10 @@ std::string explain_infeasible(const workload::LayerProfile& profile,
           const std::int64_t need = static_cast<std::int64_t>(s) * v.devices_per_replica;
           if (need < fewest) {
             fewest = need;
-            config = fmt::format("{} stages of {} devices (tensor parallel {}, recomputation {})",
-                                 s, v.devices_per_replica, v.tensor_parallel, on_off(rec));
+            config =
+                fmt::format("{} stage{} of {} device{} (tensor parallel {}, recomputation {})", s,
+                            s == 1 ? "" : "s", v.devices_per_replica,
+                            v.devices_per_replica == 1 ? "" : "s", v.tensor_parallel, on_off(rec));
           }
           break;
         }

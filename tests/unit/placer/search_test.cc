@@ -1,0 +1,106 @@
+#include <gtest/gtest.h>
+
+#include "nest/placer/comm_cost.h"
+#include "nest/placer/search.h"
+#include "nest/workload/layer_profile.h"
+#include "unit/placer/printers.h"
+
+namespace nest::placer {
+namespace {
+
+using workload::MemoryRules;
+
+// `n` identical layers: forward 1 ms, backward 2 ms, recompute 1 ms, 10 MiB of weights, 100 MiB
+// of activations, 4 MiB of input.
+workload::LayerProfile chain(int n, Bytes hbm) {
+  workload::LayerProfile p;
+  p.hbm = hbm;
+  p.recompute_allowed = false;
+  workload::Variant v;
+  v.microbatches = 8;
+  for (int i = 0; i < n; ++i) {
+    workload::Layer l;
+    l.name = "block";
+    l.forward = Time::milliseconds(1);
+    l.backward = Time::milliseconds(2);
+    l.recompute = Time::milliseconds(1);
+    l.parameter_bytes = Bytes::mebibytes(10);
+    l.parameters = 5 << 20;
+    l.activation_bytes = Bytes::mebibytes(100);
+    l.input_bytes = Bytes::mebibytes(4);
+    v.layers.push_back(l);
+  }
+  p.variants.push_back(v);
+  return p;
+}
+
+TEST(Search, NothingFitsNamesTheSmallestStageAgainstTheCapacity) {
+  ZeroCommCost zero;
+  SearchOptions options;
+  options.cost = {.rules = MemoryRules::kNestArtifact, .devices = 8};
+  const SearchResult r = search(chain(4, Bytes::mebibytes(100)), zero, options);
+  EXPECT_FALSE(r.best.has_value());
+  // One layer at the last position: 2·10 MiB + 100 MiB.
+  EXPECT_EQ(r.infeasible_reason,
+            "nothing fits: the smallest stage (layer 0 'block' alone, tensor parallel 1, ZeRO-0 "
+            "over 1 replica, recomputation off) needs 120 MiB per device against a capacity of "
+            "100 MiB");
+}
+
+TEST(Search, NothingFitsNamesTheDevicesTheSmallestPipelineNeeds) {
+  ZeroCommCost zero;
+  SearchOptions options;
+  options.cost = {.rules = MemoryRules::kNestArtifact, .devices = 3};
+  auto p = chain(8, Bytes::mebibytes(250));
+  p.recompute_allowed = true;
+  // With recomputation a stage at position s keeps 2·P + A + (s−1)·4 MiB: two layers (240 MiB)
+  // fit at positions 1..3, one layer (120 MiB) anywhere else. Eight layers: 2 + 2 + 2 + 1 + 1.
+  const SearchResult r = search(p, zero, options);
+  EXPECT_FALSE(r.best.has_value());
+  EXPECT_EQ(r.infeasible_reason,
+            "nothing fits on 3 devices: the smallest pipeline that fits memory needs 5 stages of "
+            "1 device (tensor parallel 1, recomputation on) = 5 devices");
+}
+
+TEST(Search, FewerDevicesThanAReplicaIsExplained) {
+  auto p = chain(2, Bytes::gibibytes(1));
+  p.variants[0].tensor_parallel = 8;
+  p.variants[0].devices_per_replica = 8;
+  ZeroCommCost zero;
+  SearchOptions options;
+  options.cost = {.rules = MemoryRules::kNestArtifact, .devices = 4};
+  const SearchResult r = search(p, zero, options);
+  EXPECT_EQ(r.infeasible_reason,
+            "nothing fits: 4 devices are fewer than the smallest stage replica (8)");
+}
+
+TEST(Search, BalancesIdenticalLayersAndUsesTheWholeBudget) {
+  ZeroCommCost zero;
+  SearchOptions options;
+  options.cost = {.rules = MemoryRules::kNestArtifact, .devices = 8};
+  // 8 layers of 3 ms, 8 microbatches, 8 devices. Memory allows any split (1 GiB).
+  // S = 1, d = 8: (1 + 0)·24 = 24 ms; S = 2, d = 4: (2 + 1)·12 = 36 ms; S = 8, d = 1: 15·3.
+  const SearchResult r = search(chain(8, Bytes::gibibytes(2)), zero, options);
+  ASSERT_TRUE(r.best.has_value());
+  EXPECT_EQ(r.best->iteration_time, Time::milliseconds(24));
+  EXPECT_EQ(r.best->choice.stages(), 1);
+  EXPECT_EQ(r.best->choice.data_parallel, 8);
+}
+
+TEST(Search, MemoryForcesAPipelineAndTheLastStagesTakeMore) {
+  ZeroCommCost zero;
+  SearchOptions options;
+  options.cost = {.rules = MemoryRules::kNestArtifact, .devices = 5};
+  auto p = chain(8, Bytes::mebibytes(250));
+  p.recompute_allowed = true;
+  // As above, the only 5-stage split is 1, 1, 2, 2, 2. Stages that recompute cost 4 ms a layer,
+  // the last stage 3 ms: max 8 ms, T = (8 + 4)·8 ms.
+  const SearchResult r = search(p, zero, options);
+  ASSERT_TRUE(r.best.has_value());
+  EXPECT_EQ(r.best->choice.boundaries, (std::vector<std::size_t>{0, 1, 2, 4, 6, 8}));
+  EXPECT_TRUE(r.best->choice.recompute);
+  EXPECT_EQ(r.best->iteration_time, Time::milliseconds(12 * 8));
+}
+
+}  // namespace
+}  // namespace nest::placer
