@@ -169,6 +169,7 @@ struct Simulator::Impl {
   void apply_rates();
   void record_series();
   void compact_queue();
+  [[nodiscard]] bool is_stale(const QueuedEvent& event) const noexcept;
   void publish_stats();
   std::uint32_t allocate_flow();
 };
@@ -176,6 +177,11 @@ struct Simulator::Impl {
 void Simulator::Impl::run_events(Time until) {
   for (;;) {
     if (!dirty.empty()) update_rates();
+    // Superseded records must not move the clock: now() is the time of the last real event.
+    while (!queue.empty() && is_stale(queue.peek())) {
+      queue.pop();
+      --stale;
+    }
     if (queue.empty() || queue.next_time() > until) break;
     now = queue.next_time();
     while (!queue.empty() && queue.next_time() == now) dispatch(queue.pop());
@@ -186,11 +192,11 @@ void Simulator::Impl::run_events(Time until) {
 void Simulator::Impl::dispatch(const QueuedEvent& event) {
   switch (event.kind) {
     case kUserEvent: {
-      Action& action = actions[event.target];
-      if (action.generation != event.stamp) {
+      if (is_stale(event)) {
         --stale;
         return;
       }
+      Action& action = actions[event.target];
       auto fn = std::move(action.fn);
       action.fn = nullptr;
       ++action.generation;
@@ -199,16 +205,14 @@ void Simulator::Impl::dispatch(const QueuedEvent& event) {
       fn();
       return;
     }
-    case kDrainEvent: {
-      const Flow& flow = flows[event.target];
-      if (flow.state != FlowState::kDraining || flow.version != event.stamp) {
+    case kDrainEvent:
+      if (is_stale(event)) {
         --stale;
         return;
       }
       ++events;
       finish_draining(event.target);
       return;
-    }
     case kDeliverEvent:
       ++events;
       deliver(event.target);
@@ -438,17 +442,20 @@ void Simulator::Impl::record_series() {
   }
 }
 
+// A cancelled action or a superseded drain end. Deliveries are never stale.
+bool Simulator::Impl::is_stale(const QueuedEvent& e) const noexcept {
+  switch (e.kind) {
+    case kUserEvent:
+      return actions[e.target].generation != e.stamp;
+    case kDrainEvent:
+      return flows[e.target].state != FlowState::kDraining || flows[e.target].version != e.stamp;
+    default:
+      return false;
+  }
+}
+
 void Simulator::Impl::compact_queue() {
-  queue.erase_if([this](const QueuedEvent& e) {
-    switch (e.kind) {
-      case kUserEvent:
-        return actions[e.target].generation != e.stamp;
-      case kDrainEvent:
-        return flows[e.target].state != FlowState::kDraining || flows[e.target].version != e.stamp;
-      default:
-        return false;
-    }
-  });
+  queue.erase_if([this](const QueuedEvent& e) { return is_stale(e); });
   stale = 0;
 }
 

@@ -20,7 +20,7 @@
 /// | operation             | cost                                     | notes                    |
 /// |-----------------------|------------------------------------------|--------------------------|
 /// | `push`                | O(1) joining a cached run, else O(log r) | r = runs held            |
-/// | `next_time`           | O(1)                                     |                          |
+/// | `next_time`, `peek`   | O(1)                                     |                          |
 /// | `pop`                 | O(1) within a run, O(log r) at its end   |                          |
 /// | cancel (by the owner) | O(1)                                     | stamp bump, record stays |
 /// | `erase_if`            | O(n + r)                                 | drops stale records      |
@@ -81,6 +81,13 @@ class EventQueue {
   [[nodiscard]] std::size_t runs() const noexcept { return heap_.size(); }
   /// Time of the earliest event. Precondition: not empty.
   [[nodiscard]] Time next_time() const noexcept { return heap_.front().time; }
+
+  /// The earliest event, left in place. Precondition: not empty.
+  [[nodiscard]] QueuedEvent peek() const noexcept {
+    const Record& top = heap_.front();
+    const Node& node = nodes_[runs_[top.run].head];
+    return QueuedEvent{top.time, top.priority, node.target, node.stamp, node.kind};
+  }
 
   /// Removes and returns the earliest event. Precondition: not empty.
   QueuedEvent pop() {

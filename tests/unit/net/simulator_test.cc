@@ -212,6 +212,52 @@ TEST(Simulator, FlowStartingMidFlightChangesRates) {
   EXPECT_EQ(series[1].rate, Bandwidth{});
 }
 
+TEST(Simulator, RatesAreRecomputedOnlyForTheAffectedComponent) {
+  // Flows on two separate links: each start and each end re-rates only its own component.
+  const auto t = line({100, 100}, Time::zero());
+  Simulator sim(t);
+  const std::vector<LinkId> first{0};
+  const std::vector<LinkId> second{2};
+  sim.start_flow(first, Bytes(1'000'000), nullptr);
+  sim.start_flow(second, Bytes(2'000'000), nullptr);
+  sim.run();
+  EXPECT_EQ(sim.rate_updates(), 3U);  // t = 0, 10 us, 20 us
+  EXPECT_EQ(sim.flows_rated(), 2U);   // both at t = 0; a drain leaves its component empty
+
+  // The same two flows on one link: the first drain re-rates the other.
+  Simulator shared(t);
+  shared.start_flow(first, Bytes(1'000'000), nullptr);
+  shared.start_flow(first, Bytes(2'000'000), nullptr);
+  shared.run();
+  EXPECT_EQ(shared.flows_rated(), 3U);
+  EXPECT_EQ(shared.now(), us(30));  // 3 MB through 100 GB/s, the link never idle
+}
+
+TEST(Simulator, ProcessorSharingOnOneLinkIsWorkConserving) {
+  // 300 flows of 1 MB start 0.1 us apart on one 100 GB/s link; none can finish before the last
+  // starts. Every start re-rates all active flows (about 45,000 superseded drain events, so the
+  // queue is compacted). The link never idles: the last drain is at 300 MB / 100 GB/s = 3 ms, up
+  // to the picosecond rounding of each of the 300 drain events; equal sizes finish in start
+  // order.
+  const auto t = line({100}, Time::zero());
+  Simulator sim(t);
+  const std::vector<LinkId> route{0};
+  std::vector<FlowId> order;
+  for (int i = 0; i < 300; ++i) {
+    sim.schedule(Time::nanoseconds(100.0 * i), [&] {
+      sim.start_flow(route, Bytes(1'000'000), [&](FlowId f, Time) { order.push_back(f); });
+    });
+  }
+  sim.run();
+  ASSERT_EQ(order.size(), 300U);
+  for (FlowId i = 0; i < 300; ++i) EXPECT_EQ(order[i], i);
+  EXPECT_GE(sim.now(), Time::milliseconds(3));
+  EXPECT_LE(sim.now(), Time::milliseconds(3) + ps(300));
+  EXPECT_EQ(sim.link_stats(0).busy, sim.now());
+  EXPECT_EQ(sim.link_stats(0).bytes, 300e6);
+  EXPECT_EQ(sim.events_processed(), 900U);  // 300 starts, drains and deliveries
+}
+
 TEST(Simulator, BusyTimeExcludesIdleGaps) {
   // Flow of 1 MB (10 us at 100 GB/s), then a second one started at 30 us: busy 20 us of 40.
   const auto t = line({100}, us(2));
