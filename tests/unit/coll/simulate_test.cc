@@ -1,0 +1,428 @@
+// Collectives on the flow simulator: exact agreement with the closed forms where nothing
+// contends, the rounding bound for arbitrary sizes, and hand-derived contention factors.
+
+#include "nest/coll/simulate.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "coll_test_util.h"
+#include "nest/coll/closed_form.h"
+#include "nest/coll/execution.h"
+#include "nest/coll/schedule.h"
+#include "nest/core/error.h"
+#include "nest/core/rng.h"
+#include "nest/net/simulator.h"
+#include "nest/topo/generators.h"
+#include "nest/topo/router.h"
+
+namespace nest::coll {
+namespace {
+
+using testing::kRate;
+using testing::star;
+using testing::to_ps;
+using Groups = std::vector<std::vector<topo::DeviceId>>;
+
+std::vector<topo::DeviceId> iota_group(int n, topo::DeviceId first = 0) {
+  std::vector<topo::DeviceId> g(static_cast<std::size_t>(n));
+  std::iota(g.begin(), g.end(), first);
+  return g;
+}
+
+// Simulated and closed-form time (ps) of `spec` on one group.
+std::pair<std::int64_t, std::int64_t> sim_and_closed(const topo::Topology& t,
+                                                     const CollectiveSpec& spec,
+                                                     const std::vector<topo::DeviceId>& group) {
+  const CollectiveSpec resolved = resolve(spec, t, group);
+  const SimulationResult r = simulate(t, resolved, Groups{group});
+  topo::Router router(t);
+  const ClosedForm cf = closed_form(lower(resolved, static_cast<int>(group.size())), group, router);
+  return {r.makespan.ps(), to_ps(cf.seconds)};
+}
+
+// 1,330,560 = 27720 · 48 is divisible by every group size up to 12, by 16, and by the chunk and
+// tree-half counts below, so at 10 ps per byte every transfer is a whole number of picoseconds.
+constexpr std::int64_t kEvenSize = 1330560;
+
+TEST(Simulate, EveryAlgorithmMatchesItsClosedFormOnANonBlockingSwitch) {
+  const topo::Topology t = star(16);
+  int checked = 0;
+  for (Operation op : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather,
+                       Operation::kAllToAll, Operation::kBroadcast, Operation::kSend}) {
+    for (Algorithm a : algorithms_for(op)) {
+      for (int n : {2, 3, 4, 5, 6, 8, 12, 16}) {
+        for (int chunks : {1, 3}) {
+          for (std::int64_t size : {kEvenSize, 64 * kEvenSize}) {
+            CollectiveSpec spec{op, a, Bytes(size), chunks};
+            if (a == Algorithm::kHierarchical || a == Algorithm::kTorus) {
+              if (n % 2 != 0) continue;
+              spec.levels = {2, n / 2};
+            }
+            // Covered by their own tests below: the folding ranks of halving-doubling on
+            // non-powers of two contend; pipelined trees deeper than 8 ranks do not align.
+            const bool power_of_two = (n & (n - 1)) == 0;
+            if (a == Algorithm::kHalvingDoubling && !power_of_two) continue;
+            if (a == Algorithm::kTree && chunks > 1 && n > 8) continue;
+            if (a == Algorithm::kTree && chunks > 1 && !power_of_two) continue;
+            try {
+              validate(spec, n);
+            } catch (const Error&) {
+              continue;
+            }
+            const auto [sim, closed] = sim_and_closed(t, spec, iota_group(n));
+            EXPECT_EQ(sim, closed) << operation_name(op) << " " << algorithm_name(a) << " n=" << n
+                                   << " chunks=" << chunks << " size=" << size;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 300);
+}
+
+// A ring allreduce on a physical ring of cables: each step is one hop, nothing shared.
+TEST(Simulate, RingAllReduceOnARingTopologyIsTheTextbookTime) {
+  for (int n : {3, 5, 8}) {
+    const topo::Topology t = testing::ring(n);
+    const Bytes size(kEvenSize);
+    const auto [sim, closed] =
+        sim_and_closed(t, {Operation::kAllReduce, Algorithm::kRing, size}, iota_group(n));
+    const double a = 500e-9;  // one cable
+    EXPECT_EQ(sim, closed);
+    EXPECT_EQ(sim, to_ps(2 * (n - 1) * a + 2.0 * (n - 1) / n * size.as_double() / 1e11)) << n;
+  }
+}
+
+// 4 x 4 torus, levels from its domains {4, 16}: dimension-0 rings, then dimension 1, and back:
+// 12 hops and 2·3/4 S/B + 2·3/16 S/B = 2(n-1)/n S/B with n = 16.
+TEST(Simulate, TorusRingPerDimensionIsBandwidthOptimal) {
+  topo::TorusParams p;
+  p.dims = {4, 4};
+  p.link_bandwidth = kRate;
+  p.link_latency = Time::nanoseconds(200);
+  const topo::Topology t = topo::build_torus(p);
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTorus, Bytes(kEvenSize)};
+  EXPECT_EQ(resolve(spec, t, iota_group(16)).levels, (std::vector<int>{4, 4}));
+  const auto [sim, closed] = sim_and_closed(t, spec, iota_group(16));
+  EXPECT_EQ(sim, closed);
+  EXPECT_EQ(sim, to_ps(12 * 200e-9 + 30.0 / 16 * kEvenSize / 1e11));
+}
+
+// Arbitrary sizes and a rate that is not a whole number of picoseconds per byte: each step's
+// drain is rounded up to a picosecond, and chunks differ by at most one byte. Ring and direct
+// carry the largest chunk along their critical path, so they stay within one picosecond per
+// step; pairwise all-to-all may be faster than its closed form by up to one byte per step.
+TEST(Simulate, ArbitrarySizesStayWithinTheRoundingBound) {
+  const Bandwidth rate = Bandwidth::gigabytes_per_second(30);
+  const topo::Topology t = star(16, rate, Time::nanoseconds(333.3));
+  const double byte_ps = 1e12 / rate.bytes_per_s();
+  Rng rng(7);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int n = 2 + static_cast<int>(rng.below(14));
+    const Bytes size(1 + static_cast<std::int64_t>(rng.below(5000000)));
+    for (auto [op, a] : {std::pair{Operation::kAllReduce, Algorithm::kRing},
+                         {Operation::kAllGather, Algorithm::kRing},
+                         {Operation::kReduceScatter, Algorithm::kDirect},
+                         {Operation::kAllToAll, Algorithm::kPairwise}}) {
+      const CollectiveSpec spec{op, a, size};
+      const auto group = iota_group(n);
+      const SimulationResult r = simulate(t, spec, Groups{group});
+      topo::Router router(t);
+      const ClosedForm cf = closed_form(lower(spec, n), group, router);
+      const double diff = static_cast<double>(r.makespan.ps()) - cf.seconds * 1e12;
+      const double slack = a == Algorithm::kPairwise ? byte_ps : 0;
+      EXPECT_LE(diff, cf.steps + 1e-3) << n << " " << size.count();
+      EXPECT_GE(diff, -(cf.steps * (1 + slack)) - 1e-3) << n << " " << size.count();
+    }
+  }
+}
+
+// Halving-doubling on 6 ranks: ranks 0 and 2 fold their buffers into 1 and 3 (S each) while
+// ranks 4 and 5, which have nothing to fold, start their first exchange at once: rank 4 sends
+// S/2 to rank 1, sharing rank 1's downlink with the fold. Both get B/2 until rank 4's half is
+// in (S/B); the fold's last S/2 then takes S/(2B) more. Rank 1, and through it everyone, is
+// late by S/(2B) exactly.
+TEST(Simulate, HalvingDoublingFoldContendsWithEarlyExchanges) {
+  const topo::Topology t = star(8);
+  const Bytes size(kEvenSize);
+  const auto [sim, closed] =
+      sim_and_closed(t, {Operation::kAllReduce, Algorithm::kHalvingDoubling, size}, iota_group(6));
+  EXPECT_EQ(sim - closed, to_ps(size.as_double() / 2 / kRate.bytes_per_s()));
+}
+
+// Sum over links of bytes / bandwidth for the most loaded link: no schedule can beat it.
+double link_load_bound(const topo::Topology& t, const CollectiveSpec& spec,
+                       const std::vector<topo::DeviceId>& group) {
+  topo::Router router(t);
+  const Schedule s = lower(spec, static_cast<int>(group.size()));
+  std::map<topo::LinkId, double> load;
+  for (const Transfer& tr : s.transfers()) {
+    const auto src = group[tr.src];
+    const auto dst = group[tr.dst];
+    for (topo::LinkId l : router.route(src, dst, flow_key(src, dst, tr.channel, 0))) {
+      load[l] += tr.bytes.as_double();
+    }
+  }
+  double bound = 0;
+  for (const auto& [l, bytes] : load) {
+    bound = std::max(bound, bytes / t.link(l).bandwidth.bytes_per_s());
+  }
+  return bound;
+}
+
+// Direct all-to-all over a k = 4 fat-tree (16 hosts), 1:1 and 2:1 at the edge (which halves the
+// edge-aggregation and aggregation-core cables, FatTreeParams). All flows start together, so
+// max-min sharing drains them in latency + (most loaded link's bytes / its rate). The routes do
+// not change with the rates, so every fabric link's term doubles and the host links' does not:
+// T_2:1 / T_1:1 = max(H, 2F) / max(H, F) with H = 15/16 S/B (host links) and F the fabric term
+// at 1:1. Hence the ratio lies in [2(n-h)/(n-1), 2] (n = 16 hosts, h = 2 per edge switch: the
+// cut bound 2(n-h)/n S/B over H); with these routes F >= H, so it is 2 exactly.
+TEST(Simulate, AllToAllOnTwoToOneFatTreeTakesTwiceAsLong) {
+  topo::FatTreeParams p;
+  p.k = 4;
+  p.link_bandwidth = kRate;
+  p.link_latency = Time::nanoseconds(100);
+  const topo::Topology full = topo::build_fat_tree(p);
+  p.edge_oversubscription = 2;
+  const topo::Topology thin = topo::build_fat_tree(p);
+  const CollectiveSpec spec{Operation::kAllToAll, Algorithm::kDirect, Bytes(16 * 100000)};
+  const auto group = iota_group(16);
+  const Time route_latency = Time::nanoseconds(600);  // host-edge-agg-core-agg-edge-host
+  const Time t_full = simulate(full, spec, Groups{group}).makespan - route_latency;
+  const Time t_thin = simulate(thin, spec, Groups{group}).makespan - route_latency;
+  EXPECT_EQ(t_full.ps(), to_ps(link_load_bound(full, spec, group)));
+  EXPECT_EQ(t_thin.ps(), to_ps(link_load_bound(thin, spec, group)));
+  const double ratio = static_cast<double>(t_thin.ps()) / static_cast<double>(t_full.ps());
+  EXPECT_GE(ratio, 2.0 * 14 / 15);
+  EXPECT_LE(ratio, 2.0);
+  EXPECT_NEAR(ratio, 2.0, 1e-9);
+}
+
+// Four data-parallel rings, group i = {i, 4+i, 8+i, 12+i} on 4 leaves of 4 hosts with one spine
+// and 2B uplinks (2:1). Alone, a ring's cross-leaf flow is host-limited (B). Together, each
+// leaf uplink carries one flow per ring: 2B / 4 = B/2 each, so the bandwidth term doubles:
+// 2·3·(a + S/(4·B/2)) instead of 2·3·(a + S/(4B)).
+TEST(Simulate, ConcurrentDataParallelRingsShareSpineLinks) {
+  topo::SpineLeafParams p;
+  p.leaves = 4;
+  p.spines = 1;
+  p.hosts_per_leaf = 4;
+  p.host_bandwidth = kRate;
+  p.host_latency = Time::nanoseconds(250);
+  p.uplink_bandwidth = kRate * 2;
+  p.uplink_latency = Time::nanoseconds(250);
+  const topo::Topology t = topo::build_spine_leaf(p);
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(kEvenSize)};
+  Groups groups;
+  for (topo::DeviceId i = 0; i < 4; ++i) groups.push_back({i, 4 + i, 8 + i, 12 + i});
+  const double a = 1e-6;  // host-leaf-spine-leaf-host, 4 x 250 ns
+  const double s = kEvenSize;
+  const double b = kRate.bytes_per_s();
+  const SimulationResult alone = simulate(t, spec, Groups{groups[0]});
+  const SimulationResult together = simulate(t, spec, groups);
+  EXPECT_EQ(alone.makespan.ps(), to_ps(6 * (a + s / 4 / b)));
+  for (Time d : together.durations) EXPECT_EQ(d.ps(), to_ps(6 * (a + s / 4 / (b / 2))));
+  // The slowdown of the bandwidth term is (rings per uplink) x B / uplink rate = 4 x 1/2 = 2.
+  const double bw_alone = alone.makespan.to_seconds() - 6 * a;
+  const double bw_together = together.makespan.to_seconds() - 6 * a;
+  EXPECT_NEAR(bw_together / bw_alone, 2.0, 1e-9);
+}
+
+// Rail-optimized, 4 nodes x 8 GPUs on one leaf per rail, NVLink 500 GB/s, NIC 50 GB/s, spine
+// 200 GB/s (so the four node-crossing flows of the flat ring, which change rails and go
+// leaf-spine-leaf, do not contend). Hierarchical (levels {8, 4} from the domains):
+//   2·7·(a_nv + S/(8·B_nv)) + 2·3·(a_rail + S/(32·B_nic))
+// Flat ring over 0..31: every one of its 62 steps waits for the node-crossing edge:
+//   62·(a_cross + S/(32·B_nic)).
+TEST(Simulate, HierarchicalAllReduceBeatsFlatRingOnRailOptimizedByThePredictedFactor) {
+  topo::RailOptimizedParams p;
+  p.nodes = 4;
+  p.gpus_per_node = 8;
+  p.nodes_per_leaf = 4;
+  p.spines = 1;
+  p.nvlink_bandwidth = Bandwidth::gigabytes_per_second(500);
+  p.nvlink_latency = Time::nanoseconds(100);
+  p.nic_bandwidth = Bandwidth::gigabytes_per_second(50);
+  p.nic_latency = Time::nanoseconds(500);
+  p.spine_bandwidth = Bandwidth::gigabytes_per_second(200);
+  p.spine_latency = Time::nanoseconds(500);
+  const topo::Topology t = topo::build_rail_optimized(p);
+  const auto group = iota_group(32);
+  const double s = 32.0 * 3 * 100000;  // divisible by 8, 32 and 3
+  const double a_nv = 200e-9;          // GPU-NVSwitch-GPU
+  const double a_rail = 1000e-9;       // GPU-leaf-GPU
+  const double a_cross = 2000e-9;      // GPU-leaf-spine-leaf-GPU
+  const double nv = 500e9;
+  const double nic = 50e9;
+  const double predicted_hier = 14 * (a_nv + s / 8 / nv) + 6 * (a_rail + s / 32 / nic);
+  const double predicted_flat = 62 * (a_cross + s / 32 / nic);
+
+  const CollectiveSpec hier{Operation::kAllReduce, Algorithm::kHierarchical,
+                            Bytes(static_cast<std::int64_t>(s))};
+  EXPECT_EQ(resolve(hier, t, group).levels, (std::vector<int>{8, 4}));
+  const auto [hier_sim, hier_closed] = sim_and_closed(t, hier, group);
+  EXPECT_EQ(hier_sim, hier_closed);
+  EXPECT_EQ(hier_sim, to_ps(predicted_hier));
+
+  const CollectiveSpec flat{Operation::kAllReduce, Algorithm::kRing,
+                            Bytes(static_cast<std::int64_t>(s))};
+  const auto [flat_sim, flat_closed] = sim_and_closed(t, flat, group);
+  EXPECT_EQ(flat_sim, flat_closed);
+  EXPECT_EQ(flat_sim, to_ps(predicted_flat));
+  EXPECT_NEAR(static_cast<double>(flat_sim) / static_cast<double>(hier_sim),
+              predicted_flat / predicted_hier, 1e-9);
+  EXPECT_GT(predicted_flat / predicted_hier, 4.0);
+}
+
+TEST(Simulate, HierarchyLevelsFollowTheTopologyDomains) {
+  topo::RailOptimizedParams p;
+  p.nodes = 8;
+  p.gpus_per_node = 4;
+  p.nodes_per_leaf = 2;
+  p.nvlink_bandwidth = p.nic_bandwidth = p.spine_bandwidth = kRate;
+  p.nvlink_latency = p.nic_latency = p.spine_latency = Time::nanoseconds(100);
+  const topo::Topology t = topo::build_rail_optimized(p);  // domains {4, 8, 32}
+  EXPECT_EQ(hierarchy_levels(t, iota_group(32)), (std::vector<int>{4, 2, 4}));
+  EXPECT_EQ(hierarchy_levels(t, iota_group(8, 8)), (std::vector<int>{4, 2}));
+  // One GPU per node: the node level disappears.
+  EXPECT_EQ(hierarchy_levels(t, std::vector<topo::DeviceId>{0, 4, 8, 12}),
+            (std::vector<int>{2, 2}));
+  try {
+    (void)hierarchy_levels(t, std::vector<topo::DeviceId>{0, 1, 4});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--group: hierarchical: unequal numbers of group devices in the domains of 4 "
+              "devices (got \"1 devices in the domain of device 4\"; expected 2 in every "
+              "domain)");
+  }
+  try {
+    (void)hierarchy_levels(t, std::vector<topo::DeviceId>{0, 4, 1, 5});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--group: hierarchical: the group does not list the devices of each domain of 4 "
+              "devices together (expected the devices of one domain consecutively)");
+  }
+}
+
+TEST(Simulate, RejectsOverlappingGroups) {
+  const topo::Topology t = star(8);
+  try {
+    (void)simulate(t, {Operation::kAllReduce, Algorithm::kRing, Bytes(100)},
+                   Groups{{0, 1, 2}, {2, 3}});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--concurrent: concurrent groups overlap (got \"device 2\"; expected groups with "
+              "distinct devices)");
+  }
+}
+
+TEST(Simulate, ReportsBusiestLinksByBytes) {
+  const topo::Topology t = star(4);
+  const SimulationResult r = simulate(t, {Operation::kBroadcast, Algorithm::kDirect, Bytes(1000)},
+                                      Groups{{0, 1, 2, 3}}, {.busiest_links = 2});
+  ASSERT_EQ(r.busiest.size(), 2U);
+  // The root's uplink (link 0: device 0 -> switch) carries 3 copies.
+  EXPECT_EQ(r.busiest[0].link, 0U);
+  EXPECT_DOUBLE_EQ(r.busiest[0].bytes, 3000);
+  EXPECT_EQ(r.busiest[0].peak_flows, 3U);
+  EXPECT_DOUBLE_EQ(r.busiest[1].bytes, 1000);
+  EXPECT_EQ(r.flows, 3U);
+}
+
+SimulationResult contended_run(std::uint64_t seed) {
+  topo::FatTreeParams p;
+  p.k = 4;
+  p.link_bandwidth = kRate;
+  p.link_latency = Time::nanoseconds(100);
+  p.edge_oversubscription = 2;
+  const topo::Topology t = topo::build_fat_tree(p);
+  Groups groups;
+  for (topo::DeviceId i = 0; i < 4; ++i) groups.push_back({i, 4 + i, 8 + i, 12 + i});
+  return simulate(t, {Operation::kAllReduce, Algorithm::kRing, Bytes(1234567)}, groups,
+                  {.seed = seed, .busiest_links = 4});
+}
+
+TEST(Simulate, SameInputsAndSeedGiveIdenticalResults) {
+  const SimulationResult a = contended_run(3);
+  const SimulationResult b = contended_run(3);
+  EXPECT_EQ(a.durations, b.durations);
+  EXPECT_EQ(a.events, b.events);
+  ASSERT_EQ(a.busiest.size(), b.busiest.size());
+  for (std::size_t i = 0; i < a.busiest.size(); ++i) {
+    EXPECT_EQ(a.busiest[i].link, b.busiest[i].link);
+    EXPECT_EQ(a.busiest[i].bytes, b.busiest[i].bytes);
+  }
+}
+
+TEST(Simulate, TwoThreadsGiveTheSequentialResults) {
+  const SimulationResult expected3 = contended_run(3);
+  const SimulationResult expected9 = contended_run(9);
+  SimulationResult got3;
+  SimulationResult got9;
+  std::thread one([&] { got3 = contended_run(3); });
+  std::thread two([&] { got9 = contended_run(9); });
+  one.join();
+  two.join();
+  EXPECT_EQ(got3.durations, expected3.durations);
+  EXPECT_EQ(got9.durations, expected9.durations);
+}
+
+// The replay's use: a collective launched from inside a running simulation, at its current
+// time, reporting completion through a callback; a second one queued behind it.
+TEST(Execution, StartsAtTheCurrentTimeAndCallsBack) {
+  const topo::Topology t = star(4);
+  net::Simulator sim(t);
+  topo::Router router(t);
+  const auto schedule = std::make_shared<const Schedule>(
+      lower({Operation::kAllReduce, Algorithm::kRing, Bytes(4000)}, 4));
+  Execution first(sim, router, schedule, {0, 1, 2, 3});
+  Execution second(sim, router, schedule, {3, 2, 1, 0});
+  std::vector<Time> done;
+  sim.schedule(Time::microseconds(5), [&] {
+    first.start([&](Time now) {
+      done.push_back(now);
+      second.start([&](Time later) { done.push_back(later); });
+    });
+  });
+  sim.run();
+  const Time one = Time::picoseconds(to_ps(6 * (1e-6 + 1000 / 1e11)));
+  ASSERT_EQ(done.size(), 2U);
+  EXPECT_EQ(done[0], Time::microseconds(5) + one);
+  EXPECT_EQ(done[1], Time::microseconds(5) + one + one);
+  EXPECT_EQ(first.start_time(), Time::microseconds(5));
+  EXPECT_EQ(first.duration(), one);
+  EXPECT_TRUE(second.finished());
+  for (Time e : first.rank_end_times()) EXPECT_EQ(e, done[0]);
+  EXPECT_THROW(first.start(), Error);
+}
+
+TEST(Execution, EmptyCollectiveFinishesThroughAnEvent) {
+  const topo::Topology t = star(2);
+  net::Simulator sim(t);
+  topo::Router router(t);
+  Execution single(sim, router,
+                   std::make_shared<const Schedule>(
+                       lower({Operation::kAllReduce, Algorithm::kRing, Bytes(8)}, 1)),
+                   {1});
+  bool called = false;
+  single.start([&](Time now) {
+    called = true;
+    EXPECT_EQ(now, Time::zero());
+  });
+  EXPECT_FALSE(called);
+  sim.run();
+  EXPECT_TRUE(called);
+  EXPECT_TRUE(single.finished());
+}
+
+}  // namespace
+}  // namespace nest::coll
