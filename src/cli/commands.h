@@ -16,4 +16,7 @@ struct Command {
   CommandFn run;
 };
 
+/// `nest topology describe|validate FILE`: size, diameter, injection and bisection bandwidth.
+int run_topology(std::span<char* const> args);
+
 }  // namespace nest::cli

@@ -17,7 +17,9 @@ namespace {
 
 // The table of subcommands, in the order `nest --help` lists them.
 const std::vector<nest::cli::Command>& commands() {
-  static const std::vector<nest::cli::Command> kCommands = {};
+  static const std::vector<nest::cli::Command> kCommands = {
+      {"topology", "describe or validate a topology file", nest::cli::run_topology},
+  };
   return kCommands;
 }
 

@@ -21,11 +21,11 @@ namespace {
 // Far more than any datacenter, small enough that ids fit 32 bits with room for links.
 constexpr std::int64_t kMaxNodes = std::int64_t{1} << 26;
 
-void require(bool ok, std::string_view key, const std::string& value, std::string_view expected) {
+void require(bool ok, std::string_view key, const std::string& value, std::string_view expected,
+             const char* message = "out of range") {
   if (!ok) {
     throw Error::input(
-        "out of range",
-        {.key = std::string(key), .value = value, .expected = std::string(expected)});
+        message, {.key = std::string(key), .value = value, .expected = std::string(expected)});
   }
 }
 
@@ -239,10 +239,10 @@ Topology build_hierarchical(const HierarchicalParams& p, std::string name) {
   require(n >= 1, "devices_per_level", "[]", "at least one level");
   require(p.bandwidth_per_level.size() == n, "bandwidth_per_level",
           std::to_string(p.bandwidth_per_level.size()) + " entries",
-          fmt::format("{} entries, one per level of devices_per_level", n));
+          fmt::format("{} entries, one per level of devices_per_level", n), "wrong length");
   require(p.latency_per_level.size() == n, "latency_per_level",
           std::to_string(p.latency_per_level.size()) + " entries",
-          fmt::format("{} entries, one per level of devices_per_level", n));
+          fmt::format("{} entries, one per level of devices_per_level", n), "wrong length");
   std::int64_t total = 1;
   for (std::size_t i = 0; i < n; ++i) {
     require_int(p.devices_per_level[i], 1, fmt::format("devices_per_level[{}]", i));

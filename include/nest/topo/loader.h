@@ -1,0 +1,49 @@
+#pragma once
+/// \file
+/// Topology files (YAML). Every file is a map with `kind:` (fat_tree, spine_leaf, torus,
+/// rail_optimized, hierarchical, dragonfly, explicit), an optional `name:` (default: the file
+/// name without directory and extension) and `description:`, and the keys of its kind. Reading
+/// is strict: unknown keys, missing keys, numbers without units, non-positive rates or latencies,
+/// and out-of-range counts are input errors naming file:line and the key. Keys per kind (every
+/// bandwidth and latency is a string with its unit, e.g. "400 Gb/s", "1 us"):
+///
+/// - fat_tree: k, link_bandwidth, link_latency; optional edge_oversubscription,
+///   aggregation_oversubscription (ratios >= 1, default 1), devices_per_host (default 1) with
+///   scale_up_bandwidth and scale_up_latency (required when devices_per_host > 1).
+/// - spine_leaf: leaves, spines, hosts_per_leaf, host_bandwidth, host_latency,
+///   uplink_bandwidth, uplink_latency.
+/// - torus: dims (list), link_bandwidth, link_latency.
+/// - rail_optimized: nodes, gpus_per_node, nodes_per_leaf, spines, nvlink_bandwidth,
+///   nvlink_latency, nic_bandwidth, nic_latency, spine_bandwidth, spine_latency.
+/// - hierarchical: devices_per_level, bandwidth_per_level, latency_per_level (lists of equal
+///   length).
+/// - dragonfly: groups, routers_per_group, hosts_per_router, global_links_per_router,
+///   host_/local_/global_bandwidth and host_/local_/global_latency.
+/// - explicit: `nodes:` a list of {name, kind: device|switch, tier (switches, default 1)};
+///   `links:` a list of {a, b, bandwidth, latency, optional reverse_bandwidth,
+///   reverse_latency (the b -> a direction; default: the same)}; optional `domain_sizes:`.
+///   Devices are numbered in the order they are listed, switches follow.
+///
+/// The parameter meanings and device numbering are those of nest/topo/params.h.
+
+#include <string>
+#include <string_view>
+
+#include "nest/topo/topology.h"
+
+namespace nest::config {
+class Node;
+}
+
+namespace nest::topo {
+
+/// Loads and validates the topology file at `path`. Throws Error (input) on any problem.
+[[nodiscard]] Topology load_topology(const std::string& path);
+
+/// Same from YAML text; `file_name` stands for the file in messages and gives the default name.
+[[nodiscard]] Topology load_topology_string(std::string_view text, const std::string& file_name);
+
+/// Same from a loaded document (its file name gives the default name).
+[[nodiscard]] Topology load_topology(const config::Node& root);
+
+}  // namespace nest::topo
