@@ -16,6 +16,9 @@ struct Command {
   CommandFn run;
 };
 
+/// `nest profile`: per-layer profile of a model on an accelerator, or of a profile file.
+int run_profile(std::span<char* const> args);
+
 /// `nest topology describe|validate FILE`: size, diameter, injection and bisection bandwidth.
 int run_topology(std::span<char* const> args);
 

@@ -1,0 +1,385 @@
+// `nest profile`: shows a workload's per-layer profile, built from a model and an accelerator
+// under one parallel configuration, or read from a layer-profile file.
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "nest/core/error.h"
+#include "nest/core/unit_parse.h"
+#include "nest/workload/accelerator.h"
+#include "nest/workload/catalog.h"
+#include "nest/workload/model.h"
+#include "nest/workload/model_profile.h"
+#include "nest/workload/profile_file.h"
+
+namespace nest::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using workload::CollectiveOp;
+using workload::Layer;
+using workload::LayerCollective;
+using workload::LayerProfile;
+using workload::ParallelAxis;
+using workload::Variant;
+
+constexpr const char* kUsage =
+    "nest profile --model M --accelerator A [--tp N] [--sp] [--ep N] [--cp N] "
+    "[--micro-batch N] [--global-batch N] [--seq N] [--precision P] [--flash-attention] "
+    "[--operators] [--json]\n       nest profile --profile FILE [--tp N] [--ep N] [--cp N] "
+    "[--sp] [--json]";
+
+// Folders that may hold `workloads/`: $NEST_HOME, the working directory, and the folders above
+// the executable (build trees live inside the source tree).
+std::vector<std::string> workload_roots() {
+  std::vector<std::string> roots;
+  if (const char* home = std::getenv("NEST_HOME")) roots.emplace_back(home);
+  roots.emplace_back(".");
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    roots.push_back(exe.parent_path().parent_path().string());
+    roots.push_back(exe.parent_path().parent_path().parent_path().string());
+  }
+  return roots;
+}
+
+// Library errors name parameters ("tensor_parallel"); the user typed options ("--tp").
+Error as_option_error(const Error& e) {
+  static const std::map<std::string, std::string> kOptions = {{"tensor_parallel", "--tp"},
+                                                              {"expert_parallel", "--ep"},
+                                                              {"context_parallel", "--cp"},
+                                                              {"sequence_parallel", "--sp"},
+                                                              {"micro_batch", "--micro-batch"},
+                                                              {"global_batch", "--global-batch"},
+                                                              {"sequence_length", "--seq"},
+                                                              {"precision", "--precision"},
+                                                              {"model", "--model"},
+                                                              {"accelerator", "--accelerator"},
+                                                              {"profile", "--profile"}};
+  const auto it = kOptions.find(e.context().key);
+  if (!e.context().file.empty() || it == kOptions.end()) return e;
+  ErrorContext c = e.context();
+  c.key = it->second;
+  return Error(e.kind(), e.message(), c);
+}
+
+std::string human(double v) {
+  const double a = std::abs(v);
+  if (a >= 1e12) return fmt::format("{:.4g}T", v / 1e12);
+  if (a >= 1e9) return fmt::format("{:.4g}G", v / 1e9);
+  if (a >= 1e6) return fmt::format("{:.4g}M", v / 1e6);
+  if (a >= 1e3) return fmt::format("{:.4g}K", v / 1e3);
+  return fmt::format("{:.4g}", v);
+}
+
+const char* op_name(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllReduce:
+      return "allreduce";
+    case CollectiveOp::kAllGather:
+      return "allgather";
+    case CollectiveOp::kReduceScatter:
+      return "reducescatter";
+    case CollectiveOp::kAllToAll:
+      return "alltoall";
+  }
+  return "";
+}
+
+const char* axis_name(ParallelAxis axis) {
+  switch (axis) {
+    case ParallelAxis::kTensor:
+      return "tensor";
+    case ParallelAxis::kExpert:
+      return "expert";
+    case ParallelAxis::kContext:
+      return "context";
+  }
+  return "";
+}
+
+std::string collectives_text(const std::vector<LayerCollective>& cs) {
+  std::string out;
+  for (const LayerCollective& c : cs) {
+    out += fmt::format("{}{}({}) {} x{}", out.empty() ? "" : ", ", op_name(c.op), axis_name(c.axis),
+                       format_bytes(c.size), c.count);
+  }
+  return out.empty() ? "-" : out;
+}
+
+bool same_numbers(const Layer& a, const Layer& b) {
+  return a.name == b.name && a.forward == b.forward && a.backward == b.backward &&
+         a.recompute == b.recompute && a.parameters == b.parameters &&
+         a.activation_bytes == b.activation_bytes && a.input_bytes == b.input_bytes &&
+         a.flops == b.flops && collectives_text(a.collectives) == collectives_text(b.collectives);
+}
+
+std::string variant_title(const Variant& v) {
+  return fmt::format(
+      "t={} sp={} c={} e={} micro-batch {}: {} devices per replica, {} "
+      "microbatches per iteration",
+      v.tensor_parallel, v.sequence_parallel ? "on" : "off", v.context_parallel, v.expert_parallel,
+      v.micro_batch, v.devices_per_replica, v.microbatches);
+}
+
+std::string ms(Time t) { return fmt::format("{:.3f}", t.to_milliseconds()); }
+
+void print_variant(const Variant& v) {
+  std::cout << "\nvariant " << variant_title(v) << "\n";
+  const auto row = [](const std::string& layers, const std::string& name, const std::string& params,
+                      const std::string& flops, const std::string& fwd, const std::string& bwd,
+                      const std::string& rec, const std::string& act, const std::string& in,
+                      const std::string& colls) {
+    std::cout << fmt::format("{:<8} {:<22} {:>10} {:>9} {:>10} {:>10} {:>10} {:>11} {:>11}  {}\n",
+                             layers, name, params, flops, fwd, bwd, rec, act, in, colls);
+  };
+  row("layers", "name", "params/dev", "GFLOP", "fwd ms", "bwd ms", "recomp ms", "activations",
+      "input", "collectives per microbatch");
+  std::int64_t params = 0;
+  double flops = 0;
+  Time fwd;
+  Time bwd;
+  Time rec;
+  Bytes act;
+  for (std::size_t i = 0; i < v.layers.size();) {
+    std::size_t j = i + 1;
+    while (j < v.layers.size() && same_numbers(v.layers[i], v.layers[j])) ++j;
+    const Layer& l = v.layers[i];
+    const std::string range = j - i == 1 ? std::to_string(i) : fmt::format("{}-{}", i, j - 1);
+    row(range, l.name + (j - i > 1 ? fmt::format(" x{}", j - i) : ""),
+        human(static_cast<double>(l.parameters)), fmt::format("{:.1f}", l.flops.count() / 1e9),
+        ms(l.forward), ms(l.backward), ms(l.recompute), format_bytes(l.activation_bytes),
+        format_bytes(l.input_bytes), collectives_text(l.collectives));
+    const auto n = static_cast<std::int64_t>(j - i);
+    params += l.parameters * n;
+    flops += l.flops.count() * static_cast<double>(n);
+    fwd += l.forward * n;
+    bwd += l.backward * n;
+    rec += l.recompute * n;
+    act += l.activation_bytes * n;
+    i = j;
+  }
+  row("total", fmt::format("{} layers", v.layers.size()), human(static_cast<double>(params)),
+      fmt::format("{:.1f}", flops / 1e9), ms(fwd), ms(bwd), ms(rec), format_bytes(act), "", "");
+}
+
+nlohmann::ordered_json layer_json(std::size_t index, const Layer& l) {
+  nlohmann::ordered_json j;
+  j["index"] = index;
+  j["name"] = l.name;
+  j["parameters"] = l.parameters;
+  j["expert_parameters"] = l.expert_parameters;
+  j["parameter_bytes"] = l.parameter_bytes.count();
+  j["activation_bytes"] = l.activation_bytes.count();
+  j["input_bytes"] = l.input_bytes.count();
+  j["output_bytes"] = l.output_bytes.count();
+  j["forward_s"] = l.forward.to_seconds();
+  j["backward_s"] = l.backward.to_seconds();
+  j["recompute_s"] = l.recompute.to_seconds();
+  j["flops"] = l.flops.count();
+  j["collectives"] = nlohmann::ordered_json::array();
+  for (const LayerCollective& c : l.collectives) {
+    j["collectives"].push_back({{"op", op_name(c.op)},
+                                {"axis", axis_name(c.axis)},
+                                {"size_bytes", c.size.count()},
+                                {"count", c.count},
+                                {"recompute_count", c.recompute_count}});
+  }
+  return j;
+}
+
+nlohmann::ordered_json variant_json(const Variant& v) {
+  nlohmann::ordered_json j;
+  j["tensor_parallel"] = v.tensor_parallel;
+  j["sequence_parallel"] = v.sequence_parallel;
+  j["context_parallel"] = v.context_parallel;
+  j["expert_parallel"] = v.expert_parallel;
+  j["micro_batch"] = v.micro_batch;
+  j["devices_per_replica"] = v.devices_per_replica;
+  j["microbatches"] = v.microbatches;
+  j["layers"] = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < v.layers.size(); ++i)
+    j["layers"].push_back(layer_json(i, v.layers[i]));
+  return j;
+}
+
+void print_json(const LayerProfile& p, std::int64_t active_parameters) {
+  nlohmann::ordered_json j;
+  j["model"] = p.model;
+  j["accelerator"] = p.accelerator;
+  // Whole-model parameters; a profile file that does not say has null.
+  j["parameters"] = p.total_parameters > 0 ? nlohmann::ordered_json(p.total_parameters)
+                                           : nlohmann::ordered_json(nullptr);
+  if (active_parameters > 0) j["active_parameters"] = active_parameters;
+  j["sequence_length"] = p.sequence_length;
+  j["global_batch"] = p.global_batch;
+  if (p.global_batch > 0 && p.flops_per_iteration.count() > 0) {
+    j["flops_per_iteration"] = p.flops_per_iteration.count();
+  }
+  j["hbm_bytes"] = p.hbm.count();
+  j["peak_flop_rate"] = p.peak_flop_rate.flops_per_s();
+  const nlohmann::ordered_json first = variant_json(p.variants.front());
+  for (const auto& [key, value] : first.items()) j[key] = value;
+  j["variants"] = nlohmann::ordered_json::array();
+  for (const Variant& v : p.variants) j["variants"].push_back(variant_json(v));
+  std::cout << j.dump(2) << "\n";
+}
+
+void print_operators(const workload::Model& model, const workload::Accelerator& device,
+                     const workload::ParallelConfig& config,
+                     const workload::BuildOptions& options) {
+  for (const workload::LayerGraph& g : workload::layer_graphs(model, device, config, options)) {
+    std::cout << fmt::format("\noperators of {} (per microbatch, one device)\n", g.name);
+    std::cout << fmt::format("{:<26} {:>6} {:>10} {:>11} {:>11} {:>10} {:>10}\n", "operator",
+                             "kind", "GFLOP", "traffic", "saved", "fwd us", "bwd us");
+    for (const workload::Operator& op : g.operators) {
+      std::cout << fmt::format("{:<26} {:>6} {:>10.2f} {:>11} {:>11} {:>10.1f} {:>10.1f}\n",
+                               op.name,
+                               op.kind == workload::OperatorKind::kMatmul ? "matmul" : "memory",
+                               op.forward_flops.count() / 1e9, format_bytes(op.forward_bytes),
+                               format_bytes(op.saved_bytes), op.forward.to_seconds() * 1e6,
+                               op.backward.to_seconds() * 1e6);
+    }
+  }
+}
+
+// Keeps the variants of a profile file that match the degrees the user gave.
+std::vector<Variant> select_variants(const std::vector<Variant>& all, const po::variables_map& vm) {
+  std::vector<Variant> out;
+  for (const Variant& v : all) {
+    if (!vm["tp"].defaulted() && v.tensor_parallel != vm["tp"].as<int>()) continue;
+    if (!vm["ep"].defaulted() && v.expert_parallel != vm["ep"].as<int>()) continue;
+    if (!vm["cp"].defaulted() && v.context_parallel != vm["cp"].as<int>()) continue;
+    if (vm["sp"].as<bool>() && !v.sequence_parallel) continue;
+    out.push_back(v);
+  }
+  if (out.empty()) {
+    std::string have;
+    for (const Variant& v : all) {
+      have +=
+          fmt::format("{}t={} e={} c={} sp={}", have.empty() ? "" : "; ", v.tensor_parallel,
+                      v.expert_parallel, v.context_parallel, v.sequence_parallel ? "on" : "off");
+    }
+    throw Error::input("no variant of the profile matches the parallel degrees given",
+                       {.key = "--tp", .expected = "one of: " + have});
+  }
+  return out;
+}
+
+int run_unchecked(std::span<char* const> args) {
+  po::options_description options("options");
+  options.add_options()("model", po::value<std::string>(),
+                        "model name (workloads/models/) or YAML file")(
+      "accelerator", po::value<std::string>(),
+      "accelerator name (workloads/accelerators/) or YAML file")(
+      "profile", po::value<std::string>(), "layer-profile YAML file (instead of --model)")(
+      "tp", po::value<int>()->default_value(1), "tensor-parallel degree")(
+      "sp", po::bool_switch(), "sequence parallelism")("ep", po::value<int>()->default_value(1),
+                                                       "expert-parallel degree")(
+      "cp", po::value<int>()->default_value(1), "context-parallel degree")(
+      "micro-batch", po::value<int>()->default_value(1), "sequences per microbatch")(
+      "global-batch", po::value<std::int64_t>()->default_value(0),
+      "sequences per iteration (default: the model's)")(
+      "seq", po::value<std::int64_t>()->default_value(0), "sequence length (default: the model's)")(
+      "precision", po::value<std::string>()->default_value("bf16"), "compute precision")(
+      "flash-attention", po::bool_switch(), "fused attention (no s x s activations)")(
+      "operators", po::bool_switch(), "also print each layer kind's operators")(
+      "json", po::bool_switch(), "print one JSON object instead of tables");
+  po::variables_map vm;
+  if (!parse_options(args, kUsage, options, {}, vm)) return 0;
+
+  const bool json = vm["json"].as<bool>();
+  const std::vector<std::string> roots = workload_roots();
+  if (vm.count("profile") != 0) {
+    if (vm.count("model") != 0 || vm.count("accelerator") != 0) {
+      throw Error::input(
+          "--profile excludes --model and --accelerator",
+          {.key = "--profile", .expected = "--model M --accelerator A, or --profile FILE"});
+    }
+    const std::string path = workload::find_workload_file(workload::WorkloadKind::kProfile,
+                                                          vm["profile"].as<std::string>(), roots);
+    LayerProfile p = workload::load_layer_profile(path);
+    p.variants = select_variants(p.variants, vm);
+    if (json) {
+      print_json(p, 0);
+      return 0;
+    }
+    std::cout << fmt::format(
+        "profile      {}\nmodel        {}{}\naccelerator  {}: {} HBM\n", path, p.model,
+        p.total_parameters > 0 ? fmt::format(": {} parameters", p.total_parameters) : std::string(),
+        p.accelerator, format_bytes(p.hbm));
+    for (const Variant& v : p.variants) print_variant(v);
+    return 0;
+  }
+  if (vm.count("model") == 0 || vm.count("accelerator") == 0) {
+    throw Error::input(
+        vm.count("model") == 0 ? "missing --model (or --profile)" : "missing --accelerator",
+        {.key = vm.count("model") == 0 ? "--model" : "--accelerator",
+         .expected = "--model M --accelerator A, or --profile FILE"});
+  }
+  {
+    const workload::Model model = workload::load_model(workload::find_workload_file(
+        workload::WorkloadKind::kModel, vm["model"].as<std::string>(), roots));
+    const workload::Accelerator device = workload::load_accelerator(workload::find_workload_file(
+        workload::WorkloadKind::kAccelerator, vm["accelerator"].as<std::string>(), roots));
+    const workload::ParallelConfig config{.tensor = vm["tp"].as<int>(),
+                                          .context = vm["cp"].as<int>(),
+                                          .expert = vm["ep"].as<int>(),
+                                          .sequence = vm["sp"].as<bool>(),
+                                          .micro_batch = vm["micro-batch"].as<int>()};
+    const workload::BuildOptions build{.precision = vm["precision"].as<std::string>(),
+                                       .flash_attention = vm["flash-attention"].as<bool>(),
+                                       .sequence_length = vm["seq"].as<std::int64_t>(),
+                                       .global_batch = vm["global-batch"].as<std::int64_t>()};
+    if (build.sequence_length < 0 || build.global_batch < 0) {
+      throw Error::input("must not be negative",
+                         {.key = build.sequence_length < 0 ? "--seq" : "--global-batch",
+                          .expected = "a positive integer (or 0 for the model's)"});
+    }
+    const LayerProfile p = workload::build_profile(model, device, {config}, build);
+    const workload::ParameterCount count = workload::count_parameters(model);
+    if (json) {
+      print_json(p, model.is_moe() ? count.active : 0);
+      return 0;
+    }
+    std::cout << fmt::format(
+        "model        {}: {} parameters ({}){}\n", model.name, count.total,
+        human(static_cast<double>(count.total)),
+        model.is_moe() ? fmt::format(", {} active per token", count.active) : std::string());
+    std::cout << fmt::format("accelerator  {}: {} {}, {} HBM at {}\n", device.name,
+                             format_flop_rate(p.peak_flop_rate), build.precision,
+                             format_bytes(device.hbm), format_bandwidth(device.hbm_bandwidth));
+    if (p.global_batch > 0) {
+      std::cout << fmt::format("model FLOPs  {:.4g} per iteration (global batch {}, sequence {})\n",
+                               p.flops_per_iteration.count(), p.global_batch, p.sequence_length);
+    }
+    print_variant(p.variants.front());
+    if (vm["operators"].as<bool>()) print_operators(model, device, config, build);
+  }
+  return 0;
+}
+
+int run(std::span<char* const> args) {
+  try {
+    return run_unchecked(args);
+  } catch (const Error& e) {
+    throw as_option_error(e);
+  }
+}
+
+}  // namespace
+
+int run_profile(std::span<char* const> args) { return run(args); }
+
+}  // namespace nest::cli
