@@ -19,8 +19,7 @@ namespace {
 const std::vector<nest::cli::Command>& commands() {
   static const std::vector<nest::cli::Command> kCommands = {
       {"topology", "describe or validate a topology file", nest::cli::run_topology},
-      {"profile", "per-layer time, memory and collectives of a workload",
-       nest::cli::run_profile},
+      {"profile", "per-layer time, memory and collectives of a workload", nest::cli::run_profile},
   };
   return kCommands;
 }
