@@ -19,7 +19,14 @@ nest_add_module(placer DEPS nest_coll nest_workload PRIVATE_DEPS yaml-cpp::yaml-
 nest_add_module(replay DEPS nest_placer nest_coll nest_net)
 nest_add_module(io DEPS nest_core
                 PRIVATE_DEPS hdf5::hdf5_cpp hdf5::hdf5 nlohmann_json::nlohmann_json)
-nest_add_module(sweep DEPS nest_io)
+nest_add_module(sweep DEPS nest_replay nest_io Threads::Threads
+                PRIVATE_DEPS hdf5::hdf5_cpp hdf5::hdf5)
+# Sweeps over MPI ranks (DESIGN.md §10): Boost.MPI stays private to src/sweep/; the definition
+# is public so that the CLI knows too.
+if(NEST_WITH_MPI AND TARGET nest_sweep)
+  target_link_libraries(nest_sweep PRIVATE Boost::mpi Boost::serialization MPI::MPI_CXX)
+  target_compile_definitions(nest_sweep PUBLIC NEST_WITH_MPI)
+endif()
 
 add_library(nest INTERFACE)
 foreach(m IN LISTS NEST_MODULES)
