@@ -22,4 +22,7 @@ int run_profile(std::span<char* const> args);
 /// `nest topology describe|validate FILE`: size, diameter, injection and bisection bandwidth.
 int run_topology(std::span<char* const> args);
 
+/// `nest collective`: simulated versus closed-form time of a collective on a topology.
+int run_collective(std::span<char* const> args);
+
 }  // namespace nest::cli

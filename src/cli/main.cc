@@ -19,6 +19,8 @@ namespace {
 const std::vector<nest::cli::Command>& commands() {
   static const std::vector<nest::cli::Command> kCommands = {
       {"topology", "describe or validate a topology file", nest::cli::run_topology},
+      {"collective", "simulate a collective and compare it with its closed form",
+       nest::cli::run_collective},
       {"profile", "per-layer time, memory and collectives of a workload", nest::cli::run_profile},
   };
   return kCommands;

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `nest collective` with bad groups, sizes, operations and algorithms: exit status 2 and one
+# exact line on stderr. Usage: collective_errors.sh <nest> <source-dir>
+set -u
+nest="$1"
+topo="$2/topologies/small_explicit.yaml"  # 4 devices
+failed=0
+
+expect_error() {  # expected stderr line, then the arguments after `nest collective`
+  local expected="$1" err status
+  shift
+  err=$("$nest" collective --topology "$topo" "$@" 2>&1 >/dev/null)
+  status=$?
+  if [ "$status" -ne 2 ]; then
+    echo "FAIL $*: exit status $status, expected 2"
+    failed=1
+  fi
+  if [ "$err" != "$expected" ]; then
+    printf 'FAIL %s:\n  got:      %s\n  expected: %s\n' "$*" "$err" "$expected"
+    failed=1
+  fi
+}
+
+syntax='expected devices and ranges separated by commas, e.g. 0-7,16-23'
+expect_error 'nest collective: --group: device out of range (got "4"; expected devices 0-3)' \
+  --op allreduce --size 1MiB --group 0-4
+expect_error 'nest collective: --group: device out of range (got "9"; expected devices 0-3)' \
+  --op allreduce --size 1MiB --group 0,9
+expect_error 'nest collective: --group: device listed twice (got "1"; expected distinct devices)' \
+  --op allreduce --size 1MiB --group 0-2,1
+expect_error "nest collective: --group: device range runs backwards (got \"3-1\"; $syntax)" \
+  --op allreduce --size 1MiB --group 3-1
+expect_error "nest collective: --group: malformed group (got \"0,,1\"; $syntax)" \
+  --op allreduce --size 1MiB --group 0,,1
+expect_error 'nest collective: --size: message size must be positive (got "0 B"; expected a size > 0, e.g. 1GiB)' \
+  --op allreduce --size 0B
+expect_error 'nest collective: --size: missing unit (got "100"; expected a size like "80 GiB" (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; b, Kb, Mb, Gb for bits))' \
+  --op allreduce --size 100
+expect_error 'nest collective: --op: unknown operation (got "gather"; expected allreduce, reduce_scatter, all_gather, all_to_all, broadcast, send)' \
+  --op gather --size 1MiB
+expect_error 'nest collective: --algorithm: unknown algorithm (got "butterfly"; expected ring, tree, halving_doubling, direct, pairwise, hierarchical, torus)' \
+  --op allreduce --algorithm butterfly --size 1MiB
+expect_error 'nest collective: --algorithm: algorithm not valid for all_to_all (got "ring"; expected one of pairwise, direct)' \
+  --op all_to_all --algorithm ring --size 1MiB
+expect_error 'nest collective: --algorithm: algorithm not valid for broadcast (got "halving_doubling"; expected one of ring, tree, direct)' \
+  --op broadcast --algorithm halving_doubling --size 1MiB
+expect_error 'nest collective: --group: halving_doubling all_gather needs a power-of-two group (got "3 devices"; expected 1, 2, 4, 8, ... devices (allreduce also takes other sizes))' \
+  --op all_gather --algorithm halving_doubling --size 1MiB --group 0-2
+expect_error 'nest collective: --group: send needs a group of exactly two devices {source, destination} (got "3 devices"; expected 2 devices)' \
+  --op send --size 1MiB --group 0-2
+expect_error 'nest collective: --chunks: bad chunk count for pairwise (got "4"; expected 1 (only ring, tree, hierarchical and torus pipeline))' \
+  --op all_to_all --size 1MiB --chunks 4
+expect_error 'nest collective: --levels: level sizes must multiply to the group size (got "3"; expected a product of 4)' \
+  --op allreduce --algorithm hierarchical --size 1MiB --levels 3
+expect_error 'nest collective: --concurrent: copies of the group overlap at device 1 (got "stride:1"; expected none, stride:S or stride:S:K, e.g. stride:64)' \
+  --op allreduce --size 1MiB --group 0-1 --concurrent stride:1
+expect_error 'nest collective: --concurrent: copy 2 runs past the last device (5 >= 4) (got "stride:2:3"; expected none, stride:S or stride:S:K, e.g. stride:64)' \
+  --op allreduce --size 1MiB --group 0-1 --concurrent stride:2:3
+
+exit $failed

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# `nest collective` on a non-blocking switch of 8 devices (100 GB/s = 10 ps per byte, 0.5 us
+# per cable): a ring allreduce of 8 MB takes 2(n-1)(a + S/(nB)) = 14 (1 us + 10 us) = 154 us,
+# simulated and closed form alike; four concurrent 2-rank rings share nothing either; the text
+# report names every figure (each link of a rank carries 2(n-1) = 14 chunks of 1 MB).
+# Usage: collective_output.sh <nest> <source-dir>
+set -u
+nest="$1"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+failed=0
+
+{
+  echo "kind: explicit"
+  echo "name: star8"
+  echo "nodes:"
+  for i in 0 1 2 3 4 5 6 7; do echo "  - {name: d$i, kind: device}"; done
+  echo "  - {name: sw, kind: switch}"
+  echo "links:"
+  for i in 0 1 2 3 4 5 6 7; do echo "  - {a: d$i, b: sw, bandwidth: 100 GB/s, latency: 0.5 us}"; done
+} >"$dir/star8.yaml"
+
+check() {  # description, expected, actual
+  if [ "$2" != "$3" ]; then
+    printf 'FAIL %s:\n  got:      %s\n  expected: %s\n' "$1" "$3" "$2"
+    failed=1
+  fi
+}
+
+field() {  # json, key -> value (numbers and strings, no nesting)
+  python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"
+}
+
+json=$("$nest" collective --topology "$dir/star8.yaml" --op allreduce --algorithm ring \
+  --group 0-7 --size 8MB --json)
+check "exit status" 0 $?
+check simulated_s 0.000154 "$(field "$json" simulated_s)"
+check closed_form_s 0.000154 "$(python3 -c "print(round($(field "$json" closed_form_s), 12))")"
+check difference_s 0.0 "$(field "$json" difference_s)"
+# algbw = S / t = 8e6 / 154e-6; busbw = algbw * 2(n-1)/n = algbw * 1.75.
+check algbw "$(python3 -c 'print(8e6 / 154e-6)')" "$(field "$json" algbw_bytes_per_s)"
+check busbw "$(python3 -c 'print(8e6 / 154e-6 * 1.75)')" "$(field "$json" busbw_bytes_per_s)"
+check flows 112 "$(field "$json" flows)"
+
+# Four 2-rank rings {0,1}, {2,3}, ... at once: 2 (1 us + 4e6 B x 10 ps) = 82 us each.
+json=$("$nest" collective --topology "$dir/star8.yaml" --op allreduce --group 0-1 --size 8MB \
+  --concurrent stride:2 --json)
+check "concurrent groups" 4 "$(field "$json" groups)"
+check "concurrent simulated_s" 8.2e-05 "$(field "$json" simulated_s)"
+
+# All-to-all, 8 MB per rank, pairwise: 7 steps of (1 us + 1e6 B x 10 ps) = 77 us.
+json=$("$nest" collective --topology "$dir/star8.yaml" --op all_to_all --size 8MB --json)
+check "all_to_all simulated_s" 7.7e-05 "$(field "$json" simulated_s)"
+check "all_to_all algorithm" pairwise "$(field "$json" algorithm)"
+
+text=$("$nest" collective --topology "$dir/star8.yaml" --op allreduce --group 0-7 --size 8MB \
+  --links 2)
+check "text exit status" 0 $?
+expected='collective:  allreduce ring, 8 ranks (0-7), 7.629 MiB
+topology:    star8 (explicit, 8 devices)
+simulated:   154 us
+closed form: 154 us (14 steps: latency 14 us + bandwidth 140 us; bottleneck 100 GB/s)
+difference:  +0 s (+0.00%, contention)
+algbw:       51.95 GB/s
+busbw:       90.91 GB/s
+flows:       112 (224 events)
+busiest links:
+  d0 -> sw                            13.35 MiB  busy 140 us  peak 1 flows
+  sw -> d0                            13.35 MiB  busy 140 us  peak 1 flows'
+check "text report" "$expected" "$text"
+
+exit $failed

@@ -1,0 +1,129 @@
+// The --group and --concurrent syntax, including every error message.
+
+#include "nest/coll/group.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "nest/coll/collective.h"
+#include "nest/core/error.h"
+
+namespace nest::coll {
+namespace {
+
+std::string error_of(const auto& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+using G = std::vector<topo::DeviceId>;
+
+TEST(ParseGroup, ReadsRangesAndListsInOrder) {
+  EXPECT_EQ(parse_group("0-3", 8), (G{0, 1, 2, 3}));
+  EXPECT_EQ(parse_group("0-1,6-7", 8), (G{0, 1, 6, 7}));
+  EXPECT_EQ(parse_group("5,3,4", 8), (G{5, 3, 4}));
+  EXPECT_EQ(parse_group("7", 8), (G{7}));
+}
+
+TEST(ParseGroup, RejectsBadGroupsWithOneLineMessages) {
+  EXPECT_EQ(error_of([] { (void)parse_group("0-8", 8); }),
+            "--group: device out of range (got \"8\"; expected devices 0-7)");
+  EXPECT_EQ(error_of([] { (void)parse_group("9", 8); }),
+            "--group: device out of range (got \"9\"; expected devices 0-7)");
+  EXPECT_EQ(error_of([] { (void)parse_group("0-3,2", 8); }),
+            "--group: device listed twice (got \"2\"; expected distinct devices)");
+  EXPECT_EQ(error_of([] { (void)parse_group("3-1", 8); }),
+            "--group: device range runs backwards (got \"3-1\"; expected devices and ranges "
+            "separated by commas, e.g. 0-7,16-23)");
+  EXPECT_EQ(error_of([] { (void)parse_group("0-x", 8); }),
+            "--group: malformed device range (got \"0-x\"; expected devices and ranges "
+            "separated by commas, e.g. 0-7,16-23)");
+  EXPECT_EQ(error_of([] { (void)parse_group("", 8); }),
+            "--group: malformed group (expected devices and ranges separated by commas, e.g. "
+            "0-7,16-23)");
+  EXPECT_EQ(error_of([] { (void)parse_group("1,,2", 8); }),
+            "--group: malformed group (got \"1,,2\"; expected devices and ranges separated by "
+            "commas, e.g. 0-7,16-23)");
+}
+
+TEST(ConcurrentGroups, StrideCopiesUntilDevicesRunOut) {
+  const auto groups = concurrent_groups(G{0, 1}, "stride:2", 7);
+  EXPECT_EQ(groups, (std::vector<G>{{0, 1}, {2, 3}, {4, 5}}));
+  EXPECT_EQ(concurrent_groups(G{0, 4}, "stride:1:3", 8), (std::vector<G>{{0, 4}, {1, 5}, {2, 6}}));
+  EXPECT_EQ(concurrent_groups(G{0, 4}, "none", 8), (std::vector<G>{{0, 4}}));
+}
+
+TEST(ConcurrentGroups, RejectsBadSpecs) {
+  EXPECT_EQ(error_of([] { (void)concurrent_groups(G{0, 1}, "stride:1", 8); }),
+            "--concurrent: copies of the group overlap at device 1 (got \"stride:1\"; expected "
+            "none, stride:S or stride:S:K, e.g. stride:64)");
+  EXPECT_EQ(error_of([] { (void)concurrent_groups(G{0, 1}, "stride:0", 8); }),
+            "--concurrent: stride must be positive (got \"stride:0\"; expected none, stride:S or "
+            "stride:S:K, e.g. stride:64)");
+  EXPECT_EQ(error_of([] { (void)concurrent_groups(G{0, 1}, "every:2", 8); }),
+            "--concurrent: malformed concurrency (got \"every:2\"; expected none, stride:S or "
+            "stride:S:K, e.g. stride:64)");
+  EXPECT_EQ(error_of([] { (void)concurrent_groups(G{0, 1}, "stride:4:3", 8); }),
+            "--concurrent: copy 2 runs past the last device (9 >= 8) (got \"stride:4:3\"; "
+            "expected none, stride:S or stride:S:K, e.g. stride:64)");
+}
+
+TEST(Validate, NamesTheBadFieldAndWhatWasExpected) {
+  EXPECT_EQ(error_of([] {
+              validate({Operation::kAllToAll, Algorithm::kRing, Bytes(8)}, 4);
+            }),
+            "--algorithm: algorithm not valid for all_to_all (got \"ring\"; expected one of "
+            "pairwise, direct)");
+  EXPECT_EQ(error_of([] {
+              validate({Operation::kAllReduce, Algorithm::kRing, Bytes(0)}, 4);
+            }),
+            "--size: message size must be positive (got \"0 B\"; expected a size > 0, e.g. "
+            "1GiB)");
+  EXPECT_EQ(error_of([] {
+              validate({Operation::kReduceScatter, Algorithm::kHalvingDoubling, Bytes(8)}, 6);
+            }),
+            "--group: halving_doubling reduce_scatter needs a power-of-two group (got \"6 "
+            "devices\"; expected 1, 2, 4, 8, ... devices (allreduce also takes other sizes))");
+  EXPECT_EQ(error_of([] { validate({Operation::kSend, Algorithm::kDirect, Bytes(8)}, 3); }),
+            "--group: send needs a group of exactly two devices {source, destination} (got \"3 "
+            "devices\"; expected 2 devices)");
+  EXPECT_EQ(error_of([] {
+              validate({Operation::kAllToAll, Algorithm::kDirect, Bytes(8), 2}, 4);
+            }),
+            "--chunks: bad chunk count for direct (got \"2\"; expected 1 (only ring, tree, "
+            "hierarchical and torus pipeline))");
+  EXPECT_EQ(error_of([] {
+              CollectiveSpec s{Operation::kAllReduce, Algorithm::kHierarchical, Bytes(8)};
+              s.levels = {2, 3};
+              validate(s, 8);
+            }),
+            "--levels: level sizes must multiply to the group size (got \"2,3\"; expected a "
+            "product of 8)");
+}
+
+TEST(Names, ParseAndPrintRoundTrip) {
+  for (Operation op : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather,
+                       Operation::kAllToAll, Operation::kBroadcast, Operation::kSend}) {
+    EXPECT_EQ(parse_operation(operation_name(op)), op);
+  }
+  EXPECT_EQ(parse_operation("all-gather"), Operation::kAllGather);
+  EXPECT_EQ(parse_operation("alltoall"), Operation::kAllToAll);
+  EXPECT_EQ(parse_algorithm("halving-doubling"), Algorithm::kHalvingDoubling);
+  EXPECT_EQ(error_of([] { (void)parse_operation("gather"); }),
+            "--op: unknown operation (got \"gather\"; expected allreduce, reduce_scatter, "
+            "all_gather, all_to_all, broadcast, send)");
+  EXPECT_EQ(error_of([] { (void)parse_algorithm("butterfly"); }),
+            "--algorithm: unknown algorithm (got \"butterfly\"; expected ring, tree, "
+            "halving_doubling, direct, pairwise, hierarchical, torus)");
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Operation::kAllReduce, 8), 1.75);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Operation::kAllGather, 8), 0.875);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Operation::kBroadcast, 8), 1.0);
+}
+
+}  // namespace
+}  // namespace nest::coll

@@ -1,0 +1,156 @@
+// CollectiveOracle: answers equal a direct simulation, repeated queries hit the memo, shifted
+// layouts that route identically hit the structural memo, and transfers are priced like flows.
+
+#include "nest/coll/oracle.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+#include "coll_test_util.h"
+#include "nest/coll/simulate.h"
+#include "nest/core/error.h"
+#include "nest/topo/generators.h"
+
+namespace nest::coll {
+namespace {
+
+using testing::kRate;
+using testing::star;
+using testing::to_ps;
+using Groups = std::vector<std::vector<topo::DeviceId>>;
+
+topo::Topology spine_leaf() {
+  topo::SpineLeafParams p;
+  p.leaves = 4;
+  p.spines = 1;
+  p.hosts_per_leaf = 4;
+  p.host_bandwidth = kRate;
+  p.host_latency = Time::nanoseconds(250);
+  p.uplink_bandwidth = kRate * 2;
+  p.uplink_latency = Time::nanoseconds(250);
+  return topo::build_spine_leaf(p);
+}
+
+Groups dp_groups(topo::DeviceId offset) {
+  Groups g;
+  for (topo::DeviceId i = 0; i < 2; ++i) g.push_back({offset + i, offset + 4 + i});
+  return g;
+}
+
+TEST(Oracle, AnswersWhatTheSimulatorSays) {
+  const topo::Topology t = spine_leaf();
+  CollectiveOracle oracle(t, 5);
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(1000003)};
+  Groups groups;
+  for (topo::DeviceId i = 0; i < 4; ++i) groups.push_back({i, 4 + i, 8 + i, 12 + i});
+  const SimulationResult direct = simulate(t, spec, groups, {.seed = 5});
+  const OracleAnswer a = oracle.collective(spec, groups);
+  EXPECT_EQ(a.first, direct.durations[0]);
+  EXPECT_EQ(a.slowest, direct.makespan);
+  EXPECT_EQ(oracle.stats().simulations, 1U);
+}
+
+TEST(Oracle, RepeatedQueriesHitTheMemo) {
+  const topo::Topology t = spine_leaf();
+  CollectiveOracle oracle(t);
+  const CollectiveSpec spec{Operation::kAllGather, Algorithm::kRing, Bytes(64000)};
+  const std::vector<topo::DeviceId> group{0, 4, 8, 12};
+  const Time first = oracle.collective(spec, group);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(oracle.collective(spec, group), first);
+  EXPECT_EQ(oracle.stats().queries, 11U);
+  EXPECT_EQ(oracle.stats().exact_hits, 10U);
+  EXPECT_EQ(oracle.stats().simulations, 1U);
+  // Another size is another simulation.
+  (void)oracle.collective(CollectiveSpec{Operation::kAllGather, Algorithm::kRing, Bytes(64001)},
+                          group);
+  EXPECT_EQ(oracle.stats().simulations, 2U);
+}
+
+// On one spine, the layout {0,4},{1,5} and its copy shifted by 2 ({2,6},{3,7}) use different
+// links with the same rates in the same pattern: one simulation answers both. A layout whose
+// pairs share an uplink differently ({0,1},{4,5}: intra-leaf) is simulated anew.
+TEST(Oracle, ShiftedLayoutsWithIdenticalRoutesShareOneSimulation) {
+  const topo::Topology t = spine_leaf();
+  CollectiveOracle oracle(t);
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(80000)};
+  const OracleAnswer base = oracle.collective(spec, dp_groups(0));
+  const OracleAnswer shifted = oracle.collective(spec, dp_groups(2));
+  EXPECT_EQ(shifted.slowest, base.slowest);
+  EXPECT_EQ(oracle.stats().structural_hits, 1U);
+  EXPECT_EQ(oracle.stats().simulations, 1U);
+  // And the shared answer is the right one.
+  EXPECT_EQ(shifted.slowest, simulate(t, spec, dp_groups(2)).makespan);
+  (void)oracle.collective(spec, Groups{{0, 1}, {4, 5}});
+  EXPECT_EQ(oracle.stats().simulations, 2U);
+}
+
+TEST(Oracle, TrivialQueriesCostNothing) {
+  const topo::Topology t = star(4);
+  CollectiveOracle oracle(t);
+  EXPECT_EQ(oracle.collective(CollectiveSpec{Operation::kAllReduce, Algorithm::kRing, Bytes(0)},
+                              std::vector<topo::DeviceId>{0, 1}),
+            Time::zero());
+  EXPECT_EQ(oracle.collective(CollectiveSpec{Operation::kAllReduce, Algorithm::kRing, Bytes(9)},
+                              std::vector<topo::DeviceId>{2}),
+            Time::zero());
+  const std::vector<topo::DeviceId> same{1, 2};
+  EXPECT_EQ(oracle.transfers(Bytes(100), same, same), Time::zero());
+  EXPECT_EQ(oracle.stats().trivial, 3U);
+  EXPECT_EQ(oracle.stats().simulations, 0U);
+}
+
+// Stage-to-stage sends on the star: disjoint pairs run at full rate (a + S/B); two sends out of
+// one device share its uplink (a + 2S/B).
+TEST(Oracle, TransfersArePricedAsConcurrentFlows) {
+  const topo::Topology t = star(6);
+  CollectiveOracle oracle(t);
+  const Bytes size(50000);
+  const double a = 1e-6;
+  const double sb = 50000 / kRate.bytes_per_s();
+  EXPECT_EQ(oracle.transfers(size, std::vector<topo::DeviceId>{0, 1},
+                             std::vector<topo::DeviceId>{2, 3})
+                .ps(),
+            to_ps(a + sb));
+  EXPECT_EQ(oracle.transfers(size, std::vector<topo::DeviceId>{0, 0},
+                             std::vector<topo::DeviceId>{4, 5})
+                .ps(),
+            to_ps(a + 2 * sb));
+  // Shifted pairs on the symmetric star: structural hit.
+  (void)oracle.transfers(size, std::vector<topo::DeviceId>{3, 4},
+                         std::vector<topo::DeviceId>{5, 0});
+  EXPECT_EQ(oracle.stats().structural_hits, 1U);
+  EXPECT_THROW((void)oracle.transfers(size, std::vector<topo::DeviceId>{0},
+                                      std::vector<topo::DeviceId>{9}),
+               Error);
+}
+
+TEST(Oracle, BadGroupsAreInputErrors) {
+  const topo::Topology t = star(4);
+  CollectiveOracle oracle(t);
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(100)};
+  try {
+    (void)oracle.collective(spec, std::vector<topo::DeviceId>{0, 7});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInput);
+    EXPECT_EQ(std::string(e.what()),
+              "--group: device out of range (got \"7\"; expected devices 0-3)");
+  }
+  EXPECT_THROW((void)oracle.collective(spec, Groups{{0, 1}, {1, 2}}), Error);
+}
+
+TEST(Oracle, ClearForgetsAnswers) {
+  const topo::Topology t = star(4);
+  CollectiveOracle oracle(t);
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(100)};
+  const std::vector<topo::DeviceId> g{0, 1, 2};
+  (void)oracle.collective(spec, g);
+  oracle.clear();
+  (void)oracle.collective(spec, g);
+  EXPECT_EQ(oracle.stats().simulations, 2U);
+}
+
+}  // namespace
+}  // namespace nest::coll
