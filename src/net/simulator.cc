@@ -26,6 +26,8 @@ constexpr double kAbsoluteTolerancePs = 1e-6;
 constexpr double kRelativeTolerance = 1e-12;
 constexpr std::uint32_t kNoSlot = std::numeric_limits<std::uint32_t>::max();
 constexpr std::uint32_t kInlineHops = 6;
+// Relative margin below the smallest departed rate under which flows keep their rates.
+constexpr double kLevelMargin = 1e-9;
 // Components with at most this many loaded links find each bottleneck by a linear scan, which
 // beats a heap at that size.
 constexpr std::size_t kScanLimit = 48;
@@ -144,6 +146,7 @@ struct Simulator::Impl {
   std::vector<LinkStats> stats;
   std::vector<std::vector<UtilizationSample>> series;
   bool recording = false;
+  bool reuse_levels = true;
 
   // Rate computation: seeds and scratch, reused across calls.
   std::vector<topo::LinkId> dirty;
@@ -152,7 +155,9 @@ struct Simulator::Impl {
   std::vector<Candidate> candidates;
   std::vector<topo::LinkId> scan;  // links with unfrozen flows
   std::vector<topo::LinkId> touched;
-  std::uint32_t epoch = 0;        // one per rate computation
+  // Smallest rate among the flows that drained at this timestamp (+inf when none).
+  double departed_min = std::numeric_limits<double>::infinity();
+  std::uint32_t epoch = 0;        // one per component rated
   std::uint32_t touch_round = 0;  // one per bottleneck of the filling, never reset
 
   void run_events(Time until);
@@ -162,7 +167,7 @@ struct Simulator::Impl {
   void remove_from_link(topo::LinkId link, std::uint32_t position);
   void update_rates();
   void collect_component(topo::LinkId seed);
-  void fill();
+  void fill(double keep_below);
   void fill_by_scan();
   void fill_by_heap();
   void freeze(topo::LinkId bottleneck, double share);
@@ -240,6 +245,7 @@ void Simulator::Impl::finish_draining(std::uint32_t slot) {
     if (state.flows.empty()) state.busy_done += now - state.busy_since;
     dirty.push_back(link);
   }
+  departed_min = std::min(departed_min, flow.rate);
   flow.state = FlowState::kDelivering;
   flow.remaining = 0;
   flow.rate = 0;
@@ -281,6 +287,8 @@ void Simulator::Impl::update_rates() {
     ++epoch;
     collect_component(seed);
     rated += component_flows.size();
+    bool arrivals = false;
+    for (const std::uint32_t slot : component_flows) arrivals |= flows[slot].rate == 0;
     if (component_flows.size() == 1) {
       Flow& flow = flows[component_flows.front()];
       double rate = links[flow.route[0]].capacity;
@@ -289,12 +297,15 @@ void Simulator::Impl::update_rates() {
       }
       flow.new_rate = rate;  // what the filling gives a lone flow: its slowest link
     } else {
-      fill();
+      // Rates equal in exact arithmetic may differ in their last bits: the margin keeps
+      // flows tied with the departed level out of the frozen set.
+      fill(arrivals || !reuse_levels ? 0.0 : departed_min * (1 - kLevelMargin));
     }
     apply_rates();
     if (recording) record_series();
   }
   dirty.clear();
+  departed_min = std::numeric_limits<double>::infinity();
 }
 
 // Breadth-first search from `seed` over link -> draining flows -> their links.
@@ -319,20 +330,40 @@ void Simulator::Impl::collect_component(topo::LinkId seed) {
   }
 }
 
+// Max-min levels: when flows only leave a component, every flow whose rate is below the
+// smallest departed rate keeps it exactly (no departed flow crosses a bottleneck of those lower
+// levels, so the filling would repeat them step for step). `keep_below` > 0 freezes those flows
+// at their rates up front and fills only the levels above; 0 fills everything.
+//
 // Progressive filling: repeatedly take the link whose spare capacity divided by its unfrozen
 // flows is smallest (ties: lowest link id), give that share to its unfrozen flows and freeze
 // them. Small components scan their links for the minimum; large ones keep a heap of
 // candidates. Shares of the other links never decrease, so superseded heap candidates are
 // skipped by version. Both pick the same bottlenecks in the same order, so they give the same
 // rates to the last bit.
-void Simulator::Impl::fill() {
-  scan.clear();
+void Simulator::Impl::fill(double keep_below) {
   for (const topo::LinkId link : component_links) {
     LinkState& state = links[link];
     state.spare = state.capacity;
     state.unfrozen = static_cast<std::uint32_t>(state.flows.size());
     state.version = 0;
-    if (state.unfrozen > 0) scan.push_back(link);
+  }
+  if (keep_below > 0) {
+    for (const std::uint32_t slot : component_flows) {
+      Flow& flow = flows[slot];
+      if (flow.rate >= keep_below) continue;
+      flow.frozen = epoch;
+      flow.new_rate = flow.rate;
+      for (std::uint32_t h = 0; h < flow.hops; ++h) {
+        LinkState& state = links[flow.route[h]];
+        state.spare = std::max(0.0, state.spare - flow.rate);
+        --state.unfrozen;
+      }
+    }
+  }
+  scan.clear();
+  for (const topo::LinkId link : component_links) {
+    if (links[link].unfrozen > 0) scan.push_back(link);
   }
   if (scan.size() <= kScanLimit) {
     fill_by_scan();
@@ -594,6 +625,8 @@ void Simulator::run_until(Time until) {
 }
 
 void Simulator::record_utilization(bool on) { impl_->recording = on; }
+
+void Simulator::reuse_lower_levels(bool on) { impl_->reuse_levels = on; }
 
 const LinkStats& Simulator::link_stats(topo::LinkId link) const {
   if (link >= impl_->stats.size()) {

@@ -237,13 +237,16 @@ BENCHMARK(BM_RingAllreduceFlows)
 // Direct (one-shot) all-to-all: every pair's 1 MiB flow starts at once, one connected component
 // of n(n-1) flows. With ECMP collisions rates differ, flows drain at many different times and
 // each drain re-rates the whole remaining component: the worst case of max-min sharing.
+// Args: devices, routing, reuse of lower max-min levels (1 = on, the default; 0 = full refill).
 void BM_DirectAllToAll(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const auto routing = static_cast<Routing>(state.range(1));
+  const bool reuse = state.range(2) != 0;
   const LeafSpine fabric(n);
   const Pattern pattern = make_pattern(fabric, n, /*ring=*/false, Bytes::mebibytes(1), routing);
   for (auto _ : state) {
     Simulator sim(fabric.topology());
+    sim.reuse_lower_levels(reuse);
     for (int i = 0; i < n; ++i) {
       for (int k = 1; k < n; ++k) sim.start_flow(pattern.route(i, k), pattern.size, nullptr);
     }
@@ -254,10 +257,11 @@ void BM_DirectAllToAll(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_DirectAllToAll)
-    ->Args({128, 0})
-    ->Args({512, 0})
-    ->Args({64, 1})
-    ->Args({128, 1})
+    ->Args({128, 0, 1})
+    ->Args({512, 0, 1})
+    ->Args({128, 1, 0})
+    ->Args({128, 1, 1})
+    ->Args({256, 1, 1})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
