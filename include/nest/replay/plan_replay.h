@@ -1,0 +1,44 @@
+#pragma once
+/// \file
+/// From an evaluated placer plan to a replayed iteration: the stage times, transfers, gradient
+/// reduction and memory of `replay::ReplayInput` come from the same cost model and memory model
+/// the placer used, so the replay differs from the estimate only where the network and the
+/// schedule make it differ.
+
+#include <cstdint>
+
+#include "nest/placer/plan.h"
+#include "nest/replay/replay.h"
+#include "nest/replay/run_record.h"
+#include "nest/topo/topology.h"
+#include "nest/workload/layer_profile.h"
+
+namespace nest::replay {
+
+/// How to replay a plan.
+struct PlanReplayOptions {
+  Schedule schedule = Schedule::kOneFOneB;
+  int gradient_buckets = 4;
+  std::uint64_t seed = 0;
+};
+
+/// The replay's input for `plan` (evaluated on `profile`). Per stage: forward = Σ forward of its
+/// layers plus the forward share of its intra-layer collectives; backward = the rest of the
+/// cost model's stage compute and collectives (backward, recompute); the collectives' time is
+/// split between the passes in proportion to count × size of the collectives each pass runs.
+/// Transfers: the stage's last layer's output bytes forward, the previous stage's output back.
+/// Gradient reduction: 2 bytes per parameter a device holds, over the d replicas of its shard.
+/// Memory: `workload::stage_memory` at in-flight 1 and 2 gives the stash per microbatch and the
+/// working set. Microbatches: M split over the replicas, the first M mod d get one more.
+[[nodiscard]] ReplayInput replay_input(const placer::Plan& plan,
+                                       const workload::LayerProfile& profile,
+                                       const PlanReplayOptions& options);
+
+/// Replays `plan` on `topology` (data-parallel reductions as ring allreduces through
+/// nest/coll), and fills the record's links (every directed link that carried bytes) and the
+/// collectives' closed forms. Meta is left to the caller.
+[[nodiscard]] RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& profile,
+                                    const topo::Topology& topology,
+                                    const PlanReplayOptions& options);
+
+}  // namespace nest::replay

@@ -1,0 +1,175 @@
+#include "nest/replay/plan_replay.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "nest/coll/closed_form.h"
+#include "nest/coll/collective.h"
+#include "nest/coll/execution.h"
+#include "nest/coll/schedule.h"
+#include "nest/core/error.h"
+#include "nest/net/simulator.h"
+#include "nest/topo/router.h"
+#include "nest/workload/memory.h"
+
+namespace nest::replay {
+namespace {
+
+// Weight (count × size) of the collectives each pass runs, to split the stage's collective
+// time between forward and backward. A collective's `count` covers forward and backward
+// evenly (Megatron runs the conjugate of each forward collective in backward).
+struct PassWeights {
+  double forward = 0;
+  double backward = 0;
+};
+
+PassWeights collective_weights(const workload::Variant& v, std::size_t first, std::size_t last,
+                               bool recompute) {
+  PassWeights w;
+  for (std::size_t i = first; i < last; ++i) {
+    for (const auto& c : v.layers[i].collectives) {
+      const double size = c.size.as_double();
+      w.forward += 0.5 * c.count * size;
+      w.backward += (0.5 * c.count + (recompute ? c.recompute_count : 0)) * size;
+    }
+  }
+  return w;
+}
+
+Time share(Time total, double part, double whole) {
+  if (whole <= 0) return Time::zero();
+  return Time::picoseconds(
+      static_cast<std::int64_t>(static_cast<double>(total.ps()) * part / whole + 0.5));
+}
+
+StageSpec stage_spec(const placer::Plan& plan, const workload::Variant& variant, int p) {
+  const placer::StageReport& rep = plan.stages[static_cast<std::size_t>(p)];
+  StageSpec s;
+  s.first_layer = static_cast<std::int32_t>(rep.first_layer);
+  s.last_layer = static_cast<std::int32_t>(rep.last_layer);
+  Time forward;
+  std::int64_t parameters = 0;
+  for (std::size_t i = rep.first_layer; i < rep.last_layer; ++i) {
+    const workload::Layer& layer = variant.layers[i];
+    forward += layer.forward;
+    parameters += layer.parameters > 0 ? layer.parameters : layer.parameter_bytes.count() / 2;
+  }
+  const PassWeights w =
+      collective_weights(variant, rep.first_layer, rep.last_layer, plan.choice.recompute);
+  s.forward_collectives = share(rep.time.collectives, w.forward, w.forward + w.backward);
+  s.backward_collectives = rep.time.collectives - s.forward_collectives;
+  s.forward = forward + s.forward_collectives;
+  s.backward = rep.time.compute - forward + s.backward_collectives;
+  s.activation_out = variant.layers[rep.last_layer - 1].output_bytes;
+  s.gradient_sync = Bytes(2 * parameters);
+  s.optimizer = rep.optimizer;
+
+  workload::MemoryOptions mo;
+  mo.rules = plan.rules;
+  mo.zero_stage = plan.choice.zero_stage;
+  mo.data_parallel = plan.choice.data_parallel;
+  mo.recompute = plan.choice.recompute;
+  const auto one = workload::stage_memory(variant, rep.first_layer, rep.last_layer, 1, mo);
+  const auto two = workload::stage_memory(variant, rep.first_layer, rep.last_layer, 2, mo);
+  s.weights = one.weights;
+  s.gradients = one.gradients;
+  s.optimizer_state = one.optimizer;
+  s.stash = two.activations - one.activations;
+  s.working = one.activations - s.stash;
+  return s;
+}
+
+}  // namespace
+
+ReplayInput replay_input(const placer::Plan& plan, const workload::LayerProfile& profile,
+                         const PlanReplayOptions& options) {
+  if (plan.choice.variant >= profile.variants.size() ||
+      plan.stages.size() != static_cast<std::size_t>(plan.choice.stages())) {
+    throw Error::internal("replay_input: the plan was not evaluated on this profile");
+  }
+  const workload::Variant& variant = profile.variants[plan.choice.variant];
+  const int stages = plan.choice.stages();
+  const int d = plan.choice.data_parallel;
+  ReplayInput in;
+  for (int p = 0; p < stages; ++p) in.stages.push_back(stage_spec(plan, variant, p));
+  for (int p = 1; p < stages; ++p) {
+    in.stages[static_cast<std::size_t>(p)].gradient_out =
+        in.stages[static_cast<std::size_t>(p - 1)].activation_out;
+  }
+  const placer::DeviceMap map = plan.device_map();
+  in.devices.resize(static_cast<std::size_t>(d));
+  for (int r = 0; r < d; ++r) {
+    for (int p = 0; p < stages; ++p) {
+      std::vector<topo::DeviceId> shards;
+      for (int k = 0; k < plan.degrees.devices_per_replica; ++k) {
+        shards.push_back(map.device(p, r, k));
+      }
+      in.devices[static_cast<std::size_t>(r)].push_back(std::move(shards));
+    }
+  }
+  const std::int64_t m = plan.microbatches;
+  for (int r = 0; r < d; ++r) in.microbatches.push_back(m / d + (r < m % d ? 1 : 0));
+  in.schedule = options.schedule;
+  in.gradient_buckets = options.gradient_buckets;
+  in.estimate = plan.iteration_time;
+  const double sequences = static_cast<double>(m) * plan.degrees.micro_batch;
+  in.sequences_per_iteration =
+      profile.global_batch > 0 ? static_cast<double>(profile.global_batch) : sequences;
+  in.tokens_per_iteration =
+      in.sequences_per_iteration * static_cast<double>(profile.sequence_length);
+  in.flops_per_iteration = profile.flops_per_iteration;
+  in.peak_flop_rate = profile.peak_flop_rate;
+  return in;
+}
+
+RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& profile,
+                      const topo::Topology& topology, const PlanReplayOptions& options) {
+  const ReplayInput input = replay_input(plan, profile, options);
+  net::Simulator sim(topology);
+  topo::Router router(topology, options.seed);
+  // Lowered ring allreduces, one per (group size, bucket size), shared by every execution.
+  std::map<std::pair<int, std::int64_t>, std::shared_ptr<const coll::Schedule>> schedules;
+  std::vector<std::unique_ptr<coll::Execution>> running;
+  auto schedule_for = [&](int ranks, Bytes size) {
+    auto& slot = schedules[{ranks, size.count()}];
+    if (!slot) {
+      coll::CollectiveSpec spec;
+      spec.op = coll::Operation::kAllReduce;
+      spec.algorithm = coll::Algorithm::kRing;
+      spec.size = size;
+      slot = std::make_shared<const coll::Schedule>(coll::lower(spec, ranks));
+    }
+    return slot;
+  };
+  const AllreduceLauncher allreduce = [&](std::span<const topo::DeviceId> group, Bytes size,
+                                          std::function<void()> done) {
+    auto exec = std::make_unique<coll::Execution>(
+        sim, router, schedule_for(static_cast<int>(group.size()), size),
+        std::vector<topo::DeviceId>(group.begin(), group.end()), options.seed);
+    exec->start([done = std::move(done)](Time) { done(); });
+    running.push_back(std::move(exec));
+  };
+  ReplayOptions ro;
+  ro.seed = options.seed;
+  RunRecord record = replay(input, sim, allreduce, ro);
+
+  for (auto& c : record.collectives) {
+    const auto schedule = schedule_for(static_cast<int>(c.group.size()), c.size);
+    c.closed_form = Time::seconds(coll::closed_form(*schedule, c.group, router).seconds);
+  }
+  const double seconds = record.summary.iteration_time.to_seconds();
+  for (topo::LinkId id = 0; id < topology.num_links(); ++id) {
+    const net::LinkStats& st = sim.link_stats(id);
+    if (st.bytes <= 0) continue;
+    const topo::Link& link = topology.link(id);
+    const double capacity = link.bandwidth.bytes_per_s() * seconds;
+    record.links.push_back(
+        {link.src, link.dst, st.bytes, st.busy, capacity > 0 ? st.bytes / capacity : 0.0});
+  }
+  return record;
+}
+
+}  // namespace nest::replay
