@@ -24,7 +24,6 @@ constexpr double kPsPerSecond = 1e12;
 // picosecond; remaining bytes within this fraction of the size are zero.
 constexpr double kAbsoluteTolerancePs = 1e-6;
 constexpr double kRelativeTolerance = 1e-12;
-constexpr std::uint32_t kNoSlot = std::numeric_limits<std::uint32_t>::max();
 constexpr std::uint32_t kInlineHops = 6;
 // Relative margin below the smallest departed rate under which flows keep their rates.
 constexpr double kLevelMargin = 1e-9;
@@ -139,7 +138,7 @@ struct Simulator::Impl {
 
   std::vector<Flow> flows;
   std::vector<std::uint32_t> free_flows;
-  std::vector<std::uint32_t> slot_of_id;  // kNoSlot once delivered
+  FlowId next_flow_id = 0;
   std::size_t live_flows = 0;
 
   std::vector<LinkState> links;
@@ -259,7 +258,6 @@ void Simulator::Impl::deliver(std::uint32_t slot) {
   flow.on_done = nullptr;
   const FlowId id = flow.id;
   flow.state = FlowState::kFree;
-  slot_of_id[id] = kNoSlot;
   free_flows.push_back(slot);
   --live_flows;
   // `flow` may dangle from here: the callback may start flows and grow `flows`.
@@ -575,8 +573,10 @@ FlowId Simulator::start_flow(std::span<const topo::LinkId> route, Bytes size,
   }
 
   const std::uint32_t slot = s.allocate_flow();
-  const auto id = static_cast<FlowId>(s.slot_of_id.size());
-  s.slot_of_id.push_back(slot);
+  if (s.next_flow_id == std::numeric_limits<FlowId>::max()) {
+    throw Error::internal("more than 2^32 - 1 flows in one simulation");
+  }
+  const FlowId id = s.next_flow_id++;
   ++s.live_flows;
   Flow& flow = s.flows[slot];
   flow.route = route.data();
@@ -650,10 +650,10 @@ const topo::Topology& Simulator::topology() const noexcept { return *impl_->topo
 
 Bandwidth Simulator::flow_rate(FlowId flow) const {
   const Impl& s = *impl_;
-  if (flow >= s.slot_of_id.size() || s.slot_of_id[flow] == kNoSlot) return Bandwidth{};
-  const Flow& f = s.flows[s.slot_of_id[flow]];
-  if (f.state != FlowState::kDraining) return Bandwidth{};
-  return Bandwidth::bytes_per_second(f.rate);
+  for (const Flow& f : s.flows) {
+    if (f.state == FlowState::kDraining && f.id == flow) return Bandwidth::bytes_per_second(f.rate);
+  }
+  return Bandwidth{};
 }
 
 std::size_t Simulator::active_flows() const noexcept { return impl_->live_flows; }

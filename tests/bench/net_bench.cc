@@ -18,6 +18,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -284,6 +285,31 @@ void BM_UserEvents(benchmark::State& state) {
   benchmark::DoNotOptimize(sum);
 }
 BENCHMARK(BM_UserEvents)->Arg(1 << 20)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// The classic "hold" model: `pending` events in the queue; each one, when it runs, schedules
+// its successor at a pseudo-random delay of 1 ps..1 us. 2^20 events in all.
+void BM_HoldModel(benchmark::State& state) {
+  const auto pending = static_cast<std::uint64_t>(state.range(0));
+  constexpr std::uint64_t kTotal = 1 << 20;
+  const LeafSpine fabric(16);
+  for (auto _ : state) {
+    Simulator sim(fabric.topology());
+    nest::Rng rng(2);
+    std::uint64_t scheduled = 0;
+    std::function<void()> hold = [&] {
+      if (scheduled >= kTotal) return;
+      ++scheduled;
+      sim.schedule(
+          sim.now() + Time::picoseconds(static_cast<std::int64_t>(1 + rng.below(1'000'000))),
+          [&hold] { hold(); });
+    };
+    for (std::uint64_t i = 0; i < pending; ++i) hold();
+    sim.run();
+    state.counters["events_per_s"] = benchmark::Counter(
+        static_cast<double>(sim.events_processed()), benchmark::Counter::kIsIterationInvariantRate);
+  }
+}
+BENCHMARK(BM_HoldModel)->Arg(1 << 10)->Arg(1 << 16)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace
 

@@ -98,7 +98,8 @@ class Simulator {
   /// Runs events until none are left.
   void run();
   /// Runs events with time <= `until`, then sets now() to `until`. Throws `Error` (internal)
-  /// when `until` < now().
+  /// when `until` < now(). Besides the events, each call (and `run`) costs O(links + flows in
+  /// flight) to bring the link statistics up to date.
   void run_until(Time until);
 
   /// Records each link's rate changes (off by default; costs memory per change).
@@ -117,7 +118,7 @@ class Simulator {
   [[nodiscard]] const topo::Topology& topology() const noexcept;
 
   /// Current fair rate of a draining flow; zero for a flow that is not draining (not yet rated,
-  /// drained, delivered or unknown).
+  /// drained, delivered or unknown). O(flows in flight): for tests and diagnostics.
   [[nodiscard]] Bandwidth flow_rate(FlowId flow) const;
   /// Flows started and not yet delivered.
   [[nodiscard]] std::size_t active_flows() const noexcept;
