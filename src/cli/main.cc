@@ -22,6 +22,7 @@ const std::vector<nest::cli::Command>& commands() {
       {"collective", "simulate a collective and compare it with its closed form",
        nest::cli::run_collective},
       {"profile", "per-layer time, memory and collectives of a workload", nest::cli::run_profile},
+      {"validate", "check NEST against published numbers (one table)", nest::cli::run_validate},
   };
   return kCommands;
 }

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `nest validate`: every check against outside numbers within tolerance (exit 0); a case pushed
+# out of tolerance gives exit 1 and a FAIL line; bad folders give exit 2 and one exact line.
+# The shipped copy of expected-nest.tsv (tests/validation/) is used when no reference folder
+# is beside the source tree. Usage: validate_table.sh <nest> <source-dir>
+set -u
+nest="$1"
+src="$2"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+fail() { echo "FAIL $*"; failed=1; }
+
+# 1. From the source tree: everything within tolerance.
+out=$(cd "$src" && "$nest" validate)
+status=$?
+[ "$status" -eq 0 ] || fail "validate exited $status"
+echo "$out" | grep -q ' 0 out of tolerance$' || fail "summary: $(echo "$out" | tail -2)"
+for group in collective nccl parameters activation flops nest; do
+  n=$(echo "$out" | grep -c "^$group: .*  ok  ")
+  [ "$n" -ge 2 ] || fail "group $group has $n passing cases"
+done
+[ "$(echo "$out" | grep -c '^nest: ')" -eq 6 ] || fail "expected the 6 rows of expected-nest.tsv"
+echo "$out" | grep -q '^nest: gpt3-175b-h100.yaml on 128 devices, best iteration (ms) *245184.584 ' ||
+  fail "published H100 row missing"
+
+# 2. A published time moved by 1%: that case fails, the command exits 1.
+mkdir -p "$tmp/ref/nest-artifact"
+cp "$src"/workloads/profiles/gpt3-175b-*.yaml "$tmp/ref/nest-artifact/"
+sed 's/245184.584/247636.430/' "$src/tests/validation/expected-nest.tsv" \
+  >"$tmp/ref/nest-artifact/expected-nest.tsv"
+out=$("$nest" validate --reference "$tmp/ref" --source "$src" --failures-only)
+status=$?
+[ "$status" -eq 1 ] || fail "a case out of tolerance: exit $status, expected 1"
+[ "$(echo "$out" | grep -c 'FAIL')" -eq 1 ] || fail "expected one FAIL line: $out"
+echo "$out" | grep -q '^nest: gpt3-175b-h100.yaml on 128 devices.* FAIL ' || fail "wrong case failed"
+echo "$out" | grep -q ' 1 out of tolerance$' || fail "summary after a failure"
+
+# 3. Without a reference folder beside the tree, the shipped copies are used.
+mkdir -p "$tmp/tree/tests"
+ln -s "$src/workloads" "$tmp/tree/workloads"
+ln -s "$src/tests/validation" "$tmp/tree/tests/validation"
+out=$("$nest" validate --source "$tmp/tree")
+status=$?
+[ "$status" -eq 0 ] || fail "shipped copies: exit $status"
+echo "$out" | grep -q "^NEST table: $tmp/tree/tests/validation/expected-nest.tsv$" ||
+  fail "shipped table not used: $(echo "$out" | tail -1)"
+
+# 4. Bad folders.
+err=$("$nest" validate --reference "$tmp/none" 2>&1 >/dev/null)
+status=$?
+[ "$status" -eq 2 ] || fail "missing reference: exit $status"
+[ "$err" = "nest validate: --reference: no nest-artifact/expected-nest.tsv in the reference folder (got \"$tmp/none\"; expected the shared reference folder (../shared/reference))" ] ||
+  fail "missing reference message: $err"
+err=$("$nest" validate --source "$tmp" 2>&1 >/dev/null)
+status=$?
+[ "$status" -eq 2 ] || fail "missing source: exit $status"
+[ "$err" = "nest validate: --source: cannot find the workloads folder (got \"$tmp\"; expected a folder holding workloads/models/ (the source tree))" ] ||
+  fail "missing source message: $err"
+exit $failed
