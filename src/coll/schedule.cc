@@ -310,43 +310,75 @@ Schedule::Schedule(int ranks, std::vector<Transfer> transfers)
     steps_ = std::max(steps_, t.step + 1);
     total_bytes_ += t.bytes;
   }
-  std::sort(transfers_.begin(), transfers_.end(), [](const Transfer& a, const Transfer& b) {
-    return std::tie(a.channel, a.src, a.step, a.dst) < std::tie(b.channel, b.src, b.step, b.dst);
-  });
+  // Step-major order: a run touches the transfers of one step at a time, so memory is read
+  // nearly in order. Bucket by step in linear time (stable), then order each step by (channel,
+  // src, dst); the lowerings emit most steps already in that order.
+  std::vector<std::size_t> offset(static_cast<std::size_t>(steps_) + 1, 0);
+  for (const Transfer& t : transfers_) ++offset[t.step + 1];
+  for (std::uint32_t k = 0; k < steps_; ++k) offset[k + 1] += offset[k];
+  {
+    std::vector<Transfer> sorted(transfers_.size());
+    std::vector<std::size_t> fill(offset.begin(), offset.end() - 1);
+    for (const Transfer& t : transfers_) sorted[fill[t.step]++] = t;
+    transfers_ = std::move(sorted);
+  }
+  const auto by_sender = [](const Transfer& a, const Transfer& b) {
+    return std::tie(a.channel, a.src, a.dst) < std::tie(b.channel, b.src, b.dst);
+  };
+  for (std::uint32_t k = 0; k < steps_; ++k) {
+    const auto first = transfers_.begin() + static_cast<std::ptrdiff_t>(offset[k]);
+    const auto last = transfers_.begin() + static_cast<std::ptrdiff_t>(offset[k + 1]);
+    if (!std::is_sorted(first, last, by_sender)) std::sort(first, last, by_sender);
+  }
 
-  // Gates, and each (channel, rank)'s range of gates (sorted by step).
+  // Gates: runs of equal (step, channel, src).
   std::vector<std::uint32_t> gate_of(transfers_.size());
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> range(static_cast<std::size_t>(channels) * n,
-                                                             {0, 0});
   for (std::size_t i = 0; i < transfers_.size(); ++i) {
     const Transfer& t = transfers_[i];
     if (gates_.empty() || gates_.back().rank != t.src || gates_.back().step != t.step ||
         gates_.back().channel != t.channel) {
-      auto& r = range[static_cast<std::size_t>(t.channel) * n + t.src];
-      const auto g = static_cast<std::uint32_t>(gates_.size());
-      if (r.first == r.second) r = {g, g};
-      ++r.second;
       gates_.push_back(Gate{static_cast<std::uint32_t>(i), 0, 0, t.src, t.step, t.channel});
     }
     ++gates_.back().count;
     gate_of[i] = static_cast<std::uint32_t>(gates_.size() - 1);
   }
 
+  // Each (channel, rank)'s gates in step order (CSR), and each gate's place in its list.
+  const std::size_t lists = static_cast<std::size_t>(channels) * n;
+  const auto list_of = [n](std::uint16_t channel, std::uint32_t rank) {
+    return static_cast<std::size_t>(channel) * n + rank;
+  };
+  std::vector<std::uint32_t> list_start(lists + 1, 0);
+  for (const Gate& g : gates_) ++list_start[list_of(g.channel, g.rank) + 1];
+  for (std::size_t l = 0; l < lists; ++l) list_start[l + 1] += list_start[l];
+  std::vector<std::uint32_t> list(gates_.size());
+  std::vector<std::uint32_t> list_step(gates_.size());  // gates_[list[i]].step, contiguous
+  std::vector<std::uint32_t> place(gates_.size());
+  {
+    std::vector<std::uint32_t> fill(list_start.begin(), list_start.end() - 1);
+    for (std::size_t g = 0; g < gates_.size(); ++g) {
+      const std::size_t l = list_of(gates_[g].channel, gates_[g].rank);
+      place[g] = fill[l];
+      list_step[fill[l]] = gates_[g].step;
+      list[fill[l]++] = static_cast<std::uint32_t>(g);
+    }
+  }
+
   // A transfer feeds its sender's and its receiver's first gate after its step (same channel).
-  auto next_gate = [&](std::uint16_t channel, std::uint32_t rank, std::uint32_t step) {
-    const auto [lo, hi] = range[static_cast<std::size_t>(channel) * n + rank];
-    const auto it = std::upper_bound(gates_.begin() + lo, gates_.begin() + hi, step,
-                                     [](std::uint32_t s, const Gate& g) { return s < g.step; });
-    return it == gates_.begin() + hi ? kNoGate : static_cast<std::uint32_t>(it - gates_.begin());
+  // Transfers come in step order, so each list's cursor only moves forward.
+  std::vector<std::uint32_t> cursor(list_start.begin(), list_start.end() - 1);
+  const auto next_gate = [&](std::uint16_t channel, std::uint32_t rank, std::uint32_t step) {
+    const std::size_t l = list_of(channel, rank);
+    std::uint32_t& c = cursor[l];
+    while (c < list_start[l + 1] && list_step[c] <= step) ++c;
+    return c < list_start[l + 1] ? list[c] : kNoGate;
   };
   successors_.resize(2 * transfers_.size());
   for (std::size_t i = 0; i < transfers_.size(); ++i) {
     const Transfer& t = transfers_[i];
-    const std::uint32_t g = gate_of[i];
+    const std::uint32_t at = place[gate_of[i]] + 1;
     const std::uint32_t sender =
-        (g + 1 < gates_.size() && gates_[g + 1].rank == t.src && gates_[g + 1].channel == t.channel)
-            ? g + 1
-            : kNoGate;
+        at < list_start[list_of(t.channel, t.src) + 1] ? list[at] : kNoGate;
     const std::uint32_t receiver = next_gate(t.channel, t.dst, t.step);
     successors_[2 * i] = sender;
     successors_[2 * i + 1] = receiver;

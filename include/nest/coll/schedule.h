@@ -56,8 +56,9 @@ struct Gate {
 /// Marks "no gate" in `Schedule::successors`.
 inline constexpr std::uint32_t kNoGate = 0xffffffffU;
 
-/// An immutable lowered collective. Transfers are sorted by (channel, src, step, dst); build it
-/// with `lower` or from any list of transfers. Memory: about 44 bytes per transfer.
+/// An immutable lowered collective. Transfers are sorted by (step, channel, src, dst); build it
+/// with `lower` or from any list of transfers. Memory: about 60 bytes per transfer while
+/// building, 32 bytes per transfer plus 24 per gate after.
 class Schedule {
  public:
   /// A schedule of `ranks` ranks over `transfers` (any order; each src != dst, both < ranks).
@@ -66,9 +67,9 @@ class Schedule {
 
   /// Number of ranks n.
   [[nodiscard]] int ranks() const noexcept { return ranks_; }
-  /// All transfers, sorted by (channel, src, step, dst).
+  /// All transfers, sorted by (step, channel, src, dst).
   [[nodiscard]] std::span<const Transfer> transfers() const noexcept { return transfers_; }
-  /// All gates, sorted by (channel, rank, step).
+  /// All gates, sorted by (step, channel, rank); a gate's sends are contiguous transfers.
   [[nodiscard]] std::span<const Gate> gates() const noexcept { return gates_; }
   /// For transfer t: the gates its arrival counts towards (sender's, receiver's), or kNoGate.
   [[nodiscard]] std::span<const std::uint32_t, 2> successors(std::size_t t) const noexcept {

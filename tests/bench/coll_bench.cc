@@ -1,0 +1,128 @@
+// Benchmarks of collectives end to end (lowering, routing, simulation) on generated topologies:
+// - ring allreduce of 1 GiB over the first n devices of a 1:1 k-ary fat-tree (k = 16, 26, 42:
+//   1,024, 4,394 and 18,522 hosts), n = 1,024, 4,096, 16,384: 2n(n-1) flows, every step of
+//   every rank a flow with its per-rank dependencies;
+// - pairwise all-to-all with 1 MiB per pair over 512 devices of a k = 16 fat-tree (512 MiB
+//   per rank in all, nccl-tests convention): 512·511 = 261,632 flows (the issue counts the
+//   512 local copies too: 262,144);
+// - the oracle on a repeated and on a shifted layout (memo and structural memo).
+// 400 Gb/s links, 1 us per cable, ECMP seed 0. Counters: flows, simulator events, flows per
+// second of wall time, the simulated time (ms) and the transfers' memory (MB).
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "nest/coll/oracle.h"
+#include "nest/coll/schedule.h"
+#include "nest/coll/simulate.h"
+#include "nest/topo/generators.h"
+
+namespace {
+
+using nest::Bandwidth;
+using nest::Bytes;
+using nest::Time;
+using nest::coll::Algorithm;
+using nest::coll::CollectiveSpec;
+using nest::coll::Operation;
+using nest::topo::DeviceId;
+
+const nest::topo::Topology& fat_tree(int k) {
+  static std::map<int, std::unique_ptr<nest::topo::Topology>> cache;  // bench-local, one thread
+  auto& t = cache[k];
+  if (!t) {
+    nest::topo::FatTreeParams p;
+    p.k = k;
+    p.link_bandwidth = Bandwidth::gigabits_per_second(400);
+    p.link_latency = Time::microseconds(1);
+    t = std::make_unique<nest::topo::Topology>(nest::topo::build_fat_tree(p));
+  }
+  return *t;
+}
+
+std::vector<DeviceId> first_devices(int n) {
+  std::vector<DeviceId> g(static_cast<std::size_t>(n));
+  std::iota(g.begin(), g.end(), 0U);
+  return g;
+}
+
+void run(benchmark::State& state, const nest::topo::Topology& t, const CollectiveSpec& spec,
+         int n) {
+  const std::vector<std::vector<DeviceId>> groups{first_devices(n)};
+  nest::coll::SimulationResult r;
+  for (auto _ : state) {
+    r = nest::coll::simulate(t, spec, groups);
+    benchmark::DoNotOptimize(r.makespan);
+  }
+  state.counters["flows"] = static_cast<double>(r.flows);
+  state.counters["events"] = static_cast<double>(r.events);
+  state.counters["flows_per_s"] = benchmark::Counter(static_cast<double>(r.flows),
+                                                     benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["simulated_ms"] = r.makespan.to_milliseconds();
+  state.counters["schedule_MB"] =
+      static_cast<double>(r.flows) * (sizeof(nest::coll::Transfer) + 8) / 1e6;
+}
+
+void BM_RingAllReduceFatTree(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const int k = n <= 1024 ? 16 : n <= 4096 ? 26 : 42;
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes::gibibytes(1)};
+  run(state, fat_tree(k), spec, n);
+}
+BENCHMARK(BM_RingAllReduceFatTree)
+    ->Arg(1024)
+    ->Arg(4096)
+    ->Arg(16384)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+void BM_PairwiseAllToAll512(benchmark::State& state) {
+  const CollectiveSpec spec{Operation::kAllToAll, Algorithm::kPairwise, Bytes::mebibytes(512)};
+  run(state, fat_tree(16), spec, 512);
+}
+BENCHMARK(BM_PairwiseAllToAll512)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+void BM_DirectAllToAll512(benchmark::State& state) {
+  const CollectiveSpec spec{Operation::kAllToAll, Algorithm::kDirect, Bytes::mebibytes(512)};
+  run(state, fat_tree(16), spec, 512);
+}
+BENCHMARK(BM_DirectAllToAll512)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// 64 data-parallel rings of 16 (stride 64) on the k = 16 fat-tree: a placer-style query.
+std::vector<std::vector<DeviceId>> dp_layout(DeviceId offset) {
+  std::vector<std::vector<DeviceId>> groups;
+  for (DeviceId g = 0; g < 64; ++g) {
+    std::vector<DeviceId> members;
+    for (DeviceId m = 0; m < 16; ++m) members.push_back(offset + g + 64 * m);
+    groups.push_back(std::move(members));
+  }
+  return groups;
+}
+
+void BM_OracleFirstQuery(benchmark::State& state) {
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes::mebibytes(64)};
+  const auto layout = dp_layout(0);
+  for (auto _ : state) {
+    nest::coll::CollectiveOracle oracle(fat_tree(16));
+    benchmark::DoNotOptimize(oracle.collective(spec, layout).slowest);
+  }
+}
+BENCHMARK(BM_OracleFirstQuery)->Unit(benchmark::kMillisecond);
+
+void BM_OracleRepeatedQuery(benchmark::State& state) {
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes::mebibytes(64)};
+  const auto layout = dp_layout(0);
+  nest::coll::CollectiveOracle oracle(fat_tree(16));
+  (void)oracle.collective(spec, layout);
+  for (auto _ : state) benchmark::DoNotOptimize(oracle.collective(spec, layout).slowest);
+}
+BENCHMARK(BM_OracleRepeatedQuery)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
