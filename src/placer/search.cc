@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <utility>
 
 #include "nest/core/error.h"
@@ -75,6 +77,17 @@ class MemoryLimits {
       }
       std::size_t lo = i;
       std::size_t up = hi;
+      if (i > 0) {
+        // The neighbour's end, one further, is usually the answer: verify it with two queries
+        // and narrow the binary search to the side where it is wrong.
+        const std::size_t guess = std::clamp(row[i - 1] + 1, i, hi);
+        if (guess == i || fits(i, guess, s)) {
+          lo = guess;
+          if (guess == hi || !fits(i, guess + 1, s)) up = guess;
+        } else {
+          up = guess - 1;
+        }
+      }
       while (lo < up) {
         const std::size_t mid = lo + (up - lo + 1) / 2;
         if (fits(i, mid, s)) {
@@ -494,114 +507,192 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   Best best;
   const std::int64_t devices = options.cost.devices;
 
+  struct VariantData {
+    std::size_t index;
+    const workload::Variant* v;
+    VariantDegrees degrees;
+    ChainSums sums;
+    std::vector<std::size_t> run_end;
+    std::vector<int> ds;
+    int stage_cap;
+  };
+  std::vector<VariantData> data;
   for (const std::size_t vi : variants) {
     const auto& v = profile.variants[vi];
-    const std::size_t n = v.layers.size();
-    const VariantDegrees degrees = detail::degrees_of(v);
-    const int dpr = v.devices_per_replica;
-    const int dmax = static_cast<int>(std::min<std::int64_t>(v.microbatches, devices / dpr));
+    const int dmax =
+        static_cast<int>(std::min<std::int64_t>(v.microbatches, devices / v.devices_per_replica));
     if (dmax < 1) continue;
     const int step = experts_span_replicas(v) ? v.expert_parallel : 1;
-    const std::vector<int> ds =
-        candidate_degrees(v.microbatches, dmax, step, options.all_data_parallel_degrees);
-    const ChainSums sums(v);
-    const auto run_end = identical_runs(v);
-    const double work = static_cast<double>(sums.forward_backward[n]);
-    int stage_cap = static_cast<int>(n);
-    if (options.max_stages > 0) stage_cap = std::min(stage_cap, options.max_stages);
+    int cap = static_cast<int>(v.layers.size());
+    if (options.max_stages > 0) cap = std::min(cap, options.max_stages);
+    data.push_back(
+        {vi, &v, detail::degrees_of(v), ChainSums(v), identical_runs(v),
+         candidate_degrees(v.microbatches, dmax, step, options.all_data_parallel_degrees), cap});
+  }
+  auto stages_max = [&](const VariantData& vd, int d) {
+    return static_cast<int>(std::min<std::int64_t>(
+        vd.stage_cap, devices / (static_cast<std::int64_t>(vd.v->devices_per_replica) * d)));
+  };
+  auto memory_options = [&](bool rec, int zero, int d) {
+    return workload::MemoryOptions{
+        .rules = options.cost.rules, .zero_stage = zero, .data_parallel = d, .recompute = rec};
+  };
+  // Memory depends on d only through ZeRO sharding.
+  auto memory_d = [&](int zero, int d) { return zero > 0 && !artifact ? d : 0; };
 
+  // Phase 1: a lower bound for every (configuration, d, S) from the zero network, whose tables
+  // are cheap: network terms are never negative, so (ceil(M/d) + S − 1)·f0[S] bounds T. Under
+  // ZeRO-1..3 memory shrinks as d grows, so one table with the memory of the largest d bounds
+  // every d of the configuration.
+  struct Item {
+    std::int64_t bound = kInf;
+    std::size_t slot = 0;
+    bool rec = false;
+    int zero = 0;
+    int d = 1;
+    std::vector<std::int64_t> by_depth;  // bound per S (index S), kInf when nothing fits
+  };
+  std::vector<Item> items;
+  // The bounding network: flat at the injection bound with no latency (raised by a millionth so
+  // that rounding to picoseconds never lifts a bound above the true price), or free.
+  std::unique_ptr<CommCost> bounding;
+  if (comm.injection_bound().bytes_per_s() > 0) {
+    bounding = std::make_unique<FlatCommCost>(comm.injection_bound() * (1 + 1e-6), Time::zero());
+  } else {
+    bounding = std::make_unique<ZeroCommCost>();
+  }
+  PricedNetwork bound_net(*bounding);
+  for (std::size_t slot = 0; slot < data.size(); ++slot) {
+    const VariantData& vd = data[slot];
     for (const bool rec : recomputes) {
       for (const int zero : zeros) {
         std::unique_ptr<MemoryLimits> limits;
-        int limits_d = -1;
-        for (const PlacementOrder order : orders) {
-          std::unique_ptr<Table> table;
-          int table_d = -1;
-          for (const int d : ds) {
-            if (zero > 0 && d == 1) continue;  // ZeRO over one replica is ZeRO-0
-            const int smax = static_cast<int>(
-                std::min<std::int64_t>(stage_cap, devices / (static_cast<std::int64_t>(dpr) * d)));
-            if (smax < 1) continue;
-            const std::int64_t k = (v.microbatches + d - 1) / d;
-            // No pipeline of at most smax stages beats W/S per stage: skip this d when even that
-            // bound loses.
-            const double bound =
-                work * static_cast<double>(k - 1 + smax) / static_cast<double>(smax);
-            if (bound >= static_cast<double>(best.time)) continue;
-
-            const int mem_d = (zero > 0 && !artifact) ? d : 0;
-            if (!limits || limits_d != mem_d) {
-              limits = std::make_unique<MemoryLimits>(
-                  v, run_end,
-                  workload::MemoryOptions{.rules = options.cost.rules,
-                                          .zero_stage = zero,
-                                          .data_parallel = d,
-                                          .recompute = rec},
-                  profile.hbm, stats);
-              limits_d = mem_d;
-              table.reset();
-            }
-            auto consider = [&](Table& t, int stages) {
-              const std::int64_t stage_time = t.best(stages);
-              if (stage_time == kInf) return;
-              const std::int64_t factor = k + stages - 1;
-              if (stage_time > (kInf - 1) / factor) return;
-              const std::int64_t pipeline = factor * stage_time;
-              if (pipeline >= best.time) return;
-              ++stats.candidates;
-              PlanChoice choice{.variant = vi,
-                                .boundaries = t.boundaries(stages),
-                                .data_parallel = d,
-                                .zero_stage = zero,
-                                .recompute = rec,
-                                .order = order};
-              const DeviceMap map = DeviceMap::make(order, stages, d, dpr);
-              Time sync;
-              Time optimizer;
-              for (int p = 0; p < stages; ++p) {
-                const std::size_t a = choice.boundaries[static_cast<std::size_t>(p)];
-                const std::size_t b = choice.boundaries[static_cast<std::size_t>(p) + 1];
-                sync = std::max(
-                    sync, detail::sync_time(sums.parameter_bytes[b] - sums.parameter_bytes[a], zero,
-                                            map, p, net));
-                optimizer = std::max(
-                    optimizer, detail::optimizer_time(sums.parameters[b] - sums.parameters[a], zero,
-                                                      d, options.cost));
-              }
-              const std::int64_t total = pipeline + sync.ps() + optimizer.ps();
-              if (total < best.time) {
-                best.time = total;
-                best.choice = std::move(choice);
-              }
-            };
-
-            const bool per_depth = !net.placement_independent() && !pipeline_outermost(order);
-            if (per_depth) {
-              // The stage's devices depend on the pipeline depth: one table per S.
-              for (int stages = 1; stages <= smax; ++stages) {
-                Pricer pricer(v, degrees, DeviceMap::make(order, stages, d, dpr), d, zero, net);
-                Table t(v, sums, std::move(pricer), *limits, options.cost.rules, rec, stats);
-                consider(t, stages);
-              }
-              continue;
-            }
-            // Prices depend on d only through the groups' sizes and neighbours: a zero network
-            // never, a flat one only through ZeRO-3 gathers.
-            const int price_d = net.zero()                    ? 0
-                                : net.placement_independent() ? (zero == 3 ? d : 0)
-                                                              : d;
-            if (!table || table_d != price_d) {
-              std::optional<DeviceMap> map;
-              if (!net.placement_independent()) {
-                map = DeviceMap::make(order, static_cast<int>(n), d, dpr);
-              }
-              table = std::make_unique<Table>(v, sums, Pricer(v, degrees, map, d, zero, net),
-                                              *limits, options.cost.rules, rec, stats);
-              table_d = price_d;
-            }
-            for (int stages = 1; stages <= smax; ++stages) consider(*table, stages);
+        std::unique_ptr<Table> table;
+        int table_d = -1;
+        for (const int d : vd.ds) {
+          if (zero > 0 && d == 1) continue;  // ZeRO over one replica is ZeRO-0
+          const int smax = stages_max(vd, d);
+          if (smax < 1) continue;
+          if (!limits) {
+            // vd.ds is in descending order: the first d is the largest.
+            limits = std::make_unique<MemoryLimits>(
+                *vd.v, vd.run_end, memory_options(rec, zero, vd.ds.front()), profile.hbm, stats);
           }
+          // ZeRO-3 gathers span the d replicas: their bound depends on d.
+          const int price_d = zero == 3 && !bound_net.zero() ? d : 0;
+          if (!table || table_d != price_d) {
+            table = std::make_unique<Table>(
+                *vd.v, vd.sums, Pricer(*vd.v, vd.degrees, std::nullopt, d, zero, bound_net),
+                *limits, options.cost.rules, rec, stats);
+            table_d = price_d;
+          }
+          const std::int64_t k = (vd.v->microbatches + d - 1) / d;
+          Item item{.slot = slot, .rec = rec, .zero = zero, .d = d};
+          item.by_depth.assign(static_cast<std::size_t>(smax) + 1, kInf);
+          for (int stages = 1; stages <= smax; ++stages) {
+            const std::int64_t f = table->best(stages);
+            const std::int64_t factor = k + stages - 1;
+            if (f == kInf || f > (kInf - 1) / factor) continue;
+            item.by_depth[static_cast<std::size_t>(stages)] = factor * f;
+            item.bound = std::min(item.bound, factor * f);
+          }
+          if (item.bound < kInf) items.push_back(std::move(item));
         }
+      }
+    }
+  }
+  // Most promising first; equal bounds keep the loop order (variants, recomputation, ZeRO, d).
+  std::stable_sort(items.begin(), items.end(),
+                   [](const Item& a, const Item& b) { return a.bound < b.bound; });
+
+  // Phase 2: price with the real network only what can still beat the best plan found.
+  std::map<std::tuple<std::size_t, bool, int, int>, std::unique_ptr<MemoryLimits>> limits_cache;
+  std::map<std::tuple<std::size_t, bool, int, int, std::size_t, int>, std::unique_ptr<Table>>
+      table_cache;
+  for (const Item& item : items) {
+    if (item.bound >= best.time) break;
+    const VariantData& vd = data[item.slot];
+    const workload::Variant& v = *vd.v;
+    const int d = item.d;
+    const int dpr = v.devices_per_replica;
+    const std::int64_t k = (v.microbatches + d - 1) / d;
+    if (table_cache.size() > 64 || limits_cache.size() > 64) {
+      table_cache.clear();  // tables refer to limits: drop them first
+      limits_cache.clear();
+    }
+    auto& limits = limits_cache[{item.slot, item.rec, item.zero, memory_d(item.zero, d)}];
+    if (!limits) {
+      limits = std::make_unique<MemoryLimits>(v, vd.run_end, memory_options(item.rec, item.zero, d),
+                                              profile.hbm, stats);
+    }
+    auto consider = [&](Table& t, int stages, PlacementOrder order) {
+      const std::int64_t stage_time = t.best(stages);
+      if (stage_time == kInf) return;
+      const std::int64_t factor = k + stages - 1;
+      if (stage_time > (kInf - 1) / factor) return;
+      const std::int64_t pipeline = factor * stage_time;
+      if (pipeline >= best.time) return;
+      ++stats.candidates;
+      PlanChoice choice{.variant = vd.index,
+                        .boundaries = t.boundaries(stages),
+                        .data_parallel = d,
+                        .zero_stage = item.zero,
+                        .recompute = item.rec,
+                        .order = order};
+      const DeviceMap map = DeviceMap::make(order, stages, d, dpr);
+      Time optimizer;
+      std::vector<std::pair<std::int64_t, int>> gradients;  // (bytes, stage), largest first
+      for (int p = 0; p < stages; ++p) {
+        const std::size_t a = choice.boundaries[static_cast<std::size_t>(p)];
+        const std::size_t b = choice.boundaries[static_cast<std::size_t>(p) + 1];
+        optimizer = std::max(optimizer,
+                             detail::optimizer_time(vd.sums.parameters[b] - vd.sums.parameters[a],
+                                                    item.zero, d, options.cost));
+        gradients.emplace_back(vd.sums.parameter_bytes[b] - vd.sums.parameter_bytes[a], p);
+      }
+      std::stable_sort(gradients.begin(), gradients.end(),
+                       [](const auto& x, const auto& y) { return x.first > y.first; });
+      // The exposed sync is the largest stage's: stop pricing once the plan cannot win.
+      std::int64_t total = pipeline + optimizer.ps();
+      for (const auto& [bytes, p] : gradients) {
+        if (total >= best.time) return;
+        total = std::max(total, pipeline + optimizer.ps() +
+                                    detail::sync_time(bytes, item.zero, map, p, net).ps());
+      }
+      if (total < best.time) {
+        best.time = total;
+        best.choice = std::move(choice);
+      }
+    };
+    for (std::size_t oi = 0; oi < orders.size(); ++oi) {
+      const PlacementOrder order = orders[oi];
+      const bool per_depth = !net.placement_independent() && !pipeline_outermost(order);
+      // Prices depend on d only through the groups' sizes and neighbours: a zero network never,
+      // a flat one only through ZeRO-3 gathers.
+      const int price_d = net.zero()                    ? 0
+                          : net.placement_independent() ? (item.zero == 3 ? d : 0)
+                                                        : d;
+      for (int stages = 1; stages < static_cast<int>(item.by_depth.size()); ++stages) {
+        if (item.by_depth[static_cast<std::size_t>(stages)] >= best.time) continue;
+        if (per_depth) {
+          // The stage's devices depend on the pipeline depth: a table for this S alone.
+          Table t(v, vd.sums,
+                  Pricer(v, vd.degrees, DeviceMap::make(order, stages, d, dpr), d, item.zero, net),
+                  *limits, options.cost.rules, item.rec, stats);
+          consider(t, stages, order);
+          continue;
+        }
+        auto& table =
+            table_cache[{item.slot, item.rec, item.zero, memory_d(item.zero, d), oi, price_d}];
+        if (!table) {
+          std::optional<DeviceMap> map;
+          if (!net.placement_independent()) {
+            map = DeviceMap::make(order, static_cast<int>(v.layers.size()), d, dpr);
+          }
+          table = std::make_unique<Table>(v, vd.sums, Pricer(v, vd.degrees, map, d, item.zero, net),
+                                          *limits, options.cost.rules, item.rec, stats);
+        }
+        consider(*table, stages, order);
       }
     }
   }

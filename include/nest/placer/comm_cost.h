@@ -81,6 +81,12 @@ class CommCost {
   /// True when every cost is zero (the nest-artifact rules): the placer then skips pricing.
   [[nodiscard]] virtual bool zero() const noexcept { return false; }
 
+  /// A rate that no device exceeds, sending or receiving (the largest sum of a device's link
+  /// rates); zero when unknown. With it, a flat network of this rate and no latency prices every
+  /// collective (ring or pairwise) and transfer at most as high as this network does: each
+  /// device must move its share of the bytes through its own links. The search bounds with it.
+  [[nodiscard]] virtual Bandwidth injection_bound() const noexcept { return {}; }
+
   /// Devices per scale-up domain (an NVLink node), used by the `manual` baseline.
   [[nodiscard]] virtual int scale_up_size() const noexcept = 0;
 
@@ -117,6 +123,7 @@ class FlatCommCost final : public CommCost {
   Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override;
   Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override;
   bool placement_independent() const noexcept override { return true; }
+  Bandwidth injection_bound() const noexcept override { return bandwidth_; }
   int scale_up_size() const noexcept override { return scale_up_size_; }
   std::string describe() const override;
 

@@ -1,0 +1,62 @@
+#pragma once
+/// \file
+/// The network as the flow-level simulator sees it: a `CommCost` whose answers come from
+/// `coll::CollectiveOracle` (every group of a layout simulated together, memoized exactly and by
+/// structure). Collectives use coll's default algorithm of their operation (ring for
+/// allreduce, all-gather and reduce-scatter; pairwise for all-to-all) unless told otherwise;
+/// stage-to-stage transfers are point-to-point flows between the paired devices, all at once.
+
+#include <cstdint>
+#include <string>
+
+#include "nest/coll/collective.h"
+#include "nest/coll/oracle.h"
+#include "nest/placer/comm_cost.h"
+#include "nest/topo/topology.h"
+
+namespace nest::placer {
+
+/// How the oracle is asked.
+struct OracleOptions {
+  coll::Algorithm allreduce = coll::Algorithm::kRing;
+  coll::Algorithm all_gather = coll::Algorithm::kRing;
+  coll::Algorithm reduce_scatter = coll::Algorithm::kRing;
+  coll::Algorithm all_to_all = coll::Algorithm::kPairwise;
+  /// Price every size of a (operation, layout) on the line through the simulated times at
+  /// 64 MiB and 256 MiB (two simulations per layout instead of one per size; off by default:
+  /// the search rarely asks one layout for more than two sizes). In the flow model a
+  /// collective on a fixed layout is affine in its size when all its flows scale together (rates
+  /// depend only on which flows are active); the test OracleCommCost.InterpolationErrorIsBounded
+  /// measures the error on the rail-optimized cluster.
+  bool interpolate_sizes = false;
+  std::uint64_t seed = 0;  ///< ECMP seed
+};
+
+class OracleCommCost final : public CommCost {
+ public:
+  /// `topology` must outlive this object.
+  explicit OracleCommCost(const topo::Topology& topology, OracleOptions options = {});
+
+  Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override;
+  Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override;
+  bool placement_independent() const noexcept override { return false; }
+  Bandwidth injection_bound() const noexcept override { return injection_bound_; }
+  /// The topology's innermost domain (an NVLink node on rail-optimized clusters).
+  int scale_up_size() const noexcept override;
+  std::string describe() const override;
+
+  /// The oracle's counters (queries, memo hits, simulations).
+  [[nodiscard]] const coll::OracleStats& stats() const noexcept { return oracle_.stats(); }
+  [[nodiscard]] const topo::Topology& topology() const noexcept { return topology_; }
+
+ private:
+  [[nodiscard]] Time exact_collective(const coll::CollectiveSpec& spec, const GroupLayout& layout);
+  [[nodiscard]] Time exact_transfer(Bytes size, const GroupLayout& from, const GroupLayout& to);
+
+  const topo::Topology& topology_;
+  coll::CollectiveOracle oracle_;
+  OracleOptions options_;
+  Bandwidth injection_bound_;
+};
+
+}  // namespace nest::placer
