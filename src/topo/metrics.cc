@@ -201,7 +201,7 @@ Bandwidth max_flow_bisection(const Topology& t) {
   const auto rate = [](Bandwidth b) {
     return static_cast<std::int64_t>(std::llround(b.bytes_per_s()));
   };
-  // A pair of opposite edges, each the other's reverse (a cable's two directions are a pair).
+  // A pair of opposite edges, each the other's reverse.
   const auto add_pair = [&](std::size_t a, std::size_t b, std::int64_t ab, std::int64_t ba) {
     const auto e1 = boost::add_edge(a, b, g).first;
     const auto e2 = boost::add_edge(b, a, g).first;
@@ -210,13 +210,13 @@ Bandwidth max_flow_bisection(const Topology& t) {
     reverse[e1] = e2;
     reverse[e2] = e1;
   };
+  // Each directed link is an edge with a zero-capacity reverse edge of its own (the form Boost's
+  // push-relabel expects; pairing a cable's two directions trips its flow check).
   std::int64_t total = 0;
-  const auto links = t.links();
-  for (std::size_t i = 0; i + 1 < links.size(); i += 2) {
-    const std::int64_t ab = rate(links[i].bandwidth);
-    const std::int64_t ba = rate(links[i + 1].bandwidth);
-    total += ab;
-    add_pair(links[i].src, links[i].dst, ab, ba);
+  for (const Link& l : t.links()) {
+    const std::int64_t c = rate(l.bandwidth);
+    total += c;
+    add_pair(l.src, l.dst, c, 0);
   }
   const std::int64_t unbounded = total + 1;  // more than any cut
   for (std::size_t d = 0; d < n; ++d) {
