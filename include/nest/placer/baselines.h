@@ -1,0 +1,63 @@
+#pragma once
+/// \file
+/// Baselines, each judged by the same cost model as the NEST search (nest/placer/cost_model.h)
+/// so that comparisons are fair:
+/// - `manual`: Megatron-LM practice. Tensor parallel = the scale-up domain (the largest t of the
+///   profile not above it, smallest micro-batch), the fewest pipeline stages whose even split
+///   fits memory (transformer blocks split ceil(B/S) per stage, the last stage taking the rest,
+///   leading and trailing non-block layers joined to the first and last stages), recomputation
+///   only when needed, the distributed optimizer (ZeRO-1; none under the nest-artifact rules),
+///   the rest data parallel (d = min(M, floor(N / (S · t)))), Megatron's rank order (tp-dp-pp).
+/// - `topology-agnostic`: the NEST search on a flat network (Phaze-like), its plan then priced
+///   on the real network.
+/// - `anneal`: seeded simulated annealing over (variant, S, d, recomputation, ZeRO stage, order,
+///   partition), MCMC-like (FlexFlow); moves a boundary, splits or merges stages, changes d, the
+///   variant, recomputation or ZeRO; keeps the best plan that fits.
+/// - `fixed`: a plan the user gives ("how good is my current configuration?").
+
+#include <cstdint>
+
+#include "nest/placer/comm_cost.h"
+#include "nest/placer/plan.h"
+#include "nest/placer/search.h"
+#include "nest/workload/layer_profile.h"
+
+namespace nest::placer {
+
+/// The manual (Megatron practice) plan, or why none fits. `options.cost` and `options.variants`
+/// are used.
+[[nodiscard]] BaselineResult manual_baseline(const workload::LayerProfile& profile, CommCost& comm,
+                                             const SearchOptions& options);
+
+/// The search's plan on `flat`, priced on `comm`.
+[[nodiscard]] BaselineResult topology_agnostic_baseline(const workload::LayerProfile& profile,
+                                                        CommCost& comm, FlatCommCost& flat,
+                                                        const SearchOptions& options);
+
+/// Settings of the annealer.
+struct AnnealOptions {
+  std::uint64_t seed = 1;
+  int iterations = 2000;
+  /// Start and end temperature as fractions of the first plan's iteration time (geometric
+  /// cooling between them).
+  double start_temperature = 0.05;
+  double end_temperature = 1e-5;
+};
+
+/// Simulated annealing from the manual plan (or, when none fits, from one stage per layer at
+/// the smallest replica). Deterministic for a seed. O(iterations · (n + S)) plus network queries.
+[[nodiscard]] BaselineResult anneal_baseline(const workload::LayerProfile& profile, CommCost& comm,
+                                             const SearchOptions& options,
+                                             const AnnealOptions& anneal = {});
+
+/// A given plan, evaluated (validated first; a plan that does not fit is reported with a note).
+[[nodiscard]] BaselineResult fixed_baseline(const workload::LayerProfile& profile,
+                                            const PlanChoice& choice, CommCost& comm,
+                                            const CostOptions& options);
+
+/// The even split of the manual baseline: blocks (the longest run of identical layers, or all
+/// layers) ceil(B/S) per stage with the last stage taking the rest, leading layers joined to the
+/// first stage and trailing ones to the last. Empty when S stages cannot all get a block.
+[[nodiscard]] std::vector<std::size_t> even_partition(const workload::Variant& variant, int stages);
+
+}  // namespace nest::placer

@@ -1,0 +1,350 @@
+#include "nest/placer/baselines.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "nest/core/error.h"
+#include "nest/core/rng.h"
+#include "nest/core/unit_parse.h"
+#include "nest/placer/cost_model.h"
+#include "placer/stage_model.h"
+
+namespace nest::placer {
+namespace {
+
+std::vector<std::size_t> variant_indices(const workload::LayerProfile& profile,
+                                         const SearchOptions& options) {
+  if (!options.variants.empty()) return options.variants;
+  std::vector<std::size_t> all;
+  for (std::size_t i = 0; i < profile.variants.size(); ++i) all.push_back(i);
+  return all;
+}
+
+int largest_data_parallel(const workload::Variant& v, int stages, std::int64_t devices) {
+  const std::int64_t fit = devices / (static_cast<std::int64_t>(stages) * v.devices_per_replica);
+  int d = static_cast<int>(std::min<std::int64_t>(fit, v.microbatches));
+  const bool span =
+      v.expert_parallel > 1 &&
+      v.tensor_parallel * v.context_parallel * v.expert_parallel != v.devices_per_replica;
+  if (span) d = d / v.expert_parallel * v.expert_parallel;
+  return d;
+}
+
+std::string describe(const Plan& p) {
+  return fmt::format("S {} d {} t {} mb {} ZeRO-{} recompute {} {}", p.choice.stages(),
+                     p.choice.data_parallel, p.degrees.tensor_parallel, p.degrees.micro_batch,
+                     p.choice.zero_stage, p.choice.recompute ? "on" : "off",
+                     to_string(p.choice.order));
+}
+
+}  // namespace
+
+std::vector<std::size_t> even_partition(const workload::Variant& variant, int stages) {
+  const std::size_t n = variant.layers.size();
+  if (stages < 1 || static_cast<std::size_t>(stages) > n) return {};
+  // The body: the longest run of identical layers (the transformer blocks).
+  std::size_t first = 0;
+  std::size_t length = 0;
+  for (std::size_t i = 0; i < n;) {
+    std::size_t j = i + 1;
+    while (j < n && detail::same_layer(variant.layers[i], variant.layers[j])) ++j;
+    if (j - i > length) {
+      first = i;
+      length = j - i;
+    }
+    i = j;
+  }
+  if (length < 2) {
+    first = 0;
+    length = n;
+  }
+  const std::size_t s = static_cast<std::size_t>(stages);
+  const std::size_t per = (length + s - 1) / s;
+  if (per * (s - 1) >= length) return {};  // the last stage would get no block
+  std::vector<std::size_t> b{0};
+  for (std::size_t p = 1; p < s; ++p) b.push_back(first + p * per);
+  b.push_back(n);
+  return b;
+}
+
+BaselineResult manual_baseline(const workload::LayerProfile& profile, CommCost& comm,
+                               const SearchOptions& options) {
+  BaselineResult r{.name = "manual"};
+  const auto indices = variant_indices(profile, options);
+  // The largest t not above the scale-up domain, then the smallest micro-batch.
+  const int domain = comm.scale_up_size();
+  std::optional<std::size_t> pick;
+  for (const std::size_t i : indices) {
+    const auto& v = profile.variants[i];
+    if (v.tensor_parallel > domain) continue;
+    if (!pick) {
+      pick = i;
+      continue;
+    }
+    const auto& b = profile.variants[*pick];
+    if (v.tensor_parallel > b.tensor_parallel ||
+        (v.tensor_parallel == b.tensor_parallel && v.micro_batch < b.micro_batch)) {
+      pick = i;
+    }
+  }
+  if (!pick) {
+    r.note = fmt::format("no variant has tensor parallel <= the scale-up domain ({})", domain);
+    return r;
+  }
+  const auto& v = profile.variants[*pick];
+  const bool artifact = options.cost.rules == workload::MemoryRules::kNestArtifact;
+  for (int stages = 1; stages <= static_cast<int>(v.layers.size()); ++stages) {
+    const int d = largest_data_parallel(v, stages, options.cost.devices);
+    if (d < 1) break;
+    const auto b = even_partition(v, stages);
+    if (b.empty()) continue;
+    for (const bool rec : {false, true}) {
+      if (rec && !profile.recompute_allowed) continue;
+      const PlanChoice choice{.variant = *pick,
+                              .boundaries = b,
+                              .data_parallel = d,
+                              .zero_stage = artifact ? 0 : 1,
+                              .recompute = rec,
+                              .order = PlacementOrder::kTensorDataPipeline};
+      Plan plan = evaluate(profile, choice, comm, options.cost);
+      if (!plan.fits()) continue;
+      r.note = "Megatron practice: " + describe(plan);
+      r.plan = std::move(plan);
+      return r;
+    }
+  }
+  r.note = fmt::format("no even split of the tensor-parallel-{} variant fits memory on {} devices",
+                       v.tensor_parallel, options.cost.devices);
+  return r;
+}
+
+BaselineResult topology_agnostic_baseline(const workload::LayerProfile& profile, CommCost& comm,
+                                          FlatCommCost& flat, const SearchOptions& options) {
+  BaselineResult r{.name = "topology-agnostic"};
+  const SearchResult found = search(profile, flat, options);
+  if (!found.best) {
+    r.note = found.infeasible_reason;
+    return r;
+  }
+  Plan plan = evaluate(profile, found.best->choice, comm, options.cost);
+  r.note = fmt::format("searched on a {}: {} (predicted there {})", flat.describe(), describe(plan),
+                       format_time(found.best->iteration_time));
+  r.plan = std::move(plan);
+  return r;
+}
+
+namespace {
+
+// One annealing state and its energy.
+struct State {
+  PlanChoice choice;
+  double energy = std::numeric_limits<double>::infinity();
+};
+
+class Annealer {
+ public:
+  Annealer(const workload::LayerProfile& profile, CommCost& comm, const SearchOptions& options,
+           std::uint64_t seed)
+      : profile_(profile),
+        comm_(comm),
+        options_(options),
+        rng_(seed),
+        indices_(variant_indices(profile, options)) {
+    if (options.cost.rules == workload::MemoryRules::kNestArtifact) {
+      zeros_ = {0};
+    } else {
+      zeros_ = options.zero_stages.empty() ? std::vector<int>{0} : options.zero_stages;
+    }
+    orders_ = comm.placement_independent() ? std::vector<PlacementOrder>{options.orders.front()}
+                                           : options.orders;
+  }
+
+  // Plans that do not fit cost more by how far they overflow, so the walk can cross them.
+  double energy(const PlanChoice& c, std::optional<Plan>& fitting) {
+    try {
+      validate_choice(profile_, c, options_.cost);
+    } catch (const Error&) {
+      return std::numeric_limits<double>::infinity();
+    }
+    Plan plan = evaluate(profile_, c, comm_, options_.cost);
+    double worst = 0;
+    for (const auto& s : plan.stages) {
+      worst = std::max(worst, s.memory.total().as_double() / plan.capacity.as_double());
+    }
+    const double t = plan.iteration_time.to_seconds();
+    if (worst <= 1) {
+      if (!fitting || plan.iteration_time < fitting->iteration_time) fitting = std::move(plan);
+      return t;
+    }
+    return t * (2 + 10 * (worst - 1));
+  }
+
+  std::optional<PlanChoice> neighbour(const PlanChoice& c) {
+    PlanChoice next = c;
+    const auto& v = profile_.variants[c.variant];
+    const std::size_t n = v.layers.size();
+    const int stages = c.stages();
+    switch (rng_.below(7)) {
+      case 0:
+      case 1: {  // move a boundary
+        if (stages < 2) return std::nullopt;
+        const std::size_t p = 1 + rng_.below(static_cast<std::uint64_t>(stages - 1));
+        auto& b = next.boundaries[p];
+        const bool up = rng_.below(2) == 0;
+        if (up && b + 1 < next.boundaries[p + 1]) ++b;
+        if (!up && b - 1 > next.boundaries[p - 1]) --b;
+        break;
+      }
+      case 2: {  // split a stage
+        const std::size_t p = rng_.below(static_cast<std::uint64_t>(stages));
+        const std::size_t a = next.boundaries[p];
+        const std::size_t e = next.boundaries[p + 1];
+        if (e - a < 2) return std::nullopt;
+        next.boundaries.insert(next.boundaries.begin() + static_cast<std::ptrdiff_t>(p) + 1,
+                               a + (e - a) / 2);
+        break;
+      }
+      case 3: {  // merge two stages
+        if (stages < 2) return std::nullopt;
+        const std::size_t p = 1 + rng_.below(static_cast<std::uint64_t>(stages - 1));
+        next.boundaries.erase(next.boundaries.begin() + static_cast<std::ptrdiff_t>(p));
+        break;
+      }
+      case 4: {  // data-parallel degree
+        const std::int64_t dmax = std::min<std::int64_t>(
+            v.microbatches,
+            options_.cost.devices / (static_cast<std::int64_t>(stages) * v.devices_per_replica));
+        if (dmax < 1) return std::nullopt;
+        next.data_parallel = 1 + static_cast<int>(rng_.below(static_cast<std::uint64_t>(dmax)));
+        break;
+      }
+      case 5: {  // variant, keeping the partition's proportions
+        const std::size_t vi = indices_[rng_.below(indices_.size())];
+        const std::size_t m = profile_.variants[vi].layers.size();
+        next.variant = vi;
+        if (m != n) {
+          const auto even =
+              even_partition(profile_.variants[vi], std::min<int>(stages, static_cast<int>(m)));
+          if (even.empty()) return std::nullopt;
+          next.boundaries = even;
+        }
+        break;
+      }
+      default: {  // recomputation, ZeRO stage or order
+        const auto what = rng_.below(3);
+        if (what == 0 && profile_.recompute_allowed && options_.allow_recompute) {
+          next.recompute = !next.recompute;
+        } else if (what == 1) {
+          next.zero_stage = zeros_[rng_.below(zeros_.size())];
+        } else {
+          next.order = orders_[rng_.below(orders_.size())];
+        }
+        break;
+      }
+    }
+    if (next == c) return std::nullopt;
+    return next;
+  }
+
+  std::optional<Plan> run(PlanChoice start, const AnnealOptions& a) {
+    std::optional<Plan> fitting;
+    State cur{start, energy(start, fitting)};
+    if (!std::isfinite(cur.energy)) return fitting;
+    const double t0 = a.start_temperature * cur.energy;
+    const double t1 = a.end_temperature * cur.energy;
+    for (int it = 0; it < a.iterations; ++it) {
+      const double frac = a.iterations > 1 ? static_cast<double>(it) / (a.iterations - 1) : 1.0;
+      const double temperature = t0 * std::pow(t1 / t0, frac);
+      const auto next = neighbour(cur.choice);
+      if (!next) continue;
+      const double e = energy(*next, fitting);
+      if (!std::isfinite(e)) continue;
+      if (e <= cur.energy || rng_.uniform() < std::exp((cur.energy - e) / temperature)) {
+        cur = State{*next, e};
+      }
+    }
+    return fitting;
+  }
+
+ private:
+  const workload::LayerProfile& profile_;
+  CommCost& comm_;
+  const SearchOptions& options_;
+  Rng rng_;
+  std::vector<std::size_t> indices_;
+  std::vector<int> zeros_;
+  std::vector<PlacementOrder> orders_;
+};
+
+}  // namespace
+
+BaselineResult anneal_baseline(const workload::LayerProfile& profile, CommCost& comm,
+                               const SearchOptions& options, const AnnealOptions& anneal) {
+  BaselineResult r{.name = "anneal"};
+  const BaselineResult manual = manual_baseline(profile, comm, options);
+  PlanChoice start;
+  if (manual.plan) {
+    start = manual.plan->choice;
+  } else {
+    // One stage per layer of the smallest replica, as many replicas as fit.
+    const auto indices = variant_indices(profile, options);
+    std::size_t best = indices.front();
+    for (const std::size_t i : indices) {
+      if (profile.variants[i].devices_per_replica < profile.variants[best].devices_per_replica) {
+        best = i;
+      }
+    }
+    const auto& v = profile.variants[best];
+    const int stages = static_cast<int>(std::min<std::int64_t>(
+        static_cast<std::int64_t>(v.layers.size()), options.cost.devices / v.devices_per_replica));
+    if (stages < 1) {
+      r.note = "no replica fits the devices";
+      return r;
+    }
+    start.variant = best;
+    start.boundaries = even_partition(v, stages);
+    if (start.boundaries.empty()) {
+      start.boundaries.clear();
+      for (int p = 0; p < stages; ++p) start.boundaries.push_back(static_cast<std::size_t>(p));
+      start.boundaries.push_back(v.layers.size());
+    }
+    start.recompute = profile.recompute_allowed && options.allow_recompute;
+    start.order = options.orders.front();
+  }
+  Annealer annealer(profile, comm, options, anneal.seed);
+  auto plan = annealer.run(start, anneal);
+  if (!plan) {
+    r.note =
+        fmt::format("no fitting plan met in {} steps (seed {})", anneal.iterations, anneal.seed);
+    return r;
+  }
+  r.note = fmt::format("{} steps from the manual plan (seed {}): {}", anneal.iterations,
+                       anneal.seed, describe(*plan));
+  r.plan = std::move(plan);
+  return r;
+}
+
+BaselineResult fixed_baseline(const workload::LayerProfile& profile, const PlanChoice& choice,
+                              CommCost& comm, const CostOptions& options) {
+  BaselineResult r{.name = "fixed"};
+  Plan plan = evaluate(profile, choice, comm, options);
+  if (!plan.fits()) {
+    const auto worst = std::max_element(plan.stages.begin(), plan.stages.end(),
+                                        [](const StageReport& a, const StageReport& b) {
+                                          return a.memory.total() < b.memory.total();
+                                        });
+    r.note = fmt::format("does not fit: stage {} needs {} per device against a capacity of {}",
+                         worst - plan.stages.begin(), format_bytes(worst->memory.total()),
+                         format_bytes(plan.capacity));
+    return r;
+  }
+  r.note = "given: " + describe(plan);
+  r.plan = std::move(plan);
+  return r;
+}
+
+}  // namespace nest::placer

@@ -1,0 +1,150 @@
+#include <gtest/gtest.h>
+
+#include "nest/placer/baselines.h"
+#include "nest/placer/comm_cost.h"
+#include "nest/placer/cost_model.h"
+#include "nest/placer/search.h"
+#include "nest/workload/profile_file.h"
+#include "unit/placer/printers.h"
+
+namespace nest::placer {
+namespace {
+
+using workload::MemoryRules;
+
+workload::Layer layer(const std::string& name, double ms) {
+  workload::Layer l;
+  l.name = name;
+  l.forward = Time::milliseconds(ms);
+  l.backward = Time::milliseconds(2 * ms);
+  l.recompute = Time::milliseconds(ms);
+  l.parameter_bytes = Bytes::mebibytes(10);
+  l.parameters = 5 << 20;
+  l.activation_bytes = Bytes::mebibytes(100);
+  l.input_bytes = Bytes::mebibytes(4);
+  l.output_bytes = Bytes::mebibytes(4);
+  return l;
+}
+
+// Embedding, `blocks` identical blocks, head; tensor-parallel variants t = 1 and 2 (times,
+// weights and activations divided by t).
+workload::LayerProfile model(int blocks, Bytes hbm) {
+  workload::LayerProfile p;
+  p.hbm = hbm;
+  for (const int t : {1, 2}) {
+    workload::Variant v;
+    v.tensor_parallel = t;
+    v.devices_per_replica = t;
+    v.microbatches = 16;
+    v.layers.push_back(layer("embedding", 0.5 / t));
+    for (int i = 0; i < blocks; ++i) v.layers.push_back(layer("block", 1.0 / t));
+    v.layers.push_back(layer("head", 0.25 / t));
+    for (auto& l : v.layers) {
+      l.parameter_bytes = Bytes(l.parameter_bytes.count() / t);
+      l.parameters /= t;
+      l.activation_bytes = Bytes(l.activation_bytes.count() / t);
+    }
+    p.variants.push_back(v);
+  }
+  return p;
+}
+
+TEST(EvenPartition, SplitsBlocksAndJoinsEmbeddingAndHeadToTheEnds) {
+  const auto p = model(96, Bytes::gibibytes(1));
+  // ceil(96/32) = 3 blocks per stage; stage 0 also has the embedding, the last the head.
+  const auto b = even_partition(p.variants[0], 32);
+  ASSERT_EQ(b.size(), 33u);
+  EXPECT_EQ(b[0], 0u);
+  EXPECT_EQ(b[1], 4u);
+  EXPECT_EQ(b[31], 1u + 31u * 3u);
+  EXPECT_EQ(b[32], 98u);
+  // 96 blocks in 40 stages: 3 per stage leaves nothing for the last ones.
+  EXPECT_TRUE(even_partition(p.variants[0], 40).empty());
+  // 10 blocks in 4 stages: 3, 3, 3, 1.
+  EXPECT_EQ(even_partition(model(10, Bytes::gibibytes(1)).variants[0], 4),
+            (std::vector<std::size_t>{0, 4, 7, 10, 12}));
+}
+
+TEST(Manual, TakesTheScaleUpDomainAndTheFewestEvenStagesThatFit) {
+  // Artifact rules without recomputation: a stage at position s needs 120·L + (s − 1)·100·L MiB
+  // for L layers. With t = 2 every figure halves. 700 MiB, 8 blocks + 2 (embedding, head):
+  // S = 1 (10 layers, 600 MiB at t = 2) fits.
+  auto p = model(8, Bytes::mebibytes(700));
+  p.recompute_allowed = false;
+  ZeroCommCost domain_of_two(2);
+  SearchOptions options;
+  options.cost = {.rules = MemoryRules::kNestArtifact, .devices = 8};
+  const BaselineResult r = manual_baseline(p, domain_of_two, options);
+  ASSERT_TRUE(r.plan.has_value()) << r.note;
+  EXPECT_EQ(r.plan->degrees.tensor_parallel, 2);
+  EXPECT_EQ(r.plan->choice.stages(), 1);
+  EXPECT_EQ(r.plan->choice.data_parallel, 4);
+  EXPECT_EQ(r.plan->choice.order, PlacementOrder::kTensorDataPipeline);
+  EXPECT_EQ(r.note, "Megatron practice: S 1 d 4 t 2 mb 1 ZeRO-0 recompute off tp-dp-pp");
+  // A scale-up domain of one device forces t = 1: 10 layers at 120 MiB do not fit 700 MiB in
+  // one stage; two stages (embedding + 4 blocks = 600 MiB at position 2 is 600 + 500 > 700)
+  // do not either; at three stages the first holds 4 layers: 480 + 2·400 > 700; ... none fits.
+  ZeroCommCost domain_of_one(1);
+  const BaselineResult none = manual_baseline(p, domain_of_one, options);
+  EXPECT_FALSE(none.plan.has_value());
+  EXPECT_EQ(none.note, "no even split of the tensor-parallel-1 variant fits memory on 8 devices");
+}
+
+TEST(Anneal, IsDeterministicFitsAndNeverBeatsTheSearch) {
+  const auto p = model(12, Bytes::mebibytes(900));
+  ZeroCommCost zero;
+  SearchOptions options;
+  options.cost = {.rules = MemoryRules::kNestArtifact, .devices = 8};
+  const SearchResult best = search(p, zero, options);
+  ASSERT_TRUE(best.best.has_value());
+  const BaselineResult a = anneal_baseline(p, zero, options, {.seed = 7, .iterations = 500});
+  const BaselineResult b = anneal_baseline(p, zero, options, {.seed = 7, .iterations = 500});
+  ASSERT_TRUE(a.plan.has_value()) << a.note;
+  ASSERT_TRUE(b.plan.has_value());
+  EXPECT_EQ(a.plan->choice, b.plan->choice);
+  EXPECT_TRUE(a.plan->fits());
+  EXPECT_GE(a.plan->iteration_time, best.best->iteration_time);
+  // It improves on its starting point, the manual plan.
+  const BaselineResult manual = manual_baseline(p, zero, options);
+  ASSERT_TRUE(manual.plan.has_value());
+  EXPECT_LE(a.plan->iteration_time, manual.plan->iteration_time);
+}
+
+TEST(TopologyAgnostic, IsPricedOnTheRealNetworkAndNeverBeatsTheSearchThere) {
+  auto p = model(12, Bytes::gibibytes(2));
+  for (auto& v : p.variants) {
+    for (auto& l : v.layers) {
+      l.collectives.push_back(
+          {.op = workload::CollectiveOp::kAllReduce, .size = Bytes::mebibytes(8), .count = 2});
+    }
+  }
+  // The "real" network is slow, the flat one believes in a fast one.
+  FlatCommCost real(Bandwidth::gigabytes_per_second(1), Time::microseconds(10));
+  FlatCommCost believed(Bandwidth::gigabytes_per_second(1000), Time::microseconds(1));
+  SearchOptions options;
+  options.cost = {.rules = MemoryRules::kMegatron, .devices = 8};
+  const BaselineResult agnostic = topology_agnostic_baseline(p, real, believed, options);
+  const SearchResult aware = search(p, real, options);
+  ASSERT_TRUE(agnostic.plan.has_value()) << agnostic.note;
+  ASSERT_TRUE(aware.best.has_value());
+  const Plan priced = evaluate(p, agnostic.plan->choice, real, options.cost);
+  EXPECT_EQ(agnostic.plan->iteration_time, priced.iteration_time);
+  EXPECT_GT(agnostic.plan->iteration_time, aware.best->iteration_time);
+}
+
+TEST(Fixed, ReportsAPlanThatDoesNotFit) {
+  const auto p = model(8, Bytes::mebibytes(700));
+  ZeroCommCost zero;
+  const CostOptions options{.rules = MemoryRules::kNestArtifact, .devices = 8};
+  const BaselineResult r = fixed_baseline(p, {.variant = 0, .boundaries = {0, 10}}, zero, options);
+  EXPECT_FALSE(r.plan.has_value());
+  EXPECT_EQ(r.note,
+            "does not fit: stage 0 needs 1.172 GiB per device against a capacity of 700 MiB");
+  const BaselineResult ok =
+      fixed_baseline(p, {.variant = 1, .boundaries = {0, 10}, .data_parallel = 4}, zero, options);
+  ASSERT_TRUE(ok.plan.has_value());
+  EXPECT_EQ(ok.note, "given: S 1 d 4 t 2 mb 1 ZeRO-0 recompute off tp-pp-dp");
+}
+
+}  // namespace
+}  // namespace nest::placer
