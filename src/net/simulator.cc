@@ -27,6 +27,7 @@ constexpr double kRelativeTolerance = 1e-12;
 constexpr std::uint32_t kInlineHops = 6;
 // Relative margin below the smallest departed rate under which flows keep their rates.
 constexpr double kLevelMargin = 1e-9;
+constexpr double kNoDeparture = std::numeric_limits<double>::infinity();
 // Components with at most this many loaded links find each bottleneck by a linear scan, which
 // beats a heap at that size.
 constexpr std::size_t kScanLimit = 48;
@@ -155,7 +156,7 @@ struct Simulator::Impl {
   std::vector<topo::LinkId> scan;  // links with unfrozen flows
   std::vector<topo::LinkId> touched;
   // Smallest rate among the flows that drained at this timestamp (+inf when none).
-  double departed_min = std::numeric_limits<double>::infinity();
+  double departed_min = kNoDeparture;
   std::uint32_t epoch = 0;        // one per component rated
   std::uint32_t touch_round = 0;  // one per bottleneck of the filling, never reset
 
@@ -166,7 +167,9 @@ struct Simulator::Impl {
   void remove_from_link(topo::LinkId link, std::uint32_t position);
   void update_rates();
   void collect_component(topo::LinkId seed);
-  void fill(double keep_below);
+  bool collect_upper_component(topo::LinkId seed, double keep_below);
+  void fill();
+  void fill_loaded();
   void fill_by_scan();
   void fill_by_heap();
   void freeze(topo::LinkId bottleneck, double share);
@@ -280,30 +283,27 @@ std::uint32_t Simulator::Impl::allocate_flow() {
 void Simulator::Impl::update_rates() {
   ++updates;
   const std::uint32_t first = epoch + 1;  // components of this update get epochs >= first
+  // Rates equal in exact arithmetic may differ in their last bits: the margin keeps flows tied
+  // with the departed level out of the kept set.
+  const double keep_below = departed_min * (1 - kLevelMargin);
+  const bool departures_only = reuse_levels && departed_min < kNoDeparture;
   for (const topo::LinkId seed : dirty) {
     if (links[seed].visited >= first) continue;
     ++epoch;
-    collect_component(seed);
-    rated += component_flows.size();
-    bool arrivals = false;
-    for (const std::uint32_t slot : component_flows) arrivals |= flows[slot].rate == 0;
-    if (component_flows.size() == 1) {
-      Flow& flow = flows[component_flows.front()];
-      double rate = links[flow.route[0]].capacity;
-      for (std::uint32_t h = 1; h < flow.hops; ++h) {
-        rate = std::min(rate, links[flow.route[h]].capacity);
-      }
-      flow.new_rate = rate;  // what the filling gives a lone flow: its slowest link
+    if (departures_only && collect_upper_component(seed, keep_below)) {
+      rated += component_flows.size();
+      fill_loaded();
     } else {
-      // Rates equal in exact arithmetic may differ in their last bits: the margin keeps
-      // flows tied with the departed level out of the frozen set.
-      fill(arrivals || !reuse_levels ? 0.0 : departed_min * (1 - kLevelMargin));
+      ++epoch;
+      collect_component(seed);
+      rated += component_flows.size();
+      fill();
     }
     apply_rates();
     if (recording) record_series();
   }
   dirty.clear();
-  departed_min = std::numeric_limits<double>::infinity();
+  departed_min = kNoDeparture;
 }
 
 // Breadth-first search from `seed` over link -> draining flows -> their links.
@@ -328,37 +328,76 @@ void Simulator::Impl::collect_component(topo::LinkId seed) {
   }
 }
 
-// Max-min levels: when flows only leave a component, every flow whose rate is below the
-// smallest departed rate keeps it exactly (no departed flow crosses a bottleneck of those lower
-// levels, so the filling would repeat them step for step). `keep_below` > 0 freezes those flows
-// at their rates up front and fills only the levels above; 0 fills everything.
-//
+// Max-min levels. When flows only leave, every flow whose rate is below the smallest departed
+// rate keeps it exactly: no departed flow crosses a bottleneck of those lower levels, so
+// progressive filling would repeat them step for step. The upper levels are then a progressive
+// filling of the upper flows on what the lower ones leave of each link, and that filling splits
+// into components joined by upper flows only; those without a departed flow's link keep their
+// rates too. So the search from a departed flow's link follows upper flows only, and counts the
+// lower flows on each link it reaches as fixed load. Returns false, with nothing prepared, when
+// it meets a flow not yet rated (an arrival): that component needs a full filling.
+bool Simulator::Impl::collect_upper_component(topo::LinkId seed, double keep_below) {
+  component_links.clear();
+  component_flows.clear();
+  links[seed].visited = epoch;
+  component_links.push_back(seed);
+  for (std::size_t i = 0; i < component_links.size(); ++i) {
+    LinkState& link = links[component_links[i]];
+    link.spare = link.capacity;
+    link.unfrozen = 0;
+    link.version = 0;
+    for (const FlowRef ref : link.flows) {
+      Flow& flow = flows[ref.slot];
+      if (flow.rate == 0) return false;
+      if (flow.rate < keep_below) {
+        flow.frozen = epoch;
+        link.spare -= flow.rate;
+        continue;
+      }
+      ++link.unfrozen;
+      if (flow.visited == epoch) continue;
+      flow.visited = epoch;
+      component_flows.push_back(ref.slot);
+      for (std::uint32_t h = 0; h < flow.hops; ++h) {
+        LinkState& next = links[flow.route[h]];
+        if (next.visited == epoch) continue;
+        next.visited = epoch;
+        component_links.push_back(flow.route[h]);
+      }
+    }
+    link.spare = std::max(0.0, link.spare);
+  }
+  return true;
+}
+
 // Progressive filling: repeatedly take the link whose spare capacity divided by its unfrozen
 // flows is smallest (ties: lowest link id), give that share to its unfrozen flows and freeze
 // them. Small components scan their links for the minimum; large ones keep a heap of
 // candidates. Shares of the other links never decrease, so superseded heap candidates are
 // skipped by version. Both pick the same bottlenecks in the same order, so they give the same
 // rates to the last bit.
-void Simulator::Impl::fill(double keep_below) {
+void Simulator::Impl::fill() {
+  if (component_flows.size() == 1) {
+    // What the filling gives a lone flow: its slowest link.
+    Flow& flow = flows[component_flows.front()];
+    double rate = links[flow.route[0]].capacity;
+    for (std::uint32_t h = 1; h < flow.hops; ++h) {
+      rate = std::min(rate, links[flow.route[h]].capacity);
+    }
+    flow.new_rate = rate;
+    return;
+  }
   for (const topo::LinkId link : component_links) {
     LinkState& state = links[link];
     state.spare = state.capacity;
     state.unfrozen = static_cast<std::uint32_t>(state.flows.size());
     state.version = 0;
   }
-  if (keep_below > 0) {
-    for (const std::uint32_t slot : component_flows) {
-      Flow& flow = flows[slot];
-      if (flow.rate >= keep_below) continue;
-      flow.frozen = epoch;
-      flow.new_rate = flow.rate;
-      for (std::uint32_t h = 0; h < flow.hops; ++h) {
-        LinkState& state = links[flow.route[h]];
-        state.spare = std::max(0.0, state.spare - flow.rate);
-        --state.unfrozen;
-      }
-    }
-  }
+  fill_loaded();
+}
+
+// The filling proper, once each component link has its `spare` and `unfrozen` set.
+void Simulator::Impl::fill_loaded() {
   scan.clear();
   for (const topo::LinkId link : component_links) {
     if (links[link].unfrozen > 0) scan.push_back(link);
