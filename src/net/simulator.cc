@@ -289,6 +289,8 @@ void Simulator::Impl::update_rates() {
   const bool departures_only = reuse_levels && departed_min < kNoDeparture;
   for (const topo::LinkId seed : dirty) {
     if (links[seed].visited >= first) continue;
+    // A link that a drain left empty has nothing to rate (only its series to close).
+    if (links[seed].flows.empty() && !recording) continue;
     ++epoch;
     if (departures_only && collect_upper_component(seed, keep_below)) {
       rated += component_flows.size();
