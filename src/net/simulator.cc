@@ -40,10 +40,12 @@ struct Action {
   std::uint32_t generation = 0;
 };
 
-/// A flow's place in a link's list: which flow, and which hop of its route the link is.
+/// A flow's place in a link's list: which flow, which hop of its route the link is, and a copy
+/// of its rate (0 until rated) so that scans of a long list need not visit every flow.
 struct FlowRef {
   std::uint32_t slot;
   std::uint32_t hop;
+  double rate;
 };
 
 struct Flow {
@@ -157,6 +159,7 @@ struct Simulator::Impl {
   std::vector<topo::LinkId> touched;
   // Smallest rate among the flows that drained at this timestamp (+inf when none).
   double departed_min = kNoDeparture;
+  double freeze_below = 0;        // flows below this rate are fixed load in the current filling
   std::uint32_t epoch = 0;        // one per component rated
   std::uint32_t touch_round = 0;  // one per bottleneck of the filling, never reset
 
@@ -294,11 +297,13 @@ void Simulator::Impl::update_rates() {
     ++epoch;
     if (departures_only && collect_upper_component(seed, keep_below)) {
       rated += component_flows.size();
+      freeze_below = keep_below;
       fill_loaded();
     } else {
       ++epoch;
       collect_component(seed);
       rated += component_flows.size();
+      freeze_below = 0;
       fill();
     }
     apply_rates();
@@ -349,14 +354,13 @@ bool Simulator::Impl::collect_upper_component(topo::LinkId seed, double keep_bel
     link.unfrozen = 0;
     link.version = 0;
     for (const FlowRef ref : link.flows) {
-      Flow& flow = flows[ref.slot];
-      if (flow.rate == 0) return false;
-      if (flow.rate < keep_below) {
-        flow.frozen = epoch;
-        link.spare -= flow.rate;
+      if (ref.rate == 0) return false;
+      if (ref.rate < keep_below) {
+        link.spare -= ref.rate;  // a lower flow: fixed load (`freeze` skips it)
         continue;
       }
       ++link.unfrozen;
+      Flow& flow = flows[ref.slot];
       if (flow.visited == epoch) continue;
       flow.visited = epoch;
       component_flows.push_back(ref.slot);
@@ -457,6 +461,7 @@ void Simulator::Impl::freeze(topo::LinkId bottleneck, double share) {
   const std::uint32_t round = ++touch_round;
   touched.clear();
   for (const FlowRef ref : links[bottleneck].flows) {
+    if (ref.rate < freeze_below) continue;
     Flow& flow = flows[ref.slot];
     if (flow.frozen == epoch) continue;
     flow.frozen = epoch;
@@ -489,6 +494,10 @@ void Simulator::Impl::apply_rates() {
     if (flow.remaining <= flow.size * kRelativeTolerance) flow.remaining = 0;
     flow.settled = now;
     flow.rate = flow.new_rate;
+    const std::uint32_t* position = flow.position();
+    for (std::uint32_t h = 0; h < flow.hops; ++h) {
+      links[flow.route[h]].flows[position[h]].rate = flow.rate;
+    }
     ++flow.version;
     const Time end = now + Time::picoseconds(drain_ps(flow.remaining, flow.rate));
     queue.push(end, 0, kDrainEvent, slot, flow.version);
@@ -498,7 +507,7 @@ void Simulator::Impl::apply_rates() {
 void Simulator::Impl::record_series() {
   for (const topo::LinkId link : component_links) {
     double rate = 0;
-    for (const FlowRef ref : links[link].flows) rate += flows[ref.slot].rate;
+    for (const FlowRef ref : links[link].flows) rate += ref.rate;
     auto& samples = series[link];
     if (!samples.empty() && samples.back().at == now) {
       samples.back().rate = Bandwidth::bytes_per_second(rate);
@@ -642,7 +651,7 @@ FlowId Simulator::start_flow(std::span<const topo::LinkId> route, Bytes size,
     LinkState& link = s.links[route[h]];
     if (link.flows.empty()) link.busy_since = s.now;
     position[h] = static_cast<std::uint32_t>(link.flows.size());
-    link.flows.push_back({slot, h});
+    link.flows.push_back({slot, h, 0.0});
     link.peak = std::max(link.peak, static_cast<std::uint32_t>(link.flows.size()));
     s.dirty.push_back(route[h]);
   }

@@ -263,6 +263,7 @@ BENCHMARK(BM_DirectAllToAll)
     ->Args({128, 1, 0})
     ->Args({128, 1, 1})
     ->Args({256, 1, 1})
+    ->Args({512, 1, 1})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
