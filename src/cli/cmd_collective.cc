@@ -141,7 +141,7 @@ int run_collective(std::span<char* const> args) {
   for (const auto& g : groups) {
     const coll::CollectiveSpec r = coll::resolve(spec, topology, g);
     const coll::ClosedForm cf =
-        coll::closed_form(coll::lower(r, static_cast<int>(g.size())), g, router, seed);
+        coll::closed_form(*coll::lower_program(r, static_cast<int>(g.size())), g, router, seed);
     if (cf.seconds >= closed.seconds) closed = cf;
   }
 

@@ -7,15 +7,15 @@
 namespace nest::coll {
 
 Execution::Execution(net::Simulator& simulator, topo::Router& router,
-                     std::shared_ptr<const Schedule> schedule, std::vector<topo::DeviceId> group,
+                     std::shared_ptr<const Program> program, std::vector<topo::DeviceId> group,
                      std::uint64_t flow_salt)
     : simulator_(simulator),
       router_(router),
-      schedule_(std::move(schedule)),
+      program_(std::move(program)),
       group_(std::move(group)),
       salt_(flow_salt) {
-  if (!schedule_ || static_cast<std::size_t>(schedule_->ranks()) != group_.size()) {
-    throw Error::internal("execution: the group size does not match the schedule's ranks");
+  if (!program_ || static_cast<std::size_t>(program_->ranks()) != group_.size()) {
+    throw Error::internal("execution: the group size does not match the program's ranks");
   }
 }
 
@@ -27,40 +27,53 @@ void Execution::start(std::function<void(Time)> on_done) {
   start_ = simulator_.now();
   end_ = start_;
   on_done_ = std::move(on_done);
-  const auto gates = schedule_->gates();
-  waits_.resize(gates.size());
-  for (std::size_t g = 0; g < gates.size(); ++g) waits_[g] = gates[g].waits;
+  const std::uint64_t dense = program_->dense_gates();
+  waits_.resize(dense);
+  for (std::uint64_t g = 0; g < dense; ++g) waits_[g] = program_->waits(g);
   rank_end_.assign(group_.size(), start_);
-  remaining_ = schedule_->transfers().size();
+  remaining_ = program_->transfer_count();
   if (remaining_ == 0) {
     simulator_.schedule(start_, [this] {
       if (on_done_) on_done_(end_);
     });
     return;
   }
-  for (std::size_t g = 0; g < gates.size(); ++g) {
-    if (waits_[g] == 0) open_gate(static_cast<std::uint32_t>(g));
-  }
+  std::vector<GateId> initial;
+  program_->initial_gates(initial);
+  for (GateId g : initial) open_gate(g);
 }
 
-void Execution::open_gate(std::uint32_t gate) {
-  const Gate& g = schedule_->gates()[gate];
-  const auto transfers = schedule_->transfers();
-  for (std::uint32_t i = g.first; i < g.first + g.count; ++i) {
-    const Transfer& t = transfers[i];
+void Execution::open_gate(GateId gate) {
+  sends_.clear();
+  program_->sends(gate, sends_);
+  for (TransferId id : sends_) {
+    const Transfer t = program_->transfer(id);
     const topo::DeviceId src = group_[t.src];
     const topo::DeviceId dst = group_[t.dst];
     const auto route = router_.route(src, dst, flow_key(src, dst, t.channel, salt_));
-    simulator_.start_flow(route, t.bytes, [this, i](net::FlowId, Time now) { arrived(i, now); });
+    simulator_.start_flow(route, t.bytes, [this, id](net::FlowId, Time now) { arrived(id, now); });
   }
 }
 
-void Execution::arrived(std::uint32_t transfer, Time now) {
-  const Transfer& t = schedule_->transfers()[transfer];
+void Execution::count_arrival(GateId gate) {
+  if (!waits_.empty()) {
+    if (--waits_[gate] == 0) open_gate(gate);
+    return;
+  }
+  const auto [it, added] = pending_.try_emplace(gate, 0U);
+  if (added) it->second = program_->waits(gate);
+  if (--it->second == 0) {
+    pending_.erase(it);
+    open_gate(gate);
+  }
+}
+
+void Execution::arrived(TransferId transfer, Time now) {
+  const Transfer t = program_->transfer(transfer);
   rank_end_[t.src] = now;
   rank_end_[t.dst] = now;
-  for (std::uint32_t g : schedule_->successors(transfer)) {
-    if (g != kNoGate && --waits_[g] == 0) open_gate(g);
+  for (GateId g : program_->successors(transfer)) {
+    if (g != kNoGateId) count_arrival(g);
   }
   if (--remaining_ == 0) {
     end_ = now;

@@ -52,14 +52,14 @@ struct Pair {
   std::uint16_t channel;
 };
 
-std::vector<Pair> distinct_pairs(const Schedule& schedule) {
+std::vector<Pair> distinct_pairs(const Program& program) {
   std::vector<Pair> pairs;
   std::unordered_map<std::uint64_t, bool> seen;
-  for (const Transfer& t : schedule.transfers()) {
+  program.for_each_transfer([&](const Transfer& t) {
     const std::uint64_t key = (static_cast<std::uint64_t>(t.channel) << 48) ^
                               (static_cast<std::uint64_t>(t.src) << 24) ^ t.dst;
     if (seen.emplace(key, true).second) pairs.push_back(Pair{t.src, t.dst, t.channel});
-  }
+  });
   return pairs;
 }
 
@@ -67,7 +67,7 @@ std::vector<Pair> distinct_pairs(const Schedule& schedule) {
 struct Part {
   std::uint64_t shape = 0;  // digest of what the schedule is in rank space (size-independent)
   std::uint64_t size = 0;   // bytes (0 for custom schedules: shape covers them)
-  std::shared_ptr<const Schedule> schedule;  // lowered lazily
+  std::shared_ptr<const Program> schedule;  // lowered lazily
   CollectiveSpec spec;
   std::vector<topo::DeviceId> group;
 };
@@ -104,8 +104,7 @@ struct CollectiveOracle::Impl {
 
   void lower_part(Part& part) const {
     if (!part.schedule) {
-      part.schedule =
-          std::make_shared<const Schedule>(lower(part.spec, static_cast<int>(part.group.size())));
+      part.schedule = lower_program(part.spec, static_cast<int>(part.group.size()));
     }
   }
 

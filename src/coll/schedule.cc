@@ -264,7 +264,7 @@ void lower_ring_broadcast(Builder& b, const CollectiveSpec& spec, int n) {
 }
 
 // Exact transfer count of a lowering, to refuse schedules that do not fit before building.
-std::uint64_t count_transfers(const CollectiveSpec& spec, int ranks) {
+std::uint64_t count_transfers_of(const CollectiveSpec& spec, int ranks) {
   const auto n = static_cast<std::uint64_t>(ranks);
   const auto c = static_cast<std::uint64_t>(spec.chunks);
   const std::uint64_t phases = spec.op == Operation::kAllReduce ? 2 : 1;
@@ -293,6 +293,113 @@ std::uint64_t count_transfers(const CollectiveSpec& spec, int ranks) {
       return n * (n - 1);
   }
   return 0;
+}
+
+// The ring family computed from ids: gate (rank r, step s) = transfer s·n + r, one send per
+// rank per step, waiting for its own and its predecessor's sends of step s-1.
+class RingProgram final : public Program {
+ public:
+  RingProgram(const CollectiveSpec& spec, int ranks)
+      : n_(ranks),
+        size_(spec.size),
+        chunks_(spec.chunks),
+        h_(spec.levels.empty() ? std::vector<int>{ranks} : spec.levels) {
+    const bool scatter = spec.op == Operation::kAllReduce || spec.op == Operation::kReduceScatter;
+    const bool gather = spec.op == Operation::kAllReduce || spec.op == Operation::kAllGather;
+    const std::size_t m = h_.levels.size();
+    std::uint64_t step = 0;
+    auto add = [&](std::size_t level, RingPhase phase) {
+      const auto steps =
+          static_cast<std::uint64_t>(h_.levels[level] - 1) * static_cast<std::uint64_t>(chunks_);
+      if (steps == 0) return;
+      phases_.push_back({level, phase, step});
+      phase_of_step_.insert(phase_of_step_.end(), steps,
+                            static_cast<std::uint16_t>(phases_.size() - 1));
+      step += steps;
+    };
+    if (scatter) {
+      for (std::size_t l = 0; l < m; ++l) add(l, RingPhase::kReduceScatter);
+    }
+    if (gather) {
+      for (std::size_t l = m; l-- > 0;) add(l, RingPhase::kAllGather);
+    }
+    steps_ = static_cast<std::uint32_t>(step);
+  }
+
+  int ranks() const noexcept override { return n_; }
+  std::uint64_t transfer_count() const noexcept override {
+    return static_cast<std::uint64_t>(steps_) * static_cast<std::uint64_t>(n_);
+  }
+  std::uint32_t steps() const noexcept override { return steps_; }
+  std::uint64_t dense_gates() const noexcept override { return 0; }
+  void initial_gates(std::vector<GateId>& out) const override {
+    if (steps_ == 0) return;
+    for (int r = 0; r < n_; ++r) out.push_back(static_cast<GateId>(r));
+  }
+  std::uint32_t waits(GateId gate) const override { return gate < rank_count() ? 0 : 2; }
+  void sends(GateId gate, std::vector<TransferId>& out) const override { out.push_back(gate); }
+
+  Transfer transfer(TransferId id) const override {
+    const auto step = static_cast<std::uint32_t>(id / rank_count());
+    const auto rank = static_cast<std::int64_t>(id % rank_count());
+    const Phase& p = phases_[phase_of_step_[step]];
+    const std::int64_t d = h_.levels[p.level];
+    const std::int64_t x = h_.coordinate(rank, p.level);
+    const auto into = static_cast<std::int64_t>(step - p.base);
+    const std::int64_t k = into / chunks_;
+    const std::int64_t j = into % chunks_;
+    const auto chunk = static_cast<std::int64_t>(
+        positive_mod(p.phase == RingPhase::kReduceScatter ? x - k - 1 : x - k, d));
+    const Bytes piece =
+        split_bytes(split_bytes(segment_bytes(size_, h_, rank, p.level), d, chunk), chunks_, j);
+    return Transfer{static_cast<std::uint32_t>(rank),
+                    static_cast<std::uint32_t>(next_rank(rank, p.level)), step, 0, piece};
+  }
+
+  std::array<GateId, 2> successors(TransferId id) const override {
+    const std::uint64_t step = id / rank_count();
+    if (step + 1 >= steps_) return {kNoGateId, kNoGateId};
+    const auto rank = static_cast<std::int64_t>(id % rank_count());
+    const std::uint64_t next_step = (step + 1) * rank_count();
+    const auto dst =
+        static_cast<std::uint64_t>(next_rank(rank, phases_[phase_of_step_[step]].level));
+    return {next_step + static_cast<std::uint64_t>(rank), next_step + dst};
+  }
+
+  void for_each_transfer(const std::function<void(const Transfer&)>& visit) const override {
+    for (std::uint64_t id = 0; id < transfer_count(); ++id) visit(transfer(id));
+  }
+
+ private:
+  struct Phase {
+    std::size_t level;
+    RingPhase phase;
+    std::uint64_t base;
+  };
+
+  std::uint64_t rank_count() const noexcept { return static_cast<std::uint64_t>(n_); }
+  std::int64_t next_rank(std::int64_t rank, std::size_t level) const {
+    const std::int64_t d = h_.levels[level];
+    const std::int64_t stride = h_.stride[level];
+    return rank + (h_.coordinate(rank, level) + 1 == d ? -(d - 1) * stride : stride);
+  }
+
+  int n_;
+  Bytes size_;
+  int chunks_;
+  Hierarchy h_;
+  std::vector<Phase> phases_;
+  std::vector<std::uint16_t> phase_of_step_;
+  std::uint32_t steps_ = 0;
+};
+
+bool ring_family(const CollectiveSpec& spec) {
+  const bool ring_algorithm = spec.algorithm == Algorithm::kRing ||
+                              spec.algorithm == Algorithm::kHierarchical ||
+                              spec.algorithm == Algorithm::kTorus;
+  const bool op = spec.op == Operation::kAllReduce || spec.op == Operation::kReduceScatter ||
+                  spec.op == Operation::kAllGather;
+  return ring_algorithm && op;
 }
 
 }  // namespace
@@ -389,7 +496,7 @@ Schedule::Schedule(int ranks, std::vector<Transfer> transfers)
 
 Schedule lower(const CollectiveSpec& spec, int ranks) {
   if (ranks <= 1) return Schedule(std::max(ranks, 1), {});
-  const std::uint64_t expected = count_transfers(spec, ranks);
+  const std::uint64_t expected = count_transfers_of(spec, ranks);
   if (expected >= std::numeric_limits<std::uint32_t>::max()) {
     throw Error::input("collective too large to lower: " + std::to_string(expected) + " transfers",
                        {.key = "--group",
@@ -425,6 +532,44 @@ Schedule lower(const CollectiveSpec& spec, int ranks) {
       break;
   }
   return Schedule(ranks, b.take());
+}
+
+void Schedule::initial_gates(std::vector<GateId>& out) const {
+  for (std::size_t g = 0; g < gates_.size(); ++g) {
+    if (gates_[g].waits == 0) out.push_back(g);
+  }
+}
+
+void Schedule::sends(GateId gate, std::vector<TransferId>& out) const {
+  const Gate& g = gates_[gate];
+  for (std::uint32_t i = g.first; i < g.first + g.count; ++i) out.push_back(i);
+}
+
+void Schedule::for_each_transfer(const std::function<void(const Transfer&)>& visit) const {
+  for (const Transfer& t : transfers_) visit(t);
+}
+
+std::uint64_t transfer_count(const CollectiveSpec& spec, int ranks) {
+  return ranks <= 1 ? 0 : count_transfers_of(spec, ranks);
+}
+
+std::shared_ptr<const Program> ring_program(const CollectiveSpec& spec, int ranks) {
+  if (!ring_family(spec)) {
+    throw Error::internal("ring_program: not a ring-family collective (" +
+                          std::string(operation_name(spec.op)) + " " +
+                          std::string(algorithm_name(spec.algorithm)) + ")");
+  }
+  CollectiveSpec flat = spec;
+  if (flat.algorithm == Algorithm::kRing) flat.levels = {std::max(ranks, 1)};
+  return std::make_shared<const RingProgram>(flat, std::max(ranks, 1));
+}
+
+std::shared_ptr<const Program> lower_program(const CollectiveSpec& spec, int ranks,
+                                             std::uint64_t implicit_above) {
+  if (ranks > 1 && ring_family(spec) && count_transfers_of(spec, ranks) > implicit_above) {
+    return ring_program(spec, ranks);
+  }
+  return std::make_shared<const Schedule>(lower(spec, ranks));
 }
 
 std::vector<std::vector<int>> double_binary_tree(int n) {

@@ -116,7 +116,7 @@ SimulationResult simulate(const topo::Topology& topology, const CollectiveSpec& 
   }
 
   // One schedule per distinct (group size, levels): concurrent copies share it.
-  std::map<std::pair<int, std::string>, std::shared_ptr<const Schedule>> schedules;
+  std::map<std::pair<int, std::string>, std::shared_ptr<const Program>> schedules;
   net::Simulator simulator(topology);
   topo::Router router(topology, options.seed);
   std::vector<std::unique_ptr<Execution>> runs;
@@ -124,8 +124,8 @@ SimulationResult simulate(const topo::Topology& topology, const CollectiveSpec& 
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const int n = static_cast<int>(groups[g].size());
     auto& schedule = schedules[{n, levels_text(resolved[g].levels)}];
-    if (!schedule) schedule = std::make_shared<const Schedule>(lower(resolved[g], n));
-    result.flows += schedule->transfers().size();
+    if (!schedule) schedule = lower_program(resolved[g], n);
+    result.flows += schedule->transfer_count();
     runs.push_back(
         std::make_unique<Execution>(simulator, router, schedule, groups[g], options.seed));
   }

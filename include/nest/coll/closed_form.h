@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <span>
 
-#include "nest/coll/schedule.h"
+#include "nest/coll/program.h"
 #include "nest/core/units.h"
 #include "nest/topo/router.h"
 
@@ -43,10 +43,10 @@ struct RouteProperties {
 [[nodiscard]] RouteProperties route_properties(const topo::Topology& topology,
                                                std::span<const topo::LinkId> route);
 
-/// The closed form of `schedule` with rank r on device group[r], routes from `router` with the
-/// flow keys an `Execution` with `flow_salt` would use. O(transfers · route length).
-[[nodiscard]] ClosedForm closed_form(const Schedule& schedule,
-                                     std::span<const topo::DeviceId> group, topo::Router& router,
-                                     std::uint64_t flow_salt = 0);
+/// The closed form of `program` (a `Schedule` or an implicit program) with rank r on device
+/// group[r], routes from `router` with the flow keys an `Execution` with `flow_salt` would use.
+/// O(transfers · route length) time, O(ranks) memory.
+[[nodiscard]] ClosedForm closed_form(const Program& program, std::span<const topo::DeviceId> group,
+                                     topo::Router& router, std::uint64_t flow_salt = 0);
 
 }  // namespace nest::coll

@@ -9,9 +9,10 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
-#include "nest/coll/schedule.h"
+#include "nest/coll/program.h"
 #include "nest/core/rng.h"
 #include "nest/core/units.h"
 #include "nest/net/simulator.h"
@@ -31,13 +32,14 @@ namespace nest::coll {
 /// callbacks point at it): keep it alive, e.g. in a `std::unique_ptr`, until it finished.
 class Execution {
  public:
-  /// Ties `schedule` (shared, immutable) to the devices `group` (group[rank] = device; size =
-  /// schedule->ranks(), distinct devices of the router's topology). `simulator` and `router`
-  /// must outlive the execution; the router is used only from `start` and from simulator
-  /// events (so it must not be used by another thread meanwhile).
-  Execution(net::Simulator& simulator, topo::Router& router,
-            std::shared_ptr<const Schedule> schedule, std::vector<topo::DeviceId> group,
-            std::uint64_t flow_salt = 0);
+  /// Ties `program` (shared, immutable; a `Schedule` or an implicit program) to the devices
+  /// `group` (group[rank] = device; size = program->ranks(), distinct devices of the router's
+  /// topology). `simulator` and `router` must outlive the execution; the router is used only
+  /// from `start` and from simulator events (so it must not be used by another thread
+  /// meanwhile). Memory: one counter per gate for dense programs, one per pending gate for
+  /// implicit ones.
+  Execution(net::Simulator& simulator, topo::Router& router, std::shared_ptr<const Program> program,
+            std::vector<topo::DeviceId> group, std::uint64_t flow_salt = 0);
   Execution(const Execution&) = delete;
   Execution& operator=(const Execution&) = delete;
   ~Execution();
@@ -61,17 +63,20 @@ class Execution {
   [[nodiscard]] std::span<const Time> rank_end_times() const noexcept { return rank_end_; }
 
  private:
-  void open_gate(std::uint32_t gate);
-  void arrived(std::uint32_t transfer, Time now);
+  void open_gate(GateId gate);
+  void count_arrival(GateId gate);
+  void arrived(TransferId transfer, Time now);
 
   net::Simulator& simulator_;
   topo::Router& router_;
-  std::shared_ptr<const Schedule> schedule_;
+  std::shared_ptr<const Program> program_;
   std::vector<topo::DeviceId> group_;
   std::uint64_t salt_;
-  std::vector<std::uint32_t> waits_;  // per gate, transfers still to arrive
+  std::vector<std::uint32_t> waits_;                   // dense programs: per gate
+  std::unordered_map<GateId, std::uint32_t> pending_;  // implicit: gates partly arrived
+  std::vector<TransferId> sends_;                      // scratch for open_gate
   std::vector<Time> rank_end_;
-  std::size_t remaining_ = 0;
+  std::uint64_t remaining_ = 0;
   bool started_ = false;
   Time start_;
   Time end_;

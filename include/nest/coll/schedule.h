@@ -18,11 +18,15 @@
 /// Bytes are integers: a size split into k parts gives the first (size mod k) parts one byte
 /// more (`split_bytes`), so every rank's share is deterministic and the parts sum exactly.
 
+#include <array>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "nest/coll/collective.h"
+#include "nest/coll/program.h"
 #include "nest/core/units.h"
 
 namespace nest::coll {
@@ -34,15 +38,6 @@ namespace nest::coll {
   return Bytes(size.count() / parts + (index < size.count() % parts ? 1 : 0));
 }
 
-/// One point-to-point transfer of a schedule.
-struct Transfer {
-  std::uint32_t src = 0;      ///< sending rank (group position)
-  std::uint32_t dst = 0;      ///< receiving rank, != src
-  std::uint32_t step = 0;     ///< algorithm step; orders a rank's work per channel
-  std::uint16_t channel = 0;  ///< independent dependency streams (tree halves, ...)
-  Bytes bytes;                ///< >= 0; zero-byte transfers still pay the route latency
-};
-
 /// A gate: the sends of one rank at one step on one channel, released together.
 struct Gate {
   std::uint32_t first = 0;    ///< first transfer index of the gate's sends
@@ -53,32 +48,44 @@ struct Gate {
   std::uint16_t channel = 0;  ///< the channel of its sends
 };
 
-/// Marks "no gate" in `Schedule::successors`.
+/// Marks "no gate" in the schedule's compact successor table.
 inline constexpr std::uint32_t kNoGate = 0xffffffffU;
 
 /// An immutable lowered collective. Transfers are sorted by (step, channel, src, dst); build it
 /// with `lower` or from any list of transfers. Memory: about 60 bytes per transfer while
 /// building, 32 bytes per transfer plus 24 per gate after.
-class Schedule {
+class Schedule final : public Program {
  public:
   /// A schedule of `ranks` ranks over `transfers` (any order; each src != dst, both < ranks).
   /// Builds the gates. O(T log T) for T transfers. Throws `Error` (internal) on a bad transfer.
   Schedule(int ranks, std::vector<Transfer> transfers);
 
   /// Number of ranks n.
-  [[nodiscard]] int ranks() const noexcept { return ranks_; }
+  [[nodiscard]] int ranks() const noexcept override { return ranks_; }
   /// All transfers, sorted by (step, channel, src, dst).
   [[nodiscard]] std::span<const Transfer> transfers() const noexcept { return transfers_; }
   /// All gates, sorted by (step, channel, rank); a gate's sends are contiguous transfers.
   [[nodiscard]] std::span<const Gate> gates() const noexcept { return gates_; }
-  /// For transfer t: the gates its arrival counts towards (sender's, receiver's), or kNoGate.
-  [[nodiscard]] std::span<const std::uint32_t, 2> successors(std::size_t t) const noexcept {
-    return std::span<const std::uint32_t, 2>(successors_.data() + 2 * t, 2);
-  }
   /// Number of distinct steps (1 + the largest step; 0 when there are no transfers).
-  [[nodiscard]] std::uint32_t steps() const noexcept { return steps_; }
+  [[nodiscard]] std::uint32_t steps() const noexcept override { return steps_; }
   /// Total bytes of all transfers.
   [[nodiscard]] Bytes total_bytes() const noexcept { return total_bytes_; }
+
+  // Program: gate ids are indices into gates(), transfer ids indices into transfers().
+  [[nodiscard]] std::uint64_t transfer_count() const noexcept override { return transfers_.size(); }
+  [[nodiscard]] std::uint64_t dense_gates() const noexcept override { return gates_.size(); }
+  void initial_gates(std::vector<GateId>& out) const override;
+  [[nodiscard]] std::uint32_t waits(GateId gate) const override { return gates_[gate].waits; }
+  void sends(GateId gate, std::vector<TransferId>& out) const override;
+  [[nodiscard]] Transfer transfer(TransferId id) const override { return transfers_[id]; }
+  /// For transfer `id`: the gates its arrival counts towards (sender's, receiver's), or
+  /// kNoGateId.
+  [[nodiscard]] std::array<GateId, 2> successors(TransferId id) const override {
+    const std::uint32_t a = successors_[2 * id];
+    const std::uint32_t b = successors_[2 * id + 1];
+    return {a == kNoGate ? kNoGateId : a, b == kNoGate ? kNoGateId : b};
+  }
+  void for_each_transfer(const std::function<void(const Transfer&)>& visit) const override;
 
  private:
   int ranks_;
@@ -100,6 +107,22 @@ class Schedule {
 /// their rings. Time and memory linear in the transfers. Throws `Error` (input) when the
 /// schedule would exceed 2^32 - 1 transfers.
 [[nodiscard]] Schedule lower(const CollectiveSpec& spec, int ranks);
+
+/// The ring family (ring, hierarchical and torus allreduce, reduce-scatter and all-gather) as an
+/// implicit program: transfers and gates are computed from their ids, so memory is O(ranks)
+/// whatever the group size, at the cost of a hash-map counter per pending gate in an
+/// execution. Gives the same transfers, gates and dependencies as `lower` (gate and transfer
+/// ids differ). `spec` must be a valid ring-family spec with levels filled in (or empty for a
+/// flat ring). Throws `Error` (internal) for other algorithms.
+[[nodiscard]] std::shared_ptr<const Program> ring_program(const CollectiveSpec& spec, int ranks);
+
+/// `lower`, or `ring_program` for ring-family collectives of more than `implicit_above`
+/// transfers (memory O(ranks) instead of ~60 bytes per transfer).
+[[nodiscard]] std::shared_ptr<const Program> lower_program(
+    const CollectiveSpec& spec, int ranks, std::uint64_t implicit_above = 4'000'000);
+
+/// Number of transfers `lower(spec, ranks)` makes, without making them. O(levels).
+[[nodiscard]] std::uint64_t transfer_count(const CollectiveSpec& spec, int ranks);
 
 /// The two binary trees of NCCL's double binary tree over n ranks, as parent arrays (-1 for
 /// the root): tree 0 is NCCL's in-order tree rooted at rank 0 (whose only child is the largest

@@ -59,16 +59,24 @@ TEST(ConcurrentGroups, StrideCopiesUntilDevicesRunOut) {
 }
 
 TEST(ConcurrentGroups, RejectsBadSpecs) {
-  EXPECT_EQ(error_of([] { (void)concurrent_groups(G{0, 1}, "stride:1", 8); }),
+  EXPECT_EQ(error_of([] {
+              (void)concurrent_groups(G{0, 1}, "stride:1", 8);
+            }),
             "--concurrent: copies of the group overlap at device 1 (got \"stride:1\"; expected "
             "none, stride:S or stride:S:K, e.g. stride:64)");
-  EXPECT_EQ(error_of([] { (void)concurrent_groups(G{0, 1}, "stride:0", 8); }),
+  EXPECT_EQ(error_of([] {
+              (void)concurrent_groups(G{0, 1}, "stride:0", 8);
+            }),
             "--concurrent: stride must be positive (got \"stride:0\"; expected none, stride:S or "
             "stride:S:K, e.g. stride:64)");
-  EXPECT_EQ(error_of([] { (void)concurrent_groups(G{0, 1}, "every:2", 8); }),
+  EXPECT_EQ(error_of([] {
+              (void)concurrent_groups(G{0, 1}, "every:2", 8);
+            }),
             "--concurrent: malformed concurrency (got \"every:2\"; expected none, stride:S or "
             "stride:S:K, e.g. stride:64)");
-  EXPECT_EQ(error_of([] { (void)concurrent_groups(G{0, 1}, "stride:4:3", 8); }),
+  EXPECT_EQ(error_of([] {
+              (void)concurrent_groups(G{0, 1}, "stride:4:3", 8);
+            }),
             "--concurrent: copy 2 runs past the last device (9 >= 8) (got \"stride:4:3\"; "
             "expected none, stride:S or stride:S:K, e.g. stride:64)");
 }
@@ -89,7 +97,9 @@ TEST(Validate, NamesTheBadFieldAndWhatWasExpected) {
             }),
             "--group: halving_doubling reduce_scatter needs a power-of-two group (got \"6 "
             "devices\"; expected 1, 2, 4, 8, ... devices (allreduce also takes other sizes))");
-  EXPECT_EQ(error_of([] { validate({Operation::kSend, Algorithm::kDirect, Bytes(8)}, 3); }),
+  EXPECT_EQ(error_of([] {
+              validate({Operation::kSend, Algorithm::kDirect, Bytes(8)}, 3);
+            }),
             "--group: send needs a group of exactly two devices {source, destination} (got \"3 "
             "devices\"; expected 2 devices)");
   EXPECT_EQ(error_of([] {

@@ -109,21 +109,21 @@ TEST(Oracle, TransfersArePricedAsConcurrentFlows) {
   const Bytes size(50000);
   const double a = 1e-6;
   const double sb = 50000 / kRate.bytes_per_s();
-  EXPECT_EQ(oracle.transfers(size, std::vector<topo::DeviceId>{0, 1},
-                             std::vector<topo::DeviceId>{2, 3})
-                .ps(),
-            to_ps(a + sb));
-  EXPECT_EQ(oracle.transfers(size, std::vector<topo::DeviceId>{0, 0},
-                             std::vector<topo::DeviceId>{4, 5})
-                .ps(),
-            to_ps(a + 2 * sb));
+  EXPECT_EQ(
+      oracle.transfers(size, std::vector<topo::DeviceId>{0, 1}, std::vector<topo::DeviceId>{2, 3})
+          .ps(),
+      to_ps(a + sb));
+  EXPECT_EQ(
+      oracle.transfers(size, std::vector<topo::DeviceId>{0, 0}, std::vector<topo::DeviceId>{4, 5})
+          .ps(),
+      to_ps(a + 2 * sb));
   // Shifted pairs on the symmetric star: structural hit.
   (void)oracle.transfers(size, std::vector<topo::DeviceId>{3, 4},
                          std::vector<topo::DeviceId>{5, 0});
   EXPECT_EQ(oracle.stats().structural_hits, 1U);
-  EXPECT_THROW((void)oracle.transfers(size, std::vector<topo::DeviceId>{0},
-                                      std::vector<topo::DeviceId>{9}),
-               Error);
+  EXPECT_THROW(
+      (void)oracle.transfers(size, std::vector<topo::DeviceId>{0}, std::vector<topo::DeviceId>{9}),
+      Error);
 }
 
 TEST(Oracle, BadGroupsAreInputErrors) {

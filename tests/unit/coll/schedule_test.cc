@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <vector>
 
@@ -91,8 +92,8 @@ TEST(Lower, RingGatesWaitForOwnSendAndPredecessorOnly) {
     const Transfer& t = s.transfers()[i];
     const auto next = s.successors(i);
     if (t.step + 1 == s.steps()) {
-      EXPECT_EQ(next[0], kNoGate);
-      EXPECT_EQ(next[1], kNoGate);
+      EXPECT_EQ(next[0], kNoGateId);
+      EXPECT_EQ(next[1], kNoGateId);
       continue;
     }
     EXPECT_EQ(s.gates()[next[0]].rank, t.src);
@@ -197,6 +198,71 @@ TEST(Lower, SingleRankHasNothingToDo) {
 TEST(Schedule, RejectsTransfersOutsideTheGroup) {
   EXPECT_THROW(Schedule(2, {Transfer{0, 2, 0, 0, Bytes(1)}}), Error);
   EXPECT_THROW(Schedule(2, {Transfer{1, 1, 0, 0, Bytes(1)}}), Error);
+}
+
+}  // namespace
+}  // namespace nest::coll
+
+namespace nest::coll {
+namespace {
+
+struct Key {
+  std::uint32_t step, src, dst;
+  std::int64_t bytes;
+  friend auto operator<=>(const Key&, const Key&) = default;
+};
+
+std::vector<Key> keys(const Program& p) {
+  std::vector<Key> out;
+  p.for_each_transfer([&](const Transfer& t) {
+    out.push_back({t.step, t.src, t.dst, t.bytes.count()});
+  });
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The implicit ring program computes the same transfers and dependencies that lower() stores.
+TEST(RingProgram, MatchesTheStoredScheduleTransferForTransfer) {
+  struct Case {
+    Operation op;
+    Algorithm algorithm;
+    int ranks;
+    std::vector<int> levels;
+    int chunks;
+  };
+  const std::vector<Case> cases = {
+      {Operation::kAllReduce, Algorithm::kRing, 7, {}, 1},
+      {Operation::kAllReduce, Algorithm::kRing, 5, {}, 3},
+      {Operation::kReduceScatter, Algorithm::kRing, 6, {}, 2},
+      {Operation::kAllGather, Algorithm::kRing, 4, {}, 1},
+      {Operation::kAllReduce, Algorithm::kHierarchical, 6, {2, 3}, 1},
+      {Operation::kAllReduce, Algorithm::kTorus, 16, {4, 2, 2}, 2},
+      {Operation::kAllGather, Algorithm::kHierarchical, 12, {3, 1, 4}, 1},
+  };
+  for (const Case& c : cases) {
+    CollectiveSpec spec{c.op, c.algorithm, Bytes(1000003), c.chunks, c.levels};
+    const Schedule stored = lower(spec, c.ranks);
+    const auto implicit = ring_program(spec, c.ranks);
+    EXPECT_EQ(implicit->transfer_count(), stored.transfer_count());
+    EXPECT_EQ(implicit->transfer_count(), transfer_count(spec, c.ranks));
+    EXPECT_EQ(implicit->steps(), stored.steps());
+    EXPECT_EQ(keys(*implicit), keys(stored)) << c.ranks;
+    // Gate waits: every gate of step s > 0 waits for two arrivals, as in the stored schedule.
+    std::vector<GateId> initial;
+    implicit->initial_gates(initial);
+    EXPECT_EQ(initial.size(), static_cast<std::size_t>(c.ranks));
+    for (const Gate& g : stored.gates()) EXPECT_EQ(g.waits, g.step == 0 ? 0U : 2U);
+  }
+  EXPECT_THROW((void)ring_program({Operation::kAllToAll, Algorithm::kPairwise, Bytes(8)}, 4),
+               Error);
+}
+
+TEST(LowerProgram, GoesImplicitAboveTheThreshold) {
+  const CollectiveSpec ring{Operation::kAllReduce, Algorithm::kRing, Bytes(4096)};
+  EXPECT_NE(dynamic_cast<const Schedule*>(lower_program(ring, 8).get()), nullptr);
+  EXPECT_EQ(dynamic_cast<const Schedule*>(lower_program(ring, 8, 100).get()), nullptr);
+  const CollectiveSpec a2a{Operation::kAllToAll, Algorithm::kPairwise, Bytes(4096)};
+  EXPECT_NE(dynamic_cast<const Schedule*>(lower_program(a2a, 8, 1).get()), nullptr);
 }
 
 }  // namespace

@@ -1,0 +1,74 @@
+#pragma once
+/// \file
+/// `Program`: what an `Execution` (and the closed form) needs of a lowered collective, whether
+/// its transfers are stored (`Schedule`) or computed on demand (the ring family's implicit
+/// program, whose memory is O(ranks) instead of O(transfers)).
+///
+/// Transfers and gates have 64-bit ids. A gate is one rank's sends of one step on one channel,
+/// released together once `waits(gate)` transfers have arrived (the dependency rule of
+/// nest/coll/schedule.h); every transfer's arrival counts towards at most two gates.
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "nest/core/units.h"
+
+namespace nest::coll {
+
+/// One point-to-point transfer of a collective.
+struct Transfer {
+  std::uint32_t src = 0;      ///< sending rank (group position)
+  std::uint32_t dst = 0;      ///< receiving rank, != src
+  std::uint32_t step = 0;     ///< algorithm step; orders a rank's work per channel
+  std::uint16_t channel = 0;  ///< independent dependency streams (tree halves, ...)
+  Bytes bytes;                ///< >= 0; zero-byte transfers still pay the route latency
+};
+
+/// Names a gate of a program.
+using GateId = std::uint64_t;
+/// Names a transfer of a program.
+using TransferId = std::uint64_t;
+/// Marks "no gate" among a transfer's successors.
+inline constexpr GateId kNoGateId = ~GateId{0};
+
+/// A lowered collective as a dependency structure over transfers. Immutable; any number of
+/// executions (threads included) may share one.
+class Program {
+ public:
+  virtual ~Program() = default;
+
+  /// Number of ranks n.
+  [[nodiscard]] virtual int ranks() const noexcept = 0;
+  /// Number of transfers.
+  [[nodiscard]] virtual std::uint64_t transfer_count() const noexcept = 0;
+  /// 1 + the largest step (0 without transfers).
+  [[nodiscard]] virtual std::uint32_t steps() const noexcept = 0;
+  /// When gates are numbered 0..k-1, k (an execution then keeps a dense counter array);
+  /// 0 when gate ids are sparse (counters live in a hash map only while a gate is pending).
+  [[nodiscard]] virtual std::uint64_t dense_gates() const noexcept = 0;
+
+  /// Appends the gates that wait for nothing.
+  virtual void initial_gates(std::vector<GateId>& out) const = 0;
+  /// How many transfers must arrive before `gate` opens.
+  [[nodiscard]] virtual std::uint32_t waits(GateId gate) const = 0;
+  /// Appends the ids of `gate`'s transfers.
+  virtual void sends(GateId gate, std::vector<TransferId>& out) const = 0;
+  /// Transfer `id`.
+  [[nodiscard]] virtual Transfer transfer(TransferId id) const = 0;
+  /// The gates transfer `id`'s arrival counts towards (sender's, receiver's), or kNoGateId.
+  [[nodiscard]] virtual std::array<GateId, 2> successors(TransferId id) const = 0;
+  /// Calls `visit` on every transfer, in nondecreasing step order.
+  virtual void for_each_transfer(const std::function<void(const Transfer&)>& visit) const = 0;
+
+ protected:
+  // Derived programs may be copied and moved; a Program itself is never sliced.
+  Program() = default;
+  Program(const Program&) = default;
+  Program(Program&&) = default;
+  Program& operator=(const Program&) = default;
+  Program& operator=(Program&&) = default;
+};
+
+}  // namespace nest::coll
