@@ -25,6 +25,9 @@ int run_topology(std::span<char* const> args);
 /// `nest collective`: simulated versus closed-form time of a collective on a topology.
 int run_collective(std::span<char* const> args);
 
+/// `nest place`: the NEST search for a workload on a network, with the baselines beside it.
+int run_place(std::span<char* const> args);
+
 /// `nest validate`: the table of checks against published numbers; non-zero on any failure.
 int run_validate(std::span<char* const> args);
 

@@ -22,6 +22,8 @@ const std::vector<nest::cli::Command>& commands() {
       {"collective", "simulate a collective and compare it with its closed form",
        nest::cli::run_collective},
       {"profile", "per-layer time, memory and collectives of a workload", nest::cli::run_profile},
+      {"place", "choose the parallel degrees, partition and devices of a training job",
+       nest::cli::run_place},
       {"validate", "check NEST against published numbers (one table)", nest::cli::run_validate},
   };
   return kCommands;

@@ -180,13 +180,12 @@ class Annealer {
       if (!fitting || plan.iteration_time < fitting->iteration_time) fitting = std::move(plan);
       return t;
     }
-    return t * (2 + 10 * (worst - 1));
+    return t * (1.5 + 4 * (worst - 1));
   }
 
   std::optional<PlanChoice> neighbour(const PlanChoice& c) {
     PlanChoice next = c;
     const auto& v = profile_.variants[c.variant];
-    const std::size_t n = v.layers.size();
     const int stages = c.stages();
     switch (rng_.below(7)) {
       case 0:
@@ -199,39 +198,26 @@ class Annealer {
         if (!up && b - 1 > next.boundaries[p - 1]) --b;
         break;
       }
-      case 2: {  // split a stage
-        const std::size_t p = rng_.below(static_cast<std::uint64_t>(stages));
-        const std::size_t a = next.boundaries[p];
-        const std::size_t e = next.boundaries[p + 1];
-        if (e - a < 2) return std::nullopt;
-        next.boundaries.insert(next.boundaries.begin() + static_cast<std::ptrdiff_t>(p) + 1,
-                               a + (e - a) / 2);
-        break;
-      }
-      case 3: {  // merge two stages
-        if (stages < 2) return std::nullopt;
-        const std::size_t p = 1 + rng_.below(static_cast<std::uint64_t>(stages - 1));
-        next.boundaries.erase(next.boundaries.begin() + static_cast<std::ptrdiff_t>(p));
+      case 2:
+      case 3: {  // one stage more or fewer, re-split evenly
+        const int depth = stages + (rng_.below(2) == 0 ? 1 : -1);
+        auto even = even_partition(v, depth);
+        if (even.empty()) return std::nullopt;
+        next.boundaries = std::move(even);
         break;
       }
       case 4: {  // data-parallel degree
-        const std::int64_t dmax = std::min<std::int64_t>(
-            v.microbatches,
-            options_.cost.devices / (static_cast<std::int64_t>(stages) * v.devices_per_replica));
+        const int dmax = largest_data_parallel(v, stages, options_.cost.devices);
         if (dmax < 1) return std::nullopt;
         next.data_parallel = 1 + static_cast<int>(rng_.below(static_cast<std::uint64_t>(dmax)));
         break;
       }
-      case 5: {  // variant, keeping the partition's proportions
+      case 5: {  // variant, re-split evenly at the same depth
         const std::size_t vi = indices_[rng_.below(indices_.size())];
-        const std::size_t m = profile_.variants[vi].layers.size();
+        auto even = even_partition(profile_.variants[vi], stages);
+        if (even.empty()) return std::nullopt;
         next.variant = vi;
-        if (m != n) {
-          const auto even =
-              even_partition(profile_.variants[vi], std::min<int>(stages, static_cast<int>(m)));
-          if (even.empty()) return std::nullopt;
-          next.boundaries = even;
-        }
+        next.boundaries = std::move(even);
         break;
       }
       default: {  // recomputation, ZeRO stage or order
@@ -246,6 +232,13 @@ class Annealer {
         break;
       }
     }
+    // A new depth or replica size fills the devices with replicas (the rest data parallel);
+    // otherwise d stays within what they leave.
+    const auto& nv = profile_.variants[next.variant];
+    const int dmax = largest_data_parallel(nv, next.stages(), options_.cost.devices);
+    if (dmax < 1) return std::nullopt;
+    const bool reshaped = next.stages() != stages || next.variant != c.variant;
+    next.data_parallel = reshaped ? dmax : std::min(next.data_parallel, dmax);
     if (next == c) return std::nullopt;
     return next;
   }

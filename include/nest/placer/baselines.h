@@ -11,8 +11,10 @@
 /// - `topology-agnostic`: the NEST search on a flat network (Phaze-like), its plan then priced
 ///   on the real network.
 /// - `anneal`: seeded simulated annealing over (variant, S, d, recomputation, ZeRO stage, order,
-///   partition), MCMC-like (FlexFlow); moves a boundary, splits or merges stages, changes d, the
-///   variant, recomputation or ZeRO; keeps the best plan that fits.
+///   partition), MCMC-like (FlexFlow); moves a boundary by one layer, adds or removes a stage
+///   (re-split evenly), changes d, the variant (re-split evenly), recomputation, ZeRO or the
+///   order; plans that overflow memory are penalized (so the walk may cross them) and the best
+///   plan that fits is kept.
 /// - `fixed`: a plan the user gives ("how good is my current configuration?").
 
 #include <cstdint>
@@ -40,7 +42,7 @@ struct AnnealOptions {
   int iterations = 2000;
   /// Start and end temperature as fractions of the first plan's iteration time (geometric
   /// cooling between them).
-  double start_temperature = 0.05;
+  double start_temperature = 0.1;
   double end_temperature = 1e-5;
 };
 

@@ -1,0 +1,119 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "nest/core/error.h"
+#include "nest/placer/comm_cost.h"
+#include "nest/placer/cost_model.h"
+#include "nest/placer/plan_file.h"
+#include "nest/placer/search.h"
+#include "nest/workload/profile_file.h"
+#include "unit/placer/printers.h"
+
+namespace nest::placer {
+namespace {
+
+const std::string kProfile = std::string(NEST_REFERENCE_DIR) + "/nest-artifact/gpt3-175b-h100.yaml";
+
+struct Fixture {
+  workload::LayerProfile profile = workload::load_layer_profile(kProfile);
+  FlatCommCost flat{Bandwidth::gigabytes_per_second(50), Time::microseconds(5)};
+  PlanInputs inputs{.profile = kProfile,
+                    .network = "flat",
+                    .flat_bandwidth = Bandwidth::gigabytes_per_second(50),
+                    .flat_latency = Time::microseconds(5),
+                    .rules = workload::MemoryRules::kNestArtifact,
+                    .devices = 128};
+  Plan plan() {
+    SearchOptions o;
+    o.cost = {.rules = inputs.rules, .devices = inputs.devices};
+    return *search(profile, flat, o).best;
+  }
+};
+
+TEST(PlanFile, RoundTripsToTheSameBytes) {
+  Fixture f;
+  const Plan plan = f.plan();
+  const std::vector<BaselineResult> baselines = {
+      {.name = "manual", .plan = plan, .note = "a \"quoted\" note"},
+      {.name = "anneal", .note = "nothing fits"}};
+  const std::string text = plan_to_yaml(f.inputs, plan, baselines);
+  const PlanRecord r = parse_plan(text, "plan.yaml");
+  EXPECT_EQ(r.inputs.profile, kProfile);
+  EXPECT_EQ(r.inputs.network, "flat");
+  EXPECT_EQ(r.inputs.flat_bandwidth, Bandwidth::gigabytes_per_second(50));
+  EXPECT_EQ(r.inputs.flat_latency, Time::microseconds(5));
+  EXPECT_EQ(r.degrees, plan.degrees);
+  EXPECT_EQ(r.predicted_iteration_time, plan.iteration_time);
+  PlanChoice choice = r.choice;
+  choice.variant = find_variant(f.profile, r.degrees);
+  EXPECT_EQ(choice, plan.choice);
+  ASSERT_EQ(r.baselines.size(), 2u);
+  EXPECT_EQ(r.baselines[0].note, "a \"quoted\" note");
+  EXPECT_EQ(r.baselines[0].iteration_time, plan.iteration_time);
+  EXPECT_FALSE(r.baselines[1].iteration_time.has_value());
+  // Rebuilt from the file, the plan prints the same bytes.
+  const Plan again =
+      evaluate(f.profile, choice, f.flat, {.rules = r.inputs.rules, .devices = r.inputs.devices});
+  EXPECT_EQ(plan_to_yaml(r.inputs, again, baselines), text);
+}
+
+TEST(PlanFile, WritesAtomicallyAndReadsBack) {
+  Fixture f;
+  const Plan plan = f.plan();
+  const auto path = std::filesystem::temp_directory_path() / "nest_placer_plan_test.yaml";
+  write_plan_file(path.string(), f.inputs, plan, {});
+  const PlanRecord r = read_plan_file(path.string());
+  EXPECT_EQ(r.choice.boundaries, plan.choice.boundaries);
+  std::filesystem::remove(path);
+}
+
+TEST(PlanFile, RejectsDevicesThatDifferFromThePlacementOrder) {
+  Fixture f;
+  std::string text = plan_to_yaml(f.inputs, f.plan(), {});
+  // The first stage's first device list starts with the device of (stage 0, replica 0, shard 0).
+  const std::string first = "    devices: [[";
+  const auto at = text.find(first) + first.size();
+  const auto comma = text.find(',', at);
+  text.replace(at, comma - at, "9999");
+  try {
+    (void)parse_plan(text, "plan.yaml");
+    FAIL();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("plan.yaml:", 0), 0u) << what;
+    EXPECT_NE(what.find("partition[0].devices: the devices differ from those of the placement "
+                        "order"),
+              std::string::npos)
+        << what;
+  }
+}
+
+TEST(PlanFile, RejectsUnknownKeys) {
+  Fixture f;
+  std::string text = plan_to_yaml(f.inputs, f.plan(), {});
+  text += "colour: blue\n";
+  try {
+    (void)parse_plan(text, "plan.yaml");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("colour"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PlanFile, MissingVariantIsNamed) {
+  Fixture f;
+  try {
+    (void)find_variant(f.profile, {.tensor_parallel = 2, .devices_per_replica = 2});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "variant: the profile has no variant with the plan's degrees (got \"t 2 e 1 c 1 "
+                 "sp false mb 1 devices_per_replica 2\")");
+  }
+}
+
+}  // namespace
+}  // namespace nest::placer
