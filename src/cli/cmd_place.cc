@@ -42,9 +42,9 @@ using placer::BaselineResult;
 using placer::Plan;
 
 constexpr const char* kUsage =
-    "nest place --model M --accelerator A | --profile FILE  --topology T [--devices N]\n"
-    "       [--rules megatron|nest-artifact] [--network oracle|flat|zero] [--baselines all|none|"
-    "LIST]\n       [--fixed PLAN] [-o plan.yaml] [--json]";
+    "nest place --model M --accelerator A | --profile FILE  --topology T [--devices N] "
+    "[--rules megatron|nest-artifact] [--network oracle|flat|zero] [--baselines all|none|LIST] "
+    "[--fixed PLAN] [-o plan.yaml] [--json]";
 
 // Folders that may hold `workloads/` and `topologies/`: $NEST_HOME, the working directory and
 // the folders above the executable (as `nest profile` looks for them).
@@ -323,7 +323,7 @@ int run_place(std::span<char* const> args) {
   } else if (topology) {
     inputs.devices = static_cast<std::int64_t>(topology->num_devices());
   } else {
-    throw Error::input("--devices is needed without a topology", {.key = "--devices"});
+    throw Error::input("a device count is needed without a topology", {.key = "--devices"});
   }
   if (inputs.devices < 1 ||
       (topology && inputs.devices > static_cast<std::int64_t>(topology->num_devices()))) {

@@ -326,6 +326,9 @@ std::string explain_infeasible(const workload::LayerProfile& profile,
                                const std::vector<bool>& recomputes, const std::vector<int>& zeros,
                                const SearchOptions& options, SearchStats& stats) {
   const std::int64_t devices = options.cost.devices;
+  // The stage that must exist for layer l is at least l alone at the last position, with the
+  // most memory-saving options: per variant, the largest such stage over the layers; over the
+  // variants, the smallest of those.
   Bytes smallest = Bytes(std::numeric_limits<std::int64_t>::max());
   std::string where;
   int min_replica = std::numeric_limits<int>::max();
@@ -335,25 +338,39 @@ std::string explain_infeasible(const workload::LayerProfile& profile,
     const std::int64_t dmax =
         std::min<std::int64_t>(v.microbatches, devices / v.devices_per_replica);
     if (dmax < 1) continue;
-    for (const bool rec : recomputes) {
-      for (const int zero : zeros) {
-        int d = zero > 0 ? static_cast<int>(dmax) : 1;
-        if (experts_span_replicas(v)) d = d / v.expert_parallel * v.expert_parallel;
-        if (d < 1) continue;
-        const workload::MemoryOptions mo{
-            .rules = options.cost.rules, .zero_stage = zero, .data_parallel = d, .recompute = rec};
-        for (std::size_t l = 0; l < v.layers.size(); ++l) {
+    Bytes worst;
+    std::string worst_where;
+    for (std::size_t l = 0; l < v.layers.size(); ++l) {
+      Bytes least = Bytes(std::numeric_limits<std::int64_t>::max());
+      std::string least_where;
+      for (const bool rec : recomputes) {
+        for (const int zero : zeros) {
+          int d = zero > 0 ? static_cast<int>(dmax) : 1;
+          if (experts_span_replicas(v)) d = d / v.expert_parallel * v.expert_parallel;
+          if (d < 1) continue;
+          const workload::MemoryOptions mo{.rules = options.cost.rules,
+                                           .zero_stage = zero,
+                                           .data_parallel = d,
+                                           .recompute = rec};
           ++stats.memory_queries;
           const Bytes m = workload::stage_memory(v, l, l + 1, 1, mo).total();
-          if (m < smallest) {
-            smallest = m;
-            where = fmt::format(
-                "layer {} '{}' alone, tensor parallel {}, ZeRO-{} over {} "
-                "replica{}, recomputation {}",
+          if (m < least) {
+            least = m;
+            least_where = fmt::format(
+                "layer {} '{}' alone, tensor parallel {}, ZeRO-{} over {} replica{}, "
+                "recomputation {}",
                 l, v.layers[l].name, v.tensor_parallel, zero, d, d == 1 ? "" : "s", on_off(rec));
           }
         }
       }
+      if (!least_where.empty() && least > worst) {
+        worst = least;
+        worst_where = least_where;
+      }
+    }
+    if (!worst_where.empty() && worst < smallest) {
+      smallest = worst;
+      where = worst_where;
     }
   }
   if (where.empty()) {

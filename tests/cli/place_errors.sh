@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# `nest place` when nothing fits or the options are wrong: exit status 2 and one exact line on
+# stderr. Usage: place_errors.sh <nest> <source-dir>
+set -u
+nest="$1"
+src="$2"
+profile="$src/workloads/profiles/gpt3-175b-h100.yaml"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+
+expect_error() {  # expected stderr line, then the arguments after `nest place`
+  local expected="$1" err status
+  shift
+  err=$("$nest" place "$@" 2>&1 >/dev/null)
+  status=$?
+  if [ "$status" -ne 2 ]; then
+    echo "FAIL $*: exit status $status, expected 2"
+    failed=1
+  fi
+  if [ "$err" != "$expected" ]; then
+    printf 'FAIL %s:\n  got:      %s\n  expected: %s\n' "$*" "$err" "$expected"
+    failed=1
+  fi
+}
+
+# Too few devices: GPT-3 under the artifact rules needs 8 stages of 4 (tensor parallel 4).
+expect_error 'nest place: nothing fits on 16 devices: the smallest pipeline that fits memory needs 8 stages of 4 devices (tensor parallel 4, recomputation on) = 32 devices' \
+  --profile "$profile" --rules nest-artifact --devices 16
+
+# Too little memory: the same profile with 4 GiB per device. The smallest stage is one
+# transformer block at tensor parallel 8, alone at the last position: 2 · 453202944 B of weights
+# and gradients + 3281179702 B of activations = 4187585590 B.
+sed 's/^hbm: 90 GiB$/hbm: 3 GiB/' "$profile" > "$tmp/small.yaml"
+expect_error "nest place: nothing fits: the smallest stage (layer 1 'transformer_block' alone, tensor parallel 8, ZeRO-0 over 1 replica, recomputation off) needs 3.9 GiB per device against a capacity of 3 GiB" \
+  --profile "$tmp/small.yaml" --rules nest-artifact --devices 128
+
+expect_error 'nest place: --profile: give either --profile, or --model with --accelerator (expected usage: nest place --model M --accelerator A | --profile FILE  --topology T [--devices N] [--rules megatron|nest-artifact] [--network oracle|flat|zero] [--baselines all|none|LIST] [--fixed PLAN] [-o plan.yaml] [--json])' \
+  --devices 8
+expect_error 'nest place: --rules: unknown memory rules (got "adam"; expected megatron or nest-artifact)' \
+  --profile "$profile" --rules adam --devices 8
+expect_error 'nest place: --network: unknown network model (got "wifi"; expected oracle, flat or zero)' \
+  --profile "$profile" --network wifi --devices 8
+expect_error 'nest place: --baselines: unknown baseline (got "oracle"; expected all, none, or a list of manual, topology-agnostic, anneal)' \
+  --profile "$profile" --rules nest-artifact --devices 128 --baselines manual,oracle
+expect_error 'nest place: --devices: a device count is needed without a topology' \
+  --profile "$profile" --rules nest-artifact
+exit $failed
