@@ -557,8 +557,8 @@ void Simulator::Impl::publish_stats() {
 
 Simulator::Simulator(const topo::Topology& topology) : impl_(std::make_unique<Impl>(topology)) {}
 Simulator::~Simulator() = default;
-Simulator::Simulator(Simulator&&) noexcept = default;
-Simulator& Simulator::operator=(Simulator&&) noexcept = default;
+Simulator::Simulator(Simulator&& other) noexcept = default;
+Simulator& Simulator::operator=(Simulator&& other) noexcept = default;
 
 Time Simulator::now() const noexcept { return impl_->now; }
 

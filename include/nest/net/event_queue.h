@@ -74,6 +74,7 @@ class EventQueue {
     ++size_;
   }
 
+  /// True when no event (stale or not) is held.
   [[nodiscard]] bool empty() const noexcept { return heap_.empty(); }
   /// Events held, stale ones included.
   [[nodiscard]] std::size_t size() const noexcept { return size_; }

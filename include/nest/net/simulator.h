@@ -66,17 +66,22 @@ struct LinkStats {
 
 /// One point of a link's utilization series: from `at` on, the link carried `rate`.
 struct UtilizationSample {
-  Time at;
-  Bandwidth rate;
+  Time at;         ///< when the link's total rate changed
+  Bandwidth rate;  ///< sum of the rates of the flows draining over the link from `at` on
 };
 
+/// A flow-level simulation of one topology: owns its event queue, flows and link state.
+/// Memory is O(links + flows in flight + pending events); nothing is kept per finished flow
+/// except the link statistics (and the utilization series when recorded).
 class Simulator {
  public:
   /// `topology` must outlive the simulator. O(number of links).
   explicit Simulator(const topo::Topology& topology);
   ~Simulator();
-  Simulator(Simulator&&) noexcept;
-  Simulator& operator=(Simulator&&) noexcept;
+  /// Moves the whole simulation; `other` may only be destroyed or assigned afterwards.
+  Simulator(Simulator&& other) noexcept;
+  /// Moves the whole simulation; `other` may only be destroyed or assigned afterwards.
+  Simulator& operator=(Simulator&& other) noexcept;
 
   /// Current simulated time.
   [[nodiscard]] Time now() const noexcept;
@@ -110,13 +115,14 @@ class Simulator {
   /// through flows at or above it: max-min gives the others the same rates. On by default; off
   /// refills whole components (the reference for tests; equal up to floating rounding).
   void reuse_lower_levels(bool on);
-  /// Statistics of directed link `link` (< topology().num_links()).
+  /// Statistics of directed link `link` (< topology().num_links(), else `Error`, internal).
   [[nodiscard]] const LinkStats& link_stats(topo::LinkId link) const;
   /// Rate changes of `link` in time order (empty unless recording was on); consecutive samples
   /// differ in rate, and a link that falls idle gets a sample of rate 0.
   [[nodiscard]] std::span<const UtilizationSample> utilization(topo::LinkId link) const;
   /// Events executed so far (user actions, drain ends, deliveries; not dropped stale records).
   [[nodiscard]] std::uint64_t events_processed() const noexcept;
+  /// The topology given at construction.
   [[nodiscard]] const topo::Topology& topology() const noexcept;
 
   /// Current fair rate of a draining flow; zero for a flow that is not draining (not yet rated,
