@@ -37,11 +37,11 @@
 /// One simulator owns its event queue and all its state: two simulators in one process (in two
 /// threads) never interact. A simulator itself is not thread-safe.
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
-#include <vector>
 
 #include "nest/core/units.h"
 #include "nest/topo/topology.h"
