@@ -1,0 +1,106 @@
+// Network awareness, shown (issue 5): the same workload gets different plans on different
+// networks, and the plan chosen for a network beats, on that network, the plan chosen for
+// another. Workload: GPT-3 175B (workloads/models) on H100s (workloads/accelerators), megatron
+// rules, micro-batches 1 and 2, tensor parallel up to 8.
+//
+// Networks, 128 devices each:
+// - rail-optimized, 64 nodes of 2 GPUs (tensor groups of 4 or 8 span nodes and cross rails
+//   through the spine), 8 nodes per leaf, NVLink 450 GB/s, NICs and spine cables 400 Gb/s;
+//   full bisection with 8 spines, 4:1 oversubscribed with 2;
+// - a 4 x 4 x 8 torus of 400 Gb/s links.
+// (On DGX-style 8-GPU nodes with rail-aligned plans, 4:1 oversubscription changes nothing: the
+// traffic of the best plans never leaves its rail. results/placer_network.md shows it.)
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "nest/placer/cost_model.h"
+#include "nest/placer/oracle_comm_cost.h"
+#include "nest/placer/search.h"
+#include "nest/placer/variants.h"
+#include "nest/topo/generators.h"
+#include "nest/workload/accelerator.h"
+#include "nest/workload/model.h"
+#include "nest/workload/model_profile.h"
+#include "unit/placer/printers.h"
+
+namespace nest::placer {
+namespace {
+
+topo::Topology rail(int spines) {
+  return topo::build_rail_optimized({.nodes = 64,
+                                     .gpus_per_node = 2,
+                                     .nodes_per_leaf = 8,
+                                     .spines = spines,
+                                     .nvlink_bandwidth = Bandwidth::gigabytes_per_second(450),
+                                     .nvlink_latency = Time::microseconds(0.5),
+                                     .nic_bandwidth = Bandwidth::gigabits_per_second(400),
+                                     .nic_latency = Time::microseconds(1),
+                                     .spine_bandwidth = Bandwidth::gigabits_per_second(400),
+                                     .spine_latency = Time::microseconds(1)});
+}
+
+class NetworkAwareness : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string root = NEST_SOURCE_DIR;
+    const auto model = workload::load_model(root + "/workloads/models/gpt3-175b.yaml");
+    const auto device = workload::load_accelerator(root + "/workloads/accelerators/h100-sxm.yaml");
+    const workload::BuildOptions build;
+    CandidateOptions candidates;
+    candidates.micro_batches = {1, 2};
+    profile_ =
+        workload::build_profile(model, device, candidate_configs(model, build, candidates), build);
+    options_.cost = {.rules = workload::MemoryRules::kMegatron,
+                     .devices = 128,
+                     .memory_bandwidth = device.hbm_bandwidth * device.memory_efficiency};
+  }
+
+  Plan best_on(CommCost& network) {
+    const SearchResult r = search(profile_, network, options_);
+    EXPECT_TRUE(r.best.has_value()) << r.infeasible_reason;
+    return *r.best;
+  }
+
+  workload::LayerProfile profile_;
+  SearchOptions options_;
+};
+
+TEST_F(NetworkAwareness, OversubscribedRailClusterGetsItsOwnBetterPlan) {
+  const topo::Topology full = rail(8);
+  const topo::Topology over = rail(2);
+  OracleCommCost on_full(full);
+  OracleCommCost on_over(over);
+  const Plan for_full = best_on(on_full);
+  const Plan for_over = best_on(on_over);
+  EXPECT_NE(for_full.choice, for_over.choice);
+  // Each plan is the better one on its own network.
+  const Plan full_plan_on_over = evaluate(profile_, for_full.choice, on_over, options_.cost);
+  const Plan over_plan_on_full = evaluate(profile_, for_over.choice, on_full, options_.cost);
+  EXPECT_LT(for_over.iteration_time, full_plan_on_over.iteration_time);
+  EXPECT_LE(for_full.iteration_time, over_plan_on_full.iteration_time);
+  // Oversubscription never makes a plan faster.
+  EXPECT_GE(full_plan_on_over.iteration_time, for_full.iteration_time);
+}
+
+TEST_F(NetworkAwareness, TorusGetsItsOwnBetterPlan) {
+  const topo::Topology full = rail(8);
+  const topo::Topology torus =
+      topo::build_torus({.dims = {4, 4, 8},
+                         .link_bandwidth = Bandwidth::gigabits_per_second(400),
+                         .link_latency = Time::microseconds(1)});
+  OracleCommCost on_full(full);
+  OracleCommCost on_torus(torus);
+  const Plan for_full = best_on(on_full);
+  const Plan for_torus = best_on(on_torus);
+  EXPECT_NE(for_full.choice, for_torus.choice);
+  const Plan full_plan_on_torus = evaluate(profile_, for_full.choice, on_torus, options_.cost);
+  EXPECT_LT(for_torus.iteration_time, full_plan_on_torus.iteration_time);
+  // The torus has no NVLink: the full-bisection plan's tensor-parallel collectives dominate its
+  // loss there.
+  EXPECT_GT(full_plan_on_torus.breakdown.collectives, for_full.breakdown.collectives);
+}
+
+}  // namespace
+}  // namespace nest::placer

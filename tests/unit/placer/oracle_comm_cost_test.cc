@@ -1,0 +1,81 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "nest/placer/comm_cost.h"
+#include "nest/placer/oracle_comm_cost.h"
+#include "nest/topo/generators.h"
+#include "unit/placer/printers.h"
+
+namespace nest::placer {
+namespace {
+
+using workload::CollectiveOp;
+
+// 16 DGX-style nodes of 8 GPUs, 4 nodes per leaf, 2:1 oversubscribed.
+topo::Topology cluster() {
+  return topo::build_rail_optimized({.nodes = 16,
+                                     .gpus_per_node = 8,
+                                     .nodes_per_leaf = 4,
+                                     .spines = 2,
+                                     .nvlink_bandwidth = Bandwidth::gigabytes_per_second(450),
+                                     .nvlink_latency = Time::microseconds(0.5),
+                                     .nic_bandwidth = Bandwidth::gigabits_per_second(400),
+                                     .nic_latency = Time::microseconds(1),
+                                     .spine_bandwidth = Bandwidth::gigabits_per_second(400),
+                                     .spine_latency = Time::microseconds(1)});
+}
+
+TEST(OracleCommCost, TensorGroupsInsideANodeMatchTheRingClosedForm) {
+  const topo::Topology t = cluster();
+  OracleCommCost oracle(t);
+  // 16 groups of 8 (one per node), all at once: NVLink only, so no contention. Ring allreduce
+  // of S bytes: 2(n−1)·a + 2(n−1)/n·S/B with a = 2 · 0.5 us (GPU to NVSwitch to GPU).
+  const GroupLayout tp{.member = {8, 1}, .groups = {{{16, 8}, {1, 0}, {1, 0}}}};
+  const double s = 64.0 * (1 << 20);
+  const Time expected = Time::microseconds(14 * 1.0) + Time::seconds(2 * 7.0 / 8 * s / 450e9);
+  const Time got = oracle.collective(CollectiveOp::kAllReduce, Bytes::mebibytes(64), tp);
+  // The simulator rounds each of the 14 steps to whole picoseconds: allow 2 ps per step.
+  EXPECT_NEAR(static_cast<double>(got.ps()), static_cast<double>(expected.ps()), 28.0);
+}
+
+TEST(OracleCommCost, InterpolationErrorIsBounded) {
+  const topo::Topology t = cluster();
+  OracleCommCost exact(t);
+  OracleCommCost line(t, {.interpolate_sizes = true});
+  // Data-parallel rings across all 16 nodes (one per GPU index), tensor rings inside nodes, and
+  // the stage-to-stage transfers of a pipeline whose stages are 4 GPUs apart (cross-rail).
+  const GroupLayout dp{.member = {16, 8}, .groups = {{{8, 1}, {1, 0}, {1, 0}}}};
+  const GroupLayout tp{.member = {4, 1}, .groups = {{{32, 4}, {1, 0}, {1, 0}}}};
+  const GroupLayout from{.member = {4, 1}, .groups = {{{16, 8}, {1, 0}, {1, 0}}}};
+  const GroupLayout to{.base = 4, .member = {4, 1}, .groups = {{{16, 8}, {1, 0}, {1, 0}}}};
+  double worst = 0;
+  for (const Bytes size : {Bytes::mebibytes(1), Bytes::mebibytes(100), Bytes::gibibytes(4)}) {
+    for (const auto op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather}) {
+      for (const GroupLayout& g : {dp, tp}) {
+        const double a = static_cast<double>(exact.collective(op, size, g).ps());
+        const double b = static_cast<double>(line.collective(op, size, g).ps());
+        worst = std::max(worst, std::abs(a - b) / a);
+      }
+    }
+    const double a = static_cast<double>(exact.transfer(size, from, to).ps());
+    const double b = static_cast<double>(line.transfer(size, from, to).ps());
+    worst = std::max(worst, std::abs(a - b) / a);
+  }
+  EXPECT_LT(worst, 1e-6);
+}
+
+TEST(OracleCommCost, InjectionBoundBoundsEveryAnswer) {
+  const topo::Topology t = cluster();
+  OracleCommCost oracle(t);
+  // NVLink 450 GB/s + NIC 50 GB/s per GPU.
+  EXPECT_DOUBLE_EQ(oracle.injection_bound().bytes_per_s(), 500e9);
+  FlatCommCost bound(oracle.injection_bound(), Time::zero());
+  const GroupLayout dp{.member = {16, 8}, .groups = {{{8, 1}, {1, 0}, {1, 0}}}};
+  EXPECT_LE(bound.collective(CollectiveOp::kAllReduce, Bytes::gibibytes(1), dp),
+            oracle.collective(CollectiveOp::kAllReduce, Bytes::gibibytes(1), dp));
+  EXPECT_EQ(oracle.scale_up_size(), 8);
+}
+
+}  // namespace
+}  // namespace nest::placer
