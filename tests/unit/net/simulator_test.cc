@@ -410,16 +410,16 @@ struct LeafSpine {
   static constexpr int kSpines = 2;
   topo::Topology topology{"leafspine", topo::Family::kSpineLeaf};
 
-  LeafSpine() {
+  explicit LeafSpine(Time latency = us(0.5)) {
     for (int h = 0; h < kHosts; ++h) topology.add_device("h" + std::to_string(h));
     std::vector<topo::NodeId> leaves, spines;
     for (int l = 0; l < kHosts / kPerLeaf; ++l) leaves.push_back(topology.add_switch("l", 1));
     for (int s = 0; s < kSpines; ++s) spines.push_back(topology.add_switch("s", 2));
     for (int h = 0; h < kHosts; ++h) {
-      topology.add_link(static_cast<topo::NodeId>(h), leaves[h / kPerLeaf], gbps(100), us(0.5));
+      topology.add_link(static_cast<topo::NodeId>(h), leaves[h / kPerLeaf], gbps(100), latency);
     }
     for (const auto leaf : leaves) {
-      for (const auto spine : spines) topology.add_link(leaf, spine, gbps(50), us(0.5));
+      for (const auto spine : spines) topology.add_link(leaf, spine, gbps(50), latency);
     }
   }
   LinkId up(int host) const { return static_cast<LinkId>(2 * host); }
@@ -546,6 +546,44 @@ TEST(Simulator, ReusingLowerLevelsMatchesFullRefilling) {
         EXPECT_LT(reused.rated * 2, full.rated) << seed;
       }
     }
+  }
+}
+
+/// Zero-latency chains: each delivery starts the next flow of its chain at the same instant, so
+/// departures and arrivals meet in one component at one timestamp.
+std::vector<Time> run_chains(bool reuse_levels) {
+  const LeafSpine fabric(Time::zero());
+  Rng rng(21);
+  std::vector<std::vector<LinkId>> routes;
+  std::vector<Bytes> sizes;
+  for (int i = 0; i < 300; ++i) {
+    const auto src = static_cast<int>(rng.below(LeafSpine::kHosts));
+    const auto dst =
+        static_cast<int>((src + 1 + rng.below(LeafSpine::kHosts - 1)) % LeafSpine::kHosts);
+    routes.push_back(fabric.route(src, dst, static_cast<int>(rng.below(LeafSpine::kSpines))));
+    sizes.emplace_back(static_cast<std::int64_t>(1 + rng.below(2'000'000)));
+  }
+  Simulator sim(fabric.topology);
+  sim.reuse_lower_levels(reuse_levels);
+  std::vector<Time> delivered(routes.size());
+  // 30 chains of 10 flows: flow c + 30 k follows flow c + 30 (k - 1).
+  std::function<void(std::size_t)> start = [&](std::size_t i) {
+    sim.start_flow(routes[i], sizes[i], [&, i](FlowId, Time at) {
+      delivered[i] = at;
+      if (i + 30 < routes.size()) start(i + 30);
+    });
+  };
+  for (std::size_t c = 0; c < 30; ++c) start(c);
+  sim.run();
+  return delivered;
+}
+
+TEST(Simulator, ReusingLowerLevelsFallsBackWhenFlowsArriveAsOthersLeave) {
+  const auto reused = run_chains(true);
+  const auto full = run_chains(false);
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    EXPECT_GT(full[i], Time::zero()) << i;
+    EXPECT_LE(std::abs((reused[i] - full[i]).ps()), 2) << i;
   }
 }
 
