@@ -31,4 +31,7 @@ int run_place(std::span<char* const> args);
 /// `nest validate`: the table of checks against published numbers; non-zero on any failure.
 int run_validate(std::span<char* const> args);
 
+/// `nest sweep STUDY --output DIR`: what-if studies, one results row per point (MPI-aware).
+int run_sweep(std::span<char* const> args);
+
 }  // namespace nest::cli

@@ -2,6 +2,7 @@
 // the command, and is the only place that turns a nest::Error into a message and an exit status
 // (2 for bad input, 1 for an internal failure).
 
+#include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -24,6 +25,8 @@ const std::vector<nest::cli::Command>& commands() {
       {"profile", "per-layer time, memory and collectives of a workload", nest::cli::run_profile},
       {"place", "choose the parallel degrees, partition and devices of a training job",
        nest::cli::run_place},
+      {"sweep", "run a what-if study: one results row per point (CSV + HDF5)",
+       nest::cli::run_sweep},
       {"validate", "check NEST against published numbers (one table)", nest::cli::run_validate},
   };
   return kCommands;
@@ -33,7 +36,7 @@ void print_usage() {
   std::cout << "nest " << NEST_VERSION
             << ": network- and memory-aware placement of distributed training\n\n"
                "usage: nest [--verbose|--quiet] <command> [options]\n\ncommands:\n";
-  for (const auto& c : commands()) std::cout << "  " << c.name << "  " << c.summary << "\n";
+  for (const auto& c : commands()) std::cout << fmt::format("  {:<12}{}\n", c.name, c.summary);
   std::cout << "\n`nest <command> --help` shows the options of a command.\n";
 }
 

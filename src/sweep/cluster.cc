@@ -87,8 +87,9 @@ using Message = std::pair<long long, std::string>;
 
 constexpr auto kIdleWait = std::chrono::milliseconds(2);
 
-std::size_t run_rank0(boost::mpi::communicator& world, Dispatcher& dispatcher, Sink& sink,
-                      const std::function<std::string(std::size_t)>& work, int threads) {
+std::vector<std::size_t> run_rank0(boost::mpi::communicator& world, Dispatcher& dispatcher,
+                                   Sink& sink, const std::function<std::string(std::size_t)>& work,
+                                   int threads) {
   const long long remote_slots = static_cast<long long>(world.size() - 1) * threads;
   long long closed = 0;
   auto answer = [&](int rank) {
@@ -99,7 +100,7 @@ std::size_t run_rank0(boost::mpi::communicator& world, Dispatcher& dispatcher, S
       ++closed;
     }
   };
-  std::size_t evaluated = 0;
+  std::vector<std::size_t> evaluated(static_cast<std::size_t>(world.size()), 0);
   WorkerPool pool(threads, work);
   try {
     for (int t = 0; t < threads; ++t) {
@@ -110,13 +111,16 @@ std::size_t run_rank0(boost::mpi::communicator& world, Dispatcher& dispatcher, S
       while (auto status = world.iprobe(boost::mpi::any_source, kTagResult)) {
         Message m;
         world.recv(status->source(), kTagResult, m);
-        if (m.first >= 0) sink.accept({static_cast<std::size_t>(m.first), std::move(m.second)});
+        if (m.first >= 0) {
+          sink.accept({static_cast<std::size_t>(m.first), std::move(m.second)});
+          ++evaluated[static_cast<std::size_t>(status->source())];
+        }
         answer(status->source());
         idle = false;
       }
       if (auto finished = pool.wait(idle ? kIdleWait : std::chrono::milliseconds(0))) {
         sink.accept(*finished);
-        ++evaluated;
+        ++evaluated[0];
         if (auto point = dispatcher.next()) pool.submit(*point);
       }
     }
@@ -169,11 +173,12 @@ std::string agree(const Cluster* cluster, const std::string& error) {
   return shared;
 }
 
-std::size_t run_distributed(const Cluster& cluster, Dispatcher* dispatcher, Sink* sink,
-                            const std::function<std::string(std::size_t)>& work, int threads) {
+std::vector<std::size_t> run_distributed(const Cluster& cluster, Dispatcher* dispatcher, Sink* sink,
+                                         const std::function<std::string(std::size_t)>& work,
+                                         int threads) {
   boost::mpi::communicator& world = *cluster.impl()->world;
   if (world.rank() == 0) return run_rank0(world, *dispatcher, *sink, work, threads);
-  return run_worker(world, work, threads);
+  return {run_worker(world, work, threads)};
 }
 
 #else

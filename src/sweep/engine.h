@@ -97,8 +97,10 @@ class Sink {
 
 // Runs the distributed sweep loop on every rank of `cluster` (see cluster.cc): rank 0 hands
 // out points from `dispatcher` and feeds `sink` (both null on other ranks); every rank runs
-// `threads` evaluation threads. Returns the number of points this rank evaluated.
-std::size_t run_distributed(const Cluster& cluster, Dispatcher* dispatcher, Sink* sink,
-                            const std::function<std::string(std::size_t)>& work, int threads);
+// `threads` evaluation threads. Returns, on rank 0, the points each rank evaluated; on other
+// ranks, one entry: the points this rank evaluated.
+std::vector<std::size_t> run_distributed(const Cluster& cluster, Dispatcher* dispatcher, Sink* sink,
+                                         const std::function<std::string(std::size_t)>& work,
+                                         int threads);
 
 }  // namespace nest::sweep::detail

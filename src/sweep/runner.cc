@@ -278,9 +278,12 @@ SweepReport run_sweep(const Study& study, const PointEvaluator& evaluator,
   }
 
   if (distributed) {
-    report.evaluated = detail::run_distributed(*cluster, writer ? &*dispatcher : nullptr,
-                                               writer ? &*sink : nullptr, work, options.threads);
-    if (!writer) return report;
+    report.per_rank = detail::run_distributed(*cluster, writer ? &*dispatcher : nullptr,
+                                              writer ? &*sink : nullptr, work, options.threads);
+    if (!writer) {
+      report.evaluated = report.per_rank.front();
+      return report;
+    }
     report.evaluated = sink->accepted();
   } else {
     detail::WorkerPool pool(options.threads, work);
@@ -289,6 +292,7 @@ SweepReport run_sweep(const Study& study, const PointEvaluator& evaluator,
       if (auto finished = pool.wait(std::chrono::milliseconds(200))) sink->accept(*finished);
     }
     report.evaluated = sink->accepted();
+    report.per_rank = {report.evaluated};
   }
   progress->finish();
 

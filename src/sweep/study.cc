@@ -131,9 +131,10 @@ TopologyEntry parse_topology(const std::string& name, const Node& node) {
   std::vector<std::string> allowed = it->second;
   allowed.emplace_back("kind");
   allowed.emplace_back("name");
+  allowed.emplace_back("description");
   node.expect_keys(allowed);
   for (const auto& [key, value] : node.entries()) {
-    if (key == "kind" || key == "name") continue;
+    if (key == "kind" || key == "name" || key == "description") continue;
     t.parameters.emplace_back(key, value_of(value));
   }
   return t;
@@ -158,19 +159,22 @@ WorkloadEntry parse_workload(const std::string& name, const Node& node,
     return w;
   }
   node.expect_keys({"model", "accelerator", "precision", "flash_attention", "sequence_length",
-                    "global_batch", "tensor_parallel", "context_parallel", "expert_parallel",
-                    "micro_batch", "sequence_parallel"});
+                    "global_batch", "max_tensor_parallel", "max_expert_parallel",
+                    "context_parallel", "micro_batches"});
   w.model = resolve(directory, node.at("model"));
   w.accelerator = resolve(directory, node.at("accelerator"));
   if (auto n = node.find("precision")) w.precision = n->as_string();
   if (auto n = node.find("flash_attention")) w.flash_attention = n->as_bool();
   if (auto n = node.find("sequence_length")) w.sequence_length = n->as_int(1, 1 << 24);
   if (auto n = node.find("global_batch")) w.global_batch = n->as_int(1, 1 << 30);
-  if (auto n = node.find("tensor_parallel")) w.tensor_parallel = int_list(*n, 1, 1024);
+  if (auto n = node.find("max_tensor_parallel")) {
+    w.max_tensor_parallel = static_cast<int>(n->as_int(1, 1024));
+  }
+  if (auto n = node.find("max_expert_parallel")) {
+    w.max_expert_parallel = static_cast<int>(n->as_int(1, 1024));
+  }
   if (auto n = node.find("context_parallel")) w.context_parallel = int_list(*n, 1, 1024);
-  if (auto n = node.find("expert_parallel")) w.expert_parallel = int_list(*n, 1, 1024);
-  if (auto n = node.find("micro_batch")) w.micro_batch = int_list(*n, 1, 1 << 16);
-  if (auto n = node.find("sequence_parallel")) w.sequence_parallel = n->as_bool();
+  if (auto n = node.find("micro_batches")) w.micro_batches = int_list(*n, 1, 1 << 16);
   return w;
 }
 

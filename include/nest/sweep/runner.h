@@ -76,7 +76,9 @@ struct SweepReport {
   std::size_t failed = 0;      ///< rows with status error
   bool complete = false;       ///< every point has a row
   int ranks = 1;               ///< processes that took part
-  std::filesystem::path csv;   ///< the results files
+  /// Rank 0: the points each rank evaluated (one entry per rank); other ranks: their own count.
+  std::vector<std::size_t> per_rank;
+  std::filesystem::path csv;  ///< the results files
   std::filesystem::path hdf5;
 };
 

@@ -29,11 +29,10 @@
 ///     flash_attention: true       # * default false
 ///     sequence_length: 2048       # * default: the model's
 ///     global_batch: 1536          # * default: the model's
-///     tensor_parallel: [1, 2, 4, 8]   # * variants the placer may choose from (default 1,2,4,8)
-///     context_parallel: [1]       # * default [1]
-///     expert_parallel: [1]        # * default [1] (MoE models: e.g. [1, 2, 4, 8])
-///     micro_batch: [1]            # * default [1]
-///     sequence_parallel: true     # * default true (tensor-parallel variants use it)
+///     max_tensor_parallel: 8      # * variants the placer may choose from, as `nest place`
+///     max_expert_parallel: 8      # *   (nest/placer/variants.h): t and e powers of two up to
+///     context_parallel: [1]       # *   these, sequence parallel when t > 1, these c and
+///     micro_batches: [1, 2, 4]    # *   micro-batch sizes (defaults as shown)
 ///   artifact:
 ///     profile: ../workloads/profiles/gpt3-175b-h100.yaml
 /// placer:                         # * search settings shared by every point
@@ -128,11 +127,10 @@ struct WorkloadEntry {
   bool flash_attention = false;
   std::int64_t sequence_length = 0;  ///< 0: the model's
   std::int64_t global_batch = 0;     ///< 0: the model's
-  std::vector<int> tensor_parallel = {1, 2, 4, 8};
+  int max_tensor_parallel = 8;
+  int max_expert_parallel = 8;
   std::vector<int> context_parallel = {1};
-  std::vector<int> expert_parallel = {1};
-  std::vector<int> micro_batch = {1};
-  bool sequence_parallel = true;
+  std::vector<int> micro_batches = {1, 2, 4};
   int line = 0;
 };
 

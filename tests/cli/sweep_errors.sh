@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# `nest sweep` with malformed studies and bad options: exit status 2 and one exact line on
+# stderr, before any work (no results folder appears). Usage: sweep_errors.sh <nest> <source-dir>
+set -u
+nest="$1"
+src="$2"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+
+expect_error() {  # expected stderr line, then the arguments after `nest sweep`
+  local expected="$1" err status
+  shift
+  err=$("$nest" sweep "$@" 2>&1 >/dev/null)
+  status=$?
+  if [ "$status" -ne 2 ]; then
+    echo "FAIL $*: exit status $status, expected 2"
+    failed=1
+  fi
+  if [ "$err" != "$expected" ]; then
+    printf 'FAIL %s:\n  got:      %s\n  expected: %s\n' "$*" "$err" "$expected"
+    failed=1
+  fi
+}
+
+# A study with one mistake at the end (line 19 and after).
+study() {
+  cat >"$tmp/s.yaml" <<YAML
+kind: study
+topologies:
+  rail:
+    kind: rail_optimized
+    gpus_per_node: 8
+    nodes_per_leaf: 2
+    spines: 2
+    nvlink_bandwidth: 450 GB/s
+    nvlink_latency: 0.5 us
+    nic_bandwidth: 50 GB/s
+    nic_latency: 1 us
+    spine_bandwidth: 50 GB/s
+    spine_latency: 1 us
+workloads:
+  llama:
+    model: $src/workloads/models/llama2-7b.yaml
+    accelerator: $src/workloads/accelerators/h100-sxm.yaml
+$1
+YAML
+}
+
+study 'sweep: {product: {devices: [16], topology.k: [4]}}'
+expect_error "nest sweep: $tmp/s.yaml:18: sweep.product.topology.k: not a parameter of rail_optimized topology \"rail\" (expected one of nodes, gpus_per_node, nodes_per_leaf, spines, nvlink_bandwidth, nvlink_latency, nic_bandwidth, nic_latency, spine_bandwidth, spine_latency)" \
+  "$tmp/s.yaml" --output "$tmp/out"
+study 'sweep: {product: {devices: [16], bandwidth: [1 GB/s]}}'
+expect_error "nest sweep: $tmp/s.yaml:18: sweep.product.bandwidth[0]: unknown axis \"bandwidth\" (got \"1 GB/s\"; expected one of topology, workload, devices, rules, replay, spine_oversubscription, seed, topology.<parameter>)" \
+  "$tmp/s.yaml" --output "$tmp/out"
+study 'sweep: {points: [{devices: 16, workload: gpt}]}'
+expect_error "nest sweep: $tmp/s.yaml:18: sweep.points[0].workload: unknown name (got \"gpt\"; expected one of llama)" \
+  "$tmp/s.yaml" --output "$tmp/out"
+study 'placer: {baseline: [manual]}
+sweep: {points: [{devices: 16}]}'
+expect_error "nest sweep: $tmp/s.yaml:18: placer.baseline: unknown key \"baseline\" (expected one of baselines, orders, zero_stages, recompute, max_stages)" \
+  "$tmp/s.yaml" --output "$tmp/out"
+study 'sweep: {points: [{devices: 16}]}
+defaults: {replay: maybe}'
+expect_error "nest sweep: $tmp/s.yaml:19: defaults.replay: not a boolean (got \"maybe\"; expected true or false)" \
+  "$tmp/s.yaml" --output "$tmp/out"
+study 'sweep: {points: [{devices: 16}]}'
+sed -i 's/llama2-7b.yaml/llama2-8b.yaml/' "$tmp/s.yaml"
+expect_error "nest sweep: $tmp/s.yaml:16: workloads.llama.model: no such file (got \"$src/workloads/models/llama2-8b.yaml\"; expected a readable file (paths are relative to the study file))" \
+  "$tmp/s.yaml" --output "$tmp/out"
+expect_error "nest sweep: $tmp/none.yaml: cannot open study file (expected a readable file)" \
+  "$tmp/none.yaml" --output "$tmp/out"
+[ -e "$tmp/out" ] && { echo "FAIL a malformed study created the output folder"; failed=1; }
+
+study 'sweep: {points: [{devices: 16}]}'
+expect_error "nest sweep: --resume: --resume and --force exclude each other (expected one of them)" \
+  "$tmp/s.yaml" --output "$tmp/out" --resume --force
+expect_error "nest sweep: --progress: unknown progress mode (got \"sometimes\"; expected auto, always or never)" \
+  "$tmp/s.yaml" --output "$tmp/out" --progress sometimes
+expect_error "nest sweep: --threads: at least one thread (got \"0\"; expected an integer >= 1)" \
+  "$tmp/s.yaml" --output "$tmp/out" --threads 0
+"$nest" sweep "$tmp/s.yaml" --output "$tmp/out" >/dev/null || { echo "FAIL a good study"; failed=1; }
+expect_error "nest sweep: --output: the output folder already holds results (got \"$tmp/out\"; expected --resume to continue them or --force to start over)" \
+  "$tmp/s.yaml" --output "$tmp/out"
+exit $failed
