@@ -42,6 +42,18 @@ std::uint64_t GroupLayout::hash() const noexcept {
   return h;
 }
 
+Time CommCost::collective_bound(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) {
+  if (!(injection_bound().bytes_per_s() > 0)) return Time::zero();
+  FlatCommCost flat(injection_bound() * (1 + 1e-6), Time::zero());
+  return flat.collective(op, size, layout);
+}
+
+Time CommCost::transfer_bound(Bytes size, const GroupLayout& from, const GroupLayout& to) {
+  if (!(injection_bound().bytes_per_s() > 0)) return Time::zero();
+  FlatCommCost flat(injection_bound() * (1 + 1e-6), Time::zero());
+  return flat.transfer(size, from, to);
+}
+
 FlatCommCost::FlatCommCost(Bandwidth bandwidth, Time latency, int scale_up_size)
     : bandwidth_(bandwidth), latency_(latency), scale_up_size_(scale_up_size) {
   if (!(bandwidth.bytes_per_s() > 0)) {

@@ -50,7 +50,125 @@ OracleCommCost::OracleCommCost(const topo::Topology& topology, OracleOptions opt
     : topology_(topology),
       oracle_(topology, options.seed),
       options_(options),
-      injection_bound_(largest_injection(topology)) {}
+      injection_bound_(largest_injection(topology)) {
+  const int d0 = topology.domain_sizes().front();
+  const auto devices = topology.num_devices();
+  if (d0 <= 0 || static_cast<std::size_t>(d0) >= devices) return;
+  domain_size_ = d0;
+  // A node's domain: its own for a device; for a switch, the domain of its devices when all its
+  // links lead to devices of one domain (an NVSwitch); none otherwise.
+  std::vector<int> domain(topology.num_nodes(), -1);
+  for (std::size_t v = 0; v < devices; ++v) domain[v] = static_cast<int>(v) / d0;
+  for (std::size_t v = devices; v < topology.num_nodes(); ++v) {
+    int only = -1;
+    bool exclusive = true;
+    for (const auto l : topology.out_links(static_cast<topo::NodeId>(v))) {
+      const auto w = topology.link(l).dst;
+      if (!topology.is_device(w)) {
+        exclusive = false;
+        break;
+      }
+      const int dw = static_cast<int>(w) / d0;
+      if (only >= 0 && dw != only) {
+        exclusive = false;
+        break;
+      }
+      only = dw;
+    }
+    if (exclusive) domain[v] = only;
+  }
+  const std::size_t domains = devices / static_cast<std::size_t>(d0);
+  exit_out_.assign(domains, 0);
+  exit_in_.assign(domains, 0);
+  for (const auto& link : topology.links()) {
+    const int a = domain[link.src];
+    const int b = domain[link.dst];
+    if (a == b) continue;
+    if (a >= 0) exit_out_[static_cast<std::size_t>(a)] += link.bandwidth.bytes_per_s();
+    if (b >= 0) exit_in_[static_cast<std::size_t>(b)] += link.bandwidth.bytes_per_s();
+  }
+}
+
+Time OracleCommCost::exit_bound(const std::vector<double>& out,
+                                const std::vector<double>& in) const {
+  double seconds = 0;
+  for (std::size_t x = 0; x < out.size(); ++x) {
+    if (out[x] > 0 && exit_out_[x] > 0) seconds = std::max(seconds, out[x] / exit_out_[x]);
+    if (in[x] > 0 && exit_in_[x] > 0) seconds = std::max(seconds, in[x] / exit_in_[x]);
+  }
+  // Rounded down (and a billionth below) so that it stays a lower bound.
+  return Time::picoseconds(static_cast<std::int64_t>(std::floor(seconds * 1e12 * (1 - 1e-9))));
+}
+
+Time OracleCommCost::collective_bound(workload::CollectiveOp op, Bytes size,
+                                      const GroupLayout& layout) {
+  const Time flat = CommCost::collective_bound(op, size, layout);
+  const int n = layout.group_size();
+  if (domain_size_ == 0 || n <= 1 || size.count() <= 0) return flat;
+  if (layout.end() > topology_.num_devices()) return flat;
+  const bool ring_family = op != workload::CollectiveOp::kAllToAll;
+  coll::Algorithm algorithm = options_.all_to_all;
+  double per_hop = 0;
+  switch (op) {
+    case workload::CollectiveOp::kAllReduce:
+      algorithm = options_.allreduce;
+      per_hop = 2.0 * (n - 1) / n * size.as_double();
+      break;
+    case workload::CollectiveOp::kAllGather:
+      algorithm = options_.all_gather;
+      per_hop = 1.0 * (n - 1) / n * size.as_double();
+      break;
+    case workload::CollectiveOp::kReduceScatter:
+      algorithm = options_.reduce_scatter;
+      per_hop = 1.0 * (n - 1) / n * size.as_double();
+      break;
+    case workload::CollectiveOp::kAllToAll:
+      per_hop = size.as_double() / n;
+      break;
+  }
+  if (ring_family ? algorithm != coll::Algorithm::kRing : algorithm != coll::Algorithm::kPairwise) {
+    return flat;
+  }
+  std::vector<double> out(exit_out_.size(), 0);
+  std::vector<double> in(exit_in_.size(), 0);
+  auto hop = [&](topo::DeviceId a, topo::DeviceId b) {
+    const auto x = a / static_cast<std::uint32_t>(domain_size_);
+    const auto y = b / static_cast<std::uint32_t>(domain_size_);
+    if (x == y) return;
+    out[x] += per_hop;
+    in[y] += per_hop;
+  };
+  for (int g = 0; g < layout.group_count(); ++g) {
+    for (int m = 0; m < n; ++m) {
+      if (ring_family) {
+        hop(layout.device(g, m), layout.device(g, (m + 1) % n));
+      } else {
+        for (int k = 0; k < n; ++k) {
+          if (k != m) hop(layout.device(g, m), layout.device(g, k));
+        }
+      }
+    }
+  }
+  return std::max(flat, exit_bound(out, in));
+}
+
+Time OracleCommCost::transfer_bound(Bytes size, const GroupLayout& from, const GroupLayout& to) {
+  const Time flat = CommCost::transfer_bound(size, from, to);
+  if (domain_size_ == 0 || size.count() <= 0) return flat;
+  if (from.end() > topology_.num_devices() || to.end() > topology_.num_devices()) return flat;
+  std::vector<double> out(exit_out_.size(), 0);
+  std::vector<double> in(exit_in_.size(), 0);
+  for (int g = 0; g < from.group_count(); ++g) {
+    for (int m = 0; m < from.group_size(); ++m) {
+      const auto x = from.device(g, m) / static_cast<std::uint32_t>(domain_size_);
+      const auto y = to.device(g, m) / static_cast<std::uint32_t>(domain_size_);
+      if (x == y) continue;
+      out[x] += size.as_double();
+      in[y] += size.as_double();
+    }
+  }
+  return std::max(flat, exit_bound(out, in));
+}
 
 Time OracleCommCost::exact_collective(const coll::CollectiveSpec& spec, const GroupLayout& layout) {
   const auto groups = layout.expand();

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <queue>
 #include <tuple>
 #include <utility>
 
@@ -150,6 +151,27 @@ class Pricer {
   std::unique_ptr<PositionPrices> interior_;
   std::unique_ptr<PositionPrices> last_;
   std::vector<PositionPrices> positions_;
+};
+
+// The lower bounds of a network as a network of their own: prices every query with
+// `collective_bound` / `transfer_bound` (no simulation), so that tables priced with it bound the
+// exact tables from below.
+class BoundNetwork final : public CommCost {
+ public:
+  explicit BoundNetwork(CommCost& exact) : exact_(exact) {}
+  Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
+    return exact_.collective_bound(op, size, layout);
+  }
+  Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override {
+    return exact_.transfer_bound(size, from, to);
+  }
+  bool placement_independent() const noexcept override { return exact_.placement_independent(); }
+  bool zero() const noexcept override { return exact_.zero(); }
+  int scale_up_size() const noexcept override { return exact_.scale_up_size(); }
+  std::string describe() const override { return "lower bounds of " + exact_.describe(); }
+
+ private:
+  CommCost& exact_;
 };
 
 // f[s][i] and its argmin, rows added on demand (see search.h).
@@ -622,19 +644,48 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   std::stable_sort(items.begin(), items.end(),
                    [](const Item& a, const Item& b) { return a.bound < b.bound; });
 
-  // Phase 2: price with the real network only what can still beat the best plan found.
+  // Phase 2: best-first branch and bound. An open entry is a lower bound on the plans it stands
+  // for: level 0, a whole (configuration, d) with its phase-1 bound; level 1, one (order, S) of
+  // it with a refined bound (a table priced with the network's layout-aware lower bounds, plus
+  // bounds on the sync and optimizer step that hold for every partition). Entries leave the
+  // queue smallest first; level 0 is refined, level 1 priced exactly. Once the smallest open
+  // bound is no better than the best plan, the search is over.
   std::map<std::tuple<std::size_t, bool, int, int>, std::unique_ptr<MemoryLimits>> limits_cache;
   std::map<std::tuple<std::size_t, bool, int, int, std::size_t, int>, std::unique_ptr<Table>>
       table_cache;
-  for (const Item& item : items) {
-    if (item.bound >= best.time) break;
+  std::map<std::tuple<std::size_t, bool, int, int, std::size_t, int>, std::unique_ptr<Table>>
+      bound_cache;
+  BoundNetwork bounds(comm);
+  PricedNetwork exit_net(bounds);
+  const bool refine = !net.zero() && !net.placement_independent();
+
+  struct Entry {
+    std::int64_t key;
+    std::size_t item;
+    std::size_t order;
+    int stages;
+    int level;
+    bool operator>(const Entry& o) const {
+      return std::tie(key, item, order, stages, level) >
+             std::tie(o.key, o.item, o.order, o.stages, o.level);
+    }
+  };
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> open;
+  for (std::size_t i = 0; i < items.size(); ++i) open.push({items[i].bound, i, 0, 0, 0});
+
+  while (!open.empty()) {
+    const Entry e = open.top();
+    open.pop();
+    if (e.key >= best.time) break;
+    const Item& item = items[e.item];
     const VariantData& vd = data[item.slot];
     const workload::Variant& v = *vd.v;
     const int d = item.d;
     const int dpr = v.devices_per_replica;
     const std::int64_t k = (v.microbatches + d - 1) / d;
-    if (table_cache.size() > 64 || limits_cache.size() > 64) {
+    if (table_cache.size() > 64 || bound_cache.size() > 64 || limits_cache.size() > 64) {
       table_cache.clear();  // tables refer to limits: drop them first
+      bound_cache.clear();
       limits_cache.clear();
     }
     auto& limits = limits_cache[{item.slot, item.rec, item.zero, memory_d(item.zero, d)}];
@@ -642,75 +693,112 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       limits = std::make_unique<MemoryLimits>(v, vd.run_end, memory_options(item.rec, item.zero, d),
                                               profile.hbm, stats);
     }
-    auto consider = [&](Table& t, int stages, PlacementOrder order) {
-      const std::int64_t stage_time = t.best(stages);
-      if (stage_time == kInf) return;
-      const std::int64_t factor = k + stages - 1;
-      if (stage_time > (kInf - 1) / factor) return;
-      const std::int64_t pipeline = factor * stage_time;
-      if (pipeline >= best.time) return;
-      ++stats.candidates;
-      PlanChoice choice{.variant = vd.index,
-                        .boundaries = t.boundaries(stages),
-                        .data_parallel = d,
-                        .zero_stage = item.zero,
-                        .recompute = item.rec,
-                        .order = order};
-      const DeviceMap map = DeviceMap::make(order, stages, d, dpr);
-      Time optimizer;
-      std::vector<std::pair<std::int64_t, int>> gradients;  // (bytes, stage), largest first
-      for (int p = 0; p < stages; ++p) {
-        const std::size_t a = choice.boundaries[static_cast<std::size_t>(p)];
-        const std::size_t b = choice.boundaries[static_cast<std::size_t>(p) + 1];
-        optimizer = std::max(optimizer,
-                             detail::optimizer_time(vd.sums.parameters[b] - vd.sums.parameters[a],
-                                                    item.zero, d, options.cost));
-        gradients.emplace_back(vd.sums.parameter_bytes[b] - vd.sums.parameter_bytes[a], p);
-      }
-      std::stable_sort(gradients.begin(), gradients.end(),
-                       [](const auto& x, const auto& y) { return x.first > y.first; });
-      // The exposed sync is the largest stage's: stop pricing once the plan cannot win.
-      std::int64_t total = pipeline + optimizer.ps();
-      for (const auto& [bytes, p] : gradients) {
-        if (total >= best.time) return;
-        total = std::max(total, pipeline + optimizer.ps() +
-                                    detail::sync_time(bytes, item.zero, map, p, net).ps());
-      }
-      if (total < best.time) {
-        best.time = total;
-        best.choice = std::move(choice);
-      }
-    };
-    for (std::size_t oi = 0; oi < orders.size(); ++oi) {
+    // A table for (order, S): cached when the stage's devices do not depend on S.
+    auto table_for = [&](auto& cache, PricedNetwork& prices, std::size_t oi, int stages,
+                         std::unique_ptr<Table>& local) -> Table& {
       const PlacementOrder order = orders[oi];
       const bool per_depth = !net.placement_independent() && !pipeline_outermost(order);
+      if (per_depth) {
+        local = std::make_unique<Table>(
+            v, vd.sums,
+            Pricer(v, vd.degrees, DeviceMap::make(order, stages, d, dpr), d, item.zero, prices),
+            *limits, options.cost.rules, item.rec, stats);
+        return *local;
+      }
       // Prices depend on d only through the groups' sizes and neighbours: a zero network never,
       // a flat one only through ZeRO-3 gathers.
       const int price_d = net.zero()                    ? 0
                           : net.placement_independent() ? (item.zero == 3 ? d : 0)
                                                         : d;
-      for (int stages = 1; stages < static_cast<int>(item.by_depth.size()); ++stages) {
-        if (item.by_depth[static_cast<std::size_t>(stages)] >= best.time) continue;
-        if (per_depth) {
-          // The stage's devices depend on the pipeline depth: a table for this S alone.
-          Table t(v, vd.sums,
-                  Pricer(v, vd.degrees, DeviceMap::make(order, stages, d, dpr), d, item.zero, net),
-                  *limits, options.cost.rules, item.rec, stats);
-          consider(t, stages, order);
-          continue;
+      auto& cached = cache[{item.slot, item.rec, item.zero, memory_d(item.zero, d), oi, price_d}];
+      if (!cached) {
+        std::optional<DeviceMap> map;
+        if (!net.placement_independent()) {
+          map = DeviceMap::make(order, static_cast<int>(v.layers.size()), d, dpr);
         }
-        auto& table =
-            table_cache[{item.slot, item.rec, item.zero, memory_d(item.zero, d), oi, price_d}];
-        if (!table) {
-          std::optional<DeviceMap> map;
-          if (!net.placement_independent()) {
-            map = DeviceMap::make(order, static_cast<int>(v.layers.size()), d, dpr);
-          }
-          table = std::make_unique<Table>(v, vd.sums, Pricer(v, vd.degrees, map, d, item.zero, net),
-                                          *limits, options.cost.rules, item.rec, stats);
-        }
-        consider(*table, stages, order);
+        cached =
+            std::make_unique<Table>(v, vd.sums, Pricer(v, vd.degrees, map, d, item.zero, prices),
+                                    *limits, options.cost.rules, item.rec, stats);
       }
+      return *cached;
+    };
+
+    if (e.level == 0) {
+      for (std::size_t oi = 0; oi < orders.size(); ++oi) {
+        for (int stages = 1; stages < static_cast<int>(item.by_depth.size()); ++stages) {
+          std::int64_t key = item.by_depth[static_cast<std::size_t>(stages)];
+          if (key >= best.time) continue;
+          if (refine) {
+            std::unique_ptr<Table> local;
+            const std::int64_t f = table_for(bound_cache, exit_net, oi, stages, local).best(stages);
+            const std::int64_t factor = k + stages - 1;
+            if (f == kInf || f > (best.time - 1) / factor) continue;  // factor·f >= best
+            // Some stage holds at least the average gradient and parameters, at some position.
+            const auto n = v.layers.size();
+            const std::int64_t grad = vd.sums.parameter_bytes[n] / stages;
+            const DeviceMap map = DeviceMap::make(orders[oi], stages, d, dpr);
+            Time sync = Time::max();
+            for (int p = 0; p < stages && sync > Time::zero(); ++p) {
+              sync = std::min(sync, detail::sync_time(grad, item.zero, map, p, exit_net));
+            }
+            const Time optimizer =
+                detail::optimizer_time(vd.sums.parameters[n] / stages, item.zero, d, options.cost);
+            key = std::max(key, factor * f + sync.ps() + optimizer.ps());
+            if (key >= best.time) continue;
+          }
+          open.push({key, e.item, oi, stages, 1});
+        }
+      }
+      continue;
+    }
+
+    // Level 1: the exact price of (order, S).
+    const PlacementOrder order = orders[e.order];
+    const int stages = e.stages;
+    std::unique_ptr<Table> local;
+    Table& t = table_for(table_cache, net, e.order, stages, local);
+    const std::int64_t stage_time = t.best(stages);
+    if (stage_time == kInf) continue;
+    const std::int64_t factor = k + stages - 1;
+    if (stage_time > (best.time - 1) / factor) continue;
+    const std::int64_t pipeline = factor * stage_time;
+    ++stats.candidates;
+    PlanChoice choice{.variant = vd.index,
+                      .boundaries = t.boundaries(stages),
+                      .data_parallel = d,
+                      .zero_stage = item.zero,
+                      .recompute = item.rec,
+                      .order = order};
+    const DeviceMap map = DeviceMap::make(order, stages, d, dpr);
+    Time optimizer;
+    std::vector<std::pair<std::int64_t, int>> gradients;  // (bytes, stage), largest first
+    for (int p = 0; p < stages; ++p) {
+      const std::size_t a = choice.boundaries[static_cast<std::size_t>(p)];
+      const std::size_t b = choice.boundaries[static_cast<std::size_t>(p) + 1];
+      optimizer =
+          std::max(optimizer, detail::optimizer_time(vd.sums.parameters[b] - vd.sums.parameters[a],
+                                                     item.zero, d, options.cost));
+      gradients.emplace_back(vd.sums.parameter_bytes[b] - vd.sums.parameter_bytes[a], p);
+    }
+    std::stable_sort(gradients.begin(), gradients.end(),
+                     [](const auto& x, const auto& y) { return x.first > y.first; });
+    if (refine) {
+      Time sync_bound;
+      for (const auto& [bytes, p] : gradients) {
+        sync_bound = std::max(sync_bound, detail::sync_time(bytes, item.zero, map, p, exit_net));
+      }
+      if (pipeline + optimizer.ps() + sync_bound.ps() >= best.time) continue;
+    }
+    // The exposed sync is the largest stage's: stop pricing once the plan cannot win.
+    std::int64_t total = pipeline + optimizer.ps();
+    for (const auto& [bytes, p] : gradients) {
+      if (total >= best.time) break;
+      total = std::max(
+          total, pipeline + optimizer.ps() + detail::sync_time(bytes, item.zero, map, p, net).ps());
+    }
+    if (total < best.time) {
+      best.time = total;
+      best.choice = std::move(choice);
     }
   }
   stats.network_queries = net.queries();

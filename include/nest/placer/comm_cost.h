@@ -78,6 +78,15 @@ class CommCost {
   /// order and every stage position then cost the same, and the search prices one of them.
   [[nodiscard]] virtual bool placement_independent() const noexcept = 0;
 
+  /// A lower bound of `collective(op, size, layout)`, cheap to compute (no simulation); the
+  /// search prunes with it. Default: the flat network at `injection_bound()` without latency
+  /// (zero when that is unknown).
+  [[nodiscard]] virtual Time collective_bound(workload::CollectiveOp op, Bytes size,
+                                              const GroupLayout& layout);
+  /// A lower bound of `transfer(size, from, to)`, as `collective_bound`.
+  [[nodiscard]] virtual Time transfer_bound(Bytes size, const GroupLayout& from,
+                                            const GroupLayout& to);
+
   /// True when every cost is zero (the nest-artifact rules): the placer then skips pricing.
   [[nodiscard]] virtual bool zero() const noexcept { return false; }
 

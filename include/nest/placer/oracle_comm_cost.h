@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "nest/coll/collective.h"
 #include "nest/coll/oracle.h"
@@ -39,6 +40,14 @@ class OracleCommCost final : public CommCost {
 
   Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override;
   Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override;
+  /// max(the flat injection bound, the domain-exit bound): for each innermost domain (with the
+  /// switches that serve only its devices), the bytes the collective must move out of it (or
+  /// into it) over the capacity of the links that leave (enter) it. Ring algorithms send
+  /// 2(n−1)/n·S (allreduce) or (n−1)/n·S (all-gather, reduce-scatter) along each ring hop,
+  /// pairwise all-to-all S/n to every other member; other algorithms get the injection bound
+  /// only. O(devices of the layout).
+  Time collective_bound(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override;
+  Time transfer_bound(Bytes size, const GroupLayout& from, const GroupLayout& to) override;
   bool placement_independent() const noexcept override { return false; }
   Bandwidth injection_bound() const noexcept override { return injection_bound_; }
   /// The topology's innermost domain (an NVLink node on rail-optimized clusters).
@@ -53,10 +62,17 @@ class OracleCommCost final : public CommCost {
   [[nodiscard]] Time exact_collective(const coll::CollectiveSpec& spec, const GroupLayout& layout);
   [[nodiscard]] Time exact_transfer(Bytes size, const GroupLayout& from, const GroupLayout& to);
 
+  // Bytes crossing domain boundaries (per domain, out and in) to a time bound.
+  [[nodiscard]] Time exit_bound(const std::vector<double>& out,
+                                const std::vector<double>& in) const;
+
   const topo::Topology& topology_;
   coll::CollectiveOracle oracle_;
   OracleOptions options_;
   Bandwidth injection_bound_;
+  int domain_size_ = 0;           // innermost domain; 0 when the topology has one domain
+  std::vector<double> exit_out_;  // per domain: capacity of the links leaving it, B/s
+  std::vector<double> exit_in_;   // per domain: capacity of the links entering it, B/s
 };
 
 }  // namespace nest::placer

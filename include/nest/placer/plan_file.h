@@ -57,10 +57,10 @@ namespace nest::placer {
 
 /// Where a plan's inputs came from and how the network was modeled.
 struct PlanInputs {
-  std::string profile;      ///< layer-profile file; empty when a model is given
-  std::string model;        ///< model file (with `accelerator`); empty when a profile is given
-  std::string accelerator;  ///< accelerator file
-  std::string topology;     ///< topology file; empty for the zero and flat networks
+  std::string profile;           ///< layer-profile file; empty when a model is given
+  std::string model;             ///< model file (with `accelerator`); empty when a profile is given
+  std::string accelerator;       ///< accelerator file
+  std::string topology;          ///< topology file; empty for the zero and flat networks
   std::string network = "zero";  ///< "zero", "flat" or "oracle"
   Bandwidth flat_bandwidth;      ///< network "flat" only
   Time flat_latency;             ///< network "flat" only

@@ -1,0 +1,133 @@
+// Solve time of the NEST search (nest place), including the network oracle.
+// - GPT-3 175B and Llama-2-7B (workloads/models) on H100s (workloads/accelerators/h100-sxm) with
+//   micro-batches 1, 2, 4 and tensor parallel 1..8 (sequence parallel with t > 1): 12 variants,
+//   megatron rules, ZeRO 0..3, recomputation on/off, placement orders tp-pp-dp and tp-dp-pp;
+// - networks: the collective oracle (flow-level simulation) on rail-optimized H100 clusters of
+//   8-GPU nodes, 32 nodes per leaf, 1:1 (topologies/h100_rail_1024.yaml's parameters, with
+//   nodes = devices / 8 and spines = 32), and the zero network for comparison;
+// - growth with devices (GPT-3, 128..16,384) and with layers (GPT-3's block with 24..384
+//   blocks, 1,024 devices).
+// Each iteration builds a fresh oracle (no memo carried between iterations). The profile is
+// built outside the timed region (it takes milliseconds). Counters: DP tables, states, memory
+// queries, candidates priced in full, distinct network queries and oracle simulations.
+
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "nest/placer/comm_cost.h"
+#include "nest/placer/oracle_comm_cost.h"
+#include "nest/placer/search.h"
+#include "nest/placer/variants.h"
+#include "nest/topo/generators.h"
+#include "nest/workload/accelerator.h"
+#include "nest/workload/model.h"
+#include "nest/workload/model_profile.h"
+
+namespace {
+
+using namespace nest;
+
+const workload::Accelerator& h100() {
+  static const workload::Accelerator a = workload::load_accelerator(
+      std::string(NEST_SOURCE_DIR) + "/workloads/accelerators/h100-sxm.yaml");
+  return a;
+}
+
+workload::LayerProfile profile_of(const std::string& name, int blocks = 0) {
+  workload::Model m =
+      workload::load_model(std::string(NEST_SOURCE_DIR) + "/workloads/models/" + name + ".yaml");
+  if (blocks > 0) m.layers = blocks;
+  const workload::BuildOptions build;
+  return workload::build_profile(m, h100(), placer::candidate_configs(m, build, {}), build);
+}
+
+const topo::Topology& rail(int devices) {
+  static std::map<int, std::unique_ptr<topo::Topology>> cache;  // bench-local, one thread
+  auto& t = cache[devices];
+  if (!t) {
+    t = std::make_unique<topo::Topology>(
+        topo::build_rail_optimized({.nodes = devices / 8,
+                                    .gpus_per_node = 8,
+                                    .nodes_per_leaf = 32,
+                                    .spines = 32,
+                                    .nvlink_bandwidth = Bandwidth::gigabytes_per_second(450),
+                                    .nvlink_latency = Time::microseconds(0.5),
+                                    .nic_bandwidth = Bandwidth::gigabits_per_second(400),
+                                    .nic_latency = Time::microseconds(1),
+                                    .spine_bandwidth = Bandwidth::gigabits_per_second(400),
+                                    .spine_latency = Time::microseconds(1)}));
+  }
+  return *t;
+}
+
+void run(benchmark::State& state, const workload::LayerProfile& profile, int devices, bool oracle) {
+  placer::SearchOptions options;
+  options.cost = {.rules = workload::MemoryRules::kMegatron,
+                  .devices = devices,
+                  .memory_bandwidth = h100().hbm_bandwidth * h100().memory_efficiency};
+  placer::SearchStats stats;
+  std::uint64_t simulations = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    std::unique_ptr<placer::CommCost> comm;
+    placer::OracleCommCost* o = nullptr;
+    if (oracle) {
+      auto p = std::make_unique<placer::OracleCommCost>(rail(devices));
+      o = p.get();
+      comm = std::move(p);
+    } else {
+      comm = std::make_unique<placer::ZeroCommCost>();
+    }
+    const auto result = placer::search(profile, *comm, options);
+    benchmark::DoNotOptimize(result.best);
+    stats = result.stats;
+    simulations = o != nullptr ? o->stats().simulations : 0;
+    if (result.best) seconds = result.best->iteration_time.to_seconds();
+  }
+  state.counters["tables"] = static_cast<double>(stats.tables);
+  state.counters["states"] = static_cast<double>(stats.states);
+  state.counters["memory_queries"] = static_cast<double>(stats.memory_queries);
+  state.counters["candidates"] = static_cast<double>(stats.candidates);
+  state.counters["net_queries"] = static_cast<double>(stats.network_queries);
+  state.counters["simulations"] = static_cast<double>(simulations);
+  state.counters["iteration_s"] = seconds;
+}
+
+void BM_Gpt3OnRail(benchmark::State& state) {
+  static const auto profile = profile_of("gpt3-175b");
+  run(state, profile, static_cast<int>(state.range(0)), state.range(1) != 0);
+}
+BENCHMARK(BM_Gpt3OnRail)
+    ->ArgNames({"devices", "oracle"})
+    ->ArgsProduct({{128, 256, 512, 1024, 2048, 4096, 8192, 16384}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+void BM_Llama2_7BOnRail(benchmark::State& state) {
+  static const auto profile = profile_of("llama2-7b");
+  run(state, profile, static_cast<int>(state.range(0)), state.range(1) != 0);
+}
+BENCHMARK(BM_Llama2_7BOnRail)
+    ->ArgNames({"devices", "oracle"})
+    ->ArgsProduct({{1024}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+void BM_Gpt3BlocksOnRail1024(benchmark::State& state) {
+  static std::map<int, workload::LayerProfile> profiles;
+  const int blocks = static_cast<int>(state.range(0));
+  if (!profiles.count(blocks)) profiles[blocks] = profile_of("gpt3-175b", blocks);
+  run(state, profiles[blocks], 1024, state.range(1) != 0);
+}
+BENCHMARK(BM_Gpt3BlocksOnRail1024)
+    ->ArgNames({"blocks", "oracle"})
+    ->ArgsProduct({{24, 48, 96, 192, 384}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+}  // namespace
+
+BENCHMARK_MAIN();
