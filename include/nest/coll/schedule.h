@@ -8,7 +8,9 @@
 /// sends on c of its previous sending step on c have arrived and (2) everything it receives on
 /// c in steps before s has arrived. Only what a rank itself sent and received gates it, so a
 /// fast rank runs ahead of a slow one elsewhere in the group. Channels are independent (e.g. the
-/// two trees of the double binary tree).
+/// two trees of the double binary tree). Sends are eager: a receiver never holds a sender back
+/// (no rendezvous), so a rank with nothing to wait for sends at once, even to a peer that is
+/// still busy (halving-doubling's ranks outside the fold of a non-power-of-two group do).
 ///
 /// The rule is enforced through *gates*: one per (rank, channel, sending step), holding the
 /// rank's sends of that step and a count of the transfers it waits for. Every transfer feeds at
@@ -57,7 +59,9 @@ inline constexpr std::uint32_t kNoGate = 0xffffffffU;
 class Schedule final : public Program {
  public:
   /// A schedule of `ranks` ranks over `transfers` (any order; each src != dst, both < ranks).
-  /// Builds the gates. O(T log T) for T transfers. Throws `Error` (internal) on a bad transfer.
+  /// Builds the gates. O(T) for T transfers (bucketed by step), plus sorting the steps whose
+  /// transfers were not given in (channel, src, dst) order. Throws `Error` (internal) on a bad
+  /// transfer.
   Schedule(int ranks, std::vector<Transfer> transfers);
 
   /// Number of ranks n.
