@@ -28,6 +28,12 @@ int run_collective(std::span<char* const> args);
 /// `nest place`: the NEST search for a workload on a network, with the baselines beside it.
 int run_place(std::span<char* const> args);
 
+/// `nest simulate --plan P -o run.h5`: replay a plan file on the network simulator.
+int run_simulate(std::span<char* const> args);
+
+/// `nest run`: `nest place` then `nest simulate`, writing everything to one folder.
+int run_run(std::span<char* const> args);
+
 /// `nest validate`: the table of checks against published numbers; non-zero on any failure.
 int run_validate(std::span<char* const> args);
 
