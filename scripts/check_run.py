@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""Checks a NEST run file against the schema in README.md ("HDF5 output").
+
+usage: /usr/bin/python3 scripts/check_run.py RUN.h5 PLAN.yaml
+Exits 1 naming the first violation: a missing dataset or attribute, a wrong field type or
+unit, row counts that disagree with the plan, or a timeline that is not consistent.
+"""
+import re
+import sys
+
+import h5py
+import numpy as np
+
+FIELDS = {
+    "/timeline": {"device": "u4", "stream": "u1", "kind": "u1", "stage": "i4", "microbatch": "i4",
+                  "first_layer": "i4", "last_layer": "i4", "start": "i8", "end": "i8"},
+    "/memory/trace": {"device": "u4", "time": "i8", "bytes": "i8", "category": "u1"},
+    "/memory/peak": {"device": "u4", "peak_bytes": "i8"},
+    "/links": {"src": "u4", "dst": "u4", "bytes": "f8", "busy": "i8", "utilization": "f8"},
+    "/collectives/table": {"op": "u4", "algorithm": "u4", "group_offset": "u8",
+                           "group_size": "u4", "bytes": "i8", "start": "i8", "end": "i8",
+                           "closed_form": "i8"},
+}
+UNITS = {
+    "/timeline": {"start": "ps", "end": "ps"},
+    "/memory/trace": {"time": "ps", "bytes": "B"},
+    "/memory/peak": {"peak_bytes": "B"},
+    "/links": {"bytes": "B", "busy": "ps", "utilization": "1"},
+    "/collectives/table": {"bytes": "B", "start": "ps", "end": "ps", "closed_form": "ps"},
+}
+SUMMARY = ["iteration_time_s", "estimate_s", "estimate_error", "sequences_per_s", "tokens_per_s",
+           "bubble_fraction", "exposed_communication_s", "peak_memory_bytes",
+           "model_flops_utilization"]
+META = ["tool_version", "command_line", "plan_yaml", "input_paths", "input_hashes"]
+
+
+def fail(message):
+    print(f"check_run: {message}")
+    sys.exit(1)
+
+
+def plan_numbers(path):
+    text = open(path).read()
+    get = lambda key: int(re.search(rf"^{key}: (\d+)$", text, re.M).group(1))
+    per_replica = int(re.search(r"devices_per_replica: (\d+)", text).group(1))
+    return get("stages"), get("data_parallel"), get("microbatches"), per_replica
+
+
+def main():
+    run, plan = sys.argv[1], sys.argv[2]
+    stages, replicas, microbatches, shards = plan_numbers(plan)
+    with h5py.File(run, "r") as f:
+        for path, fields in FIELDS.items():
+            if path not in f:
+                fail(f"{path} missing")
+            ds = f[path]
+            for name, kind in fields.items():
+                if name not in ds.dtype.names:
+                    fail(f"{path}: field {name} missing")
+                base = ds.dtype[name].base if ds.dtype[name].subdtype else ds.dtype[name]
+                if base.str.lstrip("<>|=") != kind:
+                    fail(f"{path}.{name}: type {base.str}, expected {kind}")
+            for name, unit in UNITS[path].items():
+                got = ds.attrs.get(f"{name}.unit")
+                got = got.decode() if isinstance(got, bytes) else got
+                if got != unit:
+                    fail(f"{path}: {name}.unit is {got!r}, expected {unit!r}")
+        for key in SUMMARY:
+            if key not in f["/summary"].attrs:
+                fail(f"/summary: attribute {key} missing")
+        for key in META:
+            if key not in f["/meta"].attrs:
+                fail(f"/meta: attribute {key} missing")
+
+        devices = stages * replicas * shards
+        t = f["/timeline"][()]
+        kinds = {v: k for k, v in h5py.check_enum_dtype(f["/timeline"].dtype["kind"]).items()}
+        names = np.array([kinds[k] for k in t["kind"]])
+        # Every device runs one forward and one backward per microbatch of its replica.
+        for kind in ("forward", "backward"):
+            got = int((names == kind).sum())
+            if got != microbatches * stages * shards:
+                fail(f"/timeline: {got} {kind} rows, expected "
+                     f"{microbatches} x {stages} x {shards} = {microbatches * stages * shards}")
+        if len(np.unique(t["device"])) != devices:
+            fail(f"/timeline: {len(np.unique(t['device']))} devices, expected {devices}")
+        if (t["end"] < t["start"]).any():
+            fail("/timeline: a row ends before it starts")
+        iteration_ps = round(float(f["/summary"].attrs["iteration_time_s"]) * 1e12)
+        if abs(int(t["end"].max()) - iteration_ps) > 1:
+            fail(f"/timeline: last end {t['end'].max()} ps, iteration {iteration_ps} ps")
+        if len(f["/memory/peak"]) != devices:
+            fail(f"/memory/peak: {len(f['/memory/peak'])} rows, expected {devices}")
+        peak = int(f["/memory/peak"]["peak_bytes"].max())
+        if peak != int(f["/summary"].attrs["peak_memory_bytes"]):
+            fail("/memory/peak: largest peak differs from /summary peak_memory_bytes")
+        table = f["/collectives/table"][()]
+        members = f["/collectives/members"][()]
+        if len(table) and int(table["group_offset"][-1] + table["group_size"][-1]) != len(members):
+            fail("/collectives: members do not add up to the groups")
+    print(f"check_run: {run} follows the schema ({devices} devices, {len(t)} timeline rows)")
+
+
+if __name__ == "__main__":
+    main()
