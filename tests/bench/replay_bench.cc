@@ -1,0 +1,58 @@
+// Replay speed: one iteration of GPT-3 175B (the NEST artifact's H100 profile, t = 4, 8
+// stages of 12 blocks) on the 1,024-GPU rail-optimized cluster, with the data-parallel degree
+// (devices) and the microbatches per iteration varied. Issue 6 target: 1,024 devices and 4,096
+// microbatches in under 60 s.
+
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "nest/placer/cost_model.h"
+#include "nest/placer/oracle_comm_cost.h"
+#include "nest/replay/plan_replay.h"
+#include "nest/topo/loader.h"
+#include "nest/workload/profile_file.h"
+
+namespace {
+
+using namespace nest;
+
+const std::string kRoot = NEST_SOURCE_DIR;
+
+void BM_ReplayGpt3(benchmark::State& state) {
+  const int d = static_cast<int>(state.range(0));
+  const std::int64_t microbatches = state.range(1);
+  workload::LayerProfile profile =
+      workload::load_layer_profile(kRoot + "/workloads/profiles/gpt3-175b-h100.yaml");
+  profile.variants.resize(1);  // t = 4
+  profile.variants[0].microbatches = microbatches;
+  profile.global_batch = microbatches;
+  const topo::Topology topology = topo::load_topology(kRoot + "/topologies/h100_rail_1024.yaml");
+  placer::PlanChoice choice;
+  choice.boundaries = {0, 13, 25, 37, 49, 61, 73, 85, 97};
+  choice.data_parallel = d;
+  choice.recompute = true;
+  placer::OracleCommCost comm(topology);
+  const placer::CostOptions options{.rules = workload::MemoryRules::kNestArtifact,
+                                    .devices = static_cast<std::int64_t>(topology.num_devices())};
+  const placer::Plan plan = placer::evaluate(profile, choice, comm, options);
+  std::size_t rows = 0;
+  for (auto _ : state) {
+    const replay::RunRecord r = replay::replay_plan(plan, profile, topology, {});
+    rows = r.timeline.size();
+    benchmark::DoNotOptimize(r.summary.iteration_time);
+  }
+  state.counters["devices"] = static_cast<double>(plan.devices_used);
+  state.counters["microbatches"] = static_cast<double>(microbatches);
+  state.counters["timeline_rows"] = static_cast<double>(rows);
+}
+
+BENCHMARK(BM_ReplayGpt3)
+    ->ArgsProduct({{4, 8, 16, 32}, {4096}})
+    ->ArgsProduct({{32}, {1024, 2048}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+}  // namespace
+
+BENCHMARK_MAIN();
