@@ -87,6 +87,30 @@ OracleCommCost::OracleCommCost(const topo::Topology& topology, OracleOptions opt
     if (a >= 0) exit_out_[static_cast<std::size_t>(a)] += link.bandwidth.bytes_per_s();
     if (b >= 0) exit_in_[static_cast<std::size_t>(b)] += link.bandwidth.bytes_per_s();
   }
+  // A device's own exit links bound its traffic out of the domain only when no route passes
+  // through another device: the rail-optimized generator guarantees it; a device with one link
+  // cannot forward.
+  bool single_links = true;
+  for (std::size_t v = 0; v < devices && single_links; ++v) {
+    single_links = topology.out_links(static_cast<topo::NodeId>(v)).size() == 1;
+  }
+  if (topology.family() != topo::Family::kRailOptimized && !single_links) return;
+  device_out_.assign(devices, 0);
+  device_in_.assign(devices, 0);
+  for (const auto& link : topology.links()) {
+    if (domain[link.src] == domain[link.dst]) continue;
+    if (topology.is_device(link.src)) device_out_[link.src] += link.bandwidth.bytes_per_s();
+    if (topology.is_device(link.dst)) device_in_[link.dst] += link.bandwidth.bytes_per_s();
+  }
+}
+
+double OracleCommCost::device_seconds(topo::DeviceId a, topo::DeviceId b, double bytes_out,
+                                      double bytes_in) const {
+  if (device_out_.empty()) return 0;
+  double seconds = 0;
+  if (device_out_[a] > 0) seconds = std::max(seconds, bytes_out / device_out_[a]);
+  if (device_in_[b] > 0) seconds = std::max(seconds, bytes_in / device_in_[b]);
+  return seconds;
 }
 
 Time OracleCommCost::exit_bound(const std::vector<double>& out,
@@ -131,25 +155,34 @@ Time OracleCommCost::collective_bound(workload::CollectiveOp op, Bytes size,
   }
   std::vector<double> out(exit_out_.size(), 0);
   std::vector<double> in(exit_in_.size(), 0);
-  auto hop = [&](topo::DeviceId a, topo::DeviceId b) {
-    const auto x = a / static_cast<std::uint32_t>(domain_size_);
-    const auto y = b / static_cast<std::uint32_t>(domain_size_);
-    if (x == y) return;
-    out[x] += per_hop;
-    in[y] += per_hop;
-  };
+  double device = 0;  // seconds, the device-exit bound
+  const auto d0 = static_cast<std::uint32_t>(domain_size_);
   for (int g = 0; g < layout.group_count(); ++g) {
     for (int m = 0; m < n; ++m) {
+      const auto a = layout.device(g, m);
       if (ring_family) {
-        hop(layout.device(g, m), layout.device(g, (m + 1) % n));
-      } else {
-        for (int k = 0; k < n; ++k) {
-          if (k != m) hop(layout.device(g, m), layout.device(g, k));
-        }
+        // Each member sends one ring hop (and receives one).
+        const auto b = layout.device(g, (m + 1) % n);
+        if (a / d0 == b / d0) continue;
+        out[a / d0] += per_hop;
+        in[b / d0] += per_hop;
+        device = std::max(device, device_seconds(a, b, per_hop, per_hop));
+        continue;
       }
+      double crossing = 0;  // bytes a sends out of its domain (and receives from outside)
+      for (int k = 0; k < n; ++k) {
+        const auto b = layout.device(g, k);
+        if (k == m || a / d0 == b / d0) continue;
+        out[a / d0] += per_hop;
+        in[b / d0] += per_hop;
+        crossing += per_hop;
+      }
+      device = std::max(device, device_seconds(a, a, crossing, crossing));
     }
   }
-  return std::max(flat, exit_bound(out, in));
+  const Time by_device =
+      Time::picoseconds(static_cast<std::int64_t>(std::floor(device * 1e12 * (1 - 1e-9))));
+  return std::max({flat, exit_bound(out, in), by_device});
 }
 
 Time OracleCommCost::transfer_bound(Bytes size, const GroupLayout& from, const GroupLayout& to) {
@@ -158,16 +191,21 @@ Time OracleCommCost::transfer_bound(Bytes size, const GroupLayout& from, const G
   if (from.end() > topology_.num_devices() || to.end() > topology_.num_devices()) return flat;
   std::vector<double> out(exit_out_.size(), 0);
   std::vector<double> in(exit_in_.size(), 0);
+  double device = 0;
+  const auto d0 = static_cast<std::uint32_t>(domain_size_);
   for (int g = 0; g < from.group_count(); ++g) {
     for (int m = 0; m < from.group_size(); ++m) {
-      const auto x = from.device(g, m) / static_cast<std::uint32_t>(domain_size_);
-      const auto y = to.device(g, m) / static_cast<std::uint32_t>(domain_size_);
-      if (x == y) continue;
-      out[x] += size.as_double();
-      in[y] += size.as_double();
+      const auto a = from.device(g, m);
+      const auto b = to.device(g, m);
+      if (a / d0 == b / d0) continue;
+      out[a / d0] += size.as_double();
+      in[b / d0] += size.as_double();
+      device = std::max(device, device_seconds(a, b, size.as_double(), size.as_double()));
     }
   }
-  return std::max(flat, exit_bound(out, in));
+  const Time by_device =
+      Time::picoseconds(static_cast<std::int64_t>(std::floor(device * 1e12 * (1 - 1e-9))));
+  return std::max({flat, exit_bound(out, in), by_device});
 }
 
 Time OracleCommCost::exact_collective(const coll::CollectiveSpec& spec, const GroupLayout& layout) {

@@ -40,9 +40,12 @@ class OracleCommCost final : public CommCost {
 
   Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override;
   Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override;
-  /// max(the flat injection bound, the domain-exit bound): for each innermost domain (with the
-  /// switches that serve only its devices), the bytes the collective must move out of it (or
-  /// into it) over the capacity of the links that leave (enter) it. Ring algorithms send
+  /// max(the flat injection bound, the domain-exit bound, the device-exit bound). Domain exit:
+  /// for each innermost domain (with the switches that serve only its devices), the bytes the
+  /// collective must move out of it (or into it) over the capacity of the links that leave
+  /// (enter) it. Device exit, where routes never pass through another device (rail-optimized
+  /// clusters by construction, or devices with a single link): the bytes one device sends out
+  /// of (receives into) its domain over its own links that leave (enter) it. Ring algorithms send
   /// 2(n−1)/n·S (allreduce) or (n−1)/n·S (all-gather, reduce-scatter) along each ring hop,
   /// pairwise all-to-all S/n to every other member; other algorithms get the injection bound
   /// only. O(devices of the layout).
@@ -65,14 +68,20 @@ class OracleCommCost final : public CommCost {
   // Bytes crossing domain boundaries (per domain, out and in) to a time bound.
   [[nodiscard]] Time exit_bound(const std::vector<double>& out,
                                 const std::vector<double>& in) const;
+  // Seconds for `bytes_out` to leave device `a` (`bytes_in` to enter device `b`) through its own
+  // exit links; 0 when the device bound does not apply.
+  [[nodiscard]] double device_seconds(topo::DeviceId a, topo::DeviceId b, double bytes_out,
+                                      double bytes_in) const;
 
   const topo::Topology& topology_;
   coll::CollectiveOracle oracle_;
   OracleOptions options_;
   Bandwidth injection_bound_;
-  int domain_size_ = 0;           // innermost domain; 0 when the topology has one domain
-  std::vector<double> exit_out_;  // per domain: capacity of the links leaving it, B/s
-  std::vector<double> exit_in_;   // per domain: capacity of the links entering it, B/s
+  int domain_size_ = 0;             // innermost domain; 0 when the topology has one domain
+  std::vector<double> exit_out_;    // per domain: capacity of the links leaving it, B/s
+  std::vector<double> exit_in_;     // per domain: capacity of the links entering it, B/s
+  std::vector<double> device_out_;  // per device: its links leaving its domain, B/s (or empty)
+  std::vector<double> device_in_;   // per device: its links entering from outside, B/s
 };
 
 }  // namespace nest::placer
