@@ -5,13 +5,17 @@
 #include <algorithm>
 #include <memory>
 
+#include "nest/coll/closed_form.h"
 #include "nest/core/error.h"
+#include "nest/placer/baselines.h"
 #include "nest/placer/comm_cost.h"
 #include "nest/placer/oracle_comm_cost.h"
 #include "nest/placer/search.h"
 #include "nest/placer/variants.h"
 #include "nest/replay/plan_replay.h"
 #include "nest/topo/loader.h"
+#include "nest/topo/metrics.h"
+#include "nest/topo/router.h"
 #include "nest/workload/accelerator.h"
 #include "nest/workload/model.h"
 #include "nest/workload/model_profile.h"
@@ -21,6 +25,11 @@ namespace nest::sweep {
 namespace {
 
 using placer::Plan;
+
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
 
 std::string column_prefix(std::string name) {
   std::replace(name.begin(), name.end(), '-', '_');
@@ -40,7 +49,7 @@ std::string partition(const Plan& plan) {
   return out;
 }
 
-[[maybe_unused]] std::string plan_summary(const Plan& plan) {
+std::string plan_summary(const Plan& plan) {
   std::string out = fmt::format("t{}", plan.degrees.tensor_parallel);
   if (plan.degrees.expert_parallel > 1) out += fmt::format(" e{}", plan.degrees.expert_parallel);
   if (plan.degrees.context_parallel > 1) out += fmt::format(" c{}", plan.degrees.context_parallel);
@@ -54,6 +63,18 @@ Bytes peak_memory(const Plan& plan) {
   Bytes peak;
   for (const auto& s : plan.stages) peak = std::max(peak, s.memory.total());
   return peak;
+}
+
+// The flat network of the topology-agnostic baseline, as `nest place` makes it: every device
+// gets its share of the bisection bandwidth, and every message pays the latency of the longest
+// route (device 0 to the last device).
+placer::FlatCommCost flat_network(const topo::Topology& t) {
+  const double share = topo::bisection_bandwidth(t).bytes_per_s() /
+                       std::max<double>(1, static_cast<double>(t.num_devices() / 2));
+  topo::Router router(t);
+  const auto route = router.route(0, static_cast<topo::DeviceId>(t.num_devices() - 1));
+  return placer::FlatCommCost(Bandwidth::bytes_per_second(share),
+                              coll::route_properties(t, route).latency, t.domain_sizes().front());
 }
 
 // The devices a point's topology will have, from its parameters, without building it.
@@ -284,7 +305,27 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
     put("replay_bubble_fraction", s.bubble_fraction);
     put("replay_peak_memory_bytes", integer(s.peak_memory.count()));
   }
-  // Baselines: filled in by the placer's baseline functions (see the placer module).
+  for (const auto& name : study_.placer.baselines) {
+    placer::BaselineResult b;
+    if (name == "manual") {
+      b = placer::manual_baseline(profile, *comm, options);
+    } else if (name == "anneal") {
+      b = placer::anneal_baseline(profile, *comm, options, {.seed = point.seed + 1});
+    } else if (!megatron) {
+      b = {.name = name, .note = "not applicable: the zero network is already topology-agnostic"};
+    } else {
+      placer::FlatCommCost flat = flat_network(topology);
+      b = placer::topology_agnostic_baseline(profile, *comm, flat, options);
+    }
+    const std::string p = column_prefix(name);
+    put(p + "_note", one_line(b.note));
+    if (!b.plan) continue;
+    put(p + "_iteration_s", seconds(b.plan->iteration_time));
+    put(p + "_tokens_per_s", b.plan->tokens_per_second);
+    put(p + "_plan", plan_summary(*b.plan));
+    put("speedup_vs_" + p, static_cast<double>(b.plan->iteration_time.ps()) /
+                               static_cast<double>(plan.iteration_time.ps()));
+  }
   return out;
 }
 

@@ -195,7 +195,7 @@ PlacerSettings parse_placer(const Node& node) {
   if (auto n = node.find("baselines")) {
     p.baselines.clear();
     for (const Node& e : n->elements()) {
-      const std::string b = e.as_choice({"manual", "topology-agnostic"});
+      const std::string b = e.as_choice({"manual", "topology-agnostic", "anneal"});
       if (std::find(p.baselines.begin(), p.baselines.end(), b) != p.baselines.end()) {
         throw e.error("baseline listed twice", "each baseline once");
       }

@@ -36,7 +36,7 @@
 ///   artifact:
 ///     profile: ../workloads/profiles/gpt3-175b-h100.yaml
 /// placer:                         # * search settings shared by every point
-///   baselines: [manual]           # * of manual, topology-agnostic (default [manual])
+///   baselines: [manual]           # * of manual, topology-agnostic, anneal (default [manual])
 ///   orders: [tp-pp-dp, tp-dp-pp]  # * placement orders (default: the search's)
 ///   zero_stages: [0, 1]           # * default: the search's
 ///   recompute: true               # * allow full recomputation (default true)
@@ -136,7 +136,7 @@ struct WorkloadEntry {
 
 /// Search settings shared by every point.
 struct PlacerSettings {
-  std::vector<std::string> baselines = {"manual"};  ///< "manual", "topology-agnostic"
+  std::vector<std::string> baselines = {"manual"};  ///< "manual", "topology-agnostic", "anneal"
   std::vector<placer::PlacementOrder> orders;       ///< empty: the search's default
   std::vector<int> zero_stages;                     ///< empty: the search's default
   bool recompute = true;

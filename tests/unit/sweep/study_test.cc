@@ -198,9 +198,9 @@ TEST_F(StudyTest, MalformedStudiesFailNamingFileLineAndKey) {
       {"sweeps: {}\n",
        "s.yaml:24: sweeps: unknown key \"sweeps\" (expected one of kind, name, topologies, "
        "workloads, placer, defaults, sweep, description)"},
-      {"placer: {baselines: [manual, anneal]}\nsweep: {points: [{}]}\n",
-       "s.yaml:24: placer.baselines[1]: unknown value (got \"anneal\"; expected one of manual, "
-       "topology-agnostic)"},
+      {"placer: {baselines: [manual, annealing]}\nsweep: {points: [{}]}\n",
+       "s.yaml:24: placer.baselines[1]: unknown value (got \"annealing\"; expected one of manual, "
+       "topology-agnostic, anneal)"},
       {"placer: {orders: [tp-xx]}\nsweep: {points: [{}]}\n",
        "s.yaml:24: placer.orders[0]: unknown placement order (got \"tp-xx\"; expected one of "
        "tp-pp-dp tp-dp-pp pp-tp-dp pp-dp-tp dp-tp-pp dp-pp-tp)"},
