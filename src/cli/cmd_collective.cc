@@ -153,6 +153,9 @@ int run_collective(std::span<char* const> args) {
   const double busbw = algbw * coll::bus_bandwidth_factor(spec.op, n);
   const Time fastest = *std::min_element(result.durations.begin(), result.durations.end());
 
+  const bool leveled =
+      spec.algorithm == coll::Algorithm::kHierarchical || spec.algorithm == coll::Algorithm::kTorus;
+
   if (vm.count("json") != 0) {
     nlohmann::ordered_json busiest = nlohmann::ordered_json::array();
     for (const coll::LinkUse& u : result.busiest) {
@@ -172,7 +175,7 @@ int run_collective(std::span<char* const> args) {
         {"groups", groups.size()},
         {"size_bytes", spec.size.count()},
         {"chunks", spec.chunks},
-        {"levels", resolved.levels},
+        {"levels", leveled ? resolved.levels : std::vector<int>{}},
         {"simulated_s", simulated},
         {"fastest_group_s", fastest.to_seconds()},
         {"closed_form_s", closed.seconds},
@@ -191,7 +194,9 @@ int run_collective(std::span<char* const> args) {
   }
 
   std::string levels;
-  for (int l : resolved.levels) levels += (levels.empty() ? "" : "x") + std::to_string(l);
+  for (int l : leveled ? resolved.levels : std::vector<int>{}) {
+    levels += (levels.empty() ? "" : "x") + std::to_string(l);
+  }
   std::cout << fmt::format(
       "collective:  {} {}{}, {} ranks ({}), {}{}\n", coll::operation_name(spec.op),
       coll::algorithm_name(spec.algorithm), levels.empty() ? "" : " " + levels, n, group_text,
