@@ -37,7 +37,8 @@ std::string precise_time(double seconds) {
   if (a >= 1.0 || a == 0.0) return fmt::format("{:.6g} s", seconds);
   if (a >= 1e-3) return fmt::format("{:.6g} ms", seconds * 1e3);
   if (a >= 1e-6) return fmt::format("{:.6g} us", seconds * 1e6);
-  return fmt::format("{:.6g} ns", seconds * 1e9);
+  if (a >= 1e-9) return fmt::format("{:.6g} ns", seconds * 1e9);
+  return fmt::format("{:.6g} ps", seconds * 1e12);
 }
 
 std::vector<int> parse_levels(const std::string& text) {
