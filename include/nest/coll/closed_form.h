@@ -13,6 +13,13 @@
 /// difference is the contention the network adds. On a non-blocking switch (or a direct-link
 /// ring) with the steps aligned, the simulator reproduces this exactly: e.g. ring allreduce of
 /// S bytes over n ranks gives 2(n-1)·a + 2(n-1)/n·S/B.
+///
+/// Steps are aligned for ring, hierarchical/torus, direct, pairwise, halving-doubling on powers
+/// of two, and the double binary tree on 2^k ranks (and e.g. 3, 5, 6, 12 unpipelined). They are
+/// not when per-rank dependencies let some ranks start a step early: trees with subtrees of
+/// different heights (the simulation is then faster than this sum), pipelined trees beyond 8
+/// ranks (early pieces meet later ones on a port: slower), and halving-doubling's fold on
+/// non-powers of two (ranks outside the fold send into folding ranks: slower by S/(2B) at 6).
 
 #include <cstdint>
 #include <span>
