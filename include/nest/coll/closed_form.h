@@ -14,12 +14,13 @@
 /// ring) with the steps aligned, the simulator reproduces this exactly: e.g. ring allreduce of
 /// S bytes over n ranks gives 2(n-1)·a + 2(n-1)/n·S/B.
 ///
-/// Steps are aligned for ring, hierarchical/torus, direct, pairwise, halving-doubling on powers
-/// of two, and the double binary tree on 2^k ranks (and e.g. 3, 5, 6, 12 unpipelined). They are
-/// not when per-rank dependencies let some ranks start a step early: trees with subtrees of
-/// different heights (the simulation is then faster than this sum), pipelined trees beyond 8
-/// ranks (early pieces meet later ones on a port: slower), and halving-doubling's fold on
-/// non-powers of two (ranks outside the fold send into folding ranks: slower by S/(2B) at 6).
+/// Steps are aligned (tested exactly) for ring, hierarchical/torus, direct, pairwise,
+/// halving-doubling on powers of two, the unpipelined double binary tree on 2, 3, 4, 5, 6, 8,
+/// 12 and 16 ranks and the pipelined one on 2, 4 and 8. They are not when per-rank dependencies
+/// let some ranks start a step early: trees with subtrees of different heights (e.g. 7 or 13
+/// ranks: the simulation is then faster than this sum), other pipelined trees (early pieces
+/// meet later ones on a port: slower), and halving-doubling's fold on non-powers of two (ranks
+/// outside the fold send into folding ranks: slower by S/(2B) at 6 ranks).
 
 #include <cstdint>
 #include <span>
