@@ -185,9 +185,10 @@ std::vector<std::size_t> run_distributed(const Cluster& cluster, Dispatcher* dis
 
 std::string agree(const Cluster* /*cluster*/, const std::string& error) { return error; }
 
-std::size_t run_distributed(const Cluster& /*cluster*/, Dispatcher* /*dispatcher*/, Sink* /*sink*/,
-                            const std::function<std::string(std::size_t)>& /*work*/,
-                            int /*threads*/) {
+std::vector<std::size_t> run_distributed(const Cluster& /*cluster*/, Dispatcher* /*dispatcher*/,
+                                         Sink* /*sink*/,
+                                         const std::function<std::string(std::size_t)>& /*work*/,
+                                         int /*threads*/) {
   throw Error::internal("run_distributed without MPI support");
 }
 
