@@ -4,5 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 "$PWD/scripts/setup.sh"
 build="${NEST_BUILD_DIR:-build}"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DNEST_WERROR=ON "$@" >/dev/null
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DNEST_WERROR=ON -DNEST_WITH_MPI=ON "$@" >/dev/null
 cmake --build "$build" -j "${NEST_JOBS:-2}"
