@@ -86,6 +86,7 @@ struct LinkState {
   std::uint32_t unfrozen = 0;
   std::uint32_t version = 0;
   double spare = 0;  // capacity not yet given to frozen flows
+  double key = 0;    // share of the link's live heap candidate (<= its current share)
 };
 
 /// A candidate bottleneck in the progressive filling: fair share `share` of link `link` as of
@@ -159,9 +160,12 @@ struct Simulator::Impl {
   std::vector<topo::LinkId> touched;
   // Smallest rate among the flows that drained at this timestamp (+inf when none).
   double departed_min = kNoDeparture;
-  double freeze_below = 0;        // flows below this rate are fixed load in the current filling
-  std::uint32_t epoch = 0;        // one per component rated
-  std::uint32_t touch_round = 0;  // one per bottleneck of the filling, never reset
+  // Flows started at this timestamp (slots), for their lower bounds in `update_rates`.
+  std::vector<std::uint32_t> arrivals;
+  double freeze_below = 0;         // flows below this rate are fixed load in the current filling
+  std::uint32_t epoch = 0;         // one per component rated
+  std::uint32_t touch_round = 0;   // one per bottleneck of the filling, never reset
+  std::size_t unfrozen_flows = 0;  // flows of the current filling not yet frozen
 
   void run_events(Time until);
   void dispatch(const QueuedEvent& event);
@@ -170,7 +174,8 @@ struct Simulator::Impl {
   void remove_from_link(topo::LinkId link, std::uint32_t position);
   void update_rates();
   void collect_component(topo::LinkId seed);
-  bool collect_upper_component(topo::LinkId seed, double keep_below);
+  void collect_upper_component(topo::LinkId seed, double keep_below);
+  [[nodiscard]] double arrival_floor(std::uint32_t slot) const noexcept;
   void fill();
   void fill_loaded();
   void fill_by_scan();
@@ -286,16 +291,23 @@ std::uint32_t Simulator::Impl::allocate_flow() {
 void Simulator::Impl::update_rates() {
   ++updates;
   const std::uint32_t first = epoch + 1;  // components of this update get epochs >= first
-  // Rates equal in exact arithmetic may differ in their last bits: the margin keeps flows tied
-  // with the departed level out of the kept set.
-  const double keep_below = departed_min * (1 - kLevelMargin);
-  const bool departures_only = reuse_levels && departed_min < kNoDeparture;
+  // The kept levels: below the smallest departed rate and below every arrival's lower bound
+  // (see `arrival_floor`). Rates equal in exact arithmetic may differ in their last bits: the
+  // margin keeps flows tied with the level out of the kept set.
+  double level = departed_min;
+  for (const std::uint32_t slot : arrivals) {
+    if (flows[slot].state == FlowState::kDraining) level = std::min(level, arrival_floor(slot));
+  }
+  arrivals.clear();
+  const double keep_below = level * (1 - kLevelMargin);
+  const bool reuse = reuse_levels && level < kNoDeparture;
   for (const topo::LinkId seed : dirty) {
     if (links[seed].visited >= first) continue;
     // A link that a drain left empty has nothing to rate (only its series to close).
     if (links[seed].flows.empty() && !recording) continue;
     ++epoch;
-    if (departures_only && collect_upper_component(seed, keep_below)) {
+    if (reuse) {
+      collect_upper_component(seed, keep_below);
       rated += component_flows.size();
       freeze_below = keep_below;
       fill_loaded();
@@ -335,15 +347,19 @@ void Simulator::Impl::collect_component(topo::LinkId seed) {
   }
 }
 
-// Max-min levels. When flows only leave, every flow whose rate is below the smallest departed
-// rate keeps it exactly: no departed flow crosses a bottleneck of those lower levels, so
-// progressive filling would repeat them step for step. The upper levels are then a progressive
-// filling of the upper flows on what the lower ones leave of each link, and that filling splits
-// into components joined by upper flows only; those without a departed flow's link keep their
-// rates too. So the search from a departed flow's link follows upper flows only, and counts the
-// lower flows on each link it reaches as fixed load. Returns false, with nothing prepared, when
-// it meets a flow not yet rated (an arrival): that component needs a full filling.
-bool Simulator::Impl::collect_upper_component(topo::LinkId seed, double keep_below) {
+// Max-min levels. When flows leave, every flow whose rate is below the smallest departed rate
+// keeps it exactly: no departed flow crosses a bottleneck of those lower levels, so progressive
+// filling would repeat them step for step. When a flow f arrives, every level below f's new
+// rate r_f is repeated too: until the filling reaches r_f no link of f's route saturates (f
+// freezes at the first that does), so the filling elsewhere runs as before, and a link of f's
+// route that saturated below r_f before would saturate even earlier with f. r_f is not known
+// before the filling, but `arrival_floor` bounds it from below. The upper levels are then a
+// progressive filling of the upper flows (and the arrivals) on what the lower ones leave of each
+// link, and that filling splits into components joined by upper flows only; those without a
+// departed or arrived flow's link keep their rates too. So the search from a changed link
+// follows upper flows and arrivals (rate 0) only, and counts the lower flows on each link it
+// reaches as fixed load.
+void Simulator::Impl::collect_upper_component(topo::LinkId seed, double keep_below) {
   component_links.clear();
   component_flows.clear();
   links[seed].visited = epoch;
@@ -354,8 +370,7 @@ bool Simulator::Impl::collect_upper_component(topo::LinkId seed, double keep_bel
     link.unfrozen = 0;
     link.version = 0;
     for (const FlowRef ref : link.flows) {
-      if (ref.rate == 0) return false;
-      if (ref.rate < keep_below) {
+      if (ref.rate < keep_below && ref.rate != 0) {
         link.spare -= ref.rate;  // a lower flow: fixed load (`freeze` skips it)
         continue;
       }
@@ -373,7 +388,19 @@ bool Simulator::Impl::collect_upper_component(topo::LinkId seed, double keep_bel
     }
     link.spare = std::max(0.0, link.spare);
   }
-  return true;
+}
+
+// A lower bound of the max-min rate of flow `slot` after this timestamp's changes: the smallest
+// equal share capacity / flows over its links. At its bottleneck a flow has the largest rate
+// and the link is full, so its rate is at least that link's equal share.
+double Simulator::Impl::arrival_floor(std::uint32_t slot) const noexcept {
+  const Flow& flow = flows[slot];
+  double floor = kNoDeparture;
+  for (std::uint32_t h = 0; h < flow.hops; ++h) {
+    const LinkState& link = links[flow.route[h]];
+    floor = std::min(floor, link.capacity / static_cast<double>(link.flows.size()));
+  }
+  return floor;
 }
 
 // Progressive filling: repeatedly take the link whose spare capacity divided by its unfrozen
@@ -408,6 +435,7 @@ void Simulator::Impl::fill_loaded() {
   for (const topo::LinkId link : component_links) {
     if (links[link].unfrozen > 0) scan.push_back(link);
   }
+  unfrozen_flows = component_flows.size();
   if (scan.size() <= kScanLimit) {
     fill_by_scan();
   } else {
@@ -432,24 +460,41 @@ void Simulator::Impl::fill_by_scan() {
   }
 }
 
+// The heap holds one live candidate per link with unfrozen flows, keyed at most at the link's
+// current share. A freeze raises the shares of the links it touches (in exact arithmetic), so
+// their candidates stay valid lower keys and are re-keyed only when they reach the top; a share
+// that floating rounding lowered is pushed at once. So the top, once its key equals its current
+// share, is the link of smallest share (ties: lowest id), as with a heap kept exact.
 void Simulator::Impl::fill_by_heap() {
   candidates.clear();
   for (const topo::LinkId link : scan) {
-    candidates.push_back({links[link].spare / links[link].unfrozen, link, 0});
+    LinkState& state = links[link];
+    state.key = state.spare / state.unfrozen;
+    candidates.push_back({state.key, link, state.version});
   }
   std::make_heap(candidates.begin(), candidates.end(), WorseCandidate{});
-  while (!candidates.empty()) {
+  // Once every flow is frozen the remaining candidates could only be skipped.
+  while (unfrozen_flows > 0 && !candidates.empty()) {
     std::pop_heap(candidates.begin(), candidates.end(), WorseCandidate{});
     const Candidate best = candidates.back();
     candidates.pop_back();
-    const LinkState& bottleneck = links[best.link];
+    LinkState& bottleneck = links[best.link];
     if (bottleneck.version != best.version || bottleneck.unfrozen == 0) continue;
+    const double share = bottleneck.spare / bottleneck.unfrozen;
+    if (share != best.share) {
+      bottleneck.key = share;
+      candidates.push_back({share, best.link, ++bottleneck.version});
+      std::push_heap(candidates.begin(), candidates.end(), WorseCandidate{});
+      continue;
+    }
     freeze(best.link, best.share);
     for (const topo::LinkId link : touched) {
       LinkState& other = links[link];
       if (other.unfrozen == 0) continue;
-      ++other.version;
-      candidates.push_back({other.spare / other.unfrozen, link, other.version});
+      const double current = other.spare / other.unfrozen;
+      if (!(current < other.key)) continue;
+      other.key = current;
+      candidates.push_back({current, link, ++other.version});
       std::push_heap(candidates.begin(), candidates.end(), WorseCandidate{});
     }
   }
@@ -461,11 +506,12 @@ void Simulator::Impl::freeze(topo::LinkId bottleneck, double share) {
   const std::uint32_t round = ++touch_round;
   touched.clear();
   for (const FlowRef ref : links[bottleneck].flows) {
-    if (ref.rate < freeze_below) continue;
+    if (ref.rate < freeze_below && ref.rate != 0) continue;  // a lower flow (arrivals have 0)
     Flow& flow = flows[ref.slot];
     if (flow.frozen == epoch) continue;
     flow.frozen = epoch;
     flow.new_rate = share;
+    --unfrozen_flows;
     for (std::uint32_t h = 0; h < flow.hops; ++h) {
       LinkState& other = links[flow.route[h]];
       other.spare = std::max(0.0, other.spare - share);
@@ -655,6 +701,7 @@ FlowId Simulator::start_flow(std::span<const topo::LinkId> route, Bytes size,
     link.peak = std::max(link.peak, static_cast<std::uint32_t>(link.flows.size()));
     s.dirty.push_back(route[h]);
   }
+  s.arrivals.push_back(slot);
   return id;
 }
 

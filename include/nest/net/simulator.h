@@ -19,9 +19,10 @@
 /// - Rates change only at events. All events of one timestamp run first (finishing and starting
 ///   any number of flows); then rates are recomputed once, for each connected component (flows
 ///   linked through shared links, transitively) that contains a link of a flow that started or
-///   drained. When flows only left (no arrival in reach), flows whose rate is below the
-///   smallest departed rate keep it (max-min would repeat those levels), and only the flows
-///   joined to a departed flow's links through flows at or above that rate are refilled (see
+///   drained. Flows whose rate is below the smallest departed rate and below every arriving
+///   flow's floor (the smallest capacity / flows over its links, a lower bound of its new rate)
+///   keep it (max-min would repeat those levels), and only the flows joined to a changed link
+///   through arrivals and flows at or above that level are refilled (see
 ///   `reuse_lower_levels`). A flow's drain end is rescheduled only when its rate changed; the
 ///   old event is dropped lazily (version stamp).
 /// - Remaining bytes are doubles. A drain time is rounded up to whole picoseconds, except that a
@@ -110,10 +111,11 @@ class Simulator {
 
   /// Records each link's rate changes (off by default; costs memory per change).
   void record_utilization(bool on);
-  /// When flows only leave, keep the rates of the flows below the smallest departed rate (less a
-  /// 1e-9 relative margin) and refill only the flows reached from the departed flows' links
-  /// through flows at or above it: max-min gives the others the same rates. On by default; off
-  /// refills whole components (the reference for tests; equal up to floating rounding).
+  /// Keep the rates of the flows below the smallest departed rate and below each arrival's floor
+  /// (its smallest capacity / flows over its links), less a 1e-9 relative margin, and refill
+  /// only the flows reached from the changed links through arrivals and flows at or above that
+  /// level: max-min gives the others the same rates. On by default; off refills whole
+  /// components (the reference for tests; equal up to floating rounding).
   void reuse_lower_levels(bool on);
   /// Statistics of directed link `link` (< topology().num_links(), else `Error`, internal).
   [[nodiscard]] const LinkStats& link_stats(topo::LinkId link) const;

@@ -578,12 +578,65 @@ std::vector<Time> run_chains(bool reuse_levels) {
   return delivered;
 }
 
-TEST(Simulator, ReusingLowerLevelsFallsBackWhenFlowsArriveAsOthersLeave) {
+TEST(Simulator, ReusingLowerLevelsMatchesFullRefillingWhenFlowsArriveAsOthersLeave) {
   const auto reused = run_chains(true);
   const auto full = run_chains(false);
   for (std::size_t i = 0; i < full.size(); ++i) {
     EXPECT_GT(full[i], Time::zero()) << i;
     EXPECT_LE(std::abs((reused[i] - full[i]).ps()), 2) << i;
+  }
+}
+
+TEST(Simulator, ArrivalsKeepTheLevelsBelowTheirEqualShare) {
+  // Staggered starts: most updates are single arrivals. An arrival's rate is at least the
+  // smallest capacity / flows over its links, and every level below it is kept, so the
+  // restricted refilling rates fewer flows than refilling whole components, with the same
+  // delivery times (up to the rounding of a few drain events).
+  std::uint64_t reused_rated = 0;
+  std::uint64_t full_rated = 0;
+  for (const std::uint64_t seed : {5, 6, 7}) {
+    const Scenario reused = run_random_scenario(seed, true);
+    const Scenario full = run_random_scenario(seed, false);
+    ASSERT_EQ(reused.deliveries.size(), full.deliveries.size());
+    for (std::size_t i = 0; i < full.deliveries.size(); ++i) {
+      EXPECT_LE(std::abs((reused.deliveries[i] - full.deliveries[i]).ps()), 2) << seed << " " << i;
+    }
+    EXPECT_EQ(reused.events, full.events);
+    reused_rated += reused.rated;
+    full_rated += full.rated;
+  }
+  EXPECT_LT(reused_rated * 2, full_rated);
+}
+
+TEST(Simulator, ArrivalKeepsTheLowerFlowsAndRefillsTheUpperOnes) {
+  // Hand-computed, H = a host link's capacity: a1, a2, a3 leave host 0 for hosts 2, 3 and 4 (its
+  // up-link: H/3 each); b (host 1 -> 2) shares host 2's down-link with a1 and gets H - H/3. Then
+  // c (host 1 -> 3) arrives: its floor is H/2 (host 1's up-link and host 3's down-link, 2 flows
+  // each), so the a flows (H/3) keep their rates and only b and c are refilled: H/2 each. Full
+  // refilling rates the whole component (5 flows) to the same rates.
+  const LeafSpine fabric;
+  const double host = fabric.topology.links()[fabric.up(0)].bandwidth.bytes_per_s();
+  for (const bool reuse : {true, false}) {
+    Simulator sim(fabric.topology);
+    sim.reuse_lower_levels(reuse);
+    const std::vector<std::vector<LinkId>> routes{fabric.route(0, 2, 0), fabric.route(0, 3, 0),
+                                                  fabric.route(0, 4, 0), fabric.route(1, 2, 0),
+                                                  fabric.route(1, 3, 0)};
+    std::vector<FlowId> ids;
+    for (std::size_t i = 0; i < 4; ++i) {
+      ids.push_back(sim.start_flow(routes[i], Bytes(1'000'000'000), nullptr));
+    }
+    sim.run_until(Time::nanoseconds(1));
+    EXPECT_DOUBLE_EQ(sim.flow_rate(ids[3]).bytes_per_s(), host - host / 3);
+    ids.push_back(sim.start_flow(routes[4], Bytes(1'000'000'000), nullptr));
+    const std::uint64_t before = sim.flows_rated();
+    sim.run_until(Time::nanoseconds(2));
+    EXPECT_EQ(sim.flows_rated() - before, reuse ? 2U : 5U);
+    for (std::size_t i = 0; i < 3; ++i) {
+      EXPECT_DOUBLE_EQ(sim.flow_rate(ids[i]).bytes_per_s(), host / 3) << i;
+    }
+    EXPECT_DOUBLE_EQ(sim.flow_rate(ids[3]).bytes_per_s(), host / 2);
+    EXPECT_DOUBLE_EQ(sim.flow_rate(ids[4]).bytes_per_s(), host / 2);
   }
 }
 
