@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -90,19 +91,30 @@ struct LinkState {
 };
 
 /// A candidate bottleneck in the progressive filling: fair share `share` of link `link` as of
-/// its `version`.
+/// its `version`, packed so that candidates compare as two unsigned integers (the bits of a
+/// non-negative double order as the double does).
 struct Candidate {
-  double share;
-  topo::LinkId link;
-  std::uint32_t version;
+  std::uint64_t share_bits;
+  std::uint64_t link_version;  // link << 32 | version
+
+  Candidate(double share, topo::LinkId link, std::uint32_t version) noexcept
+      : share_bits(std::bit_cast<std::uint64_t>(share)),
+        link_version(static_cast<std::uint64_t>(link) << 32 | version) {}
+  [[nodiscard]] double share() const noexcept { return std::bit_cast<double>(share_bits); }
+  [[nodiscard]] topo::LinkId link() const noexcept {
+    return static_cast<topo::LinkId>(link_version >> 32);
+  }
+  [[nodiscard]] std::uint32_t version() const noexcept {
+    return static_cast<std::uint32_t>(link_version);
+  }
 };
 
 /// Heap order of candidates: the smallest share (then the lowest link id) on top. A function
 /// object so that the heap algorithms inline it.
 struct WorseCandidate {
   bool operator()(const Candidate& a, const Candidate& b) const noexcept {
-    if (a.share != b.share) return a.share > b.share;
-    return a.link > b.link;
+    return a.share_bits != b.share_bits ? a.share_bits > b.share_bits
+                                        : a.link_version > b.link_version;
   }
 };
 
@@ -470,7 +482,7 @@ void Simulator::Impl::fill_by_heap() {
   for (const topo::LinkId link : scan) {
     LinkState& state = links[link];
     state.key = state.spare / state.unfrozen;
-    candidates.push_back({state.key, link, state.version});
+    candidates.emplace_back(state.key, link, state.version);
   }
   std::make_heap(candidates.begin(), candidates.end(), WorseCandidate{});
   // Once every flow is frozen the remaining candidates could only be skipped.
@@ -478,23 +490,23 @@ void Simulator::Impl::fill_by_heap() {
     std::pop_heap(candidates.begin(), candidates.end(), WorseCandidate{});
     const Candidate best = candidates.back();
     candidates.pop_back();
-    LinkState& bottleneck = links[best.link];
-    if (bottleneck.version != best.version || bottleneck.unfrozen == 0) continue;
+    LinkState& bottleneck = links[best.link()];
+    if (bottleneck.version != best.version() || bottleneck.unfrozen == 0) continue;
     const double share = bottleneck.spare / bottleneck.unfrozen;
-    if (share != best.share) {
+    if (share != best.share()) {
       bottleneck.key = share;
-      candidates.push_back({share, best.link, ++bottleneck.version});
+      candidates.emplace_back(share, best.link(), ++bottleneck.version);
       std::push_heap(candidates.begin(), candidates.end(), WorseCandidate{});
       continue;
     }
-    freeze(best.link, best.share);
+    freeze(best.link(), share);
     for (const topo::LinkId link : touched) {
       LinkState& other = links[link];
       if (other.unfrozen == 0) continue;
       const double current = other.spare / other.unfrozen;
       if (!(current < other.key)) continue;
       other.key = current;
-      candidates.push_back({current, link, ++other.version});
+      candidates.emplace_back(current, link, ++other.version);
       std::push_heap(candidates.begin(), candidates.end(), WorseCandidate{});
     }
   }
