@@ -9,8 +9,9 @@ facet columns (default: workload and devices) one panel plots the metric (defaul
 against the x column (default: the first swept topology.* column), one line per value of the
 series column (default spine_oversubscription): NEST's plan solid, the baseline's (default
 manual) dashed in the same colour. Quantities with units ("12.5 GB/s", "400 Gb/s", "2 us") are
-read as numbers in GB/s or us. Writes DIR/throughput.png, DIR/speedup.png and DIR/summary.md
-(the plans NEST chose beside the baseline's). Rows that are not "ok" are left out of the charts
+read as numbers in GB/s or us. Writes DIR/throughput.png, DIR/speedup.png, DIR/replay.png (when
+the points were replayed: the replay's deviation from the prediction) and DIR/summary.md (the
+plans NEST chose beside the baseline's). Rows that are not "ok" are left out of the charts
 and counted in the summary.
 """
 
@@ -158,6 +159,12 @@ def main():
     if base_metric and f"speedup_vs_{base}" in columns:
         written.append(draw("speedup.png", lambda r: quantity(r[f"speedup_vs_{base}"]) or math.nan,
                             f"NEST speedup over {args.baseline}", False))
+
+    if "replay_error" in columns and any(r["replay_error"] for r in ok):
+        written.append(draw("replay.png",
+                            lambda r: quantity(r["replay_error"]) if r["replay_error"]
+                            else math.nan,
+                            "(replayed - predicted) / predicted iteration time", False))
 
     # The plans, for the README: one line per ok row.
     lines = [f"| {' | '.join(facets + [args.series, x])} | NEST plan | NEST {args.metric} | "

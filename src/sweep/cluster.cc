@@ -1,5 +1,6 @@
 #include "nest/sweep/cluster.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <string>
