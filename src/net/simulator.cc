@@ -73,21 +73,22 @@ struct Flow {
   }
 };
 
-struct LinkState {
+// What the rate computation reads fills the first cache line; the statistics the second.
+struct alignas(64) LinkState {
   double capacity = 0;
   std::vector<FlowRef> flows;  // draining flows
+  // Scratch of one rate computation.
+  double spare = 0;  // capacity not yet given to frozen flows
+  double key = 0;    // share of the link's live heap candidate (<= its current share)
+  std::uint32_t visited = 0;
+  std::uint32_t touched = 0;
+  std::uint32_t unfrozen = 0;
+  std::uint32_t version = 0;
   // Statistics of what has finished; partial in-flight amounts are added by `publish_stats`.
   double bytes_done = 0;
   Time busy_done;
   Time busy_since;
   std::uint32_t peak = 0;
-  // Scratch of one rate computation.
-  std::uint32_t visited = 0;
-  std::uint32_t touched = 0;
-  std::uint32_t unfrozen = 0;
-  std::uint32_t version = 0;
-  double spare = 0;  // capacity not yet given to frozen flows
-  double key = 0;    // share of the link's live heap candidate (<= its current share)
 };
 
 /// A candidate bottleneck in the progressive filling: fair share `share` of link `link` as of
