@@ -224,6 +224,13 @@ SweepReport run_sweep(const Study& study, const PointEvaluator& evaluator,
         throw Error::input("cannot create the output folder: " + ec.message(),
                            {.key = "--output", .value = options.output.string()});
       }
+      // A process killed while writing leaves its temporary files (results.csv.tmp.<pid>).
+      for (const auto& entry : std::filesystem::directory_iterator(options.output, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.starts_with("results.csv.tmp.") || name.starts_with("results.h5.tmp.")) {
+          std::filesystem::remove(entry.path(), ec);
+        }
+      }
       if (std::filesystem::exists(report.csv)) {
         if (options.resume) {
           table.read_csv(report.csv);

@@ -42,6 +42,15 @@ sweep:
     - {devices: 32, topology.nic_bandwidth: 50 GB/s}
 YAML
 
+# --dry-run lists the expanded points and runs nothing.
+out=$("$nest" sweep "$tmp/s.yaml" --output "$tmp/dry" --dry-run)
+[ "$(echo "$out" | head -1)" = "study rows: 6 points" ] || fail "dry run: $out"
+[ "$(echo "$out" | sed -n 2p)" = "point,topology,workload,devices,rules,replay,spine_oversubscription,seed,topology.nvlink_bandwidth,topology.nodes,topology.nic_bandwidth" ] ||
+  fail "dry run header: $(echo "$out" | sed -n 2p)"
+[ "$(echo "$out" | sed -n 7p)" = "4,rail,llama,32,megatron,false,4,0,450 GB/s,,12.5 GB/s" ] ||
+  fail "dry run point 4: $(echo "$out" | sed -n 7p)"
+[ -e "$tmp/dry" ] && fail "a dry run created the output folder"
+
 run() { "$nest" sweep "$tmp/s.yaml" --progress never "$@" >/dev/null || fail "sweep $*"; }
 run --output "$tmp/a"
 csv="$tmp/a/results.csv"
@@ -117,6 +126,7 @@ import csv, sys
 rows = list(csv.reader(open(sys.argv[1])))
 assert all(len(r) == len(rows[0]) for r in rows), "a short row"
 PY
+touch "$tmp/k/results.h5.tmp.99999"  # as a process killed while writing would leave
 "$nest" sweep "$tmp/k.yaml" --output "$tmp/k" --resume --progress never >/dev/null || fail "resume after kill"
 cmp -s "$tmp/k-full/results.csv" "$tmp/k/results.csv" || fail "CSV after kill and resume differs"
 cmp -s "$tmp/k-full/results.h5" "$tmp/k/results.h5" || fail "HDF5 after kill and resume differs"

@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "nest/config/node.h"
 #include "nest/core/error.h"
 
 namespace nest::sweep {
@@ -215,6 +217,28 @@ TEST_F(StudyTest, MissingWorkloadFilesFailBeforeAnyWork) {
             "readable file (paths are relative to the study file))");
   EXPECT_EQ(error_of("kind: topology\n"),
             "s.yaml:1: kind: not a study file (got \"topology\"; expected kind: study)");
+}
+
+// The parameter names a study accepts for `topology.<parameter>` are the ones the topology files
+// use: every key of every bundled generated topology is known for its kind.
+TEST(GeneratorParameters, CoverTheKeysOfTheBundledTopologies) {
+  int checked = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(NEST_SOURCE_DIR) + "/topologies")) {
+    const config::Node root = config::Node::load_file(entry.path().string());
+    const std::string kind = root.at("kind").as_string();
+    if (kind == "explicit") continue;
+    const auto known = generator_parameters(kind);
+    ASSERT_FALSE(known.empty()) << kind;
+    for (const auto& [key, value] : root.entries()) {
+      if (key == "kind" || key == "name" || key == "description") continue;
+      EXPECT_NE(std::find(known.begin(), known.end(), key), known.end())
+          << entry.path() << ": " << key;
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 5);
+  EXPECT_TRUE(generator_parameters("mesh").empty());
 }
 
 }  // namespace
