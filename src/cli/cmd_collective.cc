@@ -125,7 +125,7 @@ int run_collective(std::span<char* const> args) {
                        {.key = "--links", .value = std::to_string(links), .expected = ">= 0"});
   }
 
-  const topo::Topology topology = topo::load_topology(file);
+  const topo::Topology topology = topo::load_topology(find_topology(file));
   const std::size_t n_devices = topology.num_devices();
   if (group_text.empty()) group_text = "0-" + std::to_string(n_devices - 1);
   const std::vector<topo::DeviceId> group = coll::parse_group(group_text, n_devices);

@@ -46,33 +46,6 @@ constexpr const char* kUsage =
     "[--rules megatron|nest-artifact] [--network oracle|flat|zero] [--baselines all|none|LIST] "
     "[--fixed PLAN] [-o plan.yaml] [--json]";
 
-// Folders that may hold `workloads/` and `topologies/`: $NEST_HOME, the working directory and
-// the folders above the executable (as `nest profile` looks for them).
-std::vector<std::string> search_roots() {
-  std::vector<std::string> roots;
-  if (const char* home = std::getenv("NEST_HOME")) roots.emplace_back(home);
-  roots.emplace_back(".");
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    roots.push_back(exe.parent_path().parent_path().string());
-    roots.push_back(exe.parent_path().parent_path().parent_path().string());
-  }
-  return roots;
-}
-
-// A topology path, or a name of `topologies/` (h100_rail_1024).
-std::string find_topology(const std::string& name) {
-  if (fs::exists(name)) return name;
-  for (const auto& root : search_roots()) {
-    const fs::path p = fs::path(root) / "topologies" / (name + ".yaml");
-    if (fs::exists(p)) return p.string();
-  }
-  throw Error::input(
-      "no such topology file or name",
-      {.key = "--topology", .value = name, .expected = "a file or a name of topologies/"});
-}
-
 std::vector<int> parse_int_list(const std::string& text, const std::string& key) {
   std::vector<int> out;
   std::stringstream in(text);

@@ -39,21 +39,6 @@ constexpr const char* kUsage =
     "[--operators] [--json]\n       nest profile --profile FILE [--tp N] [--ep N] [--cp N] "
     "[--sp] [--json]";
 
-// Folders that may hold `workloads/`: $NEST_HOME, the working directory, and the folders above
-// the executable (build trees live inside the source tree).
-std::vector<std::string> workload_roots() {
-  std::vector<std::string> roots;
-  if (const char* home = std::getenv("NEST_HOME")) roots.emplace_back(home);
-  roots.emplace_back(".");
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    roots.push_back(exe.parent_path().parent_path().string());
-    roots.push_back(exe.parent_path().parent_path().parent_path().string());
-  }
-  return roots;
-}
-
 // Library errors name parameters ("tensor_parallel"); the user typed options ("--tp").
 Error as_option_error(const Error& e) {
   static const std::map<std::string, std::string> kOptions = {{"tensor_parallel", "--tp"},
@@ -300,7 +285,7 @@ int run_unchecked(std::span<char* const> args) {
   if (!parse_options(args, kUsage, options, {}, vm)) return 0;
 
   const bool json = vm["json"].as<bool>();
-  const std::vector<std::string> roots = workload_roots();
+  const std::vector<std::string> roots = search_roots();
   if (vm.count("profile") != 0) {
     if (vm.count("model") != 0 || vm.count("accelerator") != 0) {
       throw Error::input(

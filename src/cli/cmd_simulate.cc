@@ -122,7 +122,7 @@ int simulate(const SimulateRequest& req, Progress* progress) {
   const workload::LayerProfile profile = placer::load_plan_profile(record, plan_path);
   std::string topology_path;
   if (req.topology) {
-    topology_path = *req.topology;
+    topology_path = find_topology(*req.topology);
   } else if (!record.inputs.topology.empty()) {
     topology_path = placer::resolve_plan_path(record.inputs.topology, plan_path, "inputs.topology");
   } else {

@@ -2,11 +2,39 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "nest/core/error.h"
 
 namespace nest::cli {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> search_roots() {
+  std::vector<std::string> roots;
+  if (const char* home = std::getenv("NEST_HOME")) roots.emplace_back(home);
+  roots.emplace_back(".");
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    roots.push_back(exe.parent_path().parent_path().string());
+    roots.push_back(exe.parent_path().parent_path().parent_path().string());
+  }
+  return roots;
+}
+
+std::string find_topology(const std::string& name) {
+  if (fs::exists(name)) return name;
+  for (const auto& root : search_roots()) {
+    const fs::path p = fs::path(root) / "topologies" / (name + ".yaml");
+    if (fs::exists(p)) return p.string();
+  }
+  throw Error::input(
+      "no such topology file or name",
+      {.key = "--topology", .value = name, .expected = "a file or a name of topologies/"});
+}
 
 bool parse_options(std::span<char* const> args, const std::string& usage,
                    po::options_description& options,

@@ -5,6 +5,7 @@
 #include <boost/program_options.hpp>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace nest::cli {
 
@@ -12,6 +13,14 @@ namespace po = boost::program_options;
 
 /// Parses `args` (args[0] is the command name) against `options` and `positional`; `--help`
 /// is added and answered by printing `usage` and the options (returns false then).
+/// Folders that may hold `workloads/` and `topologies/`: $NEST_HOME, the working directory and
+/// the two folders above the executable (build trees live inside the source tree).
+std::vector<std::string> search_roots();
+
+/// A topology path, or the name of a file in `topologies/` of a search root ("h100_rail_1024").
+/// Throws `Error` (input, key "--topology") when neither exists.
+std::string find_topology(const std::string& name);
+
 bool parse_options(std::span<char* const> args, const std::string& usage,
                    po::options_description& options,
                    const po::positional_options_description& positional, po::variables_map& vm);
