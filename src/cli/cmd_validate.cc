@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -20,21 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Folders that may hold the source tree: $NEST_HOME, the working directory, and the two
-// folders above the executable (build trees live inside the source tree).
-std::vector<fs::path> source_roots() {
-  std::vector<fs::path> roots;
-  if (const char* home = std::getenv("NEST_HOME")) roots.emplace_back(home);
-  roots.emplace_back(".");
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    roots.push_back(exe.parent_path().parent_path());
-    roots.push_back(exe.parent_path().parent_path().parent_path());
-  }
-  return roots;
-}
-
 bool is_file(const fs::path& p) {
   std::error_code ec;
   return fs::is_regular_file(p, ec);
@@ -42,8 +26,9 @@ bool is_file(const fs::path& p) {
 
 sweep::ValidationInputs resolve_inputs(const std::string& reference, const std::string& root) {
   sweep::ValidationInputs in;
-  const std::vector<fs::path> roots = root.empty() ? source_roots() : std::vector<fs::path>{root};
-  for (const fs::path& r : roots) {
+  const std::vector<std::string> roots =
+      root.empty() ? search_roots() : std::vector<std::string>{root};
+  for (const fs::path r : roots) {
     if (is_file(r / "workloads" / "models" / "gpt3-175b.yaml")) {
       in.workloads_root = r;
       break;
