@@ -65,6 +65,35 @@ TEST(BuildTopology, SizesTheGeneratorFromTheBudget) {
   EXPECT_EQ(build_topology(s, s.points[1]).num_devices(), 24U);
 }
 
+TEST(BuildTopology, ATopologyFileIsLoadedAsIs) {
+  const Study s = parse_study(R"(kind: study
+topologies:
+  rail: {file: topologies/h100_rail_1024.yaml}
+workloads:
+  w: {profile: workloads/profiles/gpt3-175b-h100.yaml}
+sweep: {points: [{devices: 512}]}
+)",
+                              "f.yaml", kSource);
+  const topo::Topology t = build_topology(s, s.points[0]);
+  EXPECT_EQ(t.num_devices(), 1024U);  // the budget does not resize a file
+  EXPECT_EQ(t.family(), topo::Family::kRailOptimized);
+  try {
+    (void)parse_study(R"(kind: study
+topologies:
+  rail: {file: topologies/h100_rail_1024.yaml}
+workloads:
+  w: {profile: workloads/profiles/gpt3-175b-h100.yaml}
+sweep: {points: [{topology.spines: 16}]}
+)",
+                      "f.yaml", kSource);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "f.yaml:6: sweep.points[0]: topology \"rail\" is a file: it has no parameters "
+                 "to sweep (expected topology.<parameter> axes only on generated topologies)");
+  }
+}
+
 TEST(BuildTopology, ABadParameterValueNamesTheParameter) {
   const Study s = study("sweep: {points: [{devices: 16, topology.spines: 0}]}");
   try {
