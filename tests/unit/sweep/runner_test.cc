@@ -141,6 +141,7 @@ TEST_F(RunnerTest, AnInterruptedSweepResumesToTheSameFiles) {
   SquareEvaluator rest;
   o.stop_after = -1;
   o.resume = true;
+  o.threads = 1;  // with one thread the evaluation order is the dispatch order
   const SweepReport resumed = run_sweep(study_, rest, o);
   EXPECT_EQ(resumed.resumed, 3U);
   EXPECT_EQ(resumed.evaluated, 4U);
