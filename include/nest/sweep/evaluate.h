@@ -18,7 +18,8 @@
 /// | partition                    |       | layers per stage, first stage first ("2 12 12 ...")  |
 /// | iteration_s                  | s     | predicted iteration time                             |
 /// | compute_s, bubble_s, collectives_s, transfers_s, dp_sync_s, optimizer_s | s | its breakdown |
-/// | sequences_per_s, tokens_per_s | 1/s  | predicted throughput                                 |
+/// | sequences_per_s, tokens_per_s | 1/s  | predicted throughput: the global batch (its tokens)  |
+/// |                              |       | over the predicted iteration time                    |
 /// | mfu                          |       | model FLOPs utilization (when FLOPs and peak known)  |
 /// | peak_memory_bytes            | B     | the largest stage's memory per device                |
 /// | memory_capacity_bytes        | B     | memory of one device                                 |
