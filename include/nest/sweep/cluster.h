@@ -30,6 +30,7 @@ class Cluster {
   /// True when NEST was built with MPI support.
   [[nodiscard]] static bool mpi_built() noexcept;
 
+  /// MPI's objects when there is a job (defined in src/sweep/cluster.cc).
   struct Impl;
   /// The implementation (for the sweep runner; opaque elsewhere).
   [[nodiscard]] Impl* impl() const noexcept { return impl_.get(); }
