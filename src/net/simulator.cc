@@ -179,6 +179,7 @@ struct Simulator::Impl {
   std::uint32_t epoch = 0;         // one per component rated
   std::uint32_t touch_round = 0;   // one per bottleneck of the filling, never reset
   std::size_t unfrozen_flows = 0;  // flows of the current filling not yet frozen
+  std::size_t shared_links = 0;    // links of the current filling with >= 2 unfrozen flows
 
   void run_events(Time until);
   void dispatch(const QueuedEvent& event);
@@ -193,6 +194,7 @@ struct Simulator::Impl {
   void fill_loaded();
   void fill_by_scan();
   void fill_by_heap();
+  void freeze_unshared();
   void freeze(topo::LinkId bottleneck, double share);
   void apply_rates();
   void record_series();
@@ -449,6 +451,8 @@ void Simulator::Impl::fill_loaded() {
     if (links[link].unfrozen > 0) scan.push_back(link);
   }
   unfrozen_flows = component_flows.size();
+  shared_links = 0;
+  for (const topo::LinkId link : scan) shared_links += links[link].unfrozen > 1 ? 1 : 0;
   if (scan.size() <= kScanLimit) {
     fill_by_scan();
   } else {
@@ -456,8 +460,29 @@ void Simulator::Impl::fill_loaded() {
   }
 }
 
+// Once no link has two unfrozen flows, the filling gives each unfrozen flow the smallest spare
+// capacity over its links (its links' shares are their spares, and freezing one flow changes no
+// other unfrozen flow's links), in one pass.
+void Simulator::Impl::freeze_unshared() {
+  for (const std::uint32_t slot : component_flows) {
+    Flow& flow = flows[slot];
+    if (flow.frozen == epoch) continue;
+    flow.frozen = epoch;
+    double rate = links[flow.route[0]].spare;
+    for (std::uint32_t h = 1; h < flow.hops; ++h) {
+      rate = std::min(rate, links[flow.route[h]].spare);
+    }
+    flow.new_rate = rate;
+  }
+  unfrozen_flows = 0;
+}
+
 void Simulator::Impl::fill_by_scan() {
   while (!scan.empty()) {
+    if (shared_links == 0) {
+      freeze_unshared();
+      return;
+    }
     std::size_t best = 0;
     double best_share = links[scan[0]].spare / links[scan[0]].unfrozen;
     for (std::size_t i = 1; i < scan.size(); ++i) {
@@ -488,6 +513,10 @@ void Simulator::Impl::fill_by_heap() {
   std::make_heap(candidates.begin(), candidates.end(), WorseCandidate{});
   // Once every flow is frozen the remaining candidates could only be skipped.
   while (unfrozen_flows > 0 && !candidates.empty()) {
+    if (shared_links == 0) {
+      freeze_unshared();
+      return;
+    }
     std::pop_heap(candidates.begin(), candidates.end(), WorseCandidate{});
     const Candidate best = candidates.back();
     candidates.pop_back();
@@ -528,7 +557,7 @@ void Simulator::Impl::freeze(topo::LinkId bottleneck, double share) {
     for (std::uint32_t h = 0; h < flow.hops; ++h) {
       LinkState& other = links[flow.route[h]];
       other.spare = std::max(0.0, other.spare - share);
-      --other.unfrozen;
+      if (--other.unfrozen == 1) --shared_links;
       if (other.touched != round) {
         other.touched = round;
         touched.push_back(flow.route[h]);
