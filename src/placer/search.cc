@@ -476,7 +476,8 @@ std::optional<PlanChoice> best_partition(const workload::LayerProfile& profile, 
                           .value = std::to_string(stages),
                           .expected = fmt::format("1..{} (the layers)", n)});
     }
-    // A placeholder partition with the right depth, so that validation checks the rest.
+    // A provisional partition of the right depth (one layer per stage, the rest in the last):
+    // validation then checks every other field; the search replaces it.
     for (int p = 0; p < stages; ++p) choice.boundaries.push_back(static_cast<std::size_t>(p));
     choice.boundaries.push_back(n);
   }
