@@ -446,6 +446,10 @@ void Simulator::Impl::fill() {
 
 // The filling proper, once each component link has its `spare` and `unfrozen` set.
 void Simulator::Impl::fill_loaded() {
+  if (component_flows.size() == 1) {
+    freeze_unshared();  // what the filling gives a lone flow: its smallest spare
+    return;
+  }
   scan.clear();
   for (const topo::LinkId link : component_links) {
     if (links[link].unfrozen > 0) scan.push_back(link);
