@@ -121,9 +121,11 @@ class Schedule final : public Program {
 [[nodiscard]] std::shared_ptr<const Program> ring_program(const CollectiveSpec& spec, int ranks);
 
 /// `lower`, or `ring_program` for ring-family collectives of more than `implicit_above`
-/// transfers (memory O(ranks) instead of ~60 bytes per transfer).
-[[nodiscard]] std::shared_ptr<const Program> lower_program(
-    const CollectiveSpec& spec, int ranks, std::uint64_t implicit_above = 4'000'000);
+/// transfers (memory O(ranks) instead of ~60 bytes per transfer; also faster end to end at that
+/// size: building and reading a stored schedule of 2.1M transfers cost ~30% of a 1,024-rank
+/// ring allreduce's simulation, see results/coll_bench.md).
+[[nodiscard]] std::shared_ptr<const Program> lower_program(const CollectiveSpec& spec, int ranks,
+                                                           std::uint64_t implicit_above = 100'000);
 
 /// Number of transfers `lower(spec, ranks)` makes, without making them. O(levels).
 [[nodiscard]] std::uint64_t transfer_count(const CollectiveSpec& spec, int ranks);

@@ -261,6 +261,9 @@ TEST(LowerProgram, GoesImplicitAboveTheThreshold) {
   const CollectiveSpec ring{Operation::kAllReduce, Algorithm::kRing, Bytes(4096)};
   EXPECT_NE(dynamic_cast<const Schedule*>(lower_program(ring, 8).get()), nullptr);
   EXPECT_EQ(dynamic_cast<const Schedule*>(lower_program(ring, 8, 100).get()), nullptr);
+  // The default threshold: 2 * 256 * 255 = 130,560 transfers are above 100,000.
+  EXPECT_EQ(dynamic_cast<const Schedule*>(lower_program(ring, 256).get()), nullptr);
+  EXPECT_NE(dynamic_cast<const Schedule*>(lower_program(ring, 128).get()), nullptr);
   const CollectiveSpec a2a{Operation::kAllToAll, Algorithm::kPairwise, Bytes(4096)};
   EXPECT_NE(dynamic_cast<const Schedule*>(lower_program(a2a, 8, 1).get()), nullptr);
 }
