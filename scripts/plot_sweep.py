@@ -124,7 +124,8 @@ def main():
             ax = axes[i // cols][i % cols]
             mine = [r for r in ok if tuple(r[c] for c in facets) == key]
             for j, s in enumerate(series):
-                pts = sorted((quantity(r[x]), r) for r in mine if r[args.series] == s)
+                pts = sorted(((quantity(r[x]), r) for r in mine
+                              if r[args.series] == s and r[x] != ""), key=lambda t: t[0])
                 if not pts:
                     continue
                 colour = colours[j % len(colours)]
@@ -140,12 +141,13 @@ def main():
             ax.set_xlabel(x_label)
             ax.set_ylabel(y_label)
             ax.set_xscale("log", base=2)
-            ticks = sorted({quantity(r[x]) for r in mine})
+            ticks = sorted({quantity(r[x]) for r in mine if r[x] != ""})
             ax.set_xticks(ticks)
             ax.set_xticklabels([f"{t:g}" for t in ticks])
             ax.minorticks_off()
             ax.grid(True, alpha=0.3)
-            ax.legend(fontsize=7)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7)
         for i in range(len(panels), nrows * cols):
             axes[i // cols][i % cols].axis("off")
         fig.tight_layout()
@@ -170,7 +172,8 @@ def main():
     lines = [f"| {' | '.join(facets + [args.series, x])} | NEST plan | NEST {args.metric} | "
              f"{args.baseline} plan | {args.baseline} {args.metric} | speedup |",
              "|" + "---|" * (len(facets) + 7)]
-    for r in sorted(ok, key=lambda r: [sort_key(r[c]) for c in facets + [args.series, x]]):
+    for r in sorted(ok, key=lambda r: ([sort_key(r[c]) for c in facets + [args.series, x]],
+                                       int(r["point"]))):
         plan = (f"t{r['tensor_parallel']} e{r['expert_parallel']} pp{r['pipeline_stages']} "
                 f"dp{r['data_parallel']} mb{r['micro_batch']} zero{r['zero_stage']}"
                 f"{' recompute' if r['recompute'] == '1' else ''} {r['order']}")

@@ -90,6 +90,16 @@ assert replayed["replay"] == "true" and float(replayed["replay_iteration_s"]) > 
 assert abs(float(replayed["replay_error"])) < 0.05, replayed["replay_error"]
 PY
 
+# The charts and the summary of scripts/plot_sweep.py.
+/usr/bin/python3 "$src/scripts/plot_sweep.py" "$tmp/a" --facets devices --series replay \
+  --out "$tmp/plots" >/dev/null || fail "plot_sweep.py"
+for f in throughput speedup replay; do
+  [ "$(head -c 4 "$tmp/plots/$f.png" | tail -c 3)" = "PNG" ] || fail "no $f.png"
+done
+grep -qx '6 points: 3 ok, 1 infeasible, 2 error.' "$tmp/plots/summary.md" ||
+  fail "summary: $(tail -4 "$tmp/plots/summary.md")"
+[ "$(grep -c '^| 32 | false | ' "$tmp/plots/summary.md")" -eq 2 ] || fail "summary rows"
+
 run --output "$tmp/b" --threads 2
 cmp -s "$csv" "$tmp/b/results.csv" || fail "CSV differs with 2 threads"
 cmp -s "$tmp/a/results.h5" "$tmp/b/results.h5" || fail "HDF5 differs with 2 threads"
