@@ -29,10 +29,12 @@ namespace fs = std::filesystem;
 
 constexpr const char* kSimulateUsage =
     "nest simulate --plan plan.yaml -o run.h5 [--trace run.json] [--csv run.csv] "
-    "[--topology FILE] [--schedule 1f1b|gpipe] [--buckets N] [--seed N]";
+    "[--topology FILE] [--schedule 1f1b|gpipe|interleaved] [--virtual-stages V] [--buckets N] "
+    "[--seed N]";
 
 constexpr const char* kRunUsage =
-    "nest run [place options] [--output-dir DIR] [--schedule 1f1b|gpipe] [--buckets N] "
+    "nest run [place options] [--output-dir DIR] [--schedule 1f1b|gpipe|interleaved] "
+    "[--virtual-stages V] [--buckets N] "
     "(writes DIR/plan.yaml, DIR/run.h5, DIR/trace.json, DIR/summary.csv)";
 
 // FNV-1a 64 of a file's bytes, in hex: identifies the inputs in /meta.
@@ -59,8 +61,10 @@ std::string slurp(const std::string& path) {
 replay::Schedule parse_schedule(const std::string& text) {
   if (text == "1f1b") return replay::Schedule::kOneFOneB;
   if (text == "gpipe") return replay::Schedule::kGPipe;
-  throw Error::input("unknown schedule",
-                     {.key = "--schedule", .value = text, .expected = "1f1b or gpipe"});
+  if (text == "interleaved") return replay::Schedule::kInterleaved;
+  throw Error::input(
+      "unknown schedule",
+      {.key = "--schedule", .value = text, .expected = "1f1b, gpipe or interleaved"});
 }
 
 struct SimulateRequest {
@@ -75,7 +79,9 @@ struct SimulateRequest {
 
 void add_replay_options(po::options_description& o) {
   o.add_options()("schedule", po::value<std::string>()->default_value("1f1b"),
-                  "pipeline schedule: 1f1b or gpipe")(
+                  "pipeline schedule: 1f1b, gpipe or interleaved (1F1B with virtual stages)")(
+      "virtual-stages", po::value<int>()->default_value(2),
+      "model chunks per device under --schedule interleaved")(
       "buckets", po::value<int>()->default_value(4),
       "data-parallel gradient buckets (reduced as the last backward pass produces them)");
 }
@@ -83,6 +89,7 @@ void add_replay_options(po::options_description& o) {
 void read_replay_options(const po::variables_map& vm, SimulateRequest& r) {
   r.replay.schedule = parse_schedule(vm["schedule"].as<std::string>());
   r.replay.gradient_buckets = vm["buckets"].as<int>();
+  r.replay.virtual_stages = vm["virtual-stages"].as<int>();
   if (r.replay.gradient_buckets < 1) {
     throw Error::input("bucket count out of range",
                        {.key = "--buckets",
@@ -97,7 +104,8 @@ std::string command_line(std::span<char* const> args) {
   return s;
 }
 
-void print_summary(const replay::Summary& s, const std::vector<std::string>& written) {
+void print_summary(const replay::Summary& s, Bytes capacity,
+                   const std::vector<std::string>& written) {
   const double est = s.estimate.to_seconds();
   std::cout << fmt::format("iteration (replayed)   {}\n", format_time(s.iteration_time));
   std::cout << fmt::format("estimate (placer)      {}  ({:+.2f}% replayed vs estimate)\n",
@@ -113,6 +121,11 @@ void print_summary(const replay::Summary& s, const std::vector<std::string>& wri
   std::cout << fmt::format("exposed communication  {}\n", format_time(s.exposed_communication));
   std::cout << fmt::format("peak memory            {} (largest device)\n",
                            format_bytes(s.peak_memory));
+  if (s.peak_memory > capacity) {
+    // The plan's memory check assumed its own schedule (1F1B); another may hold more.
+    std::cout << fmt::format("warning                the peak exceeds the {} of device memory\n",
+                             format_bytes(capacity));
+  }
   for (const auto& w : written) std::cout << "wrote " << w << "\n";
 }
 
@@ -173,7 +186,7 @@ int simulate(const SimulateRequest& req, Progress* progress) {
     written.push_back(*req.csv);
   }
   if (progress != nullptr) progress->finish();
-  print_summary(run.summary, written);
+  print_summary(run.summary, plan.capacity, written);
   return 0;
 }
 

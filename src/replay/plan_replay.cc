@@ -1,5 +1,7 @@
 #include "nest/replay/plan_replay.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -45,41 +47,108 @@ Time share(Time total, double part, double whole) {
       static_cast<std::int64_t>(static_cast<double>(total.ps()) * part / whole + 0.5));
 }
 
-StageSpec stage_spec(const placer::Plan& plan, const workload::Variant& variant, int p) {
-  const placer::StageReport& rep = plan.stages[static_cast<std::size_t>(p)];
+// The times of a layer range: its backward compute (with recompute), its intra-layer
+// collectives and its optimizer step, taken from the cost model.
+struct RangeTimes {
+  Time backward_compute;
+  Time collectives;
+  Time optimizer;
+};
+
+std::int64_t parameters_of(const workload::Layer& layer) {
+  return layer.parameters > 0 ? layer.parameters : layer.parameter_bytes.count() / 2;
+}
+
+StageSpec range_spec(const placer::Plan& plan, const workload::Variant& variant, std::size_t first,
+                     std::size_t last, const RangeTimes& t) {
   StageSpec s;
-  s.first_layer = static_cast<std::int32_t>(rep.first_layer);
-  s.last_layer = static_cast<std::int32_t>(rep.last_layer);
+  s.first_layer = static_cast<std::int32_t>(first);
+  s.last_layer = static_cast<std::int32_t>(last);
   Time forward;
   std::int64_t parameters = 0;
-  for (std::size_t i = rep.first_layer; i < rep.last_layer; ++i) {
-    const workload::Layer& layer = variant.layers[i];
-    forward += layer.forward;
-    parameters += layer.parameters > 0 ? layer.parameters : layer.parameter_bytes.count() / 2;
+  for (std::size_t i = first; i < last; ++i) {
+    forward += variant.layers[i].forward;
+    parameters += parameters_of(variant.layers[i]);
   }
-  const PassWeights w =
-      collective_weights(variant, rep.first_layer, rep.last_layer, plan.choice.recompute);
-  s.forward_collectives = share(rep.time.collectives, w.forward, w.forward + w.backward);
-  s.backward_collectives = rep.time.collectives - s.forward_collectives;
+  const PassWeights w = collective_weights(variant, first, last, plan.choice.recompute);
+  s.forward_collectives = share(t.collectives, w.forward, w.forward + w.backward);
+  s.backward_collectives = t.collectives - s.forward_collectives;
   s.forward = forward + s.forward_collectives;
-  s.backward = rep.time.compute - forward + s.backward_collectives;
-  s.activation_out = variant.layers[rep.last_layer - 1].output_bytes;
+  s.backward = t.backward_compute + s.backward_collectives;
+  s.activation_out = variant.layers[last - 1].output_bytes;
   s.gradient_sync = Bytes(2 * parameters);
-  s.optimizer = rep.optimizer;
+  s.optimizer = t.optimizer;
 
   workload::MemoryOptions mo;
   mo.rules = plan.rules;
   mo.zero_stage = plan.choice.zero_stage;
   mo.data_parallel = plan.choice.data_parallel;
   mo.recompute = plan.choice.recompute;
-  const auto one = workload::stage_memory(variant, rep.first_layer, rep.last_layer, 1, mo);
-  const auto two = workload::stage_memory(variant, rep.first_layer, rep.last_layer, 2, mo);
+  const auto one = workload::stage_memory(variant, first, last, 1, mo);
+  const auto two = workload::stage_memory(variant, first, last, 2, mo);
   s.weights = one.weights;
   s.gradients = one.gradients;
   s.optimizer_state = one.optimizer;
   s.stash = two.activations - one.activations;
   s.working = one.activations - s.stash;
   return s;
+}
+
+// A plan stage: its times exactly as the cost model computed them.
+StageSpec stage_spec(const placer::Plan& plan, const workload::Variant& variant, int p) {
+  const placer::StageReport& rep = plan.stages[static_cast<std::size_t>(p)];
+  Time forward;
+  for (std::size_t i = rep.first_layer; i < rep.last_layer; ++i) {
+    forward += variant.layers[i].forward;
+  }
+  return range_spec(plan, variant, rep.first_layer, rep.last_layer,
+                    {rep.time.compute - forward, rep.time.collectives, rep.optimizer});
+}
+
+// The S·v chunks of the interleaved schedule: the layer chain cut into S·v runs of (nearly)
+// equal layer counts. A layer's share of its plan stage's collective time and optimizer step
+// is in proportion to its collective volume (count x size) and its parameters; its backward
+// compute follows the rules' recomputation (under nest-artifact, not in the last chunk).
+std::vector<StageSpec> chunk_specs(const placer::Plan& plan, const workload::Variant& variant,
+                                   int v) {
+  const std::size_t n = variant.layers.size();
+  std::vector<Time> collectives(n), optimizer(n);
+  for (const placer::StageReport& rep : plan.stages) {
+    const PassWeights w =
+        collective_weights(variant, rep.first_layer, rep.last_layer, plan.choice.recompute);
+    std::int64_t params = 0;
+    for (std::size_t i = rep.first_layer; i < rep.last_layer; ++i) {
+      params += parameters_of(variant.layers[i]);
+    }
+    for (std::size_t i = rep.first_layer; i < rep.last_layer; ++i) {
+      const PassWeights wi = collective_weights(variant, i, i + 1, plan.choice.recompute);
+      collectives[i] =
+          share(rep.time.collectives, wi.forward + wi.backward, w.forward + w.backward);
+      optimizer[i] = share(rep.optimizer, static_cast<double>(parameters_of(variant.layers[i])),
+                           static_cast<double>(params));
+    }
+  }
+  const std::size_t chunks = static_cast<std::size_t>(plan.choice.stages() * v);
+  if (chunks > n) {
+    throw Error::input(fmt::format("{} virtual stages for {} layers", chunks, n),
+                       {.key = "--virtual-stages", .expected = "at most one layer per chunk"});
+  }
+  std::vector<StageSpec> out;
+  for (std::size_t c = 0; c < chunks; ++c) {
+    const std::size_t first = c * n / chunks;
+    const std::size_t last = (c + 1) * n / chunks;
+    const bool recompute = plan.choice.recompute &&
+                           (plan.rules != workload::MemoryRules::kNestArtifact || c + 1 < chunks);
+    RangeTimes t;
+    for (std::size_t i = first; i < last; ++i) {
+      const workload::Layer& layer = variant.layers[i];
+      t.backward_compute += layer.backward + (recompute ? layer.recompute : Time::zero());
+      t.collectives += collectives[i];
+      t.optimizer += optimizer[i];
+    }
+    out.push_back(range_spec(plan, variant, first, last, t));
+  }
+  return out;
 }
 
 }  // namespace
@@ -94,10 +163,19 @@ ReplayInput replay_input(const placer::Plan& plan, const workload::LayerProfile&
   const int stages = plan.choice.stages();
   const int d = plan.choice.data_parallel;
   ReplayInput in;
-  for (int p = 0; p < stages; ++p) in.stages.push_back(stage_spec(plan, variant, p));
-  for (int p = 1; p < stages; ++p) {
-    in.stages[static_cast<std::size_t>(p)].gradient_out =
-        in.stages[static_cast<std::size_t>(p - 1)].activation_out;
+  if (options.schedule == Schedule::kInterleaved) {
+    if (options.virtual_stages < 2) {
+      throw Error::input("the interleaved schedule needs at least 2 virtual stages",
+                         {.key = "--virtual-stages",
+                          .value = std::to_string(options.virtual_stages),
+                          .expected = "an integer >= 2"});
+    }
+    in.stages = chunk_specs(plan, variant, options.virtual_stages);
+  } else {
+    for (int p = 0; p < stages; ++p) in.stages.push_back(stage_spec(plan, variant, p));
+  }
+  for (std::size_t c = 1; c < in.stages.size(); ++c) {
+    in.stages[c].gradient_out = in.stages[c - 1].activation_out;
   }
   const placer::DeviceMap map = plan.device_map();
   in.devices.resize(static_cast<std::size_t>(d));

@@ -15,39 +15,55 @@ namespace {
 struct Op {
   bool forward = true;
   std::int64_t microbatch = 0;
+  std::size_t chunk = 0;  // the (virtual) stage: chunk c runs on device group c mod S
 };
 
-// The order in which one stage runs its microbatches. `stage` counts from the first stage.
-std::vector<Op> stage_order(Schedule schedule, std::size_t stage, std::size_t stages,
-                            std::int64_t microbatches) {
+// The order in which device group `group` (of `groups`) runs its microbatches, `chunks` =
+// groups x v virtual stages (v = 1 without interleaving; group g holds chunks g, g + S, ...).
+std::vector<Op> stage_order(Schedule schedule, std::size_t group, std::size_t groups,
+                            std::size_t chunks, std::int64_t microbatches) {
   std::vector<Op> ops;
-  ops.reserve(static_cast<std::size_t>(2 * microbatches));
+  const auto v = static_cast<std::int64_t>(chunks / groups);
+  ops.reserve(static_cast<std::size_t>(2 * microbatches * v));
   if (schedule == Schedule::kGPipe) {
-    for (std::int64_t i = 0; i < microbatches; ++i) ops.push_back({true, i});
-    for (std::int64_t i = 0; i < microbatches; ++i) ops.push_back({false, i});
+    for (std::int64_t i = 0; i < microbatches; ++i) ops.push_back({true, i, group});
+    for (std::int64_t i = 0; i < microbatches; ++i) ops.push_back({false, i, group});
     return ops;
   }
+  // 1F1B, and its interleaved form (Narayanan et al. 2021, §2.2; Megatron-LM's
+  // forward_backward_pipelining_with_interleaving): microbatches go through the chunks in
+  // groups of S; the warm-up is (S - g - 1) x 2 + (v - 1) x S forwards.
+  const auto s = static_cast<std::int64_t>(groups);
+  const auto g = static_cast<std::int64_t>(group);
+  const std::int64_t total = microbatches * v;
   const std::int64_t warmup =
-      std::min<std::int64_t>(static_cast<std::int64_t>(stages - stage - 1), microbatches);
-  for (std::int64_t i = 0; i < warmup; ++i) ops.push_back({true, i});
-  for (std::int64_t i = 0; i < microbatches - warmup; ++i) {
-    ops.push_back({true, warmup + i});
-    ops.push_back({false, i});
+      v == 1 ? std::min(s - g - 1, total) : std::min((s - g - 1) * 2 + (v - 1) * s, total);
+  auto op = [&](std::int64_t k, bool forward) {
+    const std::int64_t local = (k / s) % v;
+    const std::int64_t mb = v == 1 ? k : (k / (s * v)) * s + k % s;
+    const std::int64_t chunk = (forward ? local : v - 1 - local) * s + g;
+    return Op{forward, mb, static_cast<std::size_t>(chunk)};
+  };
+  for (std::int64_t k = 0; k < warmup; ++k) ops.push_back(op(k, true));
+  for (std::int64_t i = 0; i < total - warmup; ++i) {
+    ops.push_back(op(warmup + i, true));
+    ops.push_back(op(i, false));
   }
-  for (std::int64_t i = microbatches - warmup; i < microbatches; ++i) ops.push_back({false, i});
+  for (std::int64_t k = total - warmup; k < total; ++k) ops.push_back(op(k, false));
   return ops;
 }
 
 // The compute stream of one stage replica (all its shards run in lockstep).
 struct ComputeStream {
-  std::size_t stage = 0;
+  std::size_t group = 0;
   std::size_t replica = 0;
   std::vector<Op> ops;
   std::size_t next = 0;
   bool busy = false;
-  std::vector<char> input_ready;  // per microbatch: activation (forward) has arrived
-  std::vector<char> grad_ready;   // per microbatch: gradient (backward) has arrived
-  Bytes activations;              // current activation level of each shard
+  // Per (local chunk, microbatch): its input activation / its output gradient has arrived.
+  std::vector<char> input_ready;
+  std::vector<char> grad_ready;
+  Bytes activations;  // current activation level of each shard
   Time compute_busy;
 };
 
@@ -67,25 +83,31 @@ class Engine {
         allreduce_(allreduce),
         options_(options),
         router_(sim.topology(), options.seed),
-        stages_(in.stages.size()),
+        chunks_(in.stages.size()),
+        groups_(in.devices.empty() ? 0 : in.devices[0].size()),
         replicas_(in.devices.size()) {}
 
   RunRecord run();
 
  private:
-  ComputeStream& stream(std::size_t s, std::size_t r) { return streams_[r * stages_ + s]; }
-  std::span<const topo::DeviceId> shards(std::size_t s, std::size_t r) const {
-    return in_.devices[r][s];
+  ComputeStream& stream(std::size_t g, std::size_t r) { return streams_[r * groups_ + g]; }
+  // The devices of device group g (a plan stage) in replica r.
+  std::span<const topo::DeviceId> shards(std::size_t g, std::size_t r) const {
+    return in_.devices[r][g];
+  }
+  // Index of (chunk c, microbatch) in its group's readiness vectors.
+  std::size_t slot(std::size_t c, std::int64_t mb, std::int64_t m) const {
+    return (c / groups_) * static_cast<std::size_t>(m) + static_cast<std::size_t>(mb);
   }
   bool ready(const ComputeStream& st, const Op& op) const;
   void try_start(std::size_t s, std::size_t r);
   void finish(std::size_t s, std::size_t r, Op op, Time start);
-  void transfer(std::size_t s, std::size_t r, std::size_t to, Op op);
+  void transfer(std::size_t r, Op op, std::size_t to_chunk);
   void bucket_ready(std::size_t s, int bucket);
   void start_bucket(std::size_t s);
   void start_optimizer(std::size_t s);
-  void row(std::size_t s, std::size_t r, Stream kind_stream, TaskKind kind, std::int64_t mb,
-           Time start, Time end);
+  void row(std::size_t g, std::size_t r, std::size_t chunk, Stream kind_stream, TaskKind kind,
+           std::int64_t mb, Time start, Time end);
   void memory(std::size_t s, std::size_t r, Time at, Bytes level);
   void at(Time t, std::function<void()> action) { sim_.schedule(t, std::move(action)); }
 
@@ -94,25 +116,28 @@ class Engine {
   const AllreduceLauncher& allreduce_;
   ReplayOptions options_;
   topo::Router router_;
-  std::size_t stages_;
+  std::size_t chunks_;
+  std::size_t groups_;
   std::size_t replicas_;
   std::vector<ComputeStream> streams_;
   std::vector<SyncState> sync_;
+  std::vector<Bytes> group_sync_;      // per group: gradient bytes of its chunks
+  std::vector<Time> group_optimizer_;  // per group: optimizer step of its chunks
   RunRecord record_;
   Time end_;
 };
 
 bool Engine::ready(const ComputeStream& st, const Op& op) const {
-  const auto mb = static_cast<std::size_t>(op.microbatch);
-  if (op.forward) return st.stage == 0 || st.input_ready[mb] != 0;
-  return st.stage + 1 == stages_ || st.grad_ready[mb] != 0;
+  const std::size_t i = slot(op.chunk, op.microbatch, in_.microbatches[st.replica]);
+  if (op.forward) return op.chunk == 0 || st.input_ready[i] != 0;
+  return op.chunk + 1 == chunks_ || st.grad_ready[i] != 0;
 }
 
 void Engine::try_start(std::size_t s, std::size_t r) {
   ComputeStream& st = stream(s, r);
   if (st.busy || st.next >= st.ops.size() || !ready(st, st.ops[st.next])) return;
   const Op op = st.ops[st.next];
-  const StageSpec& spec = in_.stages[s];
+  const StageSpec& spec = in_.stages[op.chunk];
   const Time start = sim_.now();
   st.busy = true;
   if (op.forward) {
@@ -123,7 +148,7 @@ void Engine::try_start(std::size_t s, std::size_t r) {
   memory(s, r, start, st.activations);
   const Time duration = op.forward ? spec.forward : spec.backward;
   const bool last_backward = !op.forward && st.next + 1 == st.ops.size();
-  if (last_backward && replicas_ > 1 && spec.gradient_sync > Bytes(0)) {
+  if (last_backward && replicas_ > 1 && group_sync_[s] > Bytes(0)) {
     // Buckets become ready as the last backward pass works back through the stage's layers.
     const int k = std::max(1, in_.gradient_buckets);
     for (int i = 0; i < k; ++i) {
@@ -136,25 +161,25 @@ void Engine::try_start(std::size_t s, std::size_t r) {
 
 void Engine::finish(std::size_t s, std::size_t r, Op op, Time start) {
   ComputeStream& st = stream(s, r);
-  const StageSpec& spec = in_.stages[s];
+  const StageSpec& spec = in_.stages[op.chunk];
   const Time now = sim_.now();
   st.busy = false;
   st.compute_busy += now - start;
-  row(s, r, Stream::kCompute, op.forward ? TaskKind::kForward : TaskKind::kBackward, op.microbatch,
-      start, now);
+  row(s, r, op.chunk, Stream::kCompute, op.forward ? TaskKind::kForward : TaskKind::kBackward,
+      op.microbatch, start, now);
   if (!op.forward) {
     st.activations -= spec.stash + spec.working;
     memory(s, r, now, st.activations);
   }
-  if (op.forward && s + 1 < stages_) transfer(s, r, s + 1, op);
-  if (!op.forward && s > 0) transfer(s, r, s - 1, op);
+  if (op.forward && op.chunk + 1 < chunks_) transfer(r, op, op.chunk + 1);
+  if (!op.forward && op.chunk > 0) transfer(r, op, op.chunk - 1);
   ++st.next;
   end_ = std::max(end_, now);
-  if (st.next == st.ops.size() && (replicas_ == 1 || spec.gradient_sync == Bytes(0))) {
+  if (st.next == st.ops.size() && (replicas_ == 1 || group_sync_[s] == Bytes(0))) {
     // No reduction to wait for: this replica's optimizer step follows at once.
-    const Time t1 = now + spec.optimizer;
+    const Time t1 = now + group_optimizer_[s];
     at(t1, [this, s, r, now, t1] {
-      row(s, r, Stream::kCompute, TaskKind::kOptimizer, -1, now, t1);
+      row(s, r, s, Stream::kCompute, TaskKind::kOptimizer, -1, now, t1);
       stream(s, r).compute_busy += t1 - now;
       end_ = std::max(end_, t1);
     });
@@ -162,18 +187,20 @@ void Engine::finish(std::size_t s, std::size_t r, Op op, Time start) {
   try_start(s, r);
 }
 
-void Engine::transfer(std::size_t s, std::size_t r, std::size_t to, Op op) {
-  const StageSpec& spec = in_.stages[s];
+void Engine::transfer(std::size_t r, Op op, std::size_t to_chunk) {
+  const StageSpec& spec = in_.stages[op.chunk];
   const Bytes size = op.forward ? spec.activation_out : spec.gradient_out;
   const TaskKind kind = op.forward ? TaskKind::kSendActivation : TaskKind::kSendGradient;
-  const auto src = shards(s, r);
+  const std::size_t from = op.chunk % groups_;
+  const std::size_t to = to_chunk % groups_;
+  const auto src = shards(from, r);
   const auto dst = shards(to, r);
-  const auto mb = static_cast<std::size_t>(op.microbatch);
   const Time start = sim_.now();
-  auto arrived = [this, s, r, to, op, mb, start, kind] {
-    row(s, r, Stream::kNetwork, kind, op.microbatch, start, sim_.now());
+  auto arrived = [this, from, to, to_chunk, r, op, start, kind] {
+    row(from, r, op.chunk, Stream::kNetwork, kind, op.microbatch, start, sim_.now());
     ComputeStream& target = stream(to, r);
-    (op.forward ? target.input_ready : target.grad_ready)[mb] = 1;
+    const std::size_t i = slot(to_chunk, op.microbatch, in_.microbatches[r]);
+    (op.forward ? target.input_ready : target.grad_ready)[i] = 1;
     end_ = std::max(end_, sim_.now());
     try_start(to, r);
   };
@@ -183,7 +210,8 @@ void Engine::transfer(std::size_t s, std::size_t r, std::size_t to, Op op) {
   }
   auto left = std::make_shared<std::size_t>(src.size());
   for (std::size_t k = 0; k < src.size(); ++k) {
-    const std::uint64_t flow = (static_cast<std::uint64_t>(op.microbatch) << 20) ^ (s << 8) ^ r;
+    const std::uint64_t flow =
+        (static_cast<std::uint64_t>(op.microbatch) << 20) ^ (op.chunk << 8) ^ r;
     sim_.start_flow(router_.route(src[k], dst[k], flow), size, [left, arrived](net::FlowId, Time) {
       if (--*left == 0) arrived();
     });
@@ -203,8 +231,7 @@ void Engine::start_bucket(std::size_t s) {
     return;
   }
   sync.running = true;
-  const StageSpec& spec = in_.stages[s];
-  const std::int64_t total = spec.gradient_sync.count();
+  const std::int64_t total = group_sync_[s].count();
   const int b = sync.next_bucket;
   const Bytes size(total * (b + 1) / k - total * b / k);
   const Time start = sim_.now();
@@ -214,7 +241,7 @@ void Engine::start_bucket(std::size_t s) {
     if (--*left > 0) return;
     const Time now = sim_.now();
     for (std::size_t r = 0; r < replicas_; ++r) {
-      row(s, r, Stream::kNetwork, TaskKind::kGradientSync, -1, start, now);
+      row(s, r, s, Stream::kNetwork, TaskKind::kGradientSync, -1, start, now);
     }
     for (std::size_t shard = 0; shard < shards(s, 0).size(); ++shard) {
       CollectiveRow c{"allreduce", "ring", {}, size, start, now, Time::zero()};
@@ -244,21 +271,21 @@ void Engine::start_bucket(std::size_t s) {
 
 void Engine::start_optimizer(std::size_t s) {
   const Time t0 = sim_.now();
-  const Time t1 = t0 + in_.stages[s].optimizer;
+  const Time t1 = t0 + group_optimizer_[s];
   at(t1, [this, s, t0, t1] {
     for (std::size_t r = 0; r < replicas_; ++r) {
-      row(s, r, Stream::kCompute, TaskKind::kOptimizer, -1, t0, t1);
+      row(s, r, s, Stream::kCompute, TaskKind::kOptimizer, -1, t0, t1);
       stream(s, r).compute_busy += t1 - t0;
     }
     end_ = std::max(end_, t1);
   });
 }
 
-void Engine::row(std::size_t s, std::size_t r, Stream kind_stream, TaskKind kind, std::int64_t mb,
-                 Time start, Time end) {
-  const StageSpec& spec = in_.stages[s];
-  for (topo::DeviceId d : shards(s, r)) {
-    record_.timeline.push_back(TimelineRow{d, kind_stream, kind, static_cast<std::int32_t>(s),
+void Engine::row(std::size_t g, std::size_t r, std::size_t chunk, Stream kind_stream, TaskKind kind,
+                 std::int64_t mb, Time start, Time end) {
+  const StageSpec& spec = in_.stages[chunk];
+  for (topo::DeviceId d : shards(g, r)) {
+    record_.timeline.push_back(TimelineRow{d, kind_stream, kind, static_cast<std::int32_t>(chunk),
                                            static_cast<std::int32_t>(mb), spec.first_layer,
                                            spec.last_layer, start, end});
   }
@@ -276,14 +303,33 @@ void check(const ReplayInput& in, const topo::Topology& topology) {
   if (in.microbatches.size() != in.devices.size()) {
     throw Error::internal("replay: one microbatch count per replica expected");
   }
-  const std::size_t shard_count = in.devices[0].empty() ? 0 : in.devices[0][0].size();
+  const std::size_t groups = in.devices[0].size();
+  if (groups == 0 || in.stages.size() % groups != 0) {
+    throw Error::input(
+        fmt::format("{} stages do not divide into {} device groups", in.stages.size(), groups),
+        {.key = "devices"});
+  }
+  const std::size_t v = in.stages.size() / groups;
+  if (v > 1 && in.schedule != Schedule::kInterleaved) {
+    throw Error::input("virtual stages need the interleaved schedule",
+                       {.key = "--schedule", .expected = "interleaved"});
+  }
+  const std::size_t shard_count = in.devices[0][0].size();
   for (std::size_t r = 0; r < in.devices.size(); ++r) {
-    if (in.devices[r].size() != in.stages.size()) {
-      throw Error::input(fmt::format("replica {} has {} stages, the plan {}", r,
-                                     in.devices[r].size(), in.stages.size()),
-                         {.key = "devices"});
+    if (in.devices[r].size() != groups) {
+      throw Error::input(
+          fmt::format("replica {} has {} stages, replica 0 {}", r, in.devices[r].size(), groups),
+          {.key = "devices"});
     }
-    for (std::size_t s = 0; s < in.stages.size(); ++s) {
+    if (v > 1 && in.microbatches[r] % static_cast<std::int64_t>(groups) != 0) {
+      throw Error::input(
+          fmt::format("the interleaved schedule runs microbatches in groups of the {} stages",
+                      groups),
+          {.key = "microbatches",
+           .value = std::to_string(in.microbatches[r]),
+           .expected = fmt::format("a multiple of {} per replica", groups)});
+    }
+    for (std::size_t s = 0; s < groups; ++s) {
       if (in.devices[r][s].size() != shard_count || shard_count == 0) {
         throw Error::input(fmt::format("stage {} of replica {} has {} devices, expected {}", s, r,
                                        in.devices[r][s].size(), shard_count),
@@ -303,38 +349,51 @@ void check(const ReplayInput& in, const topo::Topology& topology) {
 
 RunRecord Engine::run() {
   check(in_, sim_.topology());
-  streams_.resize(stages_ * replicas_);
-  sync_.assign(stages_, SyncState{});
+  streams_.resize(groups_ * replicas_);
+  sync_.assign(groups_, SyncState{});
   for (auto& sync : sync_) {
     sync.bucket_ready.assign(static_cast<std::size_t>(std::max(1, in_.gradient_buckets)), 0);
   }
+  // What a device group holds: the constant memory, gradients and optimizer step of its chunks.
+  group_sync_.assign(groups_, Bytes(0));
+  group_optimizer_.assign(groups_, Time::zero());
+  std::vector<StageSpec> held(groups_);
+  for (std::size_t c = 0; c < chunks_; ++c) {
+    const StageSpec& spec = in_.stages[c];
+    const std::size_t g = c % groups_;
+    group_sync_[g] += spec.gradient_sync;
+    group_optimizer_[g] += spec.optimizer;
+    held[g].weights += spec.weights;
+    held[g].gradients += spec.gradients;
+    held[g].optimizer_state += spec.optimizer_state;
+  }
   for (std::size_t r = 0; r < replicas_; ++r) {
-    for (std::size_t s = 0; s < stages_; ++s) {
-      ComputeStream& st = stream(s, r);
+    for (std::size_t g = 0; g < groups_; ++g) {
+      ComputeStream& st = stream(g, r);
       const std::int64_t m = in_.microbatches[r];
-      st.stage = s;
+      st.group = g;
       st.replica = r;
-      st.ops = stage_order(in_.schedule, s, stages_, m);
-      st.input_ready.assign(static_cast<std::size_t>(m), 0);
-      st.grad_ready.assign(static_cast<std::size_t>(m), 0);
-      const StageSpec& spec = in_.stages[s];
-      for (topo::DeviceId d : shards(s, r)) {
-        record_.memory.push_back({d, Time::zero(), spec.weights, MemoryCategory::kWeights});
-        record_.memory.push_back({d, Time::zero(), spec.gradients, MemoryCategory::kGradients});
+      st.ops = stage_order(in_.schedule, g, groups_, chunks_, m);
+      const std::size_t slots = chunks_ / groups_ * static_cast<std::size_t>(m);
+      st.input_ready.assign(slots, 0);
+      st.grad_ready.assign(slots, 0);
+      for (topo::DeviceId d : shards(g, r)) {
+        record_.memory.push_back({d, Time::zero(), held[g].weights, MemoryCategory::kWeights});
+        record_.memory.push_back({d, Time::zero(), held[g].gradients, MemoryCategory::kGradients});
         record_.memory.push_back(
-            {d, Time::zero(), spec.optimizer_state, MemoryCategory::kOptimizer});
+            {d, Time::zero(), held[g].optimizer_state, MemoryCategory::kOptimizer});
         record_.memory.push_back({d, Time::zero(), Bytes(0), MemoryCategory::kActivations});
       }
     }
   }
   for (std::size_t r = 0; r < replicas_; ++r) {
-    for (std::size_t s = 0; s < stages_; ++s) at(Time::zero(), [this, s, r] { try_start(s, r); });
+    for (std::size_t g = 0; g < groups_; ++g) at(Time::zero(), [this, g, r] { try_start(g, r); });
   }
   sim_.run();
   for (const ComputeStream& st : streams_) {
     if (st.next != st.ops.size()) {
       throw Error::internal(fmt::format("replay: stage {} of replica {} stopped at op {} of {}",
-                                        st.stage, st.replica, st.next, st.ops.size()));
+                                        st.group, st.replica, st.next, st.ops.size()));
     }
   }
   Summary& sum = record_.summary;

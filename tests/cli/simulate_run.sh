@@ -70,8 +70,15 @@ grep -q "key.yaml:[0-9]*: recomputation: unknown key \"recomputation\"" "$tmp/er
 [[ -e "$tmp/key.h5" ]] && fail "unknown key left an output file"
 
 # An unknown schedule.
-expect_error 'nest simulate: --schedule: unknown schedule (got "zigzag"; expected 1f1b or gpipe)' \
+expect_error 'nest simulate: --schedule: unknown schedule (got "zigzag"; expected 1f1b, gpipe or interleaved)' \
   "$tmp/z.h5" --plan "$tmp/run/plan.yaml" -o "$tmp/z.h5" --schedule zigzag
+
+# The interleaved schedule: 2 virtual stages per device group, the same devices, a shorter bubble.
+"$nest" simulate --plan "$tmp/run/plan.yaml" -o "$tmp/i.h5" --schedule interleaved \
+  --virtual-stages 2 >"$tmp/i.out" 2>&1 || fail "interleaved: $(cat "$tmp/i.out")"
+grep -q '^iteration (replayed) ' "$tmp/i.out" || fail "interleaved: no summary"
+expect_error 'nest simulate: --virtual-stages: the interleaved schedule needs at least 2 virtual stages (got "1"; expected an integer >= 2)' \
+  "$tmp/v.h5" --plan "$tmp/run/plan.yaml" -o "$tmp/v.h5" --schedule interleaved --virtual-stages 1
 
 if [[ $failures -gt 0 ]]; then
   echo "$failures failure(s)"

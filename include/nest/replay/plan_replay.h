@@ -18,6 +18,8 @@ namespace nest::replay {
 /// How to replay a plan.
 struct PlanReplayOptions {
   Schedule schedule = Schedule::kOneFOneB;
+  /// Model chunks per device group under `Schedule::kInterleaved` (>= 2).
+  int virtual_stages = 2;
   int gradient_buckets = 4;
   std::uint64_t seed = 0;
 };
@@ -30,6 +32,8 @@ struct PlanReplayOptions {
 /// Gradient reduction: 2 bytes per parameter a device holds, over the d replicas of its shard.
 /// Memory: `workload::stage_memory` at in-flight 1 and 2 gives the stash per microbatch and the
 /// working set. Microbatches: M split over the replicas, the first M mod d get one more.
+/// Interleaved: the chain is cut into S·v chunks of (nearly) equal layer counts, chunk c on the
+/// devices of plan stage c mod S; per-layer shares of the stage's collective and optimizer time.
 [[nodiscard]] ReplayInput replay_input(const placer::Plan& plan,
                                        const workload::LayerProfile& profile,
                                        const PlanReplayOptions& options);

@@ -32,6 +32,9 @@ namespace nest::replay {
 enum class Schedule : std::uint8_t {
   kOneFOneB,  ///< PipeDream-Flush / Megatron 1F1B: warm-up forwards, then one forward one backward
   kGPipe,     ///< all forwards, then all backwards
+  /// Interleaved 1F1B (Narayanan et al. 2021): each device group runs v model chunks (virtual
+  /// stages), chunk c on group c mod S; microbatches per replica must be a multiple of S.
+  kInterleaved,
 };
 
 /// One pipeline stage, per microbatch, per device of a stage replica.
@@ -56,9 +59,11 @@ struct StageSpec {
 
 /// Everything the replay needs of a plan.
 struct ReplayInput {
+  /// The (virtual) stages in model order: S of them, or S x v under the interleaved schedule,
+  /// where stage c runs on device group c mod S.
   std::vector<StageSpec> stages;
-  /// devices[r][s]: the devices of stage s in data-parallel replica r, shards in the same order
-  /// in every stage (shard k of stage s sends to shard k of stage s + 1).
+  /// devices[r][g]: the devices of device group (plan stage) g in data-parallel replica r,
+  /// shards in the same order in every group (shard k sends to shard k of the next stage).
   std::vector<std::vector<std::vector<topo::DeviceId>>> devices;
   /// Microbatches each replica runs (they may differ by one when d does not divide M).
   std::vector<std::int64_t> microbatches;

@@ -100,3 +100,33 @@ TEST(PlanReplay, TransfersAndReductionsOnARealNetworkCostTime) {
 
 }  // namespace
 }  // namespace nest::replay
+
+namespace nest::replay {
+namespace {
+
+TEST(PlanReplay, InterleavedChunksShortenTheBubbleOfTheSamePlan) {
+  const auto profile = uniform_profile(Bytes(0), 16);
+  placer::PlanChoice c;
+  c.boundaries = {0, 2, 4, 6, 8};
+  placer::ZeroCommCost zero;
+  placer::CostOptions o;
+  o.devices = 4;
+  const placer::Plan plan = placer::evaluate(profile, c, zero, o);
+  const auto topology = hierarchy(4);
+  PlanReplayOptions interleaved;
+  interleaved.schedule = Schedule::kInterleaved;
+  interleaved.virtual_stages = 2;
+  const RunRecord r = replay_plan(plan, profile, topology, interleaved);
+  // 8 chunks of one 300 us layer: (M·v + S - 1) chunk times = (32 + 3) x 300 us, against
+  // (M + S - 1) x 600 us = 19 x 600 us for the plan's own 1F1B.
+  EXPECT_EQ(r.summary.iteration_time, Time::microseconds(35 * 300));
+  EXPECT_EQ(r.summary.estimate, Time::microseconds(19 * 600));
+  // Chunk c runs on the devices of plan stage c mod 4.
+  for (const auto& row : r.timeline) {
+    if (row.kind != TaskKind::kForward) continue;
+    EXPECT_EQ(row.device, plan.device_map().device(row.stage % 4, 0, 0));
+  }
+}
+
+}  // namespace
+}  // namespace nest::replay

@@ -208,3 +208,56 @@ TEST(Replay, SameInputSameRecord) {
 
 }  // namespace
 }  // namespace nest::replay
+
+namespace nest::replay {
+namespace {
+
+// S device groups with v chunks each, all chunks alike; stage c runs on group c mod S.
+ReplayInput interleaved(int groups, int v, int microbatches, Time f, Time b) {
+  ReplayInput in;
+  in.schedule = Schedule::kInterleaved;
+  in.devices.resize(1);
+  for (int g = 0; g < groups; ++g) in.devices[0].push_back({static_cast<topo::DeviceId>(g)});
+  for (int c = 0; c < groups * v; ++c) {
+    StageSpec s;
+    s.forward = f;
+    s.backward = b;
+    s.first_layer = c;
+    s.last_layer = c + 1;
+    s.stash = Bytes(10);
+    in.stages.push_back(s);
+  }
+  in.microbatches = {microbatches};
+  return in;
+}
+
+TEST(Replay, InterleavedBubbleShrinksByTheVirtualStages) {
+  // Narayanan et al. 2021, §2.2.1: with v chunks per device the pipeline bubble is
+  // (S - 1) x (chunk forward + backward) instead of (S - 1) x (stage forward + backward):
+  // uniform chunks on a free network take (m·v + S - 1) chunk times.
+  const auto t = chain(4, Time::zero());
+  const RunRecord r = run(interleaved(4, 2, 8, Time::microseconds(1), Time::microseconds(2)), t);
+  EXPECT_EQ(r.summary.iteration_time, Time::microseconds((8 * 2 + 4 - 1) * 3));
+  // The same work without interleaving: (m + S - 1) stage times of 2 + 4 us.
+  const RunRecord plain = run(pipeline(4, 8, Time::microseconds(2), Time::microseconds(4)), t);
+  EXPECT_EQ(plain.summary.iteration_time, Time::microseconds((8 + 4 - 1) * 6));
+  // Every chunk ran every microbatch forward and backward.
+  int forwards = 0;
+  for (const auto& row : r.timeline) forwards += row.kind == TaskKind::kForward ? 1 : 0;
+  EXPECT_EQ(forwards, 8 * 8);
+}
+
+TEST(Replay, InterleavedNeedsWholeGroupsOfMicrobatches) {
+  const auto t = chain(4, Time::zero());
+  try {
+    (void)run(interleaved(4, 2, 6, Time::microseconds(1), Time::microseconds(2)), t);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "microbatches: the interleaved schedule runs microbatches in groups of the 4 "
+                 "stages (got \"6\"; expected a multiple of 4 per replica)");
+  }
+}
+
+}  // namespace
+}  // namespace nest::replay
