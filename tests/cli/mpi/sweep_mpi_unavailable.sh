@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A NEST built without MPI refuses to run as several ranks (each would write the same files):
-# every rank exits 2 with one exact line. Usage: sweep_mpi_unavailable.sh <nest> <source-dir> <mpirun>
+# the ranks exit 2 with one exact line. Usage: sweep_mpi_unavailable.sh <nest> <source-dir> <mpirun>
 set -u
 nest="$1"
 src="$2"
@@ -11,6 +11,7 @@ err=$("${launch[@]}" -np 2 "$nest" sweep "$src/studies/example.yaml" --output "$
 status=$?
 [ "$status" -ne 0 ] || { echo "FAIL exit status 0"; exit 1; }
 expected='nest sweep: started as 2 MPI ranks, but this nest was built without MPI (expected a build configured with -DNEST_WITH_MPI=ON, or a single process)'
+# Each rank prints it, but mpirun may end one rank before it prints: at least once.
 n=$(echo "$err" | grep -cxF "$expected")
-[ "$n" -eq 2 ] || { printf 'FAIL expected the line twice:\n%s\ngot:\n%s\n' "$expected" "$err"; exit 1; }
+[ "$n" -ge 1 ] || { printf 'FAIL expected the line:\n%s\ngot:\n%s\n' "$expected" "$err"; exit 1; }
 exit 0

@@ -1,6 +1,7 @@
 #include "nest/sweep/runner.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -52,9 +53,9 @@ class SquareEvaluator final : public PointEvaluator {
 class RunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ =
-        std::filesystem::temp_directory_path() /
-        ("nest_runner_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+    dir_ = std::filesystem::temp_directory_path() /
+           ("nest_runner_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
     std::ofstream(dir_ / "profile.yaml") << "kind: layer_profile\n";
     study_ = parse_study(R"(kind: study

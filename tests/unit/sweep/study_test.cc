@@ -1,6 +1,7 @@
 #include "nest/sweep/study.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -18,7 +19,8 @@ class StudyTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
-           ("nest_study_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+           ("nest_study_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
     std::ofstream(dir_ / "profile.yaml") << "kind: layer_profile\n";
   }
