@@ -3,6 +3,7 @@
 // (2 for bad input, 1 for an internal failure).
 
 #include <fmt/format.h>
+#include <malloc.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -46,6 +47,12 @@ void print_usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // glibc raises its mmap threshold after each large free (up to 32 MiB), so the thousands of
+  // short simulations of a placer search, each with its own multi-megabyte tables, come from the
+  // brk heap and fragment it: GPT-3/Mixtral searches on 4,096 GPUs reached 13.6 GB of RSS for
+  // 0.3 GB of live data. A fixed threshold returns such blocks to the system when freed
+  // (measured: 13.6 GB -> 0.33 GB, and less system time).
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   // Logging goes to stderr so that stdout carries only the report (and --json output).
   auto logger = spdlog::stderr_color_mt("nest");
   logger->set_pattern("%^%l%$: %v");
