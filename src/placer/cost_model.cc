@@ -162,7 +162,10 @@ Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, C
 
   const double seconds = plan.iteration_time.to_seconds();
   if (seconds > 0) {
-    const double sequences = static_cast<double>(v.microbatches) * v.micro_batch;
+    // A replica step covers micro_batch sequences in each of its e expert groups.
+    const double sequences = profile.global_batch > 0 ? static_cast<double>(profile.global_batch)
+                                                      : static_cast<double>(v.microbatches) *
+                                                            v.micro_batch * v.expert_parallel;
     plan.sequences_per_second = sequences / seconds;
     plan.tokens_per_second =
         plan.sequences_per_second * static_cast<double>(profile.sequence_length);

@@ -193,7 +193,8 @@ ReplayInput replay_input(const placer::Plan& plan, const workload::LayerProfile&
   in.schedule = options.schedule;
   in.gradient_buckets = options.gradient_buckets;
   in.estimate = plan.iteration_time;
-  const double sequences = static_cast<double>(m) * plan.degrees.micro_batch;
+  const double sequences =
+      static_cast<double>(m) * plan.degrees.micro_batch * plan.degrees.expert_parallel;
   in.sequences_per_iteration =
       profile.global_batch > 0 ? static_cast<double>(profile.global_batch) : sequences;
   in.tokens_per_iteration =

@@ -229,3 +229,28 @@ TEST(Evaluate, APlanThatDoesNotFitIsStillEvaluated) {
 
 }  // namespace
 }  // namespace nest::placer
+
+namespace nest::placer {
+namespace {
+
+TEST(CostModel, ThroughputCountsEveryExpertGroupOfAReplica) {
+  // A replica of e = 2 expert groups runs 2 x micro-batch sequences per microbatch step.
+  workload::LayerProfile p = four_layers(2);
+  p.variants[0].expert_parallel = 2;
+  p.variants[0].tensor_parallel = 1;
+  p.variants[0].micro_batch = 3;
+  ZeroCommCost zero;
+  PlanChoice c;
+  c.boundaries = {0, 4};
+  const Plan plan = evaluate(p, c, zero, {.devices = 2});
+  // One stage, 8 microbatches of 4 x (1 + 2) ms: 96 ms for 8 x 3 x 2 = 48 sequences.
+  EXPECT_EQ(plan.iteration_time, Time::milliseconds(96));
+  EXPECT_DOUBLE_EQ(plan.sequences_per_second, 500.0);
+  EXPECT_DOUBLE_EQ(plan.tokens_per_second, 500'000.0);
+  // A global batch given by the workload is what an iteration covers.
+  p.global_batch = 96;
+  EXPECT_DOUBLE_EQ(evaluate(p, c, zero, {.devices = 2}).sequences_per_second, 1000.0);
+}
+
+}  // namespace
+}  // namespace nest::placer
