@@ -13,6 +13,7 @@
 
 #include "nest/core/error.h"
 #include "nest/core/unit_parse.h"
+#include "topo/connectivity.h"
 #include "topo/layout.h"
 
 namespace nest::topo {
@@ -368,19 +369,8 @@ void validate(const Topology& t) {
                                                 .expected = "every device on at least one link"});
     }
   }
-  // Breadth-first search from device 0 must reach every node.
-  std::vector<char> seen(t.num_nodes(), 0);
-  std::vector<NodeId> queue = {0};
-  seen[0] = 1;
-  for (std::size_t head = 0; head < queue.size(); ++head) {
-    for (const LinkId l : t.out_links(queue[head])) {
-      const NodeId next = t.link(l).dst;
-      if (seen[next] == 0) {
-        seen[next] = 1;
-        queue.push_back(next);
-      }
-    }
-  }
+  // Device 0 must reach every node.
+  const std::vector<char> seen = detail::reachable(t, 0);
   for (NodeId id = 0; id < t.num_nodes(); ++id) {
     if (seen[id] == 0) {
       throw Error::input("graph is disconnected: node not reachable from " + t.node(0).name,

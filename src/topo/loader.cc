@@ -12,6 +12,7 @@
 #include "nest/config/node.h"
 #include "nest/core/error.h"
 #include "nest/topo/generators.h"
+#include "topo/connectivity.h"
 
 namespace nest::topo {
 namespace {
@@ -220,19 +221,8 @@ Topology explicit_graph(const config::Node& r, std::string name) {
                                                 .expected = "every device on at least one link"});
     }
   }
-  // Breadth-first search from the first device; name the first listed node it misses.
-  std::vector<char> seen(t.num_nodes(), 0);
-  std::vector<NodeId> queue = {0};
-  seen[0] = 1;
-  for (std::size_t head = 0; head < queue.size(); ++head) {
-    for (const LinkId l : t.out_links(queue[head])) {
-      const NodeId next = t.link(l).dst;
-      if (seen[next] == 0) {
-        seen[next] = 1;
-        queue.push_back(next);
-      }
-    }
-  }
+  // Reachability from the first device; name the first listed node it misses.
+  const std::vector<char> seen = detail::reachable(t, 0);
   std::optional<std::size_t> missed;
   for (NodeId id = 0; id < t.num_nodes(); ++id) {
     if (seen[id] == 0 && (!missed || entry_of[id] < *missed)) missed = entry_of[id];
