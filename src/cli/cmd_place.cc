@@ -211,19 +211,6 @@ std::vector<std::string> baseline_names(const std::string& text) {
   return out;
 }
 
-// The flat network that stands for a topology in the topology-agnostic baseline: each device
-// gets its share of the bisection bandwidth; every message pays the latency of the longest
-// route (device 0 to the last device).
-std::unique_ptr<placer::FlatCommCost> flat_for(const topo::Topology& t, int scale_up) {
-  const double share = topo::bisection_bandwidth(t).bytes_per_s() /
-                       std::max<double>(1, static_cast<double>(t.num_devices() / 2));
-  topo::Router router(t);
-  const auto route = router.route(0, static_cast<topo::DeviceId>(t.num_devices() - 1));
-  const Time latency = coll::route_properties(t, route).latency;
-  return std::make_unique<placer::FlatCommCost>(Bandwidth::bytes_per_second(share), latency,
-                                                scale_up);
-}
-
 }  // namespace
 
 int run_place(std::span<char* const> args) {
@@ -352,7 +339,8 @@ int run_place(std::span<char* const> args) {
           scale_up);
     }
   } else {
-    flat = flat_for(*topology, scale_up);
+    const placer::FlatCommCost f = placer::flat_network_for(*topology, scale_up);
+    flat = std::make_unique<placer::FlatCommCost>(f.bandwidth(), f.latency(), scale_up);
   }
   std::unique_ptr<placer::CommCost> comm;
   if (inputs.network == "oracle") {

@@ -6,7 +6,10 @@
 #include <cmath>
 #include <vector>
 
+#include "nest/coll/closed_form.h"
 #include "nest/core/error.h"
+#include "nest/topo/metrics.h"
+#include "nest/topo/router.h"
 
 namespace nest::placer {
 namespace {
@@ -271,6 +274,15 @@ int OracleCommCost::scale_up_size() const noexcept { return topology_.domain_siz
 std::string OracleCommCost::describe() const {
   return fmt::format("collective oracle on {} ({} devices)", topology_.name(),
                      topology_.num_devices());
+}
+
+FlatCommCost flat_network_for(const topo::Topology& topology, int scale_up_size) {
+  const double share = topo::bisection_bandwidth(topology).bytes_per_s() /
+                       std::max<double>(1, static_cast<double>(topology.num_devices() / 2));
+  topo::Router router(topology);
+  const auto route = router.route(0, static_cast<topo::DeviceId>(topology.num_devices() - 1));
+  return FlatCommCost(Bandwidth::bytes_per_second(share),
+                      coll::route_properties(topology, route).latency, scale_up_size);
 }
 
 }  // namespace nest::placer

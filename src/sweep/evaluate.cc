@@ -76,18 +76,6 @@ Bytes peak_memory(const Plan& plan) {
   return peak;
 }
 
-// The flat network of the topology-agnostic baseline, as `nest place` makes it: every device
-// gets its share of the bisection bandwidth, and every message pays the latency of the longest
-// route (device 0 to the last device).
-placer::FlatCommCost flat_network(const topo::Topology& t) {
-  const double share = topo::bisection_bandwidth(t).bytes_per_s() /
-                       std::max<double>(1, static_cast<double>(t.num_devices() / 2));
-  topo::Router router(t);
-  const auto route = router.route(0, static_cast<topo::DeviceId>(t.num_devices() - 1));
-  return placer::FlatCommCost(Bandwidth::bytes_per_second(share),
-                              coll::route_properties(t, route).latency, t.domain_sizes().front());
-}
-
 // The devices a point's topology will have, from its parameters, without building it.
 double estimated_devices(const Study& study, const Point& point) {
   if (point.devices) return static_cast<double>(*point.devices);
@@ -326,7 +314,8 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
     } else if (!megatron) {
       b = {.name = name, .note = "not applicable: the zero network is already topology-agnostic"};
     } else {
-      placer::FlatCommCost flat = flat_network(topology);
+      placer::FlatCommCost flat =
+          placer::flat_network_for(topology, topology.domain_sizes().front());
       b = placer::topology_agnostic_baseline(profile, *comm, flat, options);
     }
     const std::string p = column_prefix(name);

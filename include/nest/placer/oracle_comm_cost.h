@@ -84,4 +84,10 @@ class OracleCommCost final : public CommCost {
   std::vector<double> device_in_;   // per device: its links entering from outside, B/s
 };
 
+/// The flat network that stands for `topology` in the topology-agnostic baseline: every device
+/// injects its share of the bisection bandwidth (bisection / (N/2)) and every message pays the
+/// latency of the route from device 0 to the last device. `scale_up_size` serves the manual
+/// baseline only. O(bisection computation).
+[[nodiscard]] FlatCommCost flat_network_for(const topo::Topology& topology, int scale_up_size);
+
 }  // namespace nest::placer
