@@ -249,11 +249,21 @@ int run_run(std::span<char* const> args) {
   read_replay_options(vm, req);
   const fs::path dir = vm["output-dir"].as<std::string>();
   std::error_code ec;
+  const bool existed = fs::exists(dir, ec);
   fs::create_directories(dir, ec);
   if (ec) {
     throw Error::input("cannot create the output folder: " + ec.message(),
                        {.key = "--output-dir", .value = dir.string()});
   }
+  // A run that fails leaves no folder of its own behind (nor, by the writers, any file).
+  struct RemoveIfEmpty {
+    fs::path dir;
+    bool armed;
+    ~RemoveIfEmpty() {
+      std::error_code ignored;
+      if (armed && fs::is_empty(dir, ignored)) fs::remove(dir, ignored);
+    }
+  } cleanup{dir, !existed};
   req.plan = (dir / "plan.yaml").string();
   req.output = (dir / "run.h5").string();
   req.trace = (dir / "trace.json").string();

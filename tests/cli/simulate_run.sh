@@ -73,6 +73,13 @@ grep -q "key.yaml:[0-9]*: recomputation: unknown key \"recomputation\"" "$tmp/er
 expect_error 'nest simulate: --schedule: unknown schedule (got "zigzag"; expected 1f1b, gpipe or interleaved)' \
   "$tmp/z.h5" --plan "$tmp/run/plan.yaml" -o "$tmp/z.h5" --schedule zigzag
 
+# A run whose placement fails leaves no output folder behind.
+"$nest" run --model no-such-model --accelerator h100 --topology topologies/h100_rail_1024.yaml \
+  --output-dir "$tmp/failed" >/dev/null 2>"$tmp/err"
+status=$?
+[[ $status -eq 2 ]] || fail "failed run: status $status"
+[[ -e "$tmp/failed" ]] && fail "a failed run left its output folder behind"
+
 # The interleaved schedule: 2 virtual stages per device group, the same devices, a shorter bubble.
 "$nest" simulate --plan "$tmp/run/plan.yaml" -o "$tmp/i.h5" --schedule interleaved \
   --virtual-stages 2 >"$tmp/i.out" 2>&1 || fail "interleaved: $(cat "$tmp/i.out")"
