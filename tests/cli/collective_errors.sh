@@ -6,19 +6,12 @@ nest="$1"
 topo="$2/topologies/small_explicit.yaml"  # 4 devices
 failed=0
 
+# shellcheck source=lib/common.sh
+source "$2/tests/cli/lib/common.sh"
 expect_error() {  # expected stderr line, then the arguments after `nest collective`
-  local expected="$1" err status
+  local expected="$1"
   shift
-  err=$("$nest" collective --topology "$topo" "$@" 2>&1 >/dev/null)
-  status=$?
-  if [ "$status" -ne 2 ]; then
-    echo "FAIL $*: exit status $status, expected 2"
-    failed=1
-  fi
-  if [ "$err" != "$expected" ]; then
-    printf 'FAIL %s:\n  got:      %s\n  expected: %s\n' "$*" "$err" "$expected"
-    failed=1
-  fi
+  expect_failure "$expected" "$nest" collective --topology "$topo" "$@"
 }
 
 syntax='expected devices and ranges separated by commas, e.g. 0-7,16-23'

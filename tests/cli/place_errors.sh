@@ -9,19 +9,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
 
+# shellcheck source=lib/common.sh
+source "$src/tests/cli/lib/common.sh"
 expect_error() {  # expected stderr line, then the arguments after `nest place`
-  local expected="$1" err status
+  local expected="$1"
   shift
-  err=$("$nest" place "$@" 2>&1 >/dev/null)
-  status=$?
-  if [ "$status" -ne 2 ]; then
-    echo "FAIL $*: exit status $status, expected 2"
-    failed=1
-  fi
-  if [ "$err" != "$expected" ]; then
-    printf 'FAIL %s:\n  got:      %s\n  expected: %s\n' "$*" "$err" "$expected"
-    failed=1
-  fi
+  expect_failure "$expected" "$nest" place "$@"
 }
 
 # Too few devices: GPT-3 under the artifact rules needs 8 stages of 4 (tensor parallel 4).

@@ -8,43 +8,20 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
 
+# shellcheck source=lib/common.sh
+source "$src/tests/cli/lib/common.sh"
 expect_error() {  # expected stderr line, then the arguments after `nest sweep`
-  local expected="$1" err status
+  local expected="$1"
   shift
-  err=$("$nest" sweep "$@" 2>&1 >/dev/null)
-  status=$?
-  if [ "$status" -ne 2 ]; then
-    echo "FAIL $*: exit status $status, expected 2"
-    failed=1
-  fi
-  if [ "$err" != "$expected" ]; then
-    printf 'FAIL %s:\n  got:      %s\n  expected: %s\n' "$*" "$err" "$expected"
-    failed=1
-  fi
+  expect_failure "$expected" "$nest" sweep "$@"
 }
 
-# A study with one mistake at the end (line 19 and after).
+# A study with one mistake at the end (line 18 and after).
 study() {
-  cat >"$tmp/s.yaml" <<YAML
-kind: study
-topologies:
-  rail:
-    kind: rail_optimized
-    gpus_per_node: 8
-    nodes_per_leaf: 2
-    spines: 2
-    nvlink_bandwidth: 450 GB/s
-    nvlink_latency: 0.5 us
-    nic_bandwidth: 50 GB/s
-    nic_latency: 1 us
-    spine_bandwidth: 50 GB/s
-    spine_latency: 1 us
-workloads:
-  llama:
-    model: $src/workloads/models/llama2-7b.yaml
-    accelerator: $src/workloads/accelerators/h100-sxm.yaml
-$1
-YAML
+  {
+    rail_study_head "$src"
+    printf '%s\n' "$1"
+  } >"$tmp/s.yaml"
 }
 
 study 'sweep: {product: {devices: [16], topology.k: [4]}}'

@@ -11,26 +11,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
 fail() { echo "FAIL $*"; failed=1; }
+# shellcheck source=lib/common.sh
+source "$src/tests/cli/lib/common.sh"
 
-cat >"$tmp/s.yaml" <<YAML
-kind: study
-name: rows
-topologies:
-  rail:
-    kind: rail_optimized
-    gpus_per_node: 8
-    nodes_per_leaf: 2
-    spines: 2
-    nvlink_bandwidth: 450 GB/s
-    nvlink_latency: 0.5 us
-    nic_bandwidth: 50 GB/s
-    nic_latency: 1 us
-    spine_bandwidth: 50 GB/s
-    spine_latency: 1 us
-workloads:
-  llama:
-    model: $src/workloads/models/llama2-7b.yaml
-    accelerator: $src/workloads/accelerators/h100-sxm.yaml
+{
+  rail_study_head "$src" rows
+  cat <<YAML
     micro_batches: [1]
 sweep:
   points:
@@ -41,6 +27,7 @@ sweep:
     - {devices: 32, topology.nic_bandwidth: 12.5 GB/s, spine_oversubscription: 4}
     - {devices: 32, topology.nic_bandwidth: 50 GB/s}
 YAML
+} >"$tmp/s.yaml"
 
 # --dry-run lists the expanded points and runs nothing.
 out=$("$nest" sweep "$tmp/s.yaml" --output "$tmp/dry" --dry-run)

@@ -10,29 +10,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
 fail() { echo "FAIL $*"; failed=1; }
+# shellcheck source=../lib/common.sh
+source "$src/tests/cli/lib/common.sh"
 # As root, OpenMPI wants --allow-run-as-root; with 2 cores, 3 ranks need --oversubscribe.
 launch=("$mpirun" --oversubscribe)
 [ "$(id -u)" -eq 0 ] && launch+=(--allow-run-as-root)
 
-cat >"$tmp/s.yaml" <<YAML
-kind: study
-name: mpi
-topologies:
-  rail:
-    kind: rail_optimized
-    gpus_per_node: 8
-    nodes_per_leaf: 2
-    spines: 2
-    nvlink_bandwidth: 450 GB/s
-    nvlink_latency: 0.5 us
-    nic_bandwidth: 50 GB/s
-    nic_latency: 1 us
-    spine_bandwidth: 50 GB/s
-    spine_latency: 1 us
-workloads:
-  llama:
-    model: $src/workloads/models/llama2-7b.yaml
-    accelerator: $src/workloads/accelerators/h100-sxm.yaml
+{
+  rail_study_head "$src" mpi
+  cat <<YAML
     micro_batches: [1]
 defaults:
   topology: rail
@@ -42,6 +28,7 @@ sweep:
     topology.nic_bandwidth: [12.5 GB/s, 50 GB/s]
     spine_oversubscription: [1, 4]
 YAML
+} >"$tmp/s.yaml"
 
 "$nest" sweep "$tmp/s.yaml" --output "$tmp/one" --progress never >/dev/null || fail "one process"
 [ "$(wc -l <"$tmp/one/results.csv")" -eq 17 ] || fail "16 rows expected"
