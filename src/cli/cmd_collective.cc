@@ -29,7 +29,8 @@ namespace {
 
 constexpr const char* kUsage =
     "nest collective --topology FILE --op OP --size SIZE [--algorithm ALG] [--group GROUP] "
-    "[--chunks N] [--levels A,B,...] [--concurrent stride:S[:K]] [--seed N] [--links K] [--json]";
+    "[--chunks N] [--levels A,B,...] [--concurrent stride:S[:K]] [--seed N] [--links K] [--events] "
+    "[--json]";
 
 // A time with six significant digits in a unit that suits it.
 std::string precise_time(double seconds) {
@@ -104,6 +105,9 @@ int run_collective(std::span<char* const> args) {
       "... while devices last) or stride:S:K (K groups in all)")("seed", po::value(&seed),
                                                                  "ECMP seed (default 0)")(
       "links", po::value(&links), "how many of the busiest links to list (default 5)")(
+      "events",
+      "always run the event simulation (by default a run in which no two flows ever share a "
+      "link is evaluated without events, with the same result)")(
       "json", "print one JSON object instead of text");
   po::positional_options_description positional;
   po::variables_map vm;
@@ -133,8 +137,10 @@ int run_collective(std::span<char* const> args) {
   const coll::CollectiveSpec resolved = coll::resolve(spec, topology, group);
   const int n = static_cast<int>(group.size());
 
-  const coll::SimulationResult result =
-      coll::simulate(topology, resolved, groups, {.seed = seed, .busiest_links = links});
+  const coll::SimulationResult result = coll::simulate(
+      topology, resolved, groups,
+      {.seed = seed, .busiest_links = links, .events_only = vm.count("events") != 0});
+  const char* method = result.contention_free ? "contention-free evaluation" : "event simulation";
 
   // Closed form: each group alone (no contention); the layout's is the slowest group's.
   topo::Router router(topology, seed);
@@ -188,6 +194,7 @@ int run_collective(std::span<char* const> args) {
         {"busbw_bytes_per_s", busbw},
         {"flows", result.flows},
         {"events", result.events},
+        {"method", method},
         {"busiest_links", busiest},
     };
     std::cout << j.dump() << "\n";
@@ -220,7 +227,8 @@ int run_collective(std::span<char* const> args) {
                            format_bandwidth(Bandwidth::bytes_per_second(algbw)));
   std::cout << fmt::format("busbw:       {}\n",
                            format_bandwidth(Bandwidth::bytes_per_second(busbw)));
-  std::cout << fmt::format("flows:       {} ({} events)\n", result.flows, result.events);
+  std::cout << fmt::format("flows:       {} ({} events, {})\n", result.flows, result.events,
+                           method);
   if (!result.busiest.empty()) {
     std::cout << "busiest links:\n";
     for (const coll::LinkUse& u : result.busiest) {

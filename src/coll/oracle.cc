@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "coll/uncontended.h"
 #include "nest/coll/execution.h"
 #include "nest/coll/schedule.h"
 #include "nest/coll/simulate.h"
@@ -75,11 +76,13 @@ struct Part {
 }  // namespace
 
 struct CollectiveOracle::Impl {
-  Impl(const topo::Topology& t, std::uint64_t s) : topology(t), seed(s), router(t, s) {}
+  Impl(const topo::Topology& t, std::uint64_t s)
+      : topology(t), seed(s), router(t, s), evaluator(t) {}
 
   const topo::Topology& topology;
   std::uint64_t seed;
   topo::Router router;
+  detail::UncontendedEvaluator evaluator;
   OracleStats stats;
   std::unordered_map<QueryKey, OracleAnswer, QueryKeyHash> by_query;
   std::unordered_map<Digest, OracleAnswer, DigestHash> by_structure;
@@ -144,10 +147,20 @@ struct CollectiveOracle::Impl {
   }
 
   OracleAnswer simulate_parts(std::vector<Part>& parts) {
+    ++stats.simulations;
+    std::vector<detail::GroupProgram> programs;
+    for (Part& part : parts) {
+      lower_part(part);
+      programs.push_back({part.schedule.get(), part.group});
+    }
+    if (const auto run = evaluator.evaluate(router, programs, seed)) {
+      ++stats.contention_free;
+      return {run->durations.front(),
+              *std::max_element(run->durations.begin(), run->durations.end())};
+    }
     net::Simulator simulator(topology);
     std::vector<std::unique_ptr<Execution>> runs;
     for (Part& part : parts) {
-      lower_part(part);
       runs.push_back(
           std::make_unique<Execution>(simulator, router, part.schedule, part.group, seed));
     }
@@ -159,7 +172,6 @@ struct CollectiveOracle::Impl {
       if (i == 0) answer.first = runs[i]->duration();
       answer.slowest = std::max(answer.slowest, runs[i]->duration());
     }
-    ++stats.simulations;
     return answer;
   }
 

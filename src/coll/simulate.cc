@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "coll/uncontended.h"
 #include "nest/coll/execution.h"
 #include "nest/coll/schedule.h"
 #include "nest/core/error.h"
@@ -39,6 +40,17 @@ void check_group(const topo::Topology& topology, std::span<const topo::DeviceId>
         "device listed twice",
         {.key = "--group", .value = std::to_string(*dup), .expected = "distinct devices"});
   }
+}
+
+// The `count` links with the most bytes (ties: lower id first), in that order.
+std::vector<LinkUse> busiest(std::vector<LinkUse> uses, int count) {
+  const auto k = std::min<std::size_t>(uses.size(), static_cast<std::size_t>(std::max(count, 0)));
+  std::partial_sort(uses.begin(), uses.begin() + static_cast<std::ptrdiff_t>(k), uses.end(),
+                    [](const LinkUse& a, const LinkUse& b) {
+                      return a.bytes != b.bytes ? a.bytes > b.bytes : a.link < b.link;
+                    });
+  uses.resize(k);
+  return uses;
 }
 
 }  // namespace
@@ -117,17 +129,36 @@ SimulationResult simulate(const topo::Topology& topology, const CollectiveSpec& 
 
   // One schedule per distinct (group size, levels): concurrent copies share it.
   std::map<std::pair<int, std::string>, std::shared_ptr<const Program>> schedules;
-  net::Simulator simulator(topology);
-  topo::Router router(topology, options.seed);
-  std::vector<std::unique_ptr<Execution>> runs;
+  std::vector<std::shared_ptr<const Program>> programs;
   SimulationResult result;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const int n = static_cast<int>(groups[g].size());
     auto& schedule = schedules[{n, levels_text(resolved[g].levels)}];
     if (!schedule) schedule = lower_program(resolved[g], n);
     result.flows += schedule->transfer_count();
+    programs.push_back(schedule);
+  }
+  topo::Router router(topology, options.seed);
+
+  if (!options.events_only) {
+    std::vector<detail::GroupProgram> parts;
+    for (std::size_t g = 0; g < groups.size(); ++g) parts.push_back({programs[g].get(), groups[g]});
+    detail::UncontendedEvaluator evaluator(topology);
+    if (auto run = evaluator.evaluate(router, parts, options.seed)) {
+      result.durations = std::move(run->durations);
+      for (const Time d : result.durations) result.makespan = std::max(result.makespan, d);
+      result.events = run->events;
+      result.busiest = busiest(std::move(run->links), options.busiest_links);
+      result.contention_free = true;
+      return result;
+    }
+  }
+
+  net::Simulator simulator(topology);
+  std::vector<std::unique_ptr<Execution>> runs;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
     runs.push_back(
-        std::make_unique<Execution>(simulator, router, schedule, groups[g], options.seed));
+        std::make_unique<Execution>(simulator, router, programs[g], groups[g], options.seed));
   }
   for (auto& run : runs) run->start();
   simulator.run();
@@ -147,14 +178,7 @@ SimulationResult simulate(const topo::Topology& topology, const CollectiveSpec& 
         uses.push_back(LinkUse{static_cast<topo::LinkId>(l), s.bytes, s.busy, s.peak_flows});
       }
     }
-    const auto k =
-        std::min<std::size_t>(uses.size(), static_cast<std::size_t>(options.busiest_links));
-    std::partial_sort(uses.begin(), uses.begin() + static_cast<std::ptrdiff_t>(k), uses.end(),
-                      [](const LinkUse& a, const LinkUse& b) {
-                        return a.bytes != b.bytes ? a.bytes > b.bytes : a.link < b.link;
-                      });
-    uses.resize(k);
-    result.busiest = std::move(uses);
+    result.busiest = busiest(std::move(uses), options.busiest_links);
   }
   return result;
 }

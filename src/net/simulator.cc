@@ -647,6 +647,10 @@ void Simulator::Impl::publish_stats() {
   }
 }
 
+Time drain_time(Bytes size, Bandwidth rate) {
+  return Time::picoseconds(drain_ps(size.as_double(), rate.bytes_per_s()));
+}
+
 Simulator::Simulator(const topo::Topology& topology) : impl_(std::make_unique<Impl>(topology)) {}
 Simulator::~Simulator() = default;
 Simulator::Simulator(Simulator&& other) noexcept = default;

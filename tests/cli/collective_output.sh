@@ -2,7 +2,8 @@
 # `nest collective` on a non-blocking switch of 8 devices (100 GB/s = 10 ps per byte, 0.5 us
 # per cable): a ring allreduce of 8 MB takes 2(n-1)(a + S/(nB)) = 14 (1 us + 10 us) = 154 us,
 # simulated and closed form alike; four concurrent 2-rank rings share nothing either; the text
-# report names every figure (each link of a rank carries 2(n-1) = 14 chunks of 1 MB).
+# report names every figure (each link of a rank carries 2(n-1) = 14 chunks of 1 MB), and how
+# it was computed (no flows ever share a link here, so without events).
 # Usage: collective_output.sh <nest> <source-dir>
 set -u
 nest="$1"
@@ -41,6 +42,20 @@ check difference_s 0.0 "$(field "$json" difference_s)"
 check algbw "$(python3 -c 'print(8e6 / 154e-6)')" "$(field "$json" algbw_bytes_per_s)"
 check busbw "$(python3 -c 'print(8e6 / 154e-6 * 1.75)')" "$(field "$json" busbw_bytes_per_s)"
 check flows 112 "$(field "$json" flows)"
+check method "contention-free evaluation" "$(field "$json" method)"
+# --events: the event simulation, same figures.
+json=$("$nest" collective --topology "$dir/star8.yaml" --op allreduce --algorithm ring \
+  --group 0-7 --size 8MB --events --json)
+check "--events method" "event simulation" "$(field "$json" method)"
+check "--events simulated_s" 0.000154 "$(field "$json" simulated_s)"
+check "--events events" 224 "$(field "$json" events)"
+
+# Direct all-to-all: each rank's 7 flows leave together over its one cable, so the event
+# simulation answers: 1 us + 7 x 1e6 B x 10 ps = 71 us.
+json=$("$nest" collective --topology "$dir/star8.yaml" --op all_to_all --algorithm direct \
+  --size 8MB --json)
+check "direct all_to_all method" "event simulation" "$(field "$json" method)"
+check "direct all_to_all simulated_s" 7.1e-05 "$(field "$json" simulated_s)"
 
 # Four 2-rank rings {0,1}, {2,3}, ... at once: 2 (1 us + 4e6 B x 10 ps) = 82 us each.
 json=$("$nest" collective --topology "$dir/star8.yaml" --op allreduce --group 0-1 --size 8MB \
@@ -63,7 +78,7 @@ closed form: 154 us (14 steps: latency 14 us + bandwidth 140 us; bottleneck 100 
 difference:  +0 s (+0.00%, contention)
 algbw:       51.95 GB/s
 busbw:       90.91 GB/s
-flows:       112 (224 events)
+flows:       112 (224 events, contention-free evaluation)
 busiest links:
   d0 -> sw                            13.35 MiB  busy 140 us  peak 1 flows
   sw -> d0                            13.35 MiB  busy 140 us  peak 1 flows'

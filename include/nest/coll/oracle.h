@@ -13,7 +13,8 @@
 ///    simulation, so the second one costs routing (one route per distinct device pair) but no
 ///    simulation. The structural key is a 128-bit hash.
 /// So no symmetry of the topology is assumed: only layouts the router sees as identical share
-/// an answer. Times are not interpolated in size: every size is simulated.
+/// an answer. Times are not interpolated in size: every size is simulated. A simulation is
+/// first tried without events, as in `simulate` (exact when no two flows ever share a link).
 ///
 /// Not thread-safe (owns a router and memo tables); use one oracle per thread.
 
@@ -39,7 +40,9 @@ struct OracleStats {
   std::uint64_t queries = 0;          ///< all queries
   std::uint64_t exact_hits = 0;       ///< answered by the query memo
   std::uint64_t structural_hits = 0;  ///< answered by the structure memo (routing, no sim)
-  std::uint64_t simulations = 0;      ///< simulated
+  std::uint64_t simulations = 0;      ///< simulated (both ways below)
+  std::uint64_t contention_free = 0;  ///< of those, answered by the contention-free evaluation
+                                      ///< (see `simulate`), the others by the event simulation
   std::uint64_t trivial = 0;          ///< zero size or one-device groups: answered 0
 };
 

@@ -4,7 +4,9 @@
 /// its transfers are stored (`Schedule`) or computed on demand (the ring family's implicit
 /// program, whose memory is O(ranks) instead of O(transfers)).
 ///
-/// Transfers and gates have 64-bit ids. A gate is one rank's sends of one step on one channel,
+/// Transfers and gates have 64-bit ids. Transfer ids are 0..transfer_count()-1 in nondecreasing
+/// step order, so visiting them in id order visits every transfer after all those it (through
+/// its gate) waits for. A gate is one rank's sends of one step on one channel,
 /// released together once `waits(gate)` transfers have arrived (the dependency rule of
 /// nest/coll/schedule.h); every transfer's arrival counts towards at most two gates.
 

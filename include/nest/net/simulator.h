@@ -71,6 +71,13 @@ struct UtilizationSample {
   Bandwidth rate;  ///< sum of the rates of the flows draining over the link from `at` on
 };
 
+/// How long a flow of `size` bytes drains at a constant `rate` (> 0), rounded as the simulator
+/// rounds drain ends: up to a whole picosecond, except that a value within floating rounding
+/// (1e-6 ps + 1e-12 relative) of a whole picosecond counts as that picosecond. A flow alone on
+/// its links from start to drain is delivered `drain_time(size, slowest link) + route latency`
+/// after it starts. Throws `Error` (internal) when the time exceeds the range of `Time`.
+[[nodiscard]] Time drain_time(Bytes size, Bandwidth rate);
+
 /// A flow-level simulation of one topology: owns its event queue, flows and link state.
 /// Memory is O(links + flows in flight + pending events); nothing is kept per finished flow
 /// except the link statistics (and the utilization series when recorded).

@@ -2,10 +2,15 @@
 // Small hand-built topologies for the collective tests, with rates and latencies chosen so that
 // every transfer of the test sizes takes a whole number of picoseconds.
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
+#include "nest/coll/simulate.h"
 #include "nest/core/units.h"
 #include "nest/topo/topology.h"
 
@@ -32,6 +37,31 @@ inline topo::Topology ring(int n, Bandwidth rate = kRate, Time latency = kLinkLa
     t.add_link(static_cast<topo::NodeId>(i), static_cast<topo::NodeId>((i + 1) % n), rate, latency);
   }
   return t;
+}
+
+// `simulate` twice, with the contention-free evaluation allowed (the default) and with the event
+// simulation only, which must agree on every number: durations, events, flows and the use of
+// every link. Returns the default's result.
+inline SimulationResult simulate_both(const topo::Topology& t, const CollectiveSpec& spec,
+                                      std::span<const std::vector<topo::DeviceId>> groups,
+                                      std::uint64_t seed = 0) {
+  SimulationOptions options{.seed = seed, .busiest_links = 1 << 30};
+  const SimulationResult fast = simulate(t, spec, groups, options);
+  options.events_only = true;
+  const SimulationResult events = simulate(t, spec, groups, options);
+  EXPECT_FALSE(events.contention_free);
+  EXPECT_EQ(fast.durations, events.durations);
+  EXPECT_EQ(fast.makespan, events.makespan);
+  EXPECT_EQ(fast.flows, events.flows);
+  EXPECT_EQ(fast.events, events.events);
+  EXPECT_EQ(fast.busiest.size(), events.busiest.size());
+  for (std::size_t i = 0; i < std::min(fast.busiest.size(), events.busiest.size()); ++i) {
+    EXPECT_EQ(fast.busiest[i].link, events.busiest[i].link) << "entry " << i;
+    EXPECT_EQ(fast.busiest[i].bytes, events.busiest[i].bytes) << "entry " << i;
+    EXPECT_EQ(fast.busiest[i].busy, events.busiest[i].busy) << "entry " << i;
+    EXPECT_EQ(fast.busiest[i].peak_flows, events.busiest[i].peak_flows) << "entry " << i;
+  }
+  return fast;
 }
 
 // Seconds to picoseconds, rounded to the nearest (closed forms are real numbers).

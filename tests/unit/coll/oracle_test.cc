@@ -52,6 +52,24 @@ TEST(Oracle, AnswersWhatTheSimulatorSays) {
   EXPECT_EQ(oracle.stats().simulations, 1U);
 }
 
+// One ring alone shares nothing (answered without events); four rings share the uplinks (the
+// event simulation answers). Both equal the event simulation of `simulate`.
+TEST(Oracle, ContentionFreeQueriesSkipTheEventsWithTheSameAnswer) {
+  const topo::Topology t = spine_leaf();
+  CollectiveOracle oracle(t, 5);
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(1000003)};
+  Groups four;
+  for (topo::DeviceId i = 0; i < 4; ++i) four.push_back({i, 4 + i, 8 + i, 12 + i});
+  for (const Groups& groups : {Groups{four[0]}, four}) {
+    const SimulationResult events = simulate(t, spec, groups, {.seed = 5, .events_only = true});
+    const OracleAnswer a = oracle.collective(spec, groups);
+    EXPECT_EQ(a.first, events.durations[0]);
+    EXPECT_EQ(a.slowest, events.makespan);
+  }
+  EXPECT_EQ(oracle.stats().simulations, 2U);
+  EXPECT_EQ(oracle.stats().contention_free, 1U);
+}
+
 TEST(Oracle, RepeatedQueriesHitTheMemo) {
   const topo::Topology t = spine_leaf();
   CollectiveOracle oracle(t);

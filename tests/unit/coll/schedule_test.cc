@@ -270,3 +270,48 @@ TEST(LowerProgram, GoesImplicitAboveTheThreshold) {
 
 }  // namespace
 }  // namespace nest::coll
+
+namespace nest::coll {
+namespace {
+
+// Program's contract: transfer ids run in nondecreasing step order, for stored schedules of
+// every algorithm and for the implicit ring program (the contention-free evaluation relies on
+// it), and transfer(id) agrees with for_each_transfer's order.
+TEST(Program, TransferIdsAreInStepOrder) {
+  const auto check = [](const Program& p, const std::string& what) {
+    std::vector<Transfer> visited;
+    p.for_each_transfer([&](const Transfer& t) { visited.push_back(t); });
+    ASSERT_EQ(visited.size(), p.transfer_count()) << what;
+    for (TransferId id = 0; id < p.transfer_count(); ++id) {
+      const Transfer t = p.transfer(id);
+      if (id > 0) {
+        EXPECT_LE(p.transfer(id - 1).step, t.step) << what << " id " << id;
+      }
+      EXPECT_EQ(t.step, visited[id].step) << what << " id " << id;
+      EXPECT_EQ(t.src, visited[id].src) << what << " id " << id;
+      EXPECT_EQ(t.dst, visited[id].dst) << what << " id " << id;
+    }
+  };
+  int checked = 0;
+  for (Operation op : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather,
+                       Operation::kAllToAll, Operation::kBroadcast, Operation::kSend}) {
+    for (Algorithm a : algorithms_for(op)) {
+      CollectiveSpec spec{op, a, Bytes(1000), 2};
+      if (a == Algorithm::kHierarchical || a == Algorithm::kTorus) spec.levels = {2, 3};
+      try {
+        validate(spec, 6);
+      } catch (const Error&) {
+        continue;
+      }
+      const std::string what =
+          std::string(operation_name(op)) + " " + std::string(algorithm_name(a));
+      check(*lower_program(spec, 6, 0), what + " (implicit when ring family)");
+      check(*lower_program(spec, 6), what);
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 12);
+}
+
+}  // namespace
+}  // namespace nest::coll

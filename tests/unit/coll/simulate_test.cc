@@ -39,7 +39,7 @@ std::pair<std::int64_t, std::int64_t> sim_and_closed(const topo::Topology& t,
                                                      const CollectiveSpec& spec,
                                                      const std::vector<topo::DeviceId>& group) {
   const CollectiveSpec resolved = resolve(spec, t, group);
-  const SimulationResult r = simulate(t, resolved, Groups{group});
+  const SimulationResult r = testing::simulate_both(t, resolved, Groups{group});
   topo::Router router(t);
   const ClosedForm cf = closed_form(lower(resolved, static_cast<int>(group.size())), group, router);
   return {r.makespan.ps(), to_ps(cf.seconds)};

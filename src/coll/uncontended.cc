@@ -1,0 +1,133 @@
+#include "coll/uncontended.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "nest/coll/execution.h"
+#include "nest/core/error.h"
+#include "nest/net/simulator.h"
+
+namespace nest::coll::detail {
+namespace {
+
+constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+
+}  // namespace
+
+UncontendedEvaluator::UncontendedEvaluator(const topo::Topology& topology)
+    : topology_(&topology), links_(topology.num_links()) {}
+
+std::optional<UncontendedRun> UncontendedEvaluator::evaluate(topo::Router& router,
+                                                             std::span<const GroupProgram> groups,
+                                                             std::uint64_t salt) {
+  if (&router.topology() != topology_) {
+    throw Error::internal("uncontended evaluation: the router routes another topology");
+  }
+  for (const topo::LinkId link : used_) links_[link] = LinkState{};
+  used_.clear();
+  UncontendedRun run;
+  for (const GroupProgram& group : groups) {
+    if (!evaluate_group(router, group, salt, run)) return std::nullopt;
+  }
+  std::sort(used_.begin(), used_.end());
+  run.links.reserve(used_.size());
+  for (const topo::LinkId link : used_) {
+    run.links.push_back(LinkUse{link, links_[link].bytes, links_[link].busy, 1});
+  }
+  return run;
+}
+
+UncontendedEvaluator::RankState& UncontendedEvaluator::rank_state(std::uint16_t channel,
+                                                                  std::uint32_t rank) {
+  return ranks_[channel][rank];
+}
+
+bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgram& group,
+                                          std::uint64_t salt, UncontendedRun& run) {
+  const Program& program = *group.program;
+  const std::uint64_t count = program.transfer_count();
+  const RankState fresh{kNone, kNone, {}, {}, {}, {}, kNone, {}, {}, {}, -1, {}};
+  for (auto& channel : ranks_) channel.assign(group.group.size(), fresh);
+  Time end;
+  if (count == 0) ++run.events;  // the execution's "done" event
+  std::uint32_t step = 0;
+  for (TransferId id = 0; id < count; ++id) {
+    const Transfer t = program.transfer(id);
+    if (t.step < step) {
+      throw Error::internal("program transfer " + std::to_string(id) + " is out of step order");
+    }
+    step = t.step;
+    if (t.channel >= ranks_.size()) {
+      ranks_.resize(t.channel + 1U);
+      for (auto& channel : ranks_) channel.resize(group.group.size(), fresh);
+    }
+    RankState& sender = rank_state(t.channel, t.src);
+    if (sender.send_step != t.step) {
+      // A new gate: after the previous sending step's sends and every earlier receive.
+      Time received = sender.received_before;
+      if (sender.recv_step != t.step) received = std::max(received, sender.received_at);
+      sender.open = std::max(sender.sent, received);
+      sender.sent = Time::zero();
+      sender.send_step = t.step;
+    }
+    const topo::DeviceId dst = group.group[t.dst];
+    if (sender.peer != dst) {
+      const topo::DeviceId src = group.group[t.src];
+      sender.route = router.route(src, dst, flow_key(src, dst, t.channel, salt));
+      const auto all = topology_->links();
+      double rate = std::numeric_limits<double>::infinity();
+      Time latency;
+      for (const topo::LinkId link : sender.route) {
+        rate = std::min(rate, all[link].bandwidth.bytes_per_s());
+        latency += all[link].latency;
+      }
+      if (!(rate > 0)) return false;  // the simulator reports the link
+      sender.peer = dst;
+      sender.rate = Bandwidth::bytes_per_second(rate);
+      sender.latency = latency;
+      sender.last_bytes = -1;
+    }
+    Time arrival = sender.open + sender.latency;
+    if (t.bytes.count() == 0 || sender.route.empty()) {
+      ++run.events;  // delivery only
+    } else {
+      if (t.bytes.count() != sender.last_bytes) {
+        sender.last_bytes = t.bytes.count();
+        sender.last_drain = net::drain_time(t.bytes, sender.rate);
+      }
+      if (!admit(sender.route, sender.open, sender.open + sender.last_drain, t.bytes)) {
+        return false;
+      }
+      arrival += sender.last_drain;
+      run.events += 2;  // drain end and delivery
+    }
+    sender.sent = std::max(sender.sent, arrival);
+    RankState& receiver = rank_state(t.channel, t.dst);
+    if (receiver.recv_step != t.step) {
+      receiver.received_before = std::max(receiver.received_before, receiver.received_at);
+      receiver.received_at = arrival;
+      receiver.recv_step = t.step;
+    } else {
+      receiver.received_at = std::max(receiver.received_at, arrival);
+    }
+    end = std::max(end, arrival);
+  }
+  run.durations.push_back(end);
+  return true;
+}
+
+bool UncontendedEvaluator::admit(std::span<const topo::LinkId> route, Time start, Time drain,
+                                 Bytes bytes) {
+  for (const topo::LinkId link : route) {
+    LinkState& state = links_[link];
+    if (!(start > state.busy_until)) return false;
+    if (state.busy_until < Time::zero()) used_.push_back(link);
+    state.busy_until = drain;
+    state.busy += drain - start;
+    state.bytes += bytes.as_double();
+  }
+  return true;
+}
+
+}  // namespace nest::coll::detail

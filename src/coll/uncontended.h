@@ -1,0 +1,91 @@
+#pragma once
+// The contention-free evaluation of collectives (private to coll): the exact answer of the flow
+// simulator for runs in which no two flows ever drain over one link at the same time, computed
+// without the simulator.
+//
+// Why it is exact: a flow alone on its links drains at its slowest link's rate from the moment
+// it starts, so it arrives `net::drain_time(bytes, slowest) + route latency` after its gate
+// opened, and a gate opens at the last arrival it waits for (the rule of nest/coll/schedule.h).
+// Transfer ids are in step order and a gate waits only for transfers of earlier steps, so one
+// pass in id order computes every time. The pass also checks the premise: each link keeps the
+// drain end of the last flow it accepted, and a flow must start strictly after it on every link
+// of its route. Accepted flows are thus, per link, in time order and disjoint, which is what the
+// simulator would have seen; the first flow that fails the check abandons the evaluation, and
+// the caller runs the event simulation instead. The check is conservative (a flow that does not
+// overlap but starts before an earlier-visited one on its link abandons too), never wrong.
+//
+// Cost: O(transfers + route hops), no events, no rate computation; memory O(ranks + links).
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "nest/coll/program.h"
+#include "nest/coll/simulate.h"
+#include "nest/core/units.h"
+#include "nest/topo/router.h"
+#include "nest/topo/topology.h"
+
+namespace nest::coll::detail {
+
+/// One group's collective: its program and the device of each rank.
+struct GroupProgram {
+  const Program* program = nullptr;
+  std::span<const topo::DeviceId> group;
+};
+
+/// What the simulator would have reported for a contention-free run started at time zero.
+struct UncontendedRun {
+  std::vector<Time> durations;  // per group: its last arrival
+  std::uint64_t events = 0;     // the simulator's count: 2 per flow, 1 per zero-byte transfer,
+                                // 1 per group without transfers
+  std::vector<LinkUse> links;   // every link a flow drained over, by increasing id
+};
+
+/// Reusable buffers for `evaluate`: one per thread (e.g. per oracle).
+class UncontendedEvaluator {
+ public:
+  explicit UncontendedEvaluator(const topo::Topology& topology);
+
+  /// All `groups` started together at time zero, routed by `router` with flow keys salted by
+  /// `salt` (as `Execution` does). nullopt when two flows would share a link (or a route has a
+  /// link without bandwidth): the event simulation must answer then.
+  [[nodiscard]] std::optional<UncontendedRun> evaluate(topo::Router& router,
+                                                       std::span<const GroupProgram> groups,
+                                                       std::uint64_t salt);
+
+ private:
+  struct LinkState {
+    Time busy_until = Time::picoseconds(-1);  // drain end of the last accepted flow
+    Time busy;
+    double bytes = 0;
+  };
+  // Per (rank, channel): the gate rule's running maxima and the last route used.
+  struct RankState {
+    std::uint32_t send_step;
+    std::uint32_t recv_step;
+    Time open;             // when the gate of `send_step` opened
+    Time sent;             // last arrival of the sends of `send_step`
+    Time received_before;  // last arrival of receives of steps before `recv_step`
+    Time received_at;      // last arrival of receives of `recv_step`
+    std::uint32_t peer;    // the last destination device and its route
+    std::span<const topo::LinkId> route;
+    Bandwidth rate;
+    Time latency;
+    std::int64_t last_bytes;  // memo of the last drain time
+    Time last_drain;
+  };
+
+  bool evaluate_group(topo::Router& router, const GroupProgram& group, std::uint64_t salt,
+                      UncontendedRun& run);
+  bool admit(std::span<const topo::LinkId> route, Time start, Time drain, Bytes bytes);
+  RankState& rank_state(std::uint16_t channel, std::uint32_t rank);
+
+  const topo::Topology* topology_;
+  std::vector<LinkState> links_;
+  std::vector<topo::LinkId> used_;             // links touched by the current run
+  std::vector<std::vector<RankState>> ranks_;  // [channel][rank] of the current group
+};
+
+}  // namespace nest::coll::detail
