@@ -61,6 +61,9 @@ struct Flow {
   double remaining = 0;  // bytes not yet drained as of `settled`
   double rate = 0;       // bytes per second; 0 until the first rate computation
   double new_rate = 0;   // scratch of the filling
+  // Scratch of the filling: the smallest capacity of its private links when below that of each
+  // of its other links, else +inf (see `join_component`).
+  double cap = 0;
   Time settled;
   Time latency;
   // Index in each hop link's flow list: inline for short routes, which are nearly all.
@@ -189,15 +192,39 @@ struct Simulator::Impl {
   void update_rates();
   void collect_component(topo::LinkId seed);
   void collect_upper_component(topo::LinkId seed, double keep_below);
+  void join_component(std::uint32_t slot);
+  [[nodiscard]] bool is_private(topo::LinkId link) const noexcept {
+    return links[link].flows.size() == 1;
+  }
   [[nodiscard]] double arrival_floor(std::uint32_t slot) const noexcept;
   void fill();
   void fill_loaded();
   void fill_by_scan();
   void fill_by_heap();
+  void rekey_touched();
   void freeze_unshared();
   void freeze(topo::LinkId bottleneck, double share);
+  void freeze_flow(std::uint32_t slot, double share);
+  // Candidates of the filling: links (ids < links.size()) and flow caps (links.size() + slot).
+  [[nodiscard]] double candidate_share(topo::LinkId id) const noexcept {
+    if (id < links.size()) return links[id].spare / links[id].unfrozen;
+    return flows[id - links.size()].cap;
+  }
+  [[nodiscard]] bool candidate_live(topo::LinkId id) const noexcept {
+    if (id < links.size()) return links[id].unfrozen > 0;
+    return flows[id - links.size()].frozen != epoch;
+  }
+  void freeze_candidate(topo::LinkId id, double share) {
+    if (id < links.size()) {
+      freeze(id, share);
+    } else {
+      touched.clear();
+      freeze_flow(static_cast<std::uint32_t>(id - links.size()), share);
+    }
+  }
   void apply_rates();
   void record_series();
+  void record_link_series(topo::LinkId link);
   void compact_queue();
   [[nodiscard]] bool is_stale(const QueuedEvent& event) const noexcept;
   void publish_stats();
@@ -340,24 +367,50 @@ void Simulator::Impl::update_rates() {
   departed_min = kNoDeparture;
 }
 
+// Component searches. A link that carries one flow (a *private* link: a host's cable, most often)
+// joins no two flows and gives its flow only a cap, its capacity: the searches leave it out of
+// `component_links` and record the smallest such capacity in the flow's `cap`. The filling
+// treats the cap as the flow's own link.
+
+// Adds flow `slot` to the component: its shared links to the search, its private ones to its
+// cap. The cap is kept only when below the capacity of each of the flow's component links: a
+// component link's share never exceeds its capacity, so otherwise that link freezes the flow no
+// later than the cap would (at an equal share, at the same rate).
+void Simulator::Impl::join_component(std::uint32_t slot) {
+  Flow& flow = flows[slot];
+  flow.visited = epoch;
+  component_flows.push_back(slot);
+  double cap = kNoDeparture;
+  double shared = kNoDeparture;
+  for (std::uint32_t h = 0; h < flow.hops; ++h) {
+    const topo::LinkId id = flow.route[h];
+    LinkState& next = links[id];
+    if (next.flows.size() == 1) {
+      cap = std::min(cap, next.capacity);
+      next.visited = epoch;  // a dirty private link must not seed another search
+      continue;
+    }
+    shared = std::min(shared, next.capacity);
+    if (next.visited == epoch) continue;
+    next.visited = epoch;
+    component_links.push_back(id);
+  }
+  flow.cap = cap < shared ? cap : kNoDeparture;
+}
+
 // Breadth-first search from `seed` over link -> draining flows -> their links.
 void Simulator::Impl::collect_component(topo::LinkId seed) {
   component_links.clear();
   component_flows.clear();
   links[seed].visited = epoch;
-  component_links.push_back(seed);
+  if (is_private(seed)) {
+    join_component(links[seed].flows.front().slot);
+  } else {
+    component_links.push_back(seed);
+  }
   for (std::size_t i = 0; i < component_links.size(); ++i) {
     for (const FlowRef ref : links[component_links[i]].flows) {
-      Flow& flow = flows[ref.slot];
-      if (flow.visited == epoch) continue;
-      flow.visited = epoch;
-      component_flows.push_back(ref.slot);
-      for (std::uint32_t h = 0; h < flow.hops; ++h) {
-        LinkState& next = links[flow.route[h]];
-        if (next.visited == epoch) continue;
-        next.visited = epoch;
-        component_links.push_back(flow.route[h]);
-      }
+      if (flows[ref.slot].visited != epoch) join_component(ref.slot);
     }
   }
 }
@@ -378,7 +431,13 @@ void Simulator::Impl::collect_upper_component(topo::LinkId seed, double keep_bel
   component_links.clear();
   component_flows.clear();
   links[seed].visited = epoch;
-  component_links.push_back(seed);
+  if (is_private(seed)) {
+    const FlowRef only = links[seed].flows.front();
+    if (only.rate < keep_below && only.rate != 0) return;  // a lower flow keeps its rate
+    join_component(only.slot);
+  } else {
+    component_links.push_back(seed);
+  }
   for (std::size_t i = 0; i < component_links.size(); ++i) {
     LinkState& link = links[component_links[i]];
     link.spare = link.capacity;
@@ -390,16 +449,7 @@ void Simulator::Impl::collect_upper_component(topo::LinkId seed, double keep_bel
         continue;
       }
       ++link.unfrozen;
-      Flow& flow = flows[ref.slot];
-      if (flow.visited == epoch) continue;
-      flow.visited = epoch;
-      component_flows.push_back(ref.slot);
-      for (std::uint32_t h = 0; h < flow.hops; ++h) {
-        LinkState& next = links[flow.route[h]];
-        if (next.visited == epoch) continue;
-        next.visited = epoch;
-        component_links.push_back(flow.route[h]);
-      }
+      if (flows[ref.slot].visited != epoch) join_component(ref.slot);
     }
     link.spare = std::max(0.0, link.spare);
   }
@@ -457,6 +507,11 @@ void Simulator::Impl::fill_loaded() {
   unfrozen_flows = component_flows.size();
   shared_links = 0;
   for (const topo::LinkId link : scan) shared_links += links[link].unfrozen > 1 ? 1 : 0;
+  // Flow caps are candidates too (ids links.size() + slot).
+  const auto first_flow_candidate = static_cast<topo::LinkId>(links.size());
+  for (const std::uint32_t slot : component_flows) {
+    if (flows[slot].cap != kNoDeparture) scan.push_back(first_flow_candidate + slot);
+  }
   if (scan.size() <= kScanLimit) {
     fill_by_scan();
   } else {
@@ -472,9 +527,10 @@ void Simulator::Impl::freeze_unshared() {
     Flow& flow = flows[slot];
     if (flow.frozen == epoch) continue;
     flow.frozen = epoch;
-    double rate = links[flow.route[0]].spare;
-    for (std::uint32_t h = 1; h < flow.hops; ++h) {
-      rate = std::min(rate, links[flow.route[h]].spare);
+    double rate = flow.cap;
+    for (std::uint32_t h = 0; h < flow.hops; ++h) {
+      const LinkState& link = links[flow.route[h]];
+      if (link.flows.size() != 1) rate = std::min(rate, link.spare);
     }
     flow.new_rate = rate;
   }
@@ -488,17 +544,16 @@ void Simulator::Impl::fill_by_scan() {
       return;
     }
     std::size_t best = 0;
-    double best_share = links[scan[0]].spare / links[scan[0]].unfrozen;
+    double best_share = candidate_share(scan[0]);
     for (std::size_t i = 1; i < scan.size(); ++i) {
-      const LinkState& state = links[scan[i]];
-      const double share = state.spare / state.unfrozen;
+      const double share = candidate_share(scan[i]);
       if (share < best_share || (share == best_share && scan[i] < scan[best])) {
         best = i;
         best_share = share;
       }
     }
-    freeze(scan[best], best_share);
-    std::erase_if(scan, [this](topo::LinkId link) { return links[link].unfrozen == 0; });
+    freeze_candidate(scan[best], best_share);
+    std::erase_if(scan, [this](topo::LinkId id) { return !candidate_live(id); });
   }
 }
 
@@ -509,10 +564,14 @@ void Simulator::Impl::fill_by_scan() {
 // share, is the link of smallest share (ties: lowest id), as with a heap kept exact.
 void Simulator::Impl::fill_by_heap() {
   candidates.clear();
-  for (const topo::LinkId link : scan) {
-    LinkState& state = links[link];
+  for (const topo::LinkId id : scan) {
+    if (id >= links.size()) {
+      candidates.emplace_back(candidate_share(id), id, 0);  // a cap never changes
+      continue;
+    }
+    LinkState& state = links[id];
     state.key = state.spare / state.unfrozen;
-    candidates.emplace_back(state.key, link, state.version);
+    candidates.emplace_back(state.key, id, state.version);
   }
   std::make_heap(candidates.begin(), candidates.end(), WorseCandidate{});
   // Once every flow is frozen the remaining candidates could only be skipped.
@@ -524,6 +583,12 @@ void Simulator::Impl::fill_by_heap() {
     std::pop_heap(candidates.begin(), candidates.end(), WorseCandidate{});
     const Candidate best = candidates.back();
     candidates.pop_back();
+    if (best.link() >= links.size()) {
+      if (!candidate_live(best.link())) continue;
+      freeze_candidate(best.link(), best.share());
+      rekey_touched();
+      continue;
+    }
     LinkState& bottleneck = links[best.link()];
     if (bottleneck.version != best.version() || bottleneck.unfrozen == 0) continue;
     const double share = bottleneck.spare / bottleneck.unfrozen;
@@ -534,38 +599,50 @@ void Simulator::Impl::fill_by_heap() {
       continue;
     }
     freeze(best.link(), share);
-    for (const topo::LinkId link : touched) {
-      LinkState& other = links[link];
-      if (other.unfrozen == 0) continue;
-      const double current = other.spare / other.unfrozen;
-      if (!(current < other.key)) continue;
-      other.key = current;
-      candidates.emplace_back(current, link, ++other.version);
-      std::push_heap(candidates.begin(), candidates.end(), WorseCandidate{});
-    }
+    rekey_touched();
+  }
+}
+
+// After a freeze: pushes the links whose share floating rounding lowered below their key.
+void Simulator::Impl::rekey_touched() {
+  for (const topo::LinkId link : touched) {
+    LinkState& other = links[link];
+    if (other.unfrozen == 0) continue;
+    const double current = other.spare / other.unfrozen;
+    if (!(current < other.key)) continue;
+    other.key = current;
+    candidates.emplace_back(current, link, ++other.version);
+    std::push_heap(candidates.begin(), candidates.end(), WorseCandidate{});
   }
 }
 
 // Gives `share` to the unfrozen flows of `bottleneck`, freezes them and takes their share from
 // every link they cross; `touched` lists those links.
 void Simulator::Impl::freeze(topo::LinkId bottleneck, double share) {
-  const std::uint32_t round = ++touch_round;
   touched.clear();
   for (const FlowRef ref : links[bottleneck].flows) {
     if (ref.rate < freeze_below && ref.rate != 0) continue;  // a lower flow (arrivals have 0)
-    Flow& flow = flows[ref.slot];
-    if (flow.frozen == epoch) continue;
-    flow.frozen = epoch;
-    flow.new_rate = share;
-    --unfrozen_flows;
-    for (std::uint32_t h = 0; h < flow.hops; ++h) {
-      LinkState& other = links[flow.route[h]];
-      other.spare = std::max(0.0, other.spare - share);
-      if (--other.unfrozen == 1) --shared_links;
-      if (other.touched != round) {
-        other.touched = round;
-        touched.push_back(flow.route[h]);
-      }
+    if (flows[ref.slot].frozen == epoch) continue;
+    freeze_flow(ref.slot, share);
+  }
+}
+
+// Gives `share` to unfrozen flow `slot` and takes it from its component links (appended to
+// `touched` once per round: a round starts where `touched` was cleared).
+void Simulator::Impl::freeze_flow(std::uint32_t slot, double share) {
+  if (touched.empty()) ++touch_round;
+  Flow& flow = flows[slot];
+  flow.frozen = epoch;
+  flow.new_rate = share;
+  --unfrozen_flows;
+  for (std::uint32_t h = 0; h < flow.hops; ++h) {
+    LinkState& other = links[flow.route[h]];
+    if (other.flows.size() == 1) continue;  // private: not part of the filling
+    other.spare = std::max(0.0, other.spare - share);
+    if (--other.unfrozen == 1) --shared_links;
+    if (other.touched != touch_round) {
+      other.touched = touch_round;
+      touched.push_back(flow.route[h]);
     }
   }
 }
@@ -597,20 +674,29 @@ void Simulator::Impl::apply_rates() {
 }
 
 void Simulator::Impl::record_series() {
-  for (const topo::LinkId link : component_links) {
-    double rate = 0;
-    for (const FlowRef ref : links[link].flows) rate += ref.rate;
-    auto& samples = series[link];
-    if (!samples.empty() && samples.back().at == now) {
-      samples.back().rate = Bandwidth::bytes_per_second(rate);
-      if (samples.size() >= 2 && samples[samples.size() - 2].rate.bytes_per_s() == rate) {
-        samples.pop_back();
-      }
-      continue;
+  for (const std::uint32_t slot : component_flows) {
+    const Flow& flow = flows[slot];
+    for (std::uint32_t h = 0; h < flow.hops; ++h) {
+      if (is_private(flow.route[h])) record_link_series(flow.route[h]);
     }
-    const double last = samples.empty() ? 0.0 : samples.back().rate.bytes_per_s();
-    if (rate != last) samples.push_back({now, Bandwidth::bytes_per_second(rate)});
   }
+  for (const topo::LinkId link : component_links) record_link_series(link);
+}
+
+// Appends `link`'s current total rate to its series (one sample per timestamp and change).
+void Simulator::Impl::record_link_series(topo::LinkId link) {
+  double rate = 0;
+  for (const FlowRef ref : links[link].flows) rate += ref.rate;
+  auto& samples = series[link];
+  if (!samples.empty() && samples.back().at == now) {
+    samples.back().rate = Bandwidth::bytes_per_second(rate);
+    if (samples.size() >= 2 && samples[samples.size() - 2].rate.bytes_per_s() == rate) {
+      samples.pop_back();
+    }
+    return;
+  }
+  const double last = samples.empty() ? 0.0 : samples.back().rate.bytes_per_s();
+  if (rate != last) samples.push_back({now, Bandwidth::bytes_per_second(rate)});
 }
 
 // A cancelled action or a superseded drain end. Deliveries are never stale.

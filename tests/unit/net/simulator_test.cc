@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <string>
 #include <thread>
@@ -139,6 +141,14 @@ TEST(Simulator, FlowLimitedElsewhereLeavesItsShareToTheOther) {
   EXPECT_EQ(slow[0].rate, gbps(20));
   EXPECT_EQ(slow[1].at, us(10));
   EXPECT_EQ(slow[1].rate, Bandwidth{});
+  // S->C carries fc alone (a private link, outside the filling): its rate still shows.
+  const auto to_c_series = sim.utilization(s_c);
+  ASSERT_EQ(to_c_series.size(), 3U);
+  EXPECT_EQ(to_c_series[0].rate, gbps(80));
+  EXPECT_EQ(to_c_series[1].at, us(10));
+  EXPECT_EQ(to_c_series[1].rate, gbps(100));
+  EXPECT_EQ(to_c_series[2].at, us(18));
+  EXPECT_EQ(to_c_series[2].rate, Bandwidth{});
 }
 
 TEST(Simulator, ParkingLotSharesByMaxMin) {
@@ -584,6 +594,109 @@ TEST(Simulator, ReusingLowerLevelsMatchesFullRefillingWhenFlowsArriveAsOthersLea
   for (std::size_t i = 0; i < full.size(); ++i) {
     EXPECT_GT(full[i], Time::zero()) << i;
     EXPECT_LE(std::abs((reused[i] - full[i]).ps()), 2) << i;
+  }
+}
+
+/// Textbook progressive filling (no heap, no component search, no private links, no kept
+/// levels): the max-min rates of `routes` over links of `capacity`.
+std::vector<double> textbook_max_min(const std::vector<std::vector<LinkId>>& routes,
+                                     std::vector<double> capacity) {
+  std::vector<double> rate(routes.size(), -1);
+  for (;;) {
+    std::vector<int> unfrozen(capacity.size(), 0);
+    for (std::size_t f = 0; f < routes.size(); ++f) {
+      if (rate[f] < 0) {
+        for (const LinkId l : routes[f]) ++unfrozen[l];
+      }
+    }
+    double share = std::numeric_limits<double>::infinity();
+    std::size_t bottleneck = capacity.size();
+    for (std::size_t l = 0; l < capacity.size(); ++l) {
+      if (unfrozen[l] > 0 && capacity[l] / unfrozen[l] < share) {
+        share = capacity[l] / unfrozen[l];
+        bottleneck = l;
+      }
+    }
+    if (bottleneck == capacity.size()) return rate;
+    for (std::size_t f = 0; f < routes.size(); ++f) {
+      if (rate[f] >= 0) continue;
+      if (std::find(routes[f].begin(), routes[f].end(), bottleneck) == routes[f].end()) continue;
+      rate[f] = share;
+      for (const LinkId l : routes[f]) capacity[l] -= share;
+    }
+  }
+}
+
+// Random flows with staggered starts on a two-tier fabric whose every cable has its own rate
+// (10-100 GB/s: host cables often slower than the uplinks, so caps of private links bind while
+// their flows still share other links). At 40 instants the simulator's rates of the draining
+// flows must be the textbook max-min rates of exactly those flows.
+TEST(Simulator, RatesAreTheTextbookMaxMinRatesThroughoutARandomRun) {
+  for (const std::uint64_t seed : {11, 12, 13}) {
+    Rng rng(seed);
+    constexpr int kHosts = 24;
+    constexpr int kLeaves = 4;
+    constexpr int kSpines = 3;
+    topo::Topology t("random-rates", topo::Family::kExplicit);
+    for (int h = 0; h < kHosts; ++h) t.add_device("h" + std::to_string(h));
+    std::vector<topo::NodeId> leaves;
+    std::vector<topo::NodeId> spines;
+    for (int l = 0; l < kLeaves; ++l) leaves.push_back(t.add_switch("l" + std::to_string(l), 1));
+    for (int s = 0; s < kSpines; ++s) spines.push_back(t.add_switch("s" + std::to_string(s), 2));
+    const auto random_rate = [&] { return gbps(10.0 * static_cast<double>(1 + rng.below(10))); };
+    std::vector<LinkId> up(kHosts);  // cable i: links 2i (a -> b) and 2i + 1 (b -> a)
+    for (int h = 0; h < kHosts; ++h) {
+      up[h] = t.add_link(static_cast<topo::NodeId>(h), leaves[h % kLeaves], random_rate(), us(1));
+    }
+    std::vector<std::vector<LinkId>> uplink(kLeaves, std::vector<LinkId>(kSpines));
+    for (int l = 0; l < kLeaves; ++l) {
+      for (int s = 0; s < kSpines; ++s) {
+        uplink[l][s] = t.add_link(leaves[l], spines[s], random_rate(), us(1));
+      }
+    }
+    std::vector<double> capacity;
+    for (const topo::Link& link : t.links()) capacity.push_back(link.bandwidth.bytes_per_s());
+
+    Simulator sim(t);
+    std::vector<std::vector<LinkId>> routes;
+    std::map<std::size_t, FlowId> ids;  // started flows
+    for (int i = 0; i < 120; ++i) {
+      const auto src = static_cast<int>(rng.below(kHosts));
+      const auto dst = static_cast<int>((src + 1 + rng.below(kHosts - 1)) % kHosts);
+      std::vector<LinkId> route{up[src]};
+      if (src % kLeaves != dst % kLeaves) {
+        const auto s = static_cast<int>(rng.below(kSpines));
+        route.push_back(uplink[src % kLeaves][s]);
+        route.push_back(uplink[dst % kLeaves][s] + 1);
+      }
+      route.push_back(up[dst] + 1);
+      routes.push_back(std::move(route));
+    }
+    for (std::size_t i = 0; i < routes.size(); ++i) {
+      const Bytes size(static_cast<std::int64_t>(10'000 + rng.below(2'000'000)));
+      sim.schedule(us(static_cast<double>(rng.below(200))), [&sim, &routes, &ids, i, size] {
+        ids[i] = sim.start_flow(routes[i], size, nullptr);
+      });
+    }
+    int compared = 0;
+    for (int k = 1; k <= 40; ++k) {
+      sim.run_until(us(7.0 * k));
+      std::vector<std::vector<LinkId>> draining;
+      std::vector<double> simulated;
+      for (const auto& [i, id] : ids) {
+        const double r = sim.flow_rate(id).bytes_per_s();
+        if (r == 0) continue;
+        draining.push_back(routes[i]);
+        simulated.push_back(r);
+      }
+      const std::vector<double> expected = textbook_max_min(draining, capacity);
+      for (std::size_t f = 0; f < expected.size(); ++f) {
+        EXPECT_NEAR(simulated[f], expected[f], expected[f] * 1e-9)
+            << "seed " << seed << " at " << 7 * k << " us, flow " << f;
+        ++compared;
+      }
+    }
+    EXPECT_GT(compared, 500) << seed;
   }
 }
 
