@@ -356,6 +356,52 @@ class RingProgram final : public Program {
                     static_cast<std::uint32_t>(next_rank(rank, p.level)), step, 0, piece};
   }
 
+  // Within a step every rank's transfer follows from the step's phase, ring size d, round k and
+  // piece j; along consecutive ranks the coordinate x at the phase's level advances by one
+  // every stride ranks, and so does the chunk, so the loop needs no division per rank. The
+  // segment a rank holds is the whole buffer at level 0 and is computed per rank above it.
+  void transfers(TransferId first, std::span<Transfer> out) const override {
+    std::size_t done = 0;
+    while (done < out.size()) {
+      const TransferId id = first + done;
+      const auto step = static_cast<std::uint32_t>(id / rank_count());
+      const auto rank0 = static_cast<std::int64_t>(id % rank_count());
+      const std::size_t count =
+          std::min<std::size_t>(out.size() - done, static_cast<std::size_t>(n_ - rank0));
+      const Phase& p = phases_[phase_of_step_[step]];
+      const std::int64_t d = h_.levels[p.level];
+      const std::int64_t stride = h_.stride[p.level];
+      const auto into = static_cast<std::int64_t>(step - p.base);
+      const std::int64_t k = into / chunks_;
+      const std::int64_t j = into % chunks_;
+      const std::int64_t shift = p.phase == RingPhase::kReduceScatter ? k + 1 : k;
+      std::int64_t x = h_.coordinate(rank0, p.level);
+      std::int64_t within = rank0 % stride;  // position in the current run of equal x
+      // At level 0 the chunk sizes are the buffer split d ways: (size / d) + 1 for the first
+      // size % d chunks, size / d for the others, then split into the pieces.
+      const std::int64_t larger = size_.count() % d;
+      const Bytes large = split_bytes(Bytes(size_.count() / d + 1), chunks_, j);
+      const Bytes small = split_bytes(Bytes(size_.count() / d), chunks_, j);
+      for (std::size_t i = 0; i < count; ++i) {
+        const std::int64_t rank = rank0 + static_cast<std::int64_t>(i);
+        const std::int64_t chunk = x >= shift ? x - shift : x - shift + d;
+        const Bytes piece =
+            p.level == 0
+                ? (chunk < larger ? large : small)
+                : split_bytes(split_bytes(segment_bytes(size_, h_, rank, p.level), d, chunk),
+                              chunks_, j);
+        const std::int64_t next = rank + (x + 1 == d ? -(d - 1) * stride : stride);
+        out[done + i] = Transfer{static_cast<std::uint32_t>(rank), static_cast<std::uint32_t>(next),
+                                 step, 0, piece};
+        if (++within == stride) {
+          within = 0;
+          if (++x == d) x = 0;
+        }
+      }
+      done += count;
+    }
+  }
+
   std::array<GateId, 2> successors(TransferId id) const override {
     const std::uint64_t step = id / rank_count();
     if (step + 1 >= steps_) return {kNoGateId, kNoGateId};

@@ -52,8 +52,13 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
   Time end;
   if (count == 0) ++run.events;  // the execution's "done" event
   std::uint32_t step = 0;
+  constexpr std::size_t kBlock = 1024;
+  batch_.resize(kBlock);
   for (TransferId id = 0; id < count; ++id) {
-    const Transfer t = program.transfer(id);
+    if (id % kBlock == 0) {
+      program.transfers(id, std::span(batch_).first(std::min<std::uint64_t>(kBlock, count - id)));
+    }
+    const Transfer t = batch_[id % kBlock];
     if (t.step < step) {
       throw Error::internal("program transfer " + std::to_string(id) + " is out of step order");
     }

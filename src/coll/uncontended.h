@@ -86,6 +86,7 @@ class UncontendedEvaluator {
   std::vector<LinkState> links_;
   std::vector<topo::LinkId> used_;             // links touched by the current run
   std::vector<std::vector<RankState>> ranks_;  // [channel][rank] of the current group
+  std::vector<Transfer> batch_;                // transfers read from the program, a block at a time
 };
 
 }  // namespace nest::coll::detail

@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "nest/core/units.h"
@@ -59,6 +60,12 @@ class Program {
   virtual void sends(GateId gate, std::vector<TransferId>& out) const = 0;
   /// Transfer `id`.
   [[nodiscard]] virtual Transfer transfer(TransferId id) const = 0;
+  /// Transfers first, first + 1, ... into `out` (first + out.size() <= transfer_count()): what
+  /// `transfer` gives for each, computed in bulk where a program can (the implicit ring hoists
+  /// each step's arithmetic out of the loop over ranks).
+  virtual void transfers(TransferId first, std::span<Transfer> out) const {
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = transfer(first + i);
+  }
   /// The gates transfer `id`'s arrival counts towards (sender's, receiver's), or kNoGateId.
   [[nodiscard]] virtual std::array<GateId, 2> successors(TransferId id) const = 0;
   /// Calls `visit` on every transfer, in nondecreasing step order.

@@ -20,6 +20,7 @@
 /// Bytes are integers: a size split into k parts gives the first (size mod k) parts one byte
 /// more (`split_bytes`), so every rank's share is deterministic and the parts sum exactly.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -82,6 +83,9 @@ class Schedule final : public Program {
   [[nodiscard]] std::uint32_t waits(GateId gate) const override { return gates_[gate].waits; }
   void sends(GateId gate, std::vector<TransferId>& out) const override;
   [[nodiscard]] Transfer transfer(TransferId id) const override { return transfers_[id]; }
+  void transfers(TransferId first, std::span<Transfer> out) const override {
+    std::copy_n(transfers_.begin() + static_cast<std::ptrdiff_t>(first), out.size(), out.begin());
+  }
   /// For transfer `id`: the gates its arrival counts towards (sender's, receiver's), or
   /// kNoGateId.
   [[nodiscard]] std::array<GateId, 2> successors(TransferId id) const override {

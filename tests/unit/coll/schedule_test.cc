@@ -276,12 +276,24 @@ namespace {
 
 // Program's contract: transfer ids run in nondecreasing step order, for stored schedules of
 // every algorithm and for the implicit ring program (the contention-free evaluation relies on
-// it), and transfer(id) agrees with for_each_transfer's order.
+// it); transfer(id) agrees with for_each_transfer's order, and so do the bulk transfers(first,
+// out) in blocks of 7 (which cross step boundaries: every step has 6 transfers or fewer).
 TEST(Program, TransferIdsAreInStepOrder) {
   const auto check = [](const Program& p, const std::string& what) {
     std::vector<Transfer> visited;
     p.for_each_transfer([&](const Transfer& t) { visited.push_back(t); });
     ASSERT_EQ(visited.size(), p.transfer_count()) << what;
+    std::vector<Transfer> bulk(visited.size());
+    for (std::size_t first = 0; first < bulk.size(); first += 7) {
+      p.transfers(first,
+                  std::span(bulk).subspan(first, std::min<std::size_t>(7, bulk.size() - first)));
+    }
+    for (std::size_t id = 0; id < bulk.size(); ++id) {
+      EXPECT_EQ(bulk[id].src, visited[id].src) << what << " id " << id;
+      EXPECT_EQ(bulk[id].dst, visited[id].dst) << what << " id " << id;
+      EXPECT_EQ(bulk[id].step, visited[id].step) << what << " id " << id;
+      EXPECT_EQ(bulk[id].bytes, visited[id].bytes) << what << " id " << id;
+    }
     for (TransferId id = 0; id < p.transfer_count(); ++id) {
       const Transfer t = p.transfer(id);
       if (id > 0) {
@@ -296,7 +308,7 @@ TEST(Program, TransferIdsAreInStepOrder) {
   for (Operation op : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather,
                        Operation::kAllToAll, Operation::kBroadcast, Operation::kSend}) {
     for (Algorithm a : algorithms_for(op)) {
-      CollectiveSpec spec{op, a, Bytes(1000), 2};
+      CollectiveSpec spec{op, a, Bytes(1003), 2};  // 1003 bytes: uneven chunks and pieces
       if (a == Algorithm::kHierarchical || a == Algorithm::kTorus) spec.levels = {2, 3};
       try {
         validate(spec, 6);
