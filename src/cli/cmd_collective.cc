@@ -106,8 +106,8 @@ int run_collective(std::span<char* const> args) {
                                                                  "ECMP seed (default 0)")(
       "links", po::value(&links), "how many of the busiest links to list (default 5)")(
       "events",
-      "always run the event simulation (by default a run in which no two flows ever share a "
-      "link is evaluated without events, with the same result)")(
+      "always run the event simulation (by default a run in which every link carries its flows "
+      "one after another is evaluated without events, with the same result)")(
       "json", "print one JSON object instead of text");
   po::positional_options_description positional;
   po::variables_map vm;

@@ -147,13 +147,13 @@ struct CollectiveOracle::Impl {
   }
 
   OracleAnswer simulate_parts(std::vector<Part>& parts) {
-    ++stats.simulations;
     std::vector<detail::GroupProgram> programs;
     for (Part& part : parts) {
       lower_part(part);
       programs.push_back({part.schedule.get(), part.group});
     }
     if (const auto run = evaluator.evaluate(router, programs, seed)) {
+      ++stats.simulations;
       ++stats.contention_free;
       return {run->durations.front(),
               *std::max_element(run->durations.begin(), run->durations.end())};
@@ -172,6 +172,7 @@ struct CollectiveOracle::Impl {
       if (i == 0) answer.first = runs[i]->duration();
       answer.slowest = std::max(answer.slowest, runs[i]->duration());
     }
+    ++stats.simulations;
     return answer;
   }
 

@@ -9,12 +9,6 @@
 #include "nest/net/simulator.h"
 
 namespace nest::coll::detail {
-namespace {
-
-constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
-
-}  // namespace
-
 UncontendedEvaluator::UncontendedEvaluator(const topo::Topology& topology)
     : topology_(&topology), links_(topology.num_links()) {}
 
@@ -38,16 +32,11 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate(topo::Router& route
   return run;
 }
 
-UncontendedEvaluator::RankState& UncontendedEvaluator::rank_state(std::uint16_t channel,
-                                                                  std::uint32_t rank) {
-  return ranks_[channel][rank];
-}
-
 bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgram& group,
                                           std::uint64_t salt, UncontendedRun& run) {
   const Program& program = *group.program;
   const std::uint64_t count = program.transfer_count();
-  const RankState fresh{kNone, kNone, {}, {}, {}, {}, kNone, {}, {}, {}, -1, {}};
+  const RankState fresh;
   for (auto& channel : ranks_) channel.assign(group.group.size(), fresh);
   Time end;
   if (count == 0) ++run.events;  // the execution's "done" event
@@ -67,7 +56,7 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
       ranks_.resize(t.channel + 1U);
       for (auto& channel : ranks_) channel.resize(group.group.size(), fresh);
     }
-    RankState& sender = rank_state(t.channel, t.src);
+    RankState& sender = ranks_[t.channel][t.src];
     if (sender.send_step != t.step) {
       // A new gate: after the previous sending step's sends and every earlier receive.
       Time received = sender.received_before;
@@ -84,10 +73,11 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
       double rate = std::numeric_limits<double>::infinity();
       Time latency;
       for (const topo::LinkId link : sender.route) {
-        rate = std::min(rate, all[link].bandwidth.bytes_per_s());
+        const double bandwidth = all[link].bandwidth.bytes_per_s();
+        if (!(bandwidth > 0)) return false;  // the simulator reports the link
+        rate = std::min(rate, bandwidth);
         latency += all[link].latency;
       }
-      if (!(rate > 0)) return false;  // the simulator reports the link
       sender.peer = dst;
       sender.rate = Bandwidth::bytes_per_second(rate);
       sender.latency = latency;
@@ -108,7 +98,7 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
       run.events += 2;  // drain end and delivery
     }
     sender.sent = std::max(sender.sent, arrival);
-    RankState& receiver = rank_state(t.channel, t.dst);
+    RankState& receiver = ranks_[t.channel][t.dst];
     if (receiver.recv_step != t.step) {
       receiver.received_before = std::max(receiver.received_before, receiver.received_at);
       receiver.received_at = arrival;

@@ -1,7 +1,7 @@
 #pragma once
 // The contention-free evaluation of collectives (private to coll): the exact answer of the flow
-// simulator for runs in which no two flows ever drain over one link at the same time, computed
-// without the simulator.
+// simulator for runs in which every link carries its flows one after another (each flow starts
+// strictly after the previous one on the link has drained), computed without the simulator.
 //
 // Why it is exact: a flow alone on its links drains at its slowest link's rate from the moment
 // it starts, so it arrives `net::drain_time(bytes, slowest) + route latency` after its gate
@@ -49,7 +49,8 @@ class UncontendedEvaluator {
   explicit UncontendedEvaluator(const topo::Topology& topology);
 
   /// All `groups` started together at time zero, routed by `router` with flow keys salted by
-  /// `salt` (as `Execution` does). nullopt when two flows would share a link (or a route has a
+  /// `salt` (as `Execution` does). nullopt when a flow would start on a link before the previous
+  /// one there has drained, or in the same picosecond (or a route has a
   /// link without bandwidth): the event simulation must answer then.
   [[nodiscard]] std::optional<UncontendedRun> evaluate(topo::Router& router,
                                                        std::span<const GroupProgram> groups,
@@ -63,24 +64,24 @@ class UncontendedEvaluator {
   };
   // Per (rank, channel): the gate rule's running maxima and the last route used.
   struct RankState {
-    std::uint32_t send_step;
-    std::uint32_t recv_step;
-    Time open;             // when the gate of `send_step` opened
-    Time sent;             // last arrival of the sends of `send_step`
-    Time received_before;  // last arrival of receives of steps before `recv_step`
-    Time received_at;      // last arrival of receives of `recv_step`
-    std::uint32_t peer;    // the last destination device and its route
+    static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+    std::uint32_t send_step = kNone;
+    std::uint32_t recv_step = kNone;
+    Time open;                   // when the gate of `send_step` opened
+    Time sent;                   // last arrival of the sends of `send_step`
+    Time received_before;        // last arrival of receives of steps before `recv_step`
+    Time received_at;            // last arrival of receives of `recv_step`
+    std::uint32_t peer = kNone;  // the last destination device and its route
     std::span<const topo::LinkId> route;
     Bandwidth rate;
     Time latency;
-    std::int64_t last_bytes;  // memo of the last drain time
+    std::int64_t last_bytes = -1;  // memo of the last drain time
     Time last_drain;
   };
 
   bool evaluate_group(topo::Router& router, const GroupProgram& group, std::uint64_t salt,
                       UncontendedRun& run);
   bool admit(std::span<const topo::LinkId> route, Time start, Time drain, Bytes bytes);
-  RankState& rank_state(std::uint16_t channel, std::uint32_t rank);
 
   const topo::Topology* topology_;
   std::vector<LinkState> links_;

@@ -29,6 +29,8 @@ constexpr std::uint32_t kInlineHops = 6;
 // Relative margin below the smallest departed rate under which flows keep their rates.
 constexpr double kLevelMargin = 1e-9;
 constexpr double kNoDeparture = std::numeric_limits<double>::infinity();
+// A flow without a cap (see `Flow::cap_link`).
+constexpr topo::LinkId kNoCap = std::numeric_limits<topo::LinkId>::max();
 // Components with at most this many loaded links find each bottleneck by a linear scan, which
 // beats a heap at that size.
 constexpr std::size_t kScanLimit = 48;
@@ -61,9 +63,9 @@ struct Flow {
   double remaining = 0;  // bytes not yet drained as of `settled`
   double rate = 0;       // bytes per second; 0 until the first rate computation
   double new_rate = 0;   // scratch of the filling
-  // Scratch of the filling: the smallest capacity of its private links when below that of each
-  // of its other links, else +inf (see `join_component`).
-  double cap = 0;
+  // Scratch of the filling: its private link of smallest capacity (ties: lowest id) when that
+  // capacity is below each of its shared links' capacities, else kNoCap (see `join_component`).
+  topo::LinkId cap_link = kNoCap;
   Time settled;
   Time latency;
   // Index in each hop link's flow list: inline for short routes, which are nearly all.
@@ -205,23 +207,9 @@ struct Simulator::Impl {
   void freeze_unshared();
   void freeze(topo::LinkId bottleneck, double share);
   void freeze_flow(std::uint32_t slot, double share);
-  // Candidates of the filling: links (ids < links.size()) and flow caps (links.size() + slot).
-  [[nodiscard]] double candidate_share(topo::LinkId id) const noexcept {
-    if (id < links.size()) return links[id].spare / links[id].unfrozen;
-    return flows[id - links.size()].cap;
-  }
-  [[nodiscard]] bool candidate_live(topo::LinkId id) const noexcept {
-    if (id < links.size()) return links[id].unfrozen > 0;
-    return flows[id - links.size()].frozen != epoch;
-  }
-  void freeze_candidate(topo::LinkId id, double share) {
-    if (id < links.size()) {
-      freeze(id, share);
-    } else {
-      touched.clear();
-      freeze_flow(static_cast<std::uint32_t>(id - links.size()), share);
-    }
-  }
+  [[nodiscard]] double candidate_share(topo::LinkId link) const noexcept;
+  [[nodiscard]] bool candidate_live(topo::LinkId link) const noexcept;
+  void freeze_candidate(topo::LinkId link, double share);
   void apply_rates();
   void record_series();
   void record_link_series(topo::LinkId link);
@@ -380,13 +368,16 @@ void Simulator::Impl::join_component(std::uint32_t slot) {
   Flow& flow = flows[slot];
   flow.visited = epoch;
   component_flows.push_back(slot);
-  double cap = kNoDeparture;
-  double shared = kNoDeparture;
+  topo::LinkId cap = kNoCap;
+  double shared = std::numeric_limits<double>::infinity();
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
     const topo::LinkId id = flow.route[h];
     LinkState& next = links[id];
     if (next.flows.size() == 1) {
-      cap = std::min(cap, next.capacity);
+      if (cap == kNoCap || next.capacity < links[cap].capacity ||
+          (next.capacity == links[cap].capacity && id < cap)) {
+        cap = id;
+      }
       next.visited = epoch;  // a dirty private link must not seed another search
       continue;
     }
@@ -395,7 +386,7 @@ void Simulator::Impl::join_component(std::uint32_t slot) {
     next.visited = epoch;
     component_links.push_back(id);
   }
-  flow.cap = cap < shared ? cap : kNoDeparture;
+  flow.cap_link = cap != kNoCap && links[cap].capacity < shared ? cap : kNoCap;
 }
 
 // Breadth-first search from `seed` over link -> draining flows -> their links.
@@ -433,7 +424,10 @@ void Simulator::Impl::collect_upper_component(topo::LinkId seed, double keep_bel
   links[seed].visited = epoch;
   if (is_private(seed)) {
     const FlowRef only = links[seed].flows.front();
-    if (only.rate < keep_below && only.rate != 0) return;  // a lower flow keeps its rate
+    if (only.rate < keep_below && only.rate != 0) {  // a lower flow keeps its rate
+      if (recording) record_link_series(seed);       // but the link lost the departed ones
+      return;
+    }
     join_component(only.slot);
   } else {
     component_links.push_back(seed);
@@ -507,10 +501,10 @@ void Simulator::Impl::fill_loaded() {
   unfrozen_flows = component_flows.size();
   shared_links = 0;
   for (const topo::LinkId link : scan) shared_links += links[link].unfrozen > 1 ? 1 : 0;
-  // Flow caps are candidates too (ids links.size() + slot).
-  const auto first_flow_candidate = static_cast<topo::LinkId>(links.size());
+  // A flow's cap is a candidate too, under its private link's id: the same candidate, with the
+  // same share and tie order, as when private links were part of the filling.
   for (const std::uint32_t slot : component_flows) {
-    if (flows[slot].cap != kNoDeparture) scan.push_back(first_flow_candidate + slot);
+    if (flows[slot].cap_link != kNoCap) scan.push_back(flows[slot].cap_link);
   }
   if (scan.size() <= kScanLimit) {
     fill_by_scan();
@@ -527,7 +521,8 @@ void Simulator::Impl::freeze_unshared() {
     Flow& flow = flows[slot];
     if (flow.frozen == epoch) continue;
     flow.frozen = epoch;
-    double rate = flow.cap;
+    double rate = flow.cap_link == kNoCap ? std::numeric_limits<double>::infinity()
+                                          : candidate_share(flow.cap_link);
     for (std::uint32_t h = 0; h < flow.hops; ++h) {
       const LinkState& link = links[flow.route[h]];
       if (link.flows.size() != 1) rate = std::min(rate, link.spare);
@@ -535,6 +530,27 @@ void Simulator::Impl::freeze_unshared() {
     flow.new_rate = rate;
   }
   unfrozen_flows = 0;
+}
+
+// Candidates of the filling: the component's links, and private links standing for their flow's
+// cap (the share of a private link is its capacity: nothing else crosses it).
+double Simulator::Impl::candidate_share(topo::LinkId link) const noexcept {
+  const LinkState& state = links[link];
+  return is_private(link) ? state.capacity : state.spare / state.unfrozen;
+}
+
+bool Simulator::Impl::candidate_live(topo::LinkId link) const noexcept {
+  const LinkState& state = links[link];
+  return is_private(link) ? flows[state.flows.front().slot].frozen != epoch : state.unfrozen > 0;
+}
+
+void Simulator::Impl::freeze_candidate(topo::LinkId link, double share) {
+  if (!is_private(link)) {
+    freeze(link, share);
+    return;
+  }
+  touched.clear();
+  freeze_flow(links[link].flows.front().slot, share);
 }
 
 void Simulator::Impl::fill_by_scan() {
@@ -565,7 +581,7 @@ void Simulator::Impl::fill_by_scan() {
 void Simulator::Impl::fill_by_heap() {
   candidates.clear();
   for (const topo::LinkId id : scan) {
-    if (id >= links.size()) {
+    if (is_private(id)) {
       candidates.emplace_back(candidate_share(id), id, 0);  // a cap never changes
       continue;
     }
@@ -583,7 +599,7 @@ void Simulator::Impl::fill_by_heap() {
     std::pop_heap(candidates.begin(), candidates.end(), WorseCandidate{});
     const Candidate best = candidates.back();
     candidates.pop_back();
-    if (best.link() >= links.size()) {
+    if (is_private(best.link())) {
       if (!candidate_live(best.link())) continue;
       freeze_candidate(best.link(), best.share());
       rekey_touched();

@@ -14,7 +14,8 @@
 ///    simulation. The structural key is a 128-bit hash.
 /// So no symmetry of the topology is assumed: only layouts the router sees as identical share
 /// an answer. Times are not interpolated in size: every size is simulated. A simulation is
-/// first tried without events, as in `simulate` (exact when no two flows ever share a link).
+/// first tried without events, as in `simulate` (exact when every link carries its flows one after
+/// another).
 ///
 /// Not thread-safe (owns a router and memo tables); use one oracle per thread.
 

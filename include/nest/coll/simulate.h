@@ -45,9 +45,11 @@ struct SimulationResult {
   std::uint64_t flows = 0;       ///< transfers simulated, all groups
   std::uint64_t events = 0;      ///< simulator events processed
   std::vector<LinkUse> busiest;  ///< the most-loaded links by bytes, then id (descending bytes)
-  /// True when the contention-free evaluation answered (no two flows ever drained over one link
-  /// at once, so every flow ran at its slowest link's rate; no events were simulated); false
-  /// when the event simulation ran. The numbers are the same either way.
+  /// True when the contention-free evaluation answered: every link carried its flows one after
+  /// another (each started strictly after the previous one there had drained), so every flow ran
+  /// at its slowest link's rate, and no events were simulated. False when the event simulation
+  /// ran (also for runs where a flow starts on a link in the picosecond another drains there).
+  /// The numbers are the same either way.
   bool contention_free = false;
 };
 
@@ -66,10 +68,10 @@ struct SimulationOptions {
 ///
 /// First tries the contention-free evaluation: one pass over the transfers in step order that
 /// times each flow as alone on its route and checks, link by link, that no flow starts before
-/// the previous one on a link has drained. When that holds for every flow it is exactly what
-/// the simulator computes, at O(transfers + hops) with no events (`contention_free`); the first
-/// flow that would share a link abandons it, and the event simulation runs instead (cost: the
-/// simulator's).
+/// the previous one on a link has drained (strictly after). When that holds for every flow it is
+/// exactly what the simulator computes, at O(transfers + hops) with no events
+/// (`contention_free`); the first flow that fails abandons it, and the event simulation runs
+/// instead (cost: the simulator's).
 [[nodiscard]] SimulationResult simulate(const topo::Topology& topology, const CollectiveSpec& spec,
                                         std::span<const std::vector<topo::DeviceId>> groups,
                                         const SimulationOptions& options = {});

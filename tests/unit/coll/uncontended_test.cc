@@ -1,19 +1,27 @@
 // The contention-free evaluation of `simulate` against the event simulation: the same numbers to
-// the picosecond and byte wherever it answers, and it steps aside wherever two flows would
-// share a link.
+// the picosecond and byte wherever it answers, and it steps aside wherever a flow would start on
+// a link before the previous one there has drained.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "coll/uncontended.h"
 #include "coll_test_util.h"
+#include "nest/coll/execution.h"
 #include "nest/coll/schedule.h"
 #include "nest/coll/simulate.h"
 #include "nest/core/error.h"
+#include "nest/core/rng.h"
+#include "nest/net/simulator.h"
 #include "nest/topo/generators.h"
+#include "nest/topo/router.h"
 
 namespace nest::coll {
 namespace {
@@ -159,6 +167,115 @@ TEST(Uncontended, ConcurrentGroupsSharingAnUplinkFallBack) {
   const SimulationResult r = simulate_both(t, spec, together);
   EXPECT_FALSE(r.contention_free);
   EXPECT_EQ(r.busiest.front().peak_flows, 2U);
+}
+
+// Random schedules (not lowered collectives: any steps and channels, transfers of a step in any
+// order, zero-byte transfers) on random small topologies whose links have zero and tiny
+// latencies and rates from 0.9 GB/s to 1 EB/s (drain times of 0 ps), one or two groups: wherever
+// the evaluation answers, it must equal an execution on the event simulator in durations,
+// events and every link's bytes, busy time and peak.
+TEST(Uncontended, RandomSchedulesEqualTheirExecution) {
+  Rng rng(2026);
+  const auto pick = [&rng](const auto& values) { return values[rng.below(values.size())]; };
+  const std::vector<double> rates{1e9, 3e9, 7.3e9, 100e9, 1e15, 1e18, 2.5e9, 0.9e9};
+  const std::vector<std::int64_t> latencies{0, 0, 1, 3, 1000, 12345};
+  const std::vector<std::int64_t> sizes{0, 0, 1, 3, 7, 1000, 1003, 1000000, 123457};
+  int accepted = 0;
+  for (int iteration = 0; iteration < 20000; ++iteration) {
+    const auto devices = static_cast<int>(3 + rng.below(5));
+    topo::Topology t("random", topo::Family::kExplicit);
+    for (int d = 0; d < devices; ++d) t.add_device("d" + std::to_string(d));
+    std::vector<topo::NodeId> switches;
+    const auto switch_count = static_cast<int>(1 + rng.below(2));
+    for (int i = 0; i < switch_count; ++i)
+      switches.push_back(t.add_switch("s" + std::to_string(i), 1));
+    const auto rate = [&] { return Bandwidth::bytes_per_second(pick(rates)); };
+    const auto latency = [&] { return Time::picoseconds(pick(latencies)); };
+    for (int d = 0; d < devices; ++d) {
+      t.add_link(static_cast<topo::NodeId>(d), pick(switches), rate(), latency(), rate(),
+                 latency());
+    }
+    if (switch_count == 2) t.add_link(switches[0], switches[1], rate(), latency());
+    for (std::uint64_t e = rng.below(3); e > 0; --e) {
+      const auto a = static_cast<topo::NodeId>(rng.below(devices));
+      const auto b = static_cast<topo::NodeId>(rng.below(devices));
+      if (a != b) t.add_link(a, b, rate(), latency());
+    }
+    std::vector<topo::DeviceId> order(static_cast<std::size_t>(devices));
+    std::iota(order.begin(), order.end(), 0U);
+    for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+    std::vector<std::vector<topo::DeviceId>> groups;
+    const auto first = static_cast<std::size_t>(1 + rng.below(order.size() - 1));
+    groups.emplace_back(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(first));
+    if (rng.below(2) == 1)
+      groups.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(first), order.end());
+    std::vector<std::shared_ptr<const Program>> programs;
+    for (const auto& group : groups) {
+      const auto n = static_cast<std::uint32_t>(group.size());
+      std::vector<Transfer> transfers;
+      for (std::uint64_t i = n >= 2 ? rng.below(10) : 0; i > 0; --i) {
+        Transfer x;
+        x.src = static_cast<std::uint32_t>(rng.below(n));
+        x.dst = static_cast<std::uint32_t>((x.src + 1 + rng.below(n - 1)) % n);
+        x.step = static_cast<std::uint32_t>(rng.below(5));
+        x.channel = static_cast<std::uint16_t>(rng.below(2));
+        x.bytes = Bytes(pick(sizes));
+        transfers.push_back(x);
+      }
+      programs.push_back(
+          std::make_shared<const Schedule>(static_cast<int>(n), std::move(transfers)));
+    }
+    const std::uint64_t salt = rng.next();
+    topo::Router router(t, salt);
+    detail::UncontendedEvaluator evaluator(t);
+    std::vector<detail::GroupProgram> parts;
+    for (std::size_t g = 0; g < groups.size(); ++g) parts.push_back({programs[g].get(), groups[g]});
+    const auto run = evaluator.evaluate(router, parts, salt);
+    if (!run) continue;
+    ++accepted;
+    net::Simulator sim(t);
+    std::vector<std::unique_ptr<Execution>> executions;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      executions.push_back(std::make_unique<Execution>(sim, router, programs[g], groups[g], salt));
+    }
+    for (auto& e : executions) e->start();
+    sim.run();
+    SCOPED_TRACE("iteration " + std::to_string(iteration));
+    ASSERT_EQ(run->events, sim.events_processed());
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      ASSERT_EQ(run->durations[g], executions[g]->duration()) << "group " << g;
+    }
+    std::vector<LinkUse> used;
+    for (topo::LinkId l = 0; l < t.num_links(); ++l) {
+      const net::LinkStats& stats = sim.link_stats(l);
+      if (stats.bytes > 0) used.push_back({l, stats.bytes, stats.busy, stats.peak_flows});
+    }
+    ASSERT_EQ(run->links.size(), used.size());
+    for (std::size_t i = 0; i < used.size(); ++i) {
+      EXPECT_EQ(run->links[i].link, used[i].link);
+      EXPECT_EQ(run->links[i].bytes, used[i].bytes);
+      EXPECT_EQ(run->links[i].busy, used[i].busy);
+      EXPECT_EQ(run->links[i].peak_flows, used[i].peak_flows);
+    }
+  }
+  EXPECT_GT(accepted, 5000);
+}
+
+// A link without bandwidth on the route: the evaluation steps aside, and the simulator reports
+// the link (as without the evaluation).
+TEST(Uncontended, LinkWithoutBandwidthFallsBackToTheSimulatorsError) {
+  topo::Topology t("nan", topo::Family::kExplicit);
+  t.add_device("a");
+  t.add_device("b");
+  const auto sw = t.add_switch("s", 1);
+  t.add_link(0, sw, kRate, Time::nanoseconds(10));
+  t.add_link(sw, 1, Bandwidth::bytes_per_second(std::numeric_limits<double>::quiet_NaN()),
+             Time::nanoseconds(10));
+  const CollectiveSpec spec{Operation::kSend, Algorithm::kDirect, Bytes(1000)};
+  for (const bool events_only : {false, true}) {
+    EXPECT_THROW((void)simulate(t, spec, Groups{{0, 1}}, {.events_only = events_only}), Error)
+        << events_only;
+  }
 }
 
 // A group of one device has no transfers: zero time and the one "done" event.

@@ -151,6 +151,62 @@ TEST(Simulator, FlowLimitedElsewhereLeavesItsShareToTheOther) {
   EXPECT_EQ(to_c_series[2].rate, Bandwidth{});
 }
 
+// A->S 100 GB/s, B->S 20, S->D 100, no latency: fa = 80, fb = 20 (held by B->S). When fa drains
+// at 10 us, S->D carries fb alone, a flow below the departed level that keeps its rate: the
+// link's series must still show the drop to 20 GB/s, with and without the level reuse.
+TEST(Simulator, UtilizationOfALinkLeftWithOneLowerFlow) {
+  for (const bool reuse : {true, false}) {
+    topo::Topology t("star", topo::Family::kExplicit);
+    for (const char* n : {"A", "B", "D"}) t.add_device(n);
+    const auto s = t.add_switch("S", 1);
+    const LinkId a_s = t.add_link(0, s, gbps(100), Time::zero());
+    const LinkId b_s = t.add_link(1, s, gbps(20), Time::zero());
+    const LinkId s_d = t.add_link(s, 2, gbps(100), Time::zero());
+    Simulator sim(t);
+    sim.record_utilization(true);
+    sim.reuse_lower_levels(reuse);
+    const std::vector<LinkId> from_a{a_s, s_d};
+    const std::vector<LinkId> from_b{b_s, s_d};
+    sim.start_flow(from_a, Bytes(800'000), nullptr);
+    sim.start_flow(from_b, Bytes(2'000'000), nullptr);
+    sim.run();
+    const auto series = sim.utilization(s_d);
+    ASSERT_EQ(series.size(), 3U) << reuse;
+    EXPECT_EQ(series[0].at, Time::zero());
+    EXPECT_EQ(series[0].rate, gbps(100));
+    EXPECT_EQ(series[1].at, us(10));
+    EXPECT_EQ(series[1].rate, gbps(20));
+    EXPECT_EQ(series[2].at, us(100));
+    EXPECT_EQ(series[2].rate, Bandwidth{});
+  }
+}
+
+// A private link (one flow) and a shared link tie at 1/3 GB/s: A->S (id 0) at 1e9/3 B/s carries
+// f1 alone, S->D at 1 GB/s carries f1, f2, f3. The filling takes the lower id first, so f1
+// freezes at 1e9/3 and f2, f3 share what is left, (1e9 - 1e9/3) / 2: bit for bit the rates of
+// a filling that treats the private link as an ordinary one.
+TEST(Simulator, PrivateLinkCapsBreakTiesByLinkIdAsLinksDo) {
+  topo::Topology t("tie", topo::Family::kExplicit);
+  for (const char* n : {"A", "B", "C", "D"}) t.add_device(n);
+  const auto s = t.add_switch("S", 1);
+  const double third = 1e9 / 3;
+  const LinkId a = t.add_link(0, s, Bandwidth::bytes_per_second(third), Time::zero());
+  const LinkId b = t.add_link(1, s, gbps(10), Time::zero());
+  const LinkId c = t.add_link(2, s, gbps(10), Time::zero());
+  const LinkId d = t.add_link(s, 3, gbps(1), Time::zero());
+  Simulator sim(t);
+  const std::vector<LinkId> ra{a, d};
+  const std::vector<LinkId> rb{b, d};
+  const std::vector<LinkId> rc{c, d};
+  const FlowId f1 = sim.start_flow(ra, Bytes(1'000'000), nullptr);
+  const FlowId f2 = sim.start_flow(rb, Bytes(1'000'000), nullptr);
+  const FlowId f3 = sim.start_flow(rc, Bytes(1'000'000), nullptr);
+  sim.run_until(ps(1));
+  EXPECT_EQ(sim.flow_rate(f1).bytes_per_s(), third);
+  EXPECT_EQ(sim.flow_rate(f2).bytes_per_s(), (1e9 - third) / 2);
+  EXPECT_EQ(sim.flow_rate(f3).bytes_per_s(), (1e9 - third) / 2);
+}
+
 TEST(Simulator, ParkingLotSharesByMaxMin) {
   // Line 0 -L1-> 1 -L2-> 2, L1 100 GB/s, L2 60 GB/s, 1 us each. Long flow f0 over L1 and L2,
   // f1 on L1, f2 on L2.
