@@ -51,21 +51,22 @@ struct FlowRef {
   double rate;
 };
 
+// The fields the searches and fillings read come first: one cache line.
 struct Flow {
   const topo::LinkId* route = nullptr;
   std::uint32_t hops = 0;
-  FlowId id = 0;
-  std::uint32_t version = 0;  // stamps the pending drain event; bumped on every reschedule
   std::uint32_t visited = 0;  // component-search epoch
   std::uint32_t frozen = 0;   // progressive-filling epoch
-  FlowState state = FlowState::kFree;
-  double size = 0;
-  double remaining = 0;  // bytes not yet drained as of `settled`
-  double rate = 0;       // bytes per second; 0 until the first rate computation
-  double new_rate = 0;   // scratch of the filling
   // Scratch of the filling: its private link of smallest capacity (ties: lowest id) when that
   // capacity is below each of its shared links' capacities, else kNoCap (see `join_component`).
   topo::LinkId cap_link = kNoCap;
+  std::uint32_t version = 0;  // stamps the pending drain event; bumped on every reschedule
+  FlowId id = 0;
+  FlowState state = FlowState::kFree;
+  double rate = 0;      // bytes per second; 0 until the first rate computation
+  double new_rate = 0;  // scratch of the filling
+  double size = 0;
+  double remaining = 0;  // bytes not yet drained as of `settled`
   Time settled;
   Time latency;
   // Index in each hop link's flow list: inline for short routes, which are nearly all.
@@ -78,7 +79,8 @@ struct Flow {
   }
 };
 
-// What the rate computation reads fills the first cache line; the statistics the second.
+// What the rate computation reads: one cache line per link (the statistics live apart, in
+// `LinkTally`, so that the searches and fillings touch half the memory).
 struct alignas(64) LinkState {
   double capacity = 0;
   std::vector<FlowRef> flows;  // draining flows
@@ -89,7 +91,12 @@ struct alignas(64) LinkState {
   std::uint32_t touched = 0;
   std::uint32_t unfrozen = 0;
   std::uint32_t version = 0;
-  // Statistics of what has finished; partial in-flight amounts are added by `publish_stats`.
+};
+static_assert(sizeof(LinkState) == 64);
+
+// A link's statistics of what has finished; partial in-flight amounts are added by
+// `publish_stats`.
+struct LinkTally {
   double bytes_done = 0;
   Time busy_done;
   Time busy_since;
@@ -142,6 +149,7 @@ struct Simulator::Impl {
   explicit Impl(const topo::Topology& t) : topology(&t) {
     const auto all = t.links();
     links.resize(all.size());
+    tallies.resize(all.size());
     stats.resize(all.size());
     series.resize(all.size());
     for (std::size_t i = 0; i < all.size(); ++i) links[i].capacity = all[i].bandwidth.bytes_per_s();
@@ -164,6 +172,7 @@ struct Simulator::Impl {
   std::size_t live_flows = 0;
 
   std::vector<LinkState> links;
+  std::vector<LinkTally> tallies;  // per link, apart from `links`
   std::vector<LinkStats> stats;
   std::vector<std::vector<UtilizationSample>> series;
   bool recording = false;
@@ -207,9 +216,6 @@ struct Simulator::Impl {
   void freeze_unshared();
   void freeze(topo::LinkId bottleneck, double share);
   void freeze_flow(std::uint32_t slot, double share);
-  [[nodiscard]] double candidate_share(topo::LinkId link) const noexcept;
-  [[nodiscard]] bool candidate_live(topo::LinkId link) const noexcept;
-  void freeze_candidate(topo::LinkId link, double share);
   void apply_rates();
   void record_series();
   void record_link_series(topo::LinkId link);
@@ -280,9 +286,9 @@ void Simulator::Impl::finish_draining(std::uint32_t slot) {
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
     const topo::LinkId link = flow.route[h];
     remove_from_link(link, flow.position()[h]);
-    LinkState& state = links[link];
-    state.bytes_done += flow.size;
-    if (state.flows.empty()) state.busy_done += now - state.busy_since;
+    LinkTally& tally = tallies[link];
+    tally.bytes_done += flow.size;
+    if (links[link].flows.empty()) tally.busy_done += now - tally.busy_since;
     dirty.push_back(link);
   }
   departed_min = std::min(departed_min, flow.rate);
@@ -369,14 +375,15 @@ void Simulator::Impl::join_component(std::uint32_t slot) {
   flow.visited = epoch;
   component_flows.push_back(slot);
   topo::LinkId cap = kNoCap;
+  double cap_capacity = std::numeric_limits<double>::infinity();
   double shared = std::numeric_limits<double>::infinity();
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
     const topo::LinkId id = flow.route[h];
     LinkState& next = links[id];
     if (next.flows.size() == 1) {
-      if (cap == kNoCap || next.capacity < links[cap].capacity ||
-          (next.capacity == links[cap].capacity && id < cap)) {
+      if (next.capacity < cap_capacity || (next.capacity == cap_capacity && id < cap)) {
         cap = id;
+        cap_capacity = next.capacity;
       }
       next.visited = epoch;  // a dirty private link must not seed another search
       continue;
@@ -386,7 +393,7 @@ void Simulator::Impl::join_component(std::uint32_t slot) {
     next.visited = epoch;
     component_links.push_back(id);
   }
-  flow.cap_link = cap != kNoCap && links[cap].capacity < shared ? cap : kNoCap;
+  flow.cap_link = cap_capacity < shared ? cap : kNoCap;
 }
 
 // Breadth-first search from `seed` over link -> draining flows -> their links.
@@ -501,10 +508,17 @@ void Simulator::Impl::fill_loaded() {
   unfrozen_flows = component_flows.size();
   shared_links = 0;
   for (const topo::LinkId link : scan) shared_links += links[link].unfrozen > 1 ? 1 : 0;
-  // A flow's cap is a candidate too, under its private link's id: the same candidate, with the
-  // same share and tie order, as when private links were part of the filling.
+  // A flow's cap is a candidate too: its private link, set up as a component link with the one
+  // unfrozen flow (the same candidate, share and tie order as when private links were part of
+  // the filling; `freeze_flow` retires it).
   for (const std::uint32_t slot : component_flows) {
-    if (flows[slot].cap_link != kNoCap) scan.push_back(flows[slot].cap_link);
+    const topo::LinkId cap = flows[slot].cap_link;
+    if (cap == kNoCap) continue;
+    LinkState& state = links[cap];
+    state.spare = state.capacity;
+    state.unfrozen = 1;
+    state.version = 0;
+    scan.push_back(cap);
   }
   if (scan.size() <= kScanLimit) {
     fill_by_scan();
@@ -522,7 +536,7 @@ void Simulator::Impl::freeze_unshared() {
     if (flow.frozen == epoch) continue;
     flow.frozen = epoch;
     double rate = flow.cap_link == kNoCap ? std::numeric_limits<double>::infinity()
-                                          : candidate_share(flow.cap_link);
+                                          : links[flow.cap_link].capacity;
     for (std::uint32_t h = 0; h < flow.hops; ++h) {
       const LinkState& link = links[flow.route[h]];
       if (link.flows.size() != 1) rate = std::min(rate, link.spare);
@@ -532,27 +546,6 @@ void Simulator::Impl::freeze_unshared() {
   unfrozen_flows = 0;
 }
 
-// Candidates of the filling: the component's links, and private links standing for their flow's
-// cap (the share of a private link is its capacity: nothing else crosses it).
-double Simulator::Impl::candidate_share(topo::LinkId link) const noexcept {
-  const LinkState& state = links[link];
-  return is_private(link) ? state.capacity : state.spare / state.unfrozen;
-}
-
-bool Simulator::Impl::candidate_live(topo::LinkId link) const noexcept {
-  const LinkState& state = links[link];
-  return is_private(link) ? flows[state.flows.front().slot].frozen != epoch : state.unfrozen > 0;
-}
-
-void Simulator::Impl::freeze_candidate(topo::LinkId link, double share) {
-  if (!is_private(link)) {
-    freeze(link, share);
-    return;
-  }
-  touched.clear();
-  freeze_flow(links[link].flows.front().slot, share);
-}
-
 void Simulator::Impl::fill_by_scan() {
   while (!scan.empty()) {
     if (shared_links == 0) {
@@ -560,16 +553,17 @@ void Simulator::Impl::fill_by_scan() {
       return;
     }
     std::size_t best = 0;
-    double best_share = candidate_share(scan[0]);
+    double best_share = links[scan[0]].spare / links[scan[0]].unfrozen;
     for (std::size_t i = 1; i < scan.size(); ++i) {
-      const double share = candidate_share(scan[i]);
+      const LinkState& state = links[scan[i]];
+      const double share = state.spare / state.unfrozen;
       if (share < best_share || (share == best_share && scan[i] < scan[best])) {
         best = i;
         best_share = share;
       }
     }
-    freeze_candidate(scan[best], best_share);
-    std::erase_if(scan, [this](topo::LinkId id) { return !candidate_live(id); });
+    freeze(scan[best], best_share);
+    std::erase_if(scan, [this](topo::LinkId link) { return links[link].unfrozen == 0; });
   }
 }
 
@@ -580,14 +574,10 @@ void Simulator::Impl::fill_by_scan() {
 // share, is the link of smallest share (ties: lowest id), as with a heap kept exact.
 void Simulator::Impl::fill_by_heap() {
   candidates.clear();
-  for (const topo::LinkId id : scan) {
-    if (is_private(id)) {
-      candidates.emplace_back(candidate_share(id), id, 0);  // a cap never changes
-      continue;
-    }
-    LinkState& state = links[id];
+  for (const topo::LinkId link : scan) {
+    LinkState& state = links[link];
     state.key = state.spare / state.unfrozen;
-    candidates.emplace_back(state.key, id, state.version);
+    candidates.emplace_back(state.key, link, state.version);
   }
   std::make_heap(candidates.begin(), candidates.end(), WorseCandidate{});
   // Once every flow is frozen the remaining candidates could only be skipped.
@@ -599,12 +589,6 @@ void Simulator::Impl::fill_by_heap() {
     std::pop_heap(candidates.begin(), candidates.end(), WorseCandidate{});
     const Candidate best = candidates.back();
     candidates.pop_back();
-    if (is_private(best.link())) {
-      if (!candidate_live(best.link())) continue;
-      freeze_candidate(best.link(), best.share());
-      rekey_touched();
-      continue;
-    }
     LinkState& bottleneck = links[best.link()];
     if (bottleneck.version != best.version() || bottleneck.unfrozen == 0) continue;
     const double share = bottleneck.spare / bottleneck.unfrozen;
@@ -653,7 +637,10 @@ void Simulator::Impl::freeze_flow(std::uint32_t slot, double share) {
   --unfrozen_flows;
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
     LinkState& other = links[flow.route[h]];
-    if (other.flows.size() == 1) continue;  // private: not part of the filling
+    if (other.flows.size() == 1) {  // private: at most the flow's cap candidate, now retired
+      other.unfrozen = 0;
+      continue;
+    }
     other.spare = std::max(0.0, other.spare - share);
     if (--other.unfrozen == 1) --shared_links;
     if (other.touched != touch_round) {
@@ -734,11 +721,11 @@ void Simulator::Impl::compact_queue() {
 
 void Simulator::Impl::publish_stats() {
   for (std::size_t i = 0; i < links.size(); ++i) {
-    const LinkState& state = links[i];
+    const LinkTally& tally = tallies[i];
     LinkStats& out = stats[i];
-    out.bytes = state.bytes_done;
-    out.busy = state.busy_done + (state.flows.empty() ? Time::zero() : now - state.busy_since);
-    out.peak_flows = state.peak;
+    out.bytes = tally.bytes_done;
+    out.busy = tally.busy_done + (links[i].flows.empty() ? Time::zero() : now - tally.busy_since);
+    out.peak_flows = tally.peak;
   }
   for (const Flow& flow : flows) {
     if (flow.state != FlowState::kDraining) continue;
@@ -847,10 +834,11 @@ FlowId Simulator::start_flow(std::span<const topo::LinkId> route, Bytes size,
   std::uint32_t* position = flow.position();
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
     LinkState& link = s.links[route[h]];
-    if (link.flows.empty()) link.busy_since = s.now;
+    LinkTally& tally = s.tallies[route[h]];
+    if (link.flows.empty()) tally.busy_since = s.now;
     position[h] = static_cast<std::uint32_t>(link.flows.size());
     link.flows.push_back({slot, h, 0.0});
-    link.peak = std::max(link.peak, static_cast<std::uint32_t>(link.flows.size()));
+    tally.peak = std::max(tally.peak, static_cast<std::uint32_t>(link.flows.size()));
     s.dirty.push_back(route[h]);
   }
   s.arrivals.push_back(slot);
