@@ -174,6 +174,7 @@ struct Simulator::Impl {
   std::vector<LinkState> links;
   std::vector<LinkTally> tallies;  // per link, apart from `links`
   std::vector<LinkStats> stats;
+  std::vector<topo::LinkId> used_links;  // links that carried a flow since construction or reset
   std::vector<std::vector<UtilizationSample>> series;
   bool recording = false;
   bool reuse_levels = true;
@@ -222,6 +223,7 @@ struct Simulator::Impl {
   void compact_queue();
   [[nodiscard]] bool is_stale(const QueuedEvent& event) const noexcept;
   void publish_stats();
+  void reset();
   std::uint32_t allocate_flow();
 };
 
@@ -719,8 +721,9 @@ void Simulator::Impl::compact_queue() {
   stale = 0;
 }
 
+// Links never used keep their zero statistics.
 void Simulator::Impl::publish_stats() {
-  for (std::size_t i = 0; i < links.size(); ++i) {
+  for (const topo::LinkId i : used_links) {
     const LinkTally& tally = tallies[i];
     LinkStats& out = stats[i];
     out.bytes = tally.bytes_done;
@@ -738,6 +741,32 @@ void Simulator::Impl::publish_stats() {
 
 Time drain_time(Bytes size, Bandwidth rate) {
   return Time::picoseconds(drain_ps(size.as_double(), rate.bytes_per_s()));
+}
+
+// Epoch counters keep running: marks left in link states stay below every future epoch.
+void Simulator::Impl::reset() {
+  queue.erase_if([](const QueuedEvent&) { return true; });
+  now = Time::zero();
+  events = 0;
+  updates = 0;
+  rated = 0;
+  stale = 0;
+  actions.clear();
+  free_actions.clear();
+  flows.clear();
+  free_flows.clear();
+  next_flow_id = 0;
+  live_flows = 0;
+  for (const topo::LinkId link : used_links) {
+    links[link].flows.clear();
+    tallies[link] = LinkTally{};
+    stats[link] = LinkStats{};
+    series[link].clear();
+  }
+  used_links.clear();
+  dirty.clear();
+  arrivals.clear();
+  departed_min = kNoDeparture;
 }
 
 Simulator::Simulator(const topo::Topology& topology) : impl_(std::make_unique<Impl>(topology)) {}
@@ -835,6 +864,7 @@ FlowId Simulator::start_flow(std::span<const topo::LinkId> route, Bytes size,
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
     LinkState& link = s.links[route[h]];
     LinkTally& tally = s.tallies[route[h]];
+    if (tally.peak == 0) s.used_links.push_back(route[h]);
     if (link.flows.empty()) tally.busy_since = s.now;
     position[h] = static_cast<std::uint32_t>(link.flows.size());
     link.flows.push_back({slot, h, 0.0});
@@ -860,6 +890,8 @@ void Simulator::run_until(Time until) {
   impl_->now = until;
   impl_->publish_stats();
 }
+
+void Simulator::reset() { impl_->reset(); }
 
 void Simulator::record_utilization(bool on) { impl_->recording = on; }
 

@@ -116,6 +116,13 @@ class Simulator {
   /// flight) to bring the link statistics up to date.
   void run_until(Time until);
 
+  /// Forgets every flow, pending event, statistic and utilization sample and sets now() to zero,
+  /// keeping the settings and the memory of the link table and queues: what follows runs exactly
+  /// as on a fresh simulator of the same topology. O(links used since the last reset + pending
+  /// events); a fresh simulator costs O(links) of allocation and clearing (megabytes on a
+  /// 16,384-GPU fabric), which callers running thousands of short simulations save this way.
+  void reset();
+
   /// Records each link's rate changes (off by default; costs memory per change).
   void record_utilization(bool on);
   /// Keep the rates of the flows below the smallest departed rate and below each arrival's floor

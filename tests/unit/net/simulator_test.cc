@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -591,6 +592,75 @@ TEST(Simulator, RandomScenarioConservesBytes) {
   for (int h = 0; h < LeafSpine::kHosts; ++h) up += sim.link_stats(fabric.up(h)).bytes;
   EXPECT_EQ(up, total);
   EXPECT_EQ(sim.active_flows(), 0U);
+}
+
+// A simulator reset in the middle of a run (flows draining, events pending, series recorded)
+// then runs a second workload exactly as a fresh simulator does: deliveries, every link's
+// statistics and series, events, rate work and the clock.
+TEST(Simulator, ResetRunsLikeAFreshSimulator) {
+  const LeafSpine fabric;
+  struct Run {
+    Scenario scenario;
+    std::vector<std::vector<UtilizationSample>> series;
+    Time end;
+  };
+  const auto workload = [&fabric](Simulator& sim, std::uint64_t seed, Time until) {
+    Rng rng(seed);
+    auto out = std::make_shared<Run>();
+    out->scenario.deliveries.resize(150);
+    auto routes = std::make_shared<std::vector<std::vector<LinkId>>>();
+    for (int i = 0; i < 150; ++i) {
+      const auto src = static_cast<int>(rng.below(LeafSpine::kHosts));
+      auto dst = static_cast<int>(rng.below(LeafSpine::kHosts - 1));
+      if (dst >= src) ++dst;
+      routes->push_back(fabric.route(src, dst, static_cast<int>(rng.below(LeafSpine::kSpines))));
+    }
+    for (std::size_t i = 0; i < routes->size(); ++i) {
+      const Time start = Time::nanoseconds(static_cast<double>(rng.below(40'000)));
+      const Bytes size(static_cast<std::int64_t>(1 + rng.below(3'000'000)));
+      sim.schedule(start, [&sim, out, routes, i, size] {
+        sim.start_flow((*routes)[i], size,
+                       [out, i](FlowId, Time at) { out->scenario.deliveries[i] = at; });
+      });
+    }
+    if (until == Time::max()) {
+      sim.run();
+    } else {
+      sim.run_until(until);
+    }
+    for (LinkId l = 0; l < fabric.topology.num_links(); ++l) {
+      out->scenario.stats.push_back(sim.link_stats(l));
+      const auto samples = sim.utilization(l);
+      out->series.emplace_back(samples.begin(), samples.end());
+    }
+    out->scenario.events = sim.events_processed();
+    out->scenario.rated = sim.flows_rated();
+    out->end = sim.now();
+    return out;
+  };
+  Simulator reused(fabric.topology);
+  reused.record_utilization(true);
+  const auto first = workload(reused, 5, us(20));
+  EXPECT_GT(reused.active_flows(), 0U);  // reset with flows in flight
+  reused.reset();
+  EXPECT_EQ(reused.now(), Time::zero());
+  EXPECT_EQ(reused.active_flows(), 0U);
+  const auto second = workload(reused, 6, Time::max());
+
+  Simulator fresh(fabric.topology);
+  fresh.record_utilization(true);
+  const auto expected = workload(fresh, 6, Time::max());
+  expect_same(second->scenario, expected->scenario);
+  EXPECT_EQ(second->scenario.rated, expected->scenario.rated);
+  EXPECT_EQ(second->end, expected->end);
+  ASSERT_EQ(second->series.size(), expected->series.size());
+  for (std::size_t l = 0; l < expected->series.size(); ++l) {
+    ASSERT_EQ(second->series[l].size(), expected->series[l].size()) << "link " << l;
+    for (std::size_t i = 0; i < expected->series[l].size(); ++i) {
+      EXPECT_EQ(second->series[l][i].at, expected->series[l][i].at) << "link " << l;
+      EXPECT_EQ(second->series[l][i].rate, expected->series[l][i].rate) << "link " << l;
+    }
+  }
 }
 
 TEST(Simulator, ReusingLowerLevelsMatchesFullRefilling) {
