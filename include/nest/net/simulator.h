@@ -23,8 +23,12 @@
 ///   flow's floor (the smallest capacity / flows over its links, a lower bound of its new rate)
 ///   keep it (max-min would repeat those levels), and only the flows joined to a changed link
 ///   through arrivals and flows at or above that level are refilled (see
-///   `reuse_lower_levels`). A flow's drain end is rescheduled only when its rate changed; the
-///   old event is dropped lazily (version stamp).
+///   `reuse_lower_levels`). Before that, a verified refilling re-rates only the arrivals and the
+///   flows whose max-min bottleneck is a changed link and checks that every flow on the links
+///   involved still has a bottleneck, growing the set when one does not (see
+///   `verified_refills`). Links that carry a single flow only cap it and stay out of both. A
+///   flow's drain end is rescheduled only when its rate changed; the old event is dropped
+///   lazily (version stamp).
 /// - Remaining bytes are doubles. A drain time is rounded up to whole picoseconds, except that a
 ///   value within floating rounding (1e-6 ps + 1e-12 relative) of a whole picosecond counts as
 ///   that picosecond; a flow whose remaining bytes are within 1e-12 of its size of zero has
@@ -131,6 +135,13 @@ class Simulator {
   /// level: max-min gives the others the same rates. On by default; off refills whole
   /// components (the reference for tests; equal up to floating rounding).
   void reuse_lower_levels(bool on);
+  /// With `reuse_lower_levels` on, first re-rate only the flows that may have lost their
+  /// max-min bottleneck (the arrivals and the flows whose bottleneck link changed), holding the
+  /// others, and check that every flow on the links involved still has a bottleneck (a full
+  /// link on which no flow is faster); flows that fail are added and the set re-rated, and past
+  /// a few rounds, a few dozen flows or long link lists the component refilling takes over. On
+  /// by default; max-min rates are unique, so the result is the same up to floating rounding.
+  void verified_refills(bool on);
   /// Statistics of directed link `link` (< topology().num_links(), else `Error`, internal).
   [[nodiscard]] const LinkStats& link_stats(topo::LinkId link) const;
   /// Rate changes of `link` in time order (empty unless recording was on); consecutive samples
