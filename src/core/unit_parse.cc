@@ -81,6 +81,15 @@ double lookup(const std::array<Unit, N>& units, std::string_view unit, std::stri
                      {.value = std::string(text), .expected = std::string(expected)});
 }
 
+// A finite number times its unit's factor can still overflow ("1e300 TB/s").
+double require_finite(double v, std::string_view text, std::string_view expected) {
+  if (!std::isfinite(v)) {
+    throw Error::input("quantity out of range",
+                       {.value = std::string(text), .expected = std::string(expected)});
+  }
+  return v;
+}
+
 void require_non_negative(double v, std::string_view text, std::string_view expected) {
   if (v < 0) {
     throw Error::input("negative quantity",
@@ -102,7 +111,13 @@ constexpr std::string_view kFlopExpected =
 Time parse_time(std::string_view text) {
   const auto [value, unit] = split(text, kTimeExpected);
   require_non_negative(value, text, kTimeExpected);
-  return Time::seconds(value * lookup(kTimeUnits, unit, text, kTimeExpected));
+  const double seconds =
+      require_finite(value * lookup(kTimeUnits, unit, text, kTimeExpected), text, kTimeExpected);
+  if (seconds * 1e12 > 9.2e18) {
+    throw Error::input("quantity out of range",
+                       {.value = std::string(text), .expected = std::string(kTimeExpected)});
+  }
+  return Time::seconds(seconds);
 }
 
 Bytes parse_bytes(std::string_view text) {
@@ -129,13 +144,15 @@ Bandwidth parse_bandwidth(std::string_view text) {
     throw Error::input(fmt::format("unknown unit \"{}\"", unit),
                        {.value = std::string(text), .expected = std::string(kRateExpected)});
   }
-  return Bandwidth::bytes_per_second(value * lookup(kSizeUnits, base, text, kRateExpected));
+  return Bandwidth::bytes_per_second(
+      require_finite(value * lookup(kSizeUnits, base, text, kRateExpected), text, kRateExpected));
 }
 
 FlopRate parse_flop_rate(std::string_view text) {
   const auto [value, unit] = split(text, kFlopExpected);
   require_non_negative(value, text, kFlopExpected);
-  return FlopRate::per_second(value * lookup(kFlopUnits, unit, text, kFlopExpected));
+  return FlopRate::per_second(
+      require_finite(value * lookup(kFlopUnits, unit, text, kFlopExpected), text, kFlopExpected));
 }
 
 std::string format_time(Time t) {

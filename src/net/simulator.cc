@@ -45,8 +45,15 @@ constexpr int kVerifiedRounds = 6;
 // ... or when the links it would check carry more flows than this (long lists, as on the host
 // links of a direct all-to-all, make the check cost more than the component refilling).
 constexpr std::size_t kVerifiedScanLimit = 1024;
-// Relative slack of its checks: rates equal in exact arithmetic may differ in the last bits.
-constexpr double kCheckMargin = 1e-9;
+// Relative slack of its checks, for rates equal in exact arithmetic that differ in the last bits
+// (a sum of a few dozen rates stays well within it). It is kept small: a real violation inside
+// the slack would be accepted (1e-9 let rates 5e-10 apart through, found in review), while a
+// false alarm only costs another round.
+constexpr double kCheckMargin = 1e-12;
+// Epoch counters (component searches, freeze rounds) are 32 bits and run on across resets; past
+// this value every mark is cleared and they restart from zero, so that no stale mark can equal
+// or exceed a new epoch.
+constexpr std::uint32_t kEpochRenewal = 0xF000'0000U;
 // Stale heap records are purged when they outnumber live ones and exceed this many.
 constexpr std::size_t kCompactionThreshold = 1 << 14;
 
@@ -198,7 +205,7 @@ struct Simulator::Impl {
     std::uint32_t epoch = 0;
   };
   std::vector<FreezeMark> freeze_marks;
-  std::vector<std::uint32_t> violators;
+  std::vector<std::uint32_t> violators;  // fixed flows that failed `verify`
   std::vector<LinkStats> stats;
   std::vector<topo::LinkId> used_links;  // links that carried a flow since construction or reset
   std::vector<std::vector<UtilizationSample>> series;
@@ -234,7 +241,9 @@ struct Simulator::Impl {
   bool refill_verified();
   void load_set();
   bool verify();
+  void renew_epochs();
   void mark_freeze(topo::LinkId link, double share) {
+    if (link == kNoCap) return;  // a flow on links of unbounded rate only
     FreezeMark& mark = freeze_marks[link];
     if (mark.epoch != epoch) mark = FreezeMark{share, epoch};
     mark.share = std::max(mark.share, share);
@@ -362,9 +371,11 @@ std::uint32_t Simulator::Impl::allocate_flow() {
 // filling at all.
 void Simulator::Impl::update_rates() {
   ++updates;
-  // The kept levels: below the smallest departed rate and below every arrival's lower bound
-  // (see `arrival_floor`). Rates equal in exact arithmetic may differ in their last bits: the
-  // margin keeps flows tied with the level out of the kept set.
+  if (epoch > kEpochRenewal || touch_round > kEpochRenewal) renew_epochs();
+  // First the verified refilling (`refill_verified`); when it declines, each component that
+  // holds a changed link is refilled. The kept levels: below the smallest departed rate and below
+  // every arrival's lower bound (see `arrival_floor`). Rates equal in exact arithmetic may differ
+  // in their last bits: the margin keeps flows tied with the level out of the kept set.
   double level = departed_min;
   for (const std::uint32_t slot : arrivals) {
     if (flows[slot].state == FlowState::kDraining) level = std::min(level, arrival_floor(slot));
@@ -410,9 +421,9 @@ void Simulator::Impl::update_rates() {
 // flow there. Links elsewhere did not change, so their flows keep their bottlenecks. Flows that
 // fail join F and F is re-rated, up to a few times and a few dozen flows; then the component
 // refilling below takes over. When the check passes, the rates are max-min fair, which is
-// unique, so they are what the component refilling computes (up to floating rounding). In the
-// pairwise all-to-all on a fat-tree, a component of sixty flows after one departure typically
-// changes four of them: this rates 1.4M flows where the component refilling rates 3.6M.
+// unique, so they are what the component refilling computes (up to floating rounding). It pays
+// where big components change in a few flows per event (results/net_bench.md, step 10). Off
+// while utilization is recorded, which needs every component's links.
 bool Simulator::Impl::refill_verified() {
   // Changes that leave every changed link with one flow at most (contention-free traffic) are
   // as cheap for the component refilling, which needs no checks.
@@ -928,7 +939,8 @@ Time drain_time(Bytes size, Bandwidth rate) {
   return Time::picoseconds(drain_ps(size.as_double(), rate.bytes_per_s()));
 }
 
-// Epoch counters keep running: marks left in link states stay below every future epoch.
+// Epoch counters keep running: marks left in link states stay below every future epoch (see
+// `renew_epochs` for the wrap).
 void Simulator::Impl::reset() {
   queue.erase_if([](const QueuedEvent&) { return true; });
   now = Time::zero();
@@ -936,8 +948,16 @@ void Simulator::Impl::reset() {
   updates = 0;
   rated = 0;
   stale = 0;
-  actions.clear();
+  // Action slots stay, with new generations, so that no handle from before cancels an event
+  // scheduled after.
   free_actions.clear();
+  for (std::uint32_t slot = 0; slot < actions.size(); ++slot) {
+    if (actions[slot].fn) {
+      actions[slot].fn = nullptr;
+      ++actions[slot].generation;
+    }
+    free_actions.push_back(slot);
+  }
   flows.clear();
   free_flows.clear();
   next_flow_id = 0;
@@ -952,6 +972,20 @@ void Simulator::Impl::reset() {
   dirty.clear();
   arrivals.clear();
   departed_min = kNoDeparture;
+}
+
+void Simulator::Impl::renew_epochs() {
+  for (LinkState& link : links) {
+    link.visited = 0;
+    link.touched = 0;
+  }
+  for (Flow& flow : flows) {
+    flow.visited = 0;
+    flow.frozen = 0;
+  }
+  std::fill(freeze_marks.begin(), freeze_marks.end(), FreezeMark{});
+  epoch = 0;
+  touch_round = 0;
 }
 
 Simulator::Simulator(const topo::Topology& topology) : impl_(std::make_unique<Impl>(topology)) {}

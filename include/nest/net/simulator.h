@@ -122,9 +122,11 @@ class Simulator {
 
   /// Forgets every flow, pending event, statistic and utilization sample and sets now() to zero,
   /// keeping the settings and the memory of the link table and queues: what follows runs exactly
-  /// as on a fresh simulator of the same topology. O(links used since the last reset + pending
-  /// events); a fresh simulator costs O(links) of allocation and clearing (megabytes on a
-  /// 16,384-GPU fabric), which callers running thousands of short simulations save this way.
+  /// as on a fresh simulator of the same topology. Handles from before name no event (cancelling
+  /// one is a no-op), though new handles may differ from a fresh simulator's. O(links used since
+  /// the last reset + pending events); a fresh simulator costs O(links) of allocation and clearing
+  /// (megabytes on a 16,384-GPU fabric), which callers running thousands of short simulations save
+  /// this way.
   void reset();
 
   /// Records each link's rate changes (off by default; costs memory per change).
@@ -140,7 +142,8 @@ class Simulator {
   /// others, and check that every flow on the links involved still has a bottleneck (a full
   /// link on which no flow is faster); flows that fail are added and the set re-rated, and past
   /// a few rounds, a few dozen flows or long link lists the component refilling takes over. On
-  /// by default; max-min rates are unique, so the result is the same up to floating rounding.
+  /// by default, but not used while utilization is recorded; max-min rates are unique, so the
+  /// result is the same up to floating rounding.
   void verified_refills(bool on);
   /// Statistics of directed link `link` (< topology().num_links(), else `Error`, internal).
   [[nodiscard]] const LinkStats& link_stats(topo::LinkId link) const;

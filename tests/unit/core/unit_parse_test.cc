@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "nest/core/error.h"
 
 namespace nest {
@@ -63,6 +65,25 @@ TEST(UnitParse, RejectsBadStrings) {
   EXPECT_THROW((void)parse_bytes("3 b"), Error);  // not a whole number of bytes
   EXPECT_THROW((void)parse_bytes("80 gib"), Error);
   EXPECT_THROW((void)parse_flop_rate("989 TFLOPS"), Error);
+}
+
+// A finite number whose unit makes it overflow is an input error, not an infinite rate (an
+// infinite link rate would break the simulator's bottleneck bookkeeping).
+TEST(UnitParse, OverflowingQuantitiesAreErrors) {
+  const auto message = [](auto&& call) {
+    try {
+      call();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInput);
+      return e.message();
+    }
+    return std::string("no exception");
+  };
+  EXPECT_EQ(message([] { (void)parse_bandwidth("1e300 TB/s"); }), "quantity out of range");
+  EXPECT_EQ(message([] { (void)parse_flop_rate("1e300 EFLOP/s"); }), "quantity out of range");
+  EXPECT_EQ(message([] { (void)parse_time("1e300 s"); }), "quantity out of range");
+  EXPECT_EQ(message([] { (void)parse_time("1e8 s"); }), "quantity out of range");  // > 106 days
+  EXPECT_DOUBLE_EQ(parse_bandwidth("1e6 TB/s").bytes_per_s(), 1e18);  // large but finite
 }
 
 TEST(UnitParse, UnknownUnitMessageNamesTheUnit) {

@@ -210,6 +210,77 @@ TEST(Simulator, PrivateLinkCapsBreakTiesByLinkIdAsLinksDo) {
   EXPECT_EQ(sim.flow_rate(f3).bytes_per_s(), (1e9 - third) / 2);
 }
 
+// Found in review: g on L (2 GB/s) and h on L then L2 (2.1 GB/s - 0.5 B/s), with d and e on L2
+// (e held to 0.1 GB/s further on). When d drains, h is re-rated alone and would freeze on L at
+// 1e9 - 0.25 B/s next to g at 1e9 + 0.25: rates 5e-10 apart that the verified refilling must
+// not accept. Max-min gives both 1e9 B/s; every way of refilling must deliver them together.
+TEST(Simulator, VerifiedRefillingRejectsNearlyFairRates) {
+  topo::Topology t("near");
+  for (int d = 0; d < 4; ++d) t.add_device("d" + std::to_string(d));
+  const LinkId l1 = t.add_link(0, 1, Bandwidth::bytes_per_second(2e9), Time::zero());
+  const LinkId l2 = t.add_link(1, 2, Bandwidth::bytes_per_second(2.1e9 - 0.5), Time::zero());
+  const LinkId l3 = t.add_link(2, 3, Bandwidth::bytes_per_second(1e8), Time::zero());
+  const std::vector<LinkId> rg{l1};
+  const std::vector<LinkId> rh{l1, l2};
+  const std::vector<LinkId> rd{l2};
+  const std::vector<LinkId> re{l2, l3};
+  for (const bool verified : {true, false}) {
+    for (const bool reuse : {true, false}) {
+      Simulator sim(t);
+      sim.reuse_lower_levels(reuse);
+      sim.verified_refills(verified);
+      Completions done;
+      const FlowId g = sim.start_flow(rg, Bytes(1'000'000'000'000), done.callback());
+      const FlowId h = sim.start_flow(rh, Bytes(1'000'000'000'000), done.callback());
+      sim.start_flow(rd, Bytes(1000), done.callback());
+      sim.start_flow(re, Bytes(1'000'000'000'000), done.callback());
+      sim.run_until(us(1000));
+      EXPECT_EQ(sim.flow_rate(g).bytes_per_s(), 1e9) << verified << reuse;
+      EXPECT_EQ(sim.flow_rate(h).bytes_per_s(), 1e9) << verified << reuse;
+      sim.run();
+      EXPECT_EQ(done.at.at(g), done.at.at(h)) << verified << reuse;
+    }
+  }
+}
+
+// A link of unbounded rate (the simulator accepts any rate > 0; the unit parser refuses
+// overflowing ones): flows over it alone drain at once, and a flow that also crosses a 1 GB/s
+// link takes 1,000 bytes / 1 GB/s = 1 us.
+TEST(Simulator, LinksOfUnboundedRateDrainAtOnce) {
+  topo::Topology t("unbounded");
+  for (const char* n : {"a", "b", "c"}) t.add_device(n);
+  const LinkId fast = t.add_link(
+      0, 1, Bandwidth::bytes_per_second(std::numeric_limits<double>::infinity()), Time::zero());
+  const LinkId slow = t.add_link(1, 2, gbps(1), Time::zero());
+  const std::vector<LinkId> only_fast{fast};
+  const std::vector<LinkId> both{fast, slow};
+  for (const bool reuse : {true, false}) {
+    Simulator sim(t);
+    sim.reuse_lower_levels(reuse);
+    Completions done;
+    const FlowId f = sim.start_flow(only_fast, Bytes(1000), done.callback());
+    const FlowId d = sim.start_flow(both, Bytes(1000), done.callback());
+    sim.run();
+    EXPECT_EQ(done.at.at(f), Time::zero()) << reuse;
+    EXPECT_EQ(done.at.at(d), us(1)) << reuse;
+  }
+}
+
+// After a reset, a handle from before names no event: cancelling it leaves the events scheduled
+// since alone (the slots keep counting generations).
+TEST(Simulator, HandlesFromBeforeAResetCancelNothing) {
+  const topo::Topology t = line({100}, us(1));
+  Simulator sim(t);
+  const EventHandle old = sim.schedule(ps(100), [] {});
+  sim.reset();
+  bool ran = false;
+  const EventHandle fresh = sim.schedule(ps(50), [&ran] { ran = true; });
+  EXPECT_NE(old.id, fresh.id);
+  sim.cancel(old);
+  sim.run();
+  EXPECT_TRUE(ran);
+}
+
 TEST(Simulator, ParkingLotSharesByMaxMin) {
   // Line 0 -L1-> 1 -L2-> 2, L1 100 GB/s, L2 60 GB/s, 1 us each. Long flow f0 over L1 and L2,
   // f1 on L1, f2 on L2.
