@@ -28,6 +28,8 @@ expect_error negative_bandwidth.yaml \
   "nest topology: negative_bandwidth.yaml:7: uplink_bandwidth: negative quantity (got \"-400 Gb/s\"; $bw_expected)"
 expect_error missing_unit.yaml \
   "nest topology: missing_unit.yaml:3: link_bandwidth: missing unit (got \"400\"; $bw_expected)"
+expect_error overflowing_bandwidth.yaml \
+  "nest topology: overflowing_bandwidth.yaml:3: link_bandwidth: quantity out of range (got \"1e300 TB/s\"; $bw_expected)"
 expect_error disconnected.yaml \
   'nest topology: disconnected.yaml:5: nodes[2]: graph is disconnected: node not reachable from gpu0 (got "gpu2"; expected a connected graph)'
 expect_error unknown_node.yaml \
