@@ -238,6 +238,7 @@ struct Simulator::Impl {
   void collect_component(topo::LinkId seed);
   void collect_upper_component(topo::LinkId seed, double keep_below);
   void join_component(std::uint32_t slot);
+  void add_links_of(Flow& flow);
   bool refill_verified();
   void load_set();
   bool verify();
@@ -476,28 +477,7 @@ bool Simulator::Impl::refill_verified() {
 // fixed flows leave and its number of F flows; private links become caps (`join_component`).
 void Simulator::Impl::load_set() {
   component_links.clear();
-  for (const std::uint32_t slot : component_flows) {
-    Flow& flow = flows[slot];
-    topo::LinkId cap = kNoCap;
-    double cap_capacity = std::numeric_limits<double>::infinity();
-    double shared = std::numeric_limits<double>::infinity();
-    for (std::uint32_t h = 0; h < flow.hops; ++h) {
-      const topo::LinkId id = flow.route[h];
-      LinkState& link = links[id];
-      if (link.flows.size() == 1) {
-        if (link.capacity < cap_capacity || (link.capacity == cap_capacity && id < cap)) {
-          cap = id;
-          cap_capacity = link.capacity;
-        }
-        continue;
-      }
-      shared = std::min(shared, link.capacity);
-      if (link.visited == epoch) continue;
-      link.visited = epoch;
-      component_links.push_back(id);
-    }
-    flow.cap_link = cap_capacity < shared ? cap : kNoCap;
-  }
+  for (const std::uint32_t slot : component_flows) add_links_of(flows[slot]);
   for (const topo::LinkId id : component_links) {
     LinkState& link = links[id];
     link.spare = link.capacity;
@@ -562,6 +542,12 @@ void Simulator::Impl::join_component(std::uint32_t slot) {
   Flow& flow = flows[slot];
   flow.visited = epoch;
   component_flows.push_back(slot);
+  add_links_of(flow);
+}
+
+// Appends `flow`'s shared links not yet marked to `component_links` (marking them) and sets its
+// cap. Private links are marked too: a dirty one must not seed another search.
+void Simulator::Impl::add_links_of(Flow& flow) {
   topo::LinkId cap = kNoCap;
   double cap_capacity = std::numeric_limits<double>::infinity();
   double shared = std::numeric_limits<double>::infinity();
@@ -573,7 +559,7 @@ void Simulator::Impl::join_component(std::uint32_t slot) {
         cap = id;
         cap_capacity = next.capacity;
       }
-      next.visited = epoch;  // a dirty private link must not seed another search
+      next.visited = epoch;
       continue;
     }
     shared = std::min(shared, next.capacity);

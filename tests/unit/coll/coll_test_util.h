@@ -64,6 +64,13 @@ inline SimulationResult simulate_both(const topo::Topology& t, const CollectiveS
   return fast;
 }
 
+// Devices first, first + 1, ..., first + n - 1.
+inline std::vector<topo::DeviceId> iota_group(int n, topo::DeviceId first = 0) {
+  std::vector<topo::DeviceId> g(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = first + static_cast<topo::DeviceId>(i);
+  return g;
+}
+
 // Seconds to picoseconds, rounded to the nearest (closed forms are real numbers).
 inline std::int64_t to_ps(double seconds) { return std::llround(seconds * 1e12); }
 

@@ -23,16 +23,11 @@
 namespace nest::coll {
 namespace {
 
+using testing::iota_group;
 using testing::kRate;
 using testing::star;
 using testing::to_ps;
 using Groups = std::vector<std::vector<topo::DeviceId>>;
-
-std::vector<topo::DeviceId> iota_group(int n, topo::DeviceId first = 0) {
-  std::vector<topo::DeviceId> g(static_cast<std::size_t>(n));
-  std::iota(g.begin(), g.end(), first);
-  return g;
-}
 
 // Simulated and closed-form time (ps) of `spec` on one group.
 std::pair<std::int64_t, std::int64_t> sim_and_closed(const topo::Topology& t,

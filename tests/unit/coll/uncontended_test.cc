@@ -26,15 +26,10 @@
 namespace nest::coll {
 namespace {
 
+using testing::iota_group;
 using testing::kRate;
 using testing::simulate_both;
 using Groups = std::vector<std::vector<topo::DeviceId>>;
-
-std::vector<topo::DeviceId> iota_group(int n, topo::DeviceId first = 0) {
-  std::vector<topo::DeviceId> g(static_cast<std::size_t>(n));
-  std::iota(g.begin(), g.end(), first);
-  return g;
-}
 
 topo::Topology fat_tree(int k, int oversubscription) {
   topo::FatTreeParams p;
