@@ -212,6 +212,7 @@ struct Simulator::Impl {
   bool recording = false;
   bool reuse_levels = true;
   bool verified_refills = true;
+  bool verifying = false;  // a filling of `refill_verified` is running
 
   // Rate computation: seeds and scratch, reused across calls.
   std::vector<topo::LinkId> dirty;
@@ -243,8 +244,9 @@ struct Simulator::Impl {
   void load_set();
   bool verify();
   void renew_epochs();
+  // Only `verify` reads the marks: the other fillings skip them.
   void mark_freeze(topo::LinkId link, double share) {
-    if (link == kNoCap) return;  // a flow on links of unbounded rate only
+    if (!verifying || link == kNoCap) return;  // kNoCap: links of unbounded rate only
     FreezeMark& mark = freeze_marks[link];
     if (mark.epoch != epoch) mark = FreezeMark{share, epoch};
     mark.share = std::max(mark.share, share);
@@ -455,7 +457,9 @@ bool Simulator::Impl::refill_verified() {
     for (const topo::LinkId id : component_links) scanned += links[id].flows.size();
     if (scanned > kVerifiedScanLimit) return false;
     rated += component_flows.size();
+    verifying = true;
     fill_loaded();
+    verifying = false;
     if (verify()) {
       apply_rates();
       return true;
