@@ -7,15 +7,26 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "nest/core/error.h"
 
 namespace {
+
+// Writes one error line with a single write. std::cerr is unbuffered and writes each `<<` on its
+// own, so under mpirun two ranks' messages interleaved mid-line ("nest " + the other rank's line +
+// "sweep: ..."), which broke the MPI sweep test in CI.
+void print_error(const std::string& line) {
+  const std::string text = line + "\n";
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fflush(stderr);
+}
 
 // The table of subcommands, in the order `nest --help` lists them.
 const std::vector<nest::cli::Command>& commands() {
@@ -74,8 +85,8 @@ int main(int argc, char** argv) {
       std::cout << "nest " << NEST_VERSION << "\n";
       return 0;
     } else {
-      std::cerr << "nest: unknown option \"" << flag << "\" (expected --verbose, --quiet, --help "
-                << "or a command)\n";
+      print_error(fmt::format(
+          "nest: unknown option \"{}\" (expected --verbose, --quiet, --help or a command)", flag));
       return 2;
     }
     args.erase(args.begin());
@@ -89,15 +100,19 @@ int main(int argc, char** argv) {
     try {
       return c.run(args);
     } catch (const nest::Error& e) {
-      std::cerr << "nest " << c.name << ": " << e.what() << "\n";
+      print_error(fmt::format("nest {}: {}", c.name, e.what()));
       return e.exit_status();
     } catch (const std::exception& e) {
-      std::cerr << "nest " << c.name << ": internal error: " << e.what() << "\n";
+      print_error(fmt::format("nest {}: internal error: {}", c.name, e.what()));
       return 1;
     }
   }
-  std::cerr << "nest: unknown command \"" << args.front() << "\" (expected one of:";
-  for (const auto& c : commands()) std::cerr << " " << c.name;
-  std::cerr << ")\n";
+  std::string names;
+  for (const auto& c : commands()) {
+    names += ' ';
+    names += c.name;
+  }
+  print_error(
+      fmt::format("nest: unknown command \"{}\" (expected one of:{})", args.front(), names));
   return 2;
 }
