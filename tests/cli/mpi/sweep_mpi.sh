@@ -56,11 +56,13 @@ cmp -s "$tmp/one/results.h5" "$tmp/three/results.h5" || fail "HDF5 differs with 
 cmp -s "$tmp/one/results.csv" "$tmp/part/results.csv" || fail "CSV differs after an MPI resume"
 cmp -s "$tmp/one/results.h5" "$tmp/part/results.h5" || fail "HDF5 differs after an MPI resume"
 
-# Rank 0 refuses an occupied output folder and every rank stops (no rank waits forever). Rank
-# 0 prints its message; mpirun may end rank 1 before rank 1 prints its own.
+# Rank 0 refuses an occupied output folder and every rank stops (no rank waits forever). Each
+# rank prints the reason on one line with one write: rank 0 its own, rank 1 "rank 0 stopped: "
+# and rank 0's. mpirun ends the job when the first rank exits, so either line may be the only one.
 err=$("${launch[@]}" -np 2 "$nest" sweep "$tmp/s.yaml" --output "$tmp/two" 2>&1 >/dev/null)
 status=$?
 [ "$status" -ne 0 ] || fail "occupied output under MPI: exit 0"
-echo "$err" | grep -qxF "nest sweep: --output: the output folder already holds results (got \"$tmp/two\"; expected --resume to continue them or --force to start over)" ||
+reason="--output: the output folder already holds results (got \"$tmp/two\"; expected --resume to continue them or --force to start over)"
+echo "$err" | grep -qxF -e "nest sweep: $reason" -e "nest sweep: rank 0 stopped: $reason" ||
   fail "occupied output under MPI: $err"
 exit $failed
