@@ -131,15 +131,28 @@ int run_collective(std::span<char* const> args) {
 
   const topo::Topology topology = topo::load_topology(find_topology(file));
   const std::size_t n_devices = topology.num_devices();
-  if (group_text.empty()) group_text = "0-" + std::to_string(n_devices - 1);
+  if (vm.count("group") == 0) {
+    group_text = "0-" + std::to_string(n_devices - 1);
+  } else if (group_text.empty()) {
+    throw Error::input("empty group",
+                       {.key = "--group", .expected = "device ids and ranges, e.g. 0-7"});
+  }
   const std::vector<topo::DeviceId> group = coll::parse_group(group_text, n_devices);
   const auto groups = coll::concurrent_groups(group, concurrent_text, n_devices);
   const coll::CollectiveSpec resolved = coll::resolve(spec, topology, group);
   const int n = static_cast<int>(group.size());
 
-  const coll::SimulationResult result = coll::simulate(
-      topology, resolved, groups,
-      {.seed = seed, .busiest_links = links, .events_only = vm.count("events") != 0});
+  coll::SimulationResult result;
+  try {
+    result = coll::simulate(
+        topology, resolved, groups,
+        {.seed = seed, .busiest_links = links, .events_only = vm.count("events") != 0});
+  } catch (const Error& e) {
+    // The simulator names no input when its times leave its range: the size is what does it.
+    if (e.kind() != ErrorKind::kInput || !e.context().key.empty()) throw;
+    throw Error::input(e.message(),
+                       {.key = "--size", .value = size_text, .expected = e.context().expected});
+  }
   const char* method = result.contention_free ? "contention-free evaluation" : "event simulation";
 
   // Closed form: each group alone (no contention); the layout's is the slowest group's.

@@ -1,5 +1,7 @@
 #include "nest/coll/collective.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <string>
@@ -191,6 +193,23 @@ void validate(const CollectiveSpec& spec, int ranks, std::string_view key_prefix
   }
   if (ranks < 1) {
     throw Error::input("empty group", {.key = prefix + "group", .expected = "at least 1 device"});
+  }
+  // Pieces of at least one byte: a piece of a step is at most size / (ranks · chunks) bytes.
+  if (spec.chunks > 1 && spec.chunks > spec.size.count() / ranks) {
+    throw Error::input(
+        "more pieces than bytes",
+        {.key = prefix + "chunks",
+         .value = std::to_string(spec.chunks),
+         .expected = fmt::format("at most {} for {} B over {} ranks (pieces of at least 1 B)",
+                                 std::max<std::int64_t>(1, spec.size.count() / ranks),
+                                 spec.size.count(), ranks)});
+  }
+  if (!spec.levels.empty() && spec.algorithm != Algorithm::kHierarchical &&
+      spec.algorithm != Algorithm::kTorus) {
+    throw Error::input("level sizes apply only to hierarchical and torus",
+                       {.key = prefix + "levels",
+                        .value = std::string(algorithm_name(spec.algorithm)),
+                        .expected = "no --levels, or --algorithm hierarchical or torus"});
   }
   if (spec.op == Operation::kSend && ranks != 2) {
     throw Error::input("send needs a group of exactly two devices {source, destination}",

@@ -98,6 +98,12 @@ std::vector<std::vector<topo::DeviceId>> concurrent_groups(const std::vector<top
     for (topo::DeviceId d : group) copy.push_back(static_cast<topo::DeviceId>(d + shift));
     groups.push_back(std::move(copy));
   }
+  if (groups.size() == 1) {
+    bad_concurrent("no copy fits: the group shifted by " + std::to_string(stride) +
+                       " runs past the last device (" + std::to_string(largest + stride) +
+                       " >= " + std::to_string(num_devices) + ")",
+                   spec);
+  }
   // Copies must not share devices.
   std::vector<topo::DeviceId> all;
   for (const auto& g : groups) all.insert(all.end(), g.begin(), g.end());

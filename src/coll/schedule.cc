@@ -540,16 +540,23 @@ Schedule::Schedule(int ranks, std::vector<Transfer> transfers)
   }
 }
 
-Schedule lower(const CollectiveSpec& spec, int ranks) {
-  if (ranks <= 1) return Schedule(std::max(ranks, 1), {});
+// Every program, explicit or implicit, stays below 2^32 transfers.
+std::uint64_t checked_transfer_count(const CollectiveSpec& spec, int ranks) {
   const std::uint64_t expected = count_transfers_of(spec, ranks);
   if (expected >= std::numeric_limits<std::uint32_t>::max()) {
-    throw Error::input("collective too large to lower: " + std::to_string(expected) + " transfers",
-                       {.key = "--group",
-                        .value = std::to_string(ranks) + " devices",
-                        .expected = "fewer than 2^32 transfers (a smaller group or fewer chunks)"});
+    const bool chunked = spec.chunks > 1;
+    throw Error::input(
+        "collective too large to lower: " + std::to_string(expected) + " transfers",
+        {.key = chunked ? "--chunks" : "--group",
+         .value = chunked ? std::to_string(spec.chunks) : std::to_string(ranks) + " devices",
+         .expected = "fewer than 2^32 transfers (a smaller group or fewer chunks)"});
   }
-  Builder b(expected);
+  return expected;
+}
+
+Schedule lower(const CollectiveSpec& spec, int ranks) {
+  if (ranks <= 1) return Schedule(std::max(ranks, 1), {});
+  Builder b(checked_transfer_count(spec, ranks));
   switch (spec.algorithm) {
     case Algorithm::kRing:
       if (spec.op == Operation::kBroadcast) {
@@ -612,7 +619,7 @@ std::shared_ptr<const Program> ring_program(const CollectiveSpec& spec, int rank
 
 std::shared_ptr<const Program> lower_program(const CollectiveSpec& spec, int ranks,
                                              std::uint64_t implicit_above) {
-  if (ranks > 1 && ring_family(spec) && count_transfers_of(spec, ranks) > implicit_above) {
+  if (ranks > 1 && ring_family(spec) && checked_transfer_count(spec, ranks) > implicit_above) {
     return ring_program(spec, ranks);
   }
   return std::make_shared<const Schedule>(lower(spec, ranks));

@@ -83,7 +83,7 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
       sender.latency = latency;
       sender.last_bytes = -1;
     }
-    Time arrival = sender.open + sender.latency;
+    Time arrival = net::later(sender.open, sender.latency);
     if (t.bytes.count() == 0 || sender.route.empty()) {
       ++run.events;  // delivery only
     } else {
@@ -91,10 +91,10 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
         sender.last_bytes = t.bytes.count();
         sender.last_drain = net::drain_time(t.bytes, sender.rate);
       }
-      if (!admit(sender.route, sender.open, sender.open + sender.last_drain, t.bytes)) {
+      if (!admit(sender.route, sender.open, net::later(sender.open, sender.last_drain), t.bytes)) {
         return false;
       }
-      arrival += sender.last_drain;
+      arrival = net::later(arrival, sender.last_drain);
       run.events += 2;  // drain end and delivery
     }
     sender.sent = std::max(sender.sent, arrival);

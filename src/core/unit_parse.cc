@@ -125,7 +125,11 @@ Bytes parse_bytes(std::string_view text) {
   require_non_negative(value, text, kSizeExpected);
   const double bytes = value * lookup(kSizeUnits, unit, text, kSizeExpected);
   const double rounded = std::round(bytes);
-  if (std::abs(bytes - rounded) > 1e-6 * std::max(1.0, bytes) || rounded > 9.2e18) {
+  if (!(rounded <= 9.2e18)) {
+    throw Error::input("quantity out of range",
+                       {.value = std::string(text), .expected = "at most 9.2e18 B"});
+  }
+  if (std::abs(bytes - rounded) > 1e-6 * std::max(1.0, bytes)) {
     throw Error::input("not a whole number of bytes",
                        {.value = std::string(text), .expected = std::string(kSizeExpected)});
   }

@@ -156,14 +156,21 @@ struct WorseCandidate {
   }
 };
 
+}  // namespace
+
+void throw_out_of_range() {
+  throw Error::input("simulated time out of range",
+                     {.expected = "events within 2^62 ps (4.6e6 s) of simulated time: a smaller "
+                                  "size or faster links"});
+}
+
+namespace {
+
 /// Whole picoseconds to drain `remaining` bytes at `rate` bytes/s, rounded up (within the
 /// rounding allowance of a whole picosecond counts as that picosecond).
 std::int64_t drain_ps(double remaining, double rate) {
   const double exact = remaining * kPsPerSecond / rate;
-  if (!(exact < 9e18)) {
-    throw Error::internal("flow drain time out of range (" + std::to_string(remaining) +
-                          " bytes at " + std::to_string(rate) + " B/s)");
-  }
+  if (!(exact < static_cast<double>(kHorizon.ps()))) throw_out_of_range();
   const double rounded = std::ceil(exact - (kAbsoluteTolerancePs + exact * kRelativeTolerance));
   return std::max<std::int64_t>(0, static_cast<std::int64_t>(rounded));
 }
@@ -344,7 +351,7 @@ void Simulator::Impl::finish_draining(std::uint32_t slot) {
   flow.remaining = 0;
   flow.rate = 0;
   flow.settled = now;
-  queue.push(now + flow.latency, 0, kDeliverEvent, slot, flow.version);
+  queue.push(later(now, flow.latency), 0, kDeliverEvent, slot, flow.version);
 }
 
 void Simulator::Impl::deliver(std::uint32_t slot) {
@@ -859,7 +866,7 @@ void Simulator::Impl::apply_rates() {
       links[flow.route[h]].flows[position[h]].rate = flow.rate;
     }
     ++flow.version;
-    const Time end = now + Time::picoseconds(drain_ps(flow.remaining, flow.rate));
+    const Time end = later(now, Time::picoseconds(drain_ps(flow.remaining, flow.rate)));
     queue.push(end, 0, kDrainEvent, slot, flow.version);
   }
 }
@@ -1064,7 +1071,7 @@ FlowId Simulator::start_flow(std::span<const topo::LinkId> route, Bytes size,
   flow.on_done = std::move(on_done);
   if (size.count() == 0 || route.empty()) {
     flow.state = FlowState::kDelivering;
-    s.queue.push(s.now + latency, 0, kDeliverEvent, slot, flow.version);
+    s.queue.push(later(s.now, latency), 0, kDeliverEvent, slot, flow.version);
     return id;
   }
   flow.state = FlowState::kDraining;

@@ -50,4 +50,22 @@ expect_error 'nest collective: --concurrent: copies of the group overlap at devi
 expect_error 'nest collective: --concurrent: copy 2 runs past the last device (5 >= 4) (got "stride:2:3"; expected none, stride:S or stride:S:K, e.g. stride:64)' \
   --op allreduce --size 1MiB --group 0-1 --concurrent stride:2:3
 
+expect_error 'nest collective: --concurrent: no copy fits: the group shifted by 4 runs past the last device (6 >= 4) (got "stride:4"; expected none, stride:S or stride:S:K, e.g. stride:64)' \
+  --op allreduce --size 1MiB --group 1-2 --concurrent stride:4
+expect_error 'nest collective: --group: empty group (expected device ids and ranges, e.g. 0-7)' \
+  --op allreduce --size 1MiB --group ''
+expect_error 'nest collective: --levels: level sizes apply only to hierarchical and torus (got "ring"; expected no --levels, or --algorithm hierarchical or torus)' \
+  --op allreduce --size 1MiB --levels 2,2
+expect_error 'nest collective: --chunks: more pieces than bytes (got "26"; expected at most 25 for 100 B over 4 ranks (pieces of at least 1 B))' \
+  --op allreduce --size 100B --chunks 26
+expect_error 'nest collective: --chunks: collective too large to lower: 4800000000 transfers (got "200000000"; expected fewer than 2^32 transfers (a smaller group or fewer chunks))' \
+  --op allreduce --size 1TiB --chunks 200000000
+# 2^62 ps is 4.6e6 s; 1,000,000 TiB over any of this topology's links takes longer.
+expect_error 'nest collective: --size: simulated time out of range (got "1000000TiB"; expected events within 2^62 ps (4.6e6 s) of simulated time: a smaller size or faster links)' \
+  --op send --size 1000000TiB --group 0,1
+expect_error 'nest collective: --size: simulated time out of range (got "1000000TiB"; expected events within 2^62 ps (4.6e6 s) of simulated time: a smaller size or faster links)' \
+  --op send --size 1000000TiB --group 0,1 --events
+expect_error 'nest collective: --size: quantity out of range (got "9223372036854775807B"; expected at most 9.2e18 B)' \
+  --op allreduce --size 9223372036854775807B
+
 exit $failed

@@ -79,8 +79,23 @@ struct UtilizationSample {
 /// rounds drain ends: up to a whole picosecond, except that a value within floating rounding
 /// (1e-6 ps + 1e-12 relative) of a whole picosecond counts as that picosecond. A flow alone on
 /// its links from start to drain is delivered `drain_time(size, slowest link) + route latency`
-/// after it starts. Throws `Error` (internal) when the time exceeds the range of `Time`.
+/// after it starts. Throws `Error` (input) when the time reaches `kHorizon`.
 [[nodiscard]] Time drain_time(Bytes size, Bandwidth rate);
+
+/// The end of simulated time: 2^62 ps, about 4.6e6 s (53 days). A drain end or delivery at or
+/// past it throws `Error` (input, no key) "simulated time out of range", instead of overflowing
+/// `Time`; callers name the input that caused it (e.g. `nest collective` names --size).
+inline constexpr Time kHorizon = Time::picoseconds(std::int64_t{1} << 62);
+
+/// Throws the "simulated time out of range" error.
+[[noreturn]] void throw_out_of_range();
+
+/// `now + delta` for `now` < `kHorizon` and `delta` >= 0; throws as above when the sum reaches
+/// `kHorizon`.
+[[nodiscard]] inline Time later(Time now, Time delta) {
+  if (delta.ps() >= kHorizon.ps() - now.ps()) throw_out_of_range();
+  return now + delta;
+}
 
 /// A flow-level simulation of one topology: owns its event queue, flows and link state.
 /// Memory is O(links + flows in flight + pending events); nothing is kept per finished flow

@@ -65,6 +65,11 @@ TEST(ConcurrentGroups, RejectsBadSpecs) {
             "--concurrent: copies of the group overlap at device 1 (got \"stride:1\"; expected "
             "none, stride:S or stride:S:K, e.g. stride:64)");
   EXPECT_EQ(error_of([] {
+              (void)concurrent_groups(G{4, 7}, "stride:2", 8);
+            }),
+            "--concurrent: no copy fits: the group shifted by 2 runs past the last device (9 >= "
+            "8) (got \"stride:2\"; expected none, stride:S or stride:S:K, e.g. stride:64)");
+  EXPECT_EQ(error_of([] {
               (void)concurrent_groups(G{0, 1}, "stride:0", 8);
             }),
             "--concurrent: stride must be positive (got \"stride:0\"; expected none, stride:S or "

@@ -83,6 +83,9 @@ TEST(UnitParse, OverflowingQuantitiesAreErrors) {
   EXPECT_EQ(message([] { (void)parse_flop_rate("1e300 EFLOP/s"); }), "quantity out of range");
   EXPECT_EQ(message([] { (void)parse_time("1e300 s"); }), "quantity out of range");
   EXPECT_EQ(message([] { (void)parse_time("1e8 s"); }), "quantity out of range");  // > 106 days
+  EXPECT_EQ(message([] { (void)parse_bytes("9223372036854775807B"); }), "quantity out of range");
+  EXPECT_EQ(message([] { (void)parse_bytes("1e300 TiB"); }), "quantity out of range");
+  EXPECT_EQ(parse_bytes("8 PiB").count(), std::int64_t{1} << 53);     // large but in range
   EXPECT_DOUBLE_EQ(parse_bandwidth("1e6 TB/s").bytes_per_s(), 1e18);  // large but finite
 }
 

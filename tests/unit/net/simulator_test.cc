@@ -60,6 +60,35 @@ TEST(Simulator, LoneFlowTakesLatencyPlusSizeOverBandwidth) {
   EXPECT_EQ(sim.active_flows(), 0U);
 }
 
+// 2^62 ps = 4,611,686.018427387904 s. At 1 GB/s, 4e15 bytes take 4e6 s (inside) and 5e15 bytes
+// 5e6 s (past it): an input error, not an overflowed Time.
+TEST(Simulator, TimesPastTheHorizonAreInputErrors) {
+  const auto t = line({1}, us(0.5));
+  const std::vector<LinkId> route{0};
+  const auto error_of = [&](std::int64_t bytes) -> std::string {
+    Simulator sim(t);
+    Completions done;
+    (void)sim.start_flow(route, Bytes(bytes), done.callback());
+    try {
+      sim.run();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInput);
+      return e.what();
+    }
+    // 4e18 ps + 0.5 us latency, less the drain's rounding allowance (1e-12 relative: 4 us).
+    EXPECT_NEAR(static_cast<double>(sim.now().ps()), 4.0000000000005e18, 4.1e6);
+    return "done";
+  };
+  EXPECT_EQ(error_of(4'000'000'000'000'000), "done");
+  const std::string message =
+      "simulated time out of range (expected events within 2^62 ps (4.6e6 s) of simulated time: "
+      "a smaller size or faster links)";
+  EXPECT_EQ(error_of(5'000'000'000'000'000), message);
+  EXPECT_THROW((void)drain_time(Bytes(5'000'000'000'000'000), gbps(1)), Error);
+  EXPECT_EQ(later(kHorizon - ps(2), ps(1)), kHorizon - ps(1));
+  EXPECT_THROW((void)later(kHorizon - ps(1), ps(1)), Error);
+}
+
 TEST(Simulator, WholePicosecondDrainTimesAreExact) {
   // 1 MiB at 100 GB/s is 10,485,760 ps; 3 B at 300 GB/s is 10 ps (not exact in binary).
   const auto t = line({100, 300}, Time::zero());
