@@ -75,7 +75,7 @@ expected='collective:  allreduce ring, 8 ranks (0-7), 7.629 MiB
 topology:    star8 (explicit, 8 devices)
 simulated:   154 us
 closed form: 154 us (14 steps: latency 14 us + bandwidth 140 us; bottleneck 100 GB/s)
-difference:  +0 s (+0.00%, contention)
+difference:  +0 s (+0.00%, equal within rounding)
 algbw:       51.95 GB/s
 busbw:       90.91 GB/s
 flows:       112 (224 events, contention-free evaluation)

@@ -40,17 +40,18 @@ std::pair<std::int64_t, std::int64_t> sim_and_closed(const topo::Topology& t,
   return {r.makespan.ps(), to_ps(cf.seconds)};
 }
 
-// 1,330,560 = 27720 · 48 is divisible by every group size up to 12, by 16, and by the chunk and
+// 17,297,280 = 27720 · 48 · 13 is divisible by every group size up to 16 and by the chunk and
 // tree-half counts below, so at 10 ps per byte every transfer is a whole number of picoseconds.
-constexpr std::int64_t kEvenSize = 1330560;
+constexpr std::int64_t kEvenSize = 17297280;
 
 TEST(Simulate, EveryAlgorithmMatchesItsClosedFormOnANonBlockingSwitch) {
   const topo::Topology t = star(16);
   int checked = 0;
+  int bounds = 0;
   for (Operation op : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather,
                        Operation::kAllToAll, Operation::kBroadcast, Operation::kSend}) {
     for (Algorithm a : algorithms_for(op)) {
-      for (int n : {2, 3, 4, 5, 6, 8, 12, 16}) {
+      for (int n = 2; n <= 16; ++n) {
         for (int chunks : {1, 3}) {
           for (std::int64_t size : {kEvenSize, 64 * kEvenSize}) {
             CollectiveSpec spec{op, a, Bytes(size), chunks};
@@ -58,27 +59,39 @@ TEST(Simulate, EveryAlgorithmMatchesItsClosedFormOnANonBlockingSwitch) {
               if (n % 2 != 0) continue;
               spec.levels = {2, n / 2};
             }
-            // Covered by their own tests below: the folding ranks of halving-doubling on
-            // non-powers of two contend; pipelined trees deeper than 8 ranks do not align.
-            const bool power_of_two = (n & (n - 1)) == 0;
-            if (a == Algorithm::kHalvingDoubling && !power_of_two) continue;
-            if (a == Algorithm::kTree && chunks > 1 && n > 8) continue;
-            if (a == Algorithm::kTree && chunks > 1 && !power_of_two) continue;
             try {
               validate(spec, n);
             } catch (const Error&) {
               continue;
             }
+            // Where the steps do not align (closed_form.h), the closed form is a bound or
+            // neither: pipelined trees other than 2, 4 and 8 ranks go either way.
+            const bool power_of_two = (n & (n - 1)) == 0;
+            const bool uneven_tree = n == 7 || (n >= 13 && n <= 15);
+            if (a == Algorithm::kTree && chunks > 1 && n != 2 && n != 4 && n != 8) continue;
             const auto [sim, closed] = sim_and_closed(t, spec, iota_group(n));
-            EXPECT_EQ(sim, closed) << operation_name(op) << " " << algorithm_name(a) << " n=" << n
-                                   << " chunks=" << chunks << " size=" << size;
+            const std::string what = std::string(operation_name(op)) + " " +
+                                     std::string(algorithm_name(a)) + " n=" + std::to_string(n) +
+                                     " chunks=" + std::to_string(chunks) +
+                                     " size=" + std::to_string(size);
+            if (a == Algorithm::kHalvingDoubling && !power_of_two) {
+              EXPECT_GT(sim, closed) << what;  // the fold meets early exchanges
+              ++bounds;
+            } else if (a == Algorithm::kTree && op == Operation::kAllReduce && chunks == 1 &&
+                       uneven_tree) {
+              EXPECT_LT(sim, closed) << what;  // the shallow subtree runs ahead
+              ++bounds;
+            } else {
+              EXPECT_EQ(sim, closed) << what;
+            }
             ++checked;
           }
         }
       }
     }
   }
-  EXPECT_GT(checked, 300);
+  EXPECT_EQ(checked, 732);
+  EXPECT_EQ(bounds, 11 * 2 + 4 * 2);  // halving-doubling on 11 group sizes, trees on 4; 2 sizes
 }
 
 // A ring allreduce on a physical ring of cables: each step is one hop, nothing shared.
@@ -273,6 +286,43 @@ TEST(Simulate, HierarchicalAllReduceBeatsFlatRingOnRailOptimizedByThePredictedFa
   EXPECT_NEAR(static_cast<double>(flat_sim) / static_cast<double>(hier_sim),
               predicted_flat / predicted_hier, 1e-9);
   EXPECT_GT(predicted_flat / predicted_hier, 4.0);
+}
+
+// Direct all-gather on 2 nodes x 4 GPUs (one leaf per rail for both nodes, NVLink 500 GB/s,
+// NIC 50 GB/s, spine 200 GB/s): each rank sends S/8 to its 3 node peers over NVLink and to the 4
+// GPUs of the other node over its NIC (the 3 on other rails via the spine). Each port moves at
+// its own rate: the NIC carries 4·S/8 at 50 GB/s, in 2 us (GPU-leaf-spine-leaf-GPU) + S/100e9.
+// The closed form once priced 7·S/8 at the slowest route's rate (1.75x this) and called the
+// difference contention.
+TEST(Simulate, ClosedFormPricesEachPortAtItsOwnRate) {
+  topo::RailOptimizedParams p;
+  p.nodes = 2;
+  p.gpus_per_node = 4;
+  p.nodes_per_leaf = 2;
+  p.spines = 1;
+  p.nvlink_bandwidth = Bandwidth::gigabytes_per_second(500);
+  p.nvlink_latency = Time::nanoseconds(100);
+  p.nic_bandwidth = Bandwidth::gigabytes_per_second(50);
+  p.nic_latency = Time::nanoseconds(500);
+  p.spine_bandwidth = Bandwidth::gigabytes_per_second(200);
+  p.spine_latency = Time::nanoseconds(500);
+  const topo::Topology t = topo::build_rail_optimized(p);
+  const double s = 24e6;
+  const CollectiveSpec spec{Operation::kAllGather, Algorithm::kDirect,
+                            Bytes(static_cast<std::int64_t>(s))};
+  const auto [sim, closed] = sim_and_closed(t, spec, iota_group(8));
+  EXPECT_EQ(closed, to_ps(2e-6 + s / 2 / 50e9));
+  EXPECT_EQ(sim, closed);
+  topo::Router router(t);
+  const ClosedForm cf = closed_form(lower(spec, 8), iota_group(8), router);
+  EXPECT_EQ(cf.bottleneck, Bandwidth::gigabytes_per_second(50));
+  EXPECT_EQ(cf.steps, 1U);
+  // The other rail-crossing algorithms agree with the simulation here too.
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kDirect, Algorithm::kHierarchical}) {
+    const CollectiveSpec all{Operation::kAllReduce, a, Bytes(static_cast<std::int64_t>(s))};
+    const auto [all_sim, all_closed] = sim_and_closed(t, all, iota_group(8));
+    EXPECT_EQ(all_sim, all_closed) << algorithm_name(a);
+  }
 }
 
 TEST(Simulate, HierarchyLevelsFollowTheTopologyDomains) {
