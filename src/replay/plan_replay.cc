@@ -235,9 +235,15 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
   ro.seed = options.seed;
   RunRecord record = replay(input, sim, allreduce, ro);
 
+  // Buckets repeat the same (group, size) every iteration step: price each pair once.
+  std::map<std::pair<std::vector<topo::DeviceId>, std::int64_t>, Time> closed_forms;
   for (auto& c : record.collectives) {
-    const auto schedule = schedule_for(static_cast<int>(c.group.size()), c.size);
-    c.closed_form = Time::seconds(coll::closed_form(*schedule, c.group, router).seconds);
+    auto [it, fresh] = closed_forms.try_emplace({c.group, c.size.count()});
+    if (fresh) {
+      const auto schedule = schedule_for(static_cast<int>(c.group.size()), c.size);
+      it->second = Time::seconds(coll::closed_form(*schedule, c.group, router).seconds);
+    }
+    c.closed_form = it->second;
   }
   const double seconds = record.summary.iteration_time.to_seconds();
   for (topo::LinkId id = 0; id < topology.num_links(); ++id) {
