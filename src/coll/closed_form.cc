@@ -62,30 +62,58 @@ ClosedForm closed_form(const Program& program, std::span<const topo::DeviceId> g
     beta = std::numeric_limits<double>::infinity();
     load = 0;
   };
-  const auto add_to_port = [&](topo::LinkId l, std::int64_t bytes) {
+  const auto add_to_port = [&](topo::LinkId l, double rate, std::int64_t bytes) {
     if (port_bytes[l] == 0) touched.push_back(l);
     port_bytes[l] += bytes;
-    consider(port_bytes[l], topology.link(l).bandwidth.bytes_per_s());
+    consider(port_bytes[l], rate);
   };
-  program.for_each_transfer([&](const Transfer& t) {
+  // A sender's last route (per channel: the flow key includes it) and its properties: rings and
+  // trees send to the same peer step after step.
+  struct LastRoute {
+    topo::DeviceId peer = ~topo::DeviceId{0};
+    std::span<const topo::LinkId> route;
+    Time latency;
+    double bottleneck = 0;  // bytes/s
+    double first_rate = 0;  // bytes/s of route.front() and route.back()
+    double last_rate = 0;
+  };
+  std::vector<std::vector<LastRoute>> last(1, std::vector<LastRoute>(group.size()));
+  constexpr std::size_t kBlock = 1024;
+  std::vector<Transfer> batch(kBlock);
+  const std::uint64_t count = program.transfer_count();
+  for (TransferId id = 0; id < count; ++id) {
+    if (id % kBlock == 0) {
+      program.transfers(id, std::span(batch).first(std::min<std::uint64_t>(kBlock, count - id)));
+    }
+    const Transfer& t = batch[id % kBlock];
     if (!open || t.step != step) {
       close_step();
       open = true;
       step = t.step;
     }
-    const topo::DeviceId src = group[t.src];
+    if (t.channel >= last.size()) last.resize(t.channel + 1U, std::vector<LastRoute>(group.size()));
+    LastRoute& r = last[t.channel][t.src];
     const topo::DeviceId dst = group[t.dst];
-    const std::span<const topo::LinkId> route =
-        router.route(src, dst, flow_key(src, dst, t.channel, flow_salt));
-    if (route.empty()) return;
-    const RouteProperties p = route_properties(topology, route);
-    alpha = std::max(alpha, p.latency);
+    if (r.peer != dst) {
+      const topo::DeviceId src = group[t.src];
+      r.peer = dst;
+      r.route = router.route(src, dst, flow_key(src, dst, t.channel, flow_salt));
+      if (!r.route.empty()) {
+        const RouteProperties p = route_properties(topology, r.route);
+        r.latency = p.latency;
+        r.bottleneck = p.bottleneck.bytes_per_s();
+        r.first_rate = topology.link(r.route.front()).bandwidth.bytes_per_s();
+        r.last_rate = topology.link(r.route.back()).bandwidth.bytes_per_s();
+      }
+    }
+    if (r.route.empty()) continue;
+    alpha = std::max(alpha, r.latency);
     const std::int64_t bytes = t.bytes.count();
-    consider(bytes, p.bottleneck.bytes_per_s());
-    if (bytes <= 0) return;
-    add_to_port(route.front(), bytes);
-    if (route.size() > 1) add_to_port(route.back(), bytes);
-  });
+    if (bytes <= 0) continue;
+    consider(bytes, r.bottleneck);
+    add_to_port(r.route.front(), r.first_rate, bytes);
+    if (r.route.size() > 1) add_to_port(r.route.back(), r.last_rate, bytes);
+  }
   close_step();
   out.seconds = out.latency_seconds + out.bandwidth_seconds;
   if (std::isfinite(min_beta)) out.bottleneck = Bandwidth::bytes_per_second(min_beta);
