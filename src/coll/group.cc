@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "nest/core/error.h"
@@ -66,6 +67,17 @@ std::vector<topo::DeviceId> parse_group(std::string_view text, std::size_t num_d
   return group;
 }
 
+namespace {
+
+// largest + k·stride as text ("more than 2^64" where that sum would wrap).
+std::string past_end(std::uint64_t largest, std::uint64_t k, std::uint64_t stride) {
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  if (stride > (kMax - largest) / k) return "more than 2^64";
+  return std::to_string(largest + k * stride);
+}
+
+}  // namespace
+
 std::vector<std::vector<topo::DeviceId>> concurrent_groups(const std::vector<topo::DeviceId>& group,
                                                            std::string_view spec,
                                                            std::size_t num_devices) {
@@ -84,23 +96,24 @@ std::vector<std::vector<topo::DeviceId>> concurrent_groups(const std::vector<top
   }
   if (stride == 0) bad_concurrent("stride must be positive", spec);
   const topo::DeviceId largest = *std::max_element(group.begin(), group.end());
+  // Room above the group's largest device; copy k fits when k·stride <= room (no overflow).
+  const std::uint64_t room = num_devices - 1 - largest;
   for (std::uint64_t k = 1; !counted || k < count; ++k) {
-    const std::uint64_t shift = k * stride;
-    if (largest + shift >= num_devices) {
+    if (stride > room / k) {
       if (!counted) break;
       bad_concurrent("copy " + std::to_string(k) + " runs past the last device (" +
-                         std::to_string(largest + shift) + " >= " + std::to_string(num_devices) +
-                         ")",
+                         past_end(largest, k, stride) + " >= " + std::to_string(num_devices) + ")",
                      spec);
     }
+    const std::uint64_t shift = k * stride;
     std::vector<topo::DeviceId> copy;
     copy.reserve(group.size());
     for (topo::DeviceId d : group) copy.push_back(static_cast<topo::DeviceId>(d + shift));
     groups.push_back(std::move(copy));
   }
-  if (groups.size() == 1) {
+  if (!counted && groups.size() == 1) {
     bad_concurrent("no copy fits: the group shifted by " + std::to_string(stride) +
-                       " runs past the last device (" + std::to_string(largest + stride) +
+                       " runs past the last device (" + past_end(largest, 1, stride) +
                        " >= " + std::to_string(num_devices) + ")",
                    spec);
   }

@@ -56,6 +56,8 @@ TEST(ConcurrentGroups, StrideCopiesUntilDevicesRunOut) {
   EXPECT_EQ(groups, (std::vector<G>{{0, 1}, {2, 3}, {4, 5}}));
   EXPECT_EQ(concurrent_groups(G{0, 4}, "stride:1:3", 8), (std::vector<G>{{0, 4}, {1, 5}, {2, 6}}));
   EXPECT_EQ(concurrent_groups(G{0, 4}, "none", 8), (std::vector<G>{{0, 4}}));
+  // K counts the group itself: stride:S:1 is the group alone, wherever S would land.
+  EXPECT_EQ(concurrent_groups(G{0, 4}, "stride:8:1", 8), (std::vector<G>{{0, 4}}));
 }
 
 TEST(ConcurrentGroups, RejectsBadSpecs) {
@@ -69,6 +71,15 @@ TEST(ConcurrentGroups, RejectsBadSpecs) {
             }),
             "--concurrent: no copy fits: the group shifted by 2 runs past the last device (9 >= "
             "8) (got \"stride:2\"; expected none, stride:S or stride:S:K, e.g. stride:64)");
+  // A stride near 2^64 must not wrap around to a device inside the range.
+  EXPECT_EQ(error_of([] { (void)concurrent_groups(G{1}, "stride:18446744073709551615", 8); }),
+            "--concurrent: no copy fits: the group shifted by 18446744073709551615 runs past the "
+            "last device (more than 2^64 >= 8) (got \"stride:18446744073709551615\"; expected "
+            "none, stride:S or stride:S:K, e.g. stride:64)");
+  EXPECT_EQ(error_of([] { (void)concurrent_groups(G{1}, "stride:9223372036854775808:3", 8); }),
+            "--concurrent: copy 1 runs past the last device (9223372036854775809 >= 8) (got "
+            "\"stride:9223372036854775808:3\"; expected none, stride:S or stride:S:K, e.g. "
+            "stride:64)");
   EXPECT_EQ(error_of([] {
               (void)concurrent_groups(G{0, 1}, "stride:0", 8);
             }),
