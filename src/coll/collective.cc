@@ -194,21 +194,34 @@ void validate(const CollectiveSpec& spec, int ranks, std::string_view key_prefix
   if (ranks < 1) {
     throw Error::input("empty group", {.key = prefix + "group", .expected = "at least 1 device"});
   }
-  // Pieces of at least one byte: a piece of a step is at most size / (ranks · chunks) bytes.
-  if (spec.chunks > 1 && spec.chunks > spec.size.count() / ranks) {
-    throw Error::input(
-        "more pieces than bytes",
-        {.key = prefix + "chunks",
-         .value = std::to_string(spec.chunks),
-         .expected = fmt::format("at most {} for {} B over {} ranks (pieces of at least 1 B)",
-                                 std::max<std::int64_t>(1, spec.size.count() / ranks),
-                                 spec.size.count(), ranks)});
+  // Pieces of at least one byte. The smallest piece: size / chunks for a broadcast (the whole
+  // buffer goes down the chain or tree), size / (2 · chunks) for a tree allreduce (each tree
+  // takes half), size / (ranks · chunks) for the ring family (a rank's segment in pieces).
+  if (spec.chunks > 1) {
+    const std::int64_t parts = spec.op == Operation::kBroadcast     ? 1
+                               : spec.algorithm == Algorithm::kTree ? 2
+                                                                    : ranks;
+    const std::int64_t most = std::max<std::int64_t>(1, spec.size.count() / parts);
+    if (spec.chunks > most) {
+      throw Error::input(
+          "more pieces than bytes",
+          {.key = prefix + "chunks",
+           .value = std::to_string(spec.chunks),
+           .expected = fmt::format("at most {} for {} B {} (pieces of at least 1 B)", most,
+                                   spec.size.count(),
+                                   parts == 1   ? std::string("broadcast")
+                                   : parts == 2 ? std::string("in two trees")
+                                                : fmt::format("over {} ranks", ranks))});
+    }
   }
   if (!spec.levels.empty() && spec.algorithm != Algorithm::kHierarchical &&
       spec.algorithm != Algorithm::kTorus) {
-    throw Error::input("level sizes apply only to hierarchical and torus",
+    std::string text;
+    for (int level : spec.levels) text += (text.empty() ? "" : ",") + std::to_string(level);
+    throw Error::input("level sizes apply only to hierarchical and torus, not " +
+                           std::string(algorithm_name(spec.algorithm)),
                        {.key = prefix + "levels",
-                        .value = std::string(algorithm_name(spec.algorithm)),
+                        .value = text,
                         .expected = "no --levels, or --algorithm hierarchical or torus"});
   }
   if (spec.op == Operation::kSend && ranks != 2) {

@@ -540,23 +540,23 @@ Schedule::Schedule(int ranks, std::vector<Transfer> transfers)
   }
 }
 
-// Every program, explicit or implicit, stays below 2^32 transfers.
-std::uint64_t checked_transfer_count(const CollectiveSpec& spec, int ranks) {
-  const std::uint64_t expected = count_transfers_of(spec, ranks);
-  if (expected >= std::numeric_limits<std::uint32_t>::max()) {
-    const bool chunked = spec.chunks > 1;
-    throw Error::input(
-        "collective too large to lower: " + std::to_string(expected) + " transfers",
-        {.key = chunked ? "--chunks" : "--group",
-         .value = chunked ? std::to_string(spec.chunks) : std::to_string(ranks) + " devices",
-         .expected = "fewer than 2^32 transfers (a smaller group or fewer chunks)"});
-  }
-  return expected;
+// The limits of a program: a stored schedule numbers its transfers in 32 bits, and every program
+// numbers its steps in 32 bits (`Transfer::step`). `what` is "transfers" or "steps".
+void check_count(const CollectiveSpec& spec, int ranks, std::uint64_t count, const char* what) {
+  if (count < std::numeric_limits<std::uint32_t>::max()) return;
+  const bool chunked = spec.chunks > 1;
+  throw Error::input(
+      "collective too large to lower: " + std::to_string(count) + " " + what,
+      {.key = chunked ? "--chunks" : "--group",
+       .value = chunked ? std::to_string(spec.chunks) : std::to_string(ranks) + " devices",
+       .expected = std::string("fewer than 2^32 ") + what + " (a smaller group or fewer chunks)"});
 }
 
 Schedule lower(const CollectiveSpec& spec, int ranks) {
   if (ranks <= 1) return Schedule(std::max(ranks, 1), {});
-  Builder b(checked_transfer_count(spec, ranks));
+  const std::uint64_t count = count_transfers_of(spec, ranks);
+  check_count(spec, ranks, count, "transfers");
+  Builder b(count);
   switch (spec.algorithm) {
     case Algorithm::kRing:
       if (spec.op == Operation::kBroadcast) {
@@ -619,8 +619,13 @@ std::shared_ptr<const Program> ring_program(const CollectiveSpec& spec, int rank
 
 std::shared_ptr<const Program> lower_program(const CollectiveSpec& spec, int ranks,
                                              std::uint64_t implicit_above) {
-  if (ranks > 1 && ring_family(spec) && checked_transfer_count(spec, ranks) > implicit_above) {
-    return ring_program(spec, ranks);
+  if (ranks > 1 && ring_family(spec)) {
+    // Every rank sends once per step in the ring family: steps = transfers / ranks.
+    const std::uint64_t count = count_transfers_of(spec, ranks);
+    if (count > implicit_above) {
+      check_count(spec, ranks, count / static_cast<std::uint64_t>(ranks), "steps");
+      return ring_program(spec, ranks);
+    }
   }
   return std::make_shared<const Schedule>(lower(spec, ranks));
 }

@@ -54,12 +54,21 @@ expect_error 'nest collective: --concurrent: no copy fits: the group shifted by 
   --op allreduce --size 1MiB --group 1-2 --concurrent stride:4
 expect_error 'nest collective: --group: empty group (expected device ids and ranges, e.g. 0-7)' \
   --op allreduce --size 1MiB --group ''
-expect_error 'nest collective: --levels: level sizes apply only to hierarchical and torus (got "ring"; expected no --levels, or --algorithm hierarchical or torus)' \
+expect_error 'nest collective: --levels: level sizes apply only to hierarchical and torus, not ring (got "2,2"; expected no --levels, or --algorithm hierarchical or torus)' \
   --op allreduce --size 1MiB --levels 2,2
+# The smallest piece: size/(ranks·chunks) in a ring, size/(2·chunks) in a tree allreduce,
+# size/chunks in a broadcast.
 expect_error 'nest collective: --chunks: more pieces than bytes (got "26"; expected at most 25 for 100 B over 4 ranks (pieces of at least 1 B))' \
   --op allreduce --size 100B --chunks 26
-expect_error 'nest collective: --chunks: collective too large to lower: 4800000000 transfers (got "200000000"; expected fewer than 2^32 transfers (a smaller group or fewer chunks))' \
-  --op allreduce --size 1TiB --chunks 200000000
+expect_error 'nest collective: --chunks: more pieces than bytes (got "51"; expected at most 50 for 100 B in two trees (pieces of at least 1 B))' \
+  --op allreduce --algorithm tree --size 100B --chunks 51
+expect_error 'nest collective: --chunks: more pieces than bytes (got "101"; expected at most 100 for 100 B broadcast (pieces of at least 1 B))' \
+  --op broadcast --size 100B --chunks 101
+# A stored schedule numbers its transfers in 32 bits; the implicit ring program its steps.
+expect_error 'nest collective: --chunks: collective too large to lower: 4800000000 transfers (got "400000000"; expected fewer than 2^32 transfers (a smaller group or fewer chunks))' \
+  --op allreduce --algorithm tree --size 1TiB --chunks 400000000
+expect_error 'nest collective: --chunks: collective too large to lower: 4800000000 steps (got "800000000"; expected fewer than 2^32 steps (a smaller group or fewer chunks))' \
+  --op allreduce --size 1TiB --chunks 800000000
 # 2^62 ps is 4.6e6 s; 1,000,000 TiB over any of this topology's links takes longer.
 expect_error 'nest collective: --size: simulated time out of range (got "1000000TiB"; expected events within 2^62 ps (4.6e6 s) of simulated time: a smaller size or faster links)' \
   --op send --size 1000000TiB --group 0,1
