@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 #include <vector>
 
 #include "nest/coll/execution.h"
@@ -27,10 +28,22 @@ ClosedForm closed_form(const Program& program, std::span<const topo::DeviceId> g
                        topo::Router& router, std::uint64_t flow_salt) {
   ClosedForm out;
   const topo::Topology& topology = router.topology();
-  // Bytes of the open step on each port: a route's first link (its sender's) and last link (its
-  // receiver's); `touched` lists the links to clear when the step closes.
-  std::vector<std::int64_t> port_bytes(topology.num_links(), 0);
-  std::vector<topo::LinkId> touched;
+  // Ports: a route's first link (its sender's) and last link (its receiver's), numbered densely
+  // as they are first seen, so the memory is O(ports used), not O(links of the topology).
+  // port_bytes holds the open step's bytes per port; `touched` the ports to clear at its end.
+  std::unordered_map<topo::LinkId, std::uint32_t> port_of;
+  std::vector<std::int64_t> port_bytes;
+  std::vector<double> port_rate;
+  std::vector<std::uint32_t> touched;
+  const auto port = [&](topo::LinkId link) {
+    const auto [it, fresh] =
+        port_of.try_emplace(link, static_cast<std::uint32_t>(port_bytes.size()));
+    if (fresh) {
+      port_bytes.push_back(0);
+      port_rate.push_back(topology.link(link).bandwidth.bytes_per_s());
+    }
+    return it->second;
+  };
   double min_beta = std::numeric_limits<double>::infinity();
 
   // Transfers come in step order; a step is priced when the next one begins.
@@ -56,17 +69,18 @@ ClosedForm closed_form(const Program& program, std::span<const topo::DeviceId> g
       out.bandwidth_seconds += static_cast<double>(load) / beta;
       min_beta = std::min(min_beta, beta);
     }
-    for (const topo::LinkId l : touched) port_bytes[l] = 0;
+    for (const std::uint32_t p : touched) port_bytes[p] = 0;
     touched.clear();
     alpha = Time::zero();
     beta = std::numeric_limits<double>::infinity();
     load = 0;
   };
-  const auto add_to_port = [&](topo::LinkId l, double rate, std::int64_t bytes) {
-    if (port_bytes[l] == 0) touched.push_back(l);
-    port_bytes[l] += bytes;
-    consider(port_bytes[l], rate);
+  const auto add_to_port = [&](std::uint32_t p, std::int64_t bytes) {
+    if (port_bytes[p] == 0) touched.push_back(p);
+    port_bytes[p] += bytes;
+    consider(port_bytes[p], port_rate[p]);
   };
+  constexpr std::uint32_t kNoPort = ~std::uint32_t{0};
   // A sender's last route (per channel: the flow key includes it) and its properties: rings and
   // trees send to the same peer step after step.
   struct LastRoute {
@@ -74,8 +88,8 @@ ClosedForm closed_form(const Program& program, std::span<const topo::DeviceId> g
     std::span<const topo::LinkId> route;
     Time latency;
     double bottleneck = 0;  // bytes/s
-    double first_rate = 0;  // bytes/s of route.front() and route.back()
-    double last_rate = 0;
+    std::uint32_t first_port = 0;
+    std::uint32_t last_port = kNoPort;  // kNoPort for a one-link route (its first port)
   };
   std::vector<std::vector<LastRoute>> last(1, std::vector<LastRoute>(group.size()));
   constexpr std::size_t kBlock = 1024;
@@ -102,8 +116,8 @@ ClosedForm closed_form(const Program& program, std::span<const topo::DeviceId> g
         const RouteProperties p = route_properties(topology, r.route);
         r.latency = p.latency;
         r.bottleneck = p.bottleneck.bytes_per_s();
-        r.first_rate = topology.link(r.route.front()).bandwidth.bytes_per_s();
-        r.last_rate = topology.link(r.route.back()).bandwidth.bytes_per_s();
+        r.first_port = port(r.route.front());
+        r.last_port = r.route.size() > 1 ? port(r.route.back()) : kNoPort;
       }
     }
     if (r.route.empty()) continue;
@@ -111,8 +125,8 @@ ClosedForm closed_form(const Program& program, std::span<const topo::DeviceId> g
     const std::int64_t bytes = t.bytes.count();
     if (bytes <= 0) continue;
     consider(bytes, r.bottleneck);
-    add_to_port(r.route.front(), r.first_rate, bytes);
-    if (r.route.size() > 1) add_to_port(r.route.back(), r.last_rate, bytes);
+    add_to_port(r.first_port, bytes);
+    if (r.last_port != kNoPort) add_to_port(r.last_port, bytes);
   }
   close_step();
   out.seconds = out.latency_seconds + out.bandwidth_seconds;
