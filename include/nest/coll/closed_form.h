@@ -17,14 +17,17 @@
 /// steps aligned, the simulator reproduces this exactly: e.g. ring allreduce of S bytes over n
 /// ranks gives 2(n-1)·a + 2(n-1)/n·S/B.
 ///
-/// Steps are aligned (tested exactly, every n from 2 to 16) for ring, hierarchical/torus, direct,
-/// pairwise, halving-doubling on powers of two, the unpipelined double binary tree except on 7,
-/// 13, 14 and 15 ranks, and the pipelined one on 2, 4 and 8. They are not when per-rank
-/// dependencies let some ranks start a step early: trees with subtrees of different heights
-/// (7 and 13-15 ranks: the simulation is then faster than this sum, tested as a bound), other
-/// pipelined trees (early pieces meet later ones on a port: slower), and halving-doubling's fold
-/// on non-powers of two (ranks outside the fold send into folding ranks while the fold arrives:
-/// slower, by up to 23% at 12 MB on 3-15 ranks; tested as a bound).
+/// Steps are aligned (tested exactly, every n from 2 to 16, 1 to 3 chunks) for ring,
+/// hierarchical/torus, direct, pairwise, halving-doubling on powers of two, tree broadcast
+/// (pipelined or not), the unpipelined tree allreduce except on 7, 13, 14 and 15 ranks, and the
+/// pipelined one on 2 and 4 ranks. They are not when per-rank dependencies let some ranks start
+/// a step early, and the tests pin the difference:
+/// - unpipelined tree allreduce with subtrees of different heights (7 and 13-15 ranks): the
+///   simulation is faster than this sum (by 7-10% on a star);
+/// - pipelined tree allreduce on other sizes: early pieces meet later ones on a port, or run
+///   ahead; either way, within 6.5% (-5.6% to +6.3% with 2 to 32 chunks on a star);
+/// - halving-doubling's fold on non-powers of two: ranks outside the fold send into folding
+///   ranks while the fold arrives, so the simulation is slower (by 13-24% on a star).
 
 #include <cstdint>
 #include <span>

@@ -52,7 +52,7 @@ TEST(Simulate, EveryAlgorithmMatchesItsClosedFormOnANonBlockingSwitch) {
                        Operation::kAllToAll, Operation::kBroadcast, Operation::kSend}) {
     for (Algorithm a : algorithms_for(op)) {
       for (int n = 2; n <= 16; ++n) {
-        for (int chunks : {1, 3}) {
+        for (int chunks : {1, 2, 3}) {
           for (std::int64_t size : {kEvenSize, 64 * kEvenSize}) {
             CollectiveSpec spec{op, a, Bytes(size), chunks};
             if (a == Algorithm::kHierarchical || a == Algorithm::kTorus) {
@@ -64,11 +64,12 @@ TEST(Simulate, EveryAlgorithmMatchesItsClosedFormOnANonBlockingSwitch) {
             } catch (const Error&) {
               continue;
             }
-            // Where the steps do not align (closed_form.h), the closed form is a bound or
-            // neither: pipelined trees other than 2, 4 and 8 ranks go either way.
+            // Where the steps do not align (closed_form.h), the closed form is a bound, or
+            // within 6.5% either way for pipelined tree allreduces other than 2 and 4 ranks.
             const bool power_of_two = (n & (n - 1)) == 0;
             const bool uneven_tree = n == 7 || (n >= 13 && n <= 15);
-            if (a == Algorithm::kTree && chunks > 1 && n != 2 && n != 4 && n != 8) continue;
+            const bool pipelined_tree_allreduce =
+                a == Algorithm::kTree && op == Operation::kAllReduce && chunks > 1;
             const auto [sim, closed] = sim_and_closed(t, spec, iota_group(n));
             const std::string what = std::string(operation_name(op)) + " " +
                                      std::string(algorithm_name(a)) + " n=" + std::to_string(n) +
@@ -81,6 +82,10 @@ TEST(Simulate, EveryAlgorithmMatchesItsClosedFormOnANonBlockingSwitch) {
                        uneven_tree) {
               EXPECT_LT(sim, closed) << what;  // the shallow subtree runs ahead
               ++bounds;
+            } else if (pipelined_tree_allreduce && n != 2 && n != 4) {
+              EXPECT_NEAR(static_cast<double>(sim) / static_cast<double>(closed), 1.0, 0.065)
+                  << what;
+              ++bounds;
             } else {
               EXPECT_EQ(sim, closed) << what;
             }
@@ -90,8 +95,10 @@ TEST(Simulate, EveryAlgorithmMatchesItsClosedFormOnANonBlockingSwitch) {
       }
     }
   }
-  EXPECT_EQ(checked, 732);
-  EXPECT_EQ(bounds, 11 * 2 + 4 * 2);  // halving-doubling on 11 group sizes, trees on 4; 2 sizes
+  EXPECT_EQ(checked, 1056);
+  // Two sizes each: halving-doubling on 11 group sizes, unpipelined trees on 4, pipelined tree
+  // allreduces on 13 with 2 chunk counts.
+  EXPECT_EQ(bounds, 11 * 2 + 4 * 2 + 13 * 2 * 2);
 }
 
 // A ring allreduce on a physical ring of cables: each step is one hop, nothing shared.
