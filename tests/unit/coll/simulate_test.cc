@@ -249,17 +249,13 @@ TEST(Simulate, ConcurrentDataParallelRingsShareSpineLinks) {
   EXPECT_NEAR(bw_together / bw_alone, 2.0, 1e-9);
 }
 
-// Rail-optimized, 4 nodes x 8 GPUs on one leaf per rail, NVLink 500 GB/s, NIC 50 GB/s, spine
-// 200 GB/s (so the four node-crossing flows of the flat ring, which change rails and go
-// leaf-spine-leaf, do not contend). Hierarchical (levels {8, 4} from the domains):
-//   2·7·(a_nv + S/(8·B_nv)) + 2·3·(a_rail + S/(32·B_nic))
-// Flat ring over 0..31: every one of its 62 steps waits for the node-crossing edge:
-//   62·(a_cross + S/(32·B_nic)).
-TEST(Simulate, HierarchicalAllReduceBeatsFlatRingOnRailOptimizedByThePredictedFactor) {
+// A rail-optimized cluster of `nodes` nodes with one leaf per rail for all of them and one
+// spine: NVLink 500 GB/s and 100 ns, NIC 50 GB/s and 500 ns, spine cables 200 GB/s and 500 ns.
+topo::Topology small_rail(int nodes, int gpus_per_node) {
   topo::RailOptimizedParams p;
-  p.nodes = 4;
-  p.gpus_per_node = 8;
-  p.nodes_per_leaf = 4;
+  p.nodes = nodes;
+  p.gpus_per_node = gpus_per_node;
+  p.nodes_per_leaf = nodes;
   p.spines = 1;
   p.nvlink_bandwidth = Bandwidth::gigabytes_per_second(500);
   p.nvlink_latency = Time::nanoseconds(100);
@@ -267,7 +263,17 @@ TEST(Simulate, HierarchicalAllReduceBeatsFlatRingOnRailOptimizedByThePredictedFa
   p.nic_latency = Time::nanoseconds(500);
   p.spine_bandwidth = Bandwidth::gigabytes_per_second(200);
   p.spine_latency = Time::nanoseconds(500);
-  const topo::Topology t = topo::build_rail_optimized(p);
+  return topo::build_rail_optimized(p);
+}
+
+// Rail-optimized, 4 nodes x 8 GPUs on one leaf per rail, NVLink 500 GB/s, NIC 50 GB/s, spine
+// 200 GB/s (so the four node-crossing flows of the flat ring, which change rails and go
+// leaf-spine-leaf, do not contend). Hierarchical (levels {8, 4} from the domains):
+//   2·7·(a_nv + S/(8·B_nv)) + 2·3·(a_rail + S/(32·B_nic))
+// Flat ring over 0..31: every one of its 62 steps waits for the node-crossing edge:
+//   62·(a_cross + S/(32·B_nic)).
+TEST(Simulate, HierarchicalAllReduceBeatsFlatRingOnRailOptimizedByThePredictedFactor) {
+  const topo::Topology t = small_rail(4, 8);
   const auto group = iota_group(32);
   const double s = 32.0 * 3 * 100000;  // divisible by 8, 32 and 3
   const double a_nv = 200e-9;          // GPU-NVSwitch-GPU
@@ -302,18 +308,7 @@ TEST(Simulate, HierarchicalAllReduceBeatsFlatRingOnRailOptimizedByThePredictedFa
 // The closed form once priced 7·S/8 at the slowest route's rate (1.75x this) and called the
 // difference contention.
 TEST(Simulate, ClosedFormPricesEachPortAtItsOwnRate) {
-  topo::RailOptimizedParams p;
-  p.nodes = 2;
-  p.gpus_per_node = 4;
-  p.nodes_per_leaf = 2;
-  p.spines = 1;
-  p.nvlink_bandwidth = Bandwidth::gigabytes_per_second(500);
-  p.nvlink_latency = Time::nanoseconds(100);
-  p.nic_bandwidth = Bandwidth::gigabytes_per_second(50);
-  p.nic_latency = Time::nanoseconds(500);
-  p.spine_bandwidth = Bandwidth::gigabytes_per_second(200);
-  p.spine_latency = Time::nanoseconds(500);
-  const topo::Topology t = topo::build_rail_optimized(p);
+  const topo::Topology t = small_rail(2, 4);
   const double s = 24e6;
   const CollectiveSpec spec{Operation::kAllGather, Algorithm::kDirect,
                             Bytes(static_cast<std::int64_t>(s))};
