@@ -50,11 +50,11 @@ ClosedForm closed_form(const Program& program, std::span<const topo::DeviceId> g
   bool open = false;
   std::uint32_t step = 0;
   Time alpha;
-  // The step's bandwidth term as bytes over a rate: the largest bytes / rate so far.
+  // The step's bandwidth term as bytes over a rate: the largest bytes / rate so far (every
+  // candidate has bytes > 0).
   std::int64_t load = 0;
   double beta = std::numeric_limits<double>::infinity();
   const auto consider = [&](std::int64_t bytes, double rate) {
-    if (bytes <= 0) return;
     if (load == 0 || static_cast<double>(bytes) * beta > static_cast<double>(load) * rate) {
       load = bytes;
       beta = rate;

@@ -168,6 +168,12 @@ double bus_bandwidth_factor(Operation op, int ranks) noexcept {
   return 1;
 }
 
+std::string levels_text(std::span<const int> levels) {
+  std::string out;
+  for (int l : levels) out += (out.empty() ? "" : ",") + std::to_string(l);
+  return out;
+}
+
 void validate(const CollectiveSpec& spec, int ranks, std::string_view key_prefix) {
   const std::string prefix(key_prefix);
   const auto valid = algorithms_for(spec.op);
@@ -216,12 +222,10 @@ void validate(const CollectiveSpec& spec, int ranks, std::string_view key_prefix
   }
   if (!spec.levels.empty() && spec.algorithm != Algorithm::kHierarchical &&
       spec.algorithm != Algorithm::kTorus) {
-    std::string text;
-    for (int level : spec.levels) text += (text.empty() ? "" : ",") + std::to_string(level);
     throw Error::input("level sizes apply only to hierarchical and torus, not " +
                            std::string(algorithm_name(spec.algorithm)),
                        {.key = prefix + "levels",
-                        .value = text,
+                        .value = levels_text(spec.levels),
                         .expected = "no --levels, or --algorithm hierarchical or torus"});
   }
   if (spec.op == Operation::kSend && ranks != 2) {

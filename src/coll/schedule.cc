@@ -540,6 +540,8 @@ Schedule::Schedule(int ranks, std::vector<Transfer> transfers)
   }
 }
 
+namespace {
+
 // The limits of a program: a stored schedule numbers its transfers in 32 bits, and every program
 // numbers its steps in 32 bits (`Transfer::step`). `what` is "transfers" or "steps".
 void check_count(const CollectiveSpec& spec, int ranks, std::uint64_t count, const char* what) {
@@ -551,6 +553,8 @@ void check_count(const CollectiveSpec& spec, int ranks, std::uint64_t count, con
        .value = chunked ? std::to_string(spec.chunks) : std::to_string(ranks) + " devices",
        .expected = std::string("fewer than 2^32 ") + what + " (a smaller group or fewer chunks)"});
 }
+
+}  // namespace
 
 Schedule lower(const CollectiveSpec& spec, int ranks) {
   if (ranks <= 1) return Schedule(std::max(ranks, 1), {});

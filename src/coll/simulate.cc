@@ -16,12 +16,6 @@
 namespace nest::coll {
 namespace {
 
-std::string levels_text(const std::vector<int>& levels) {
-  std::string out;
-  for (int l : levels) out += (out.empty() ? "" : ",") + std::to_string(l);
-  return out;
-}
-
 void check_group(const topo::Topology& topology, std::span<const topo::DeviceId> group) {
   if (group.empty()) {
     throw Error::input("empty group", {.key = "--group", .expected = "at least 1 device"});

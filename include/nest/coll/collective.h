@@ -89,10 +89,14 @@ struct CollectiveSpec {
 /// reduce-scatter, all-gather and all-to-all (n-1)/n; broadcast and send 1.
 [[nodiscard]] double bus_bandwidth_factor(Operation op, int ranks) noexcept;
 
+/// Level sizes as text: "8,4".
+[[nodiscard]] std::string levels_text(std::span<const int> levels);
+
 /// Checks that `spec` can run on a group of `ranks` devices: the algorithm is valid for the
-/// operation, chunks >= 1 (and 1 for algorithms that do not pipeline), size > 0, send has two
-/// ranks, halving-doubling reduce-scatter/all-gather has a power-of-two group, levels (when
-/// given) are >= 1 and multiply to `ranks`. Throws `Error` (input) with key `key_prefix` +
+/// operation, chunks >= 1 (and 1 for algorithms that do not pipeline) and no more than make
+/// pieces of one byte, size > 0, send has two ranks, halving-doubling reduce-scatter/all-gather
+/// has a power-of-two group, levels are given only to hierarchical and torus and (when given)
+/// are >= 1 and multiply to `ranks`. Throws `Error` (input) with key `key_prefix` +
 /// the field ("--algorithm", "--size", ...) naming the bad value and what was expected.
 void validate(const CollectiveSpec& spec, int ranks, std::string_view key_prefix = "--");
 
