@@ -47,19 +47,14 @@ sweep::ValidationInputs resolve_inputs(const std::string& reference, const std::
       throw Error::input("no nest-artifact/expected-nest.tsv in the reference folder",
                          {.key = "--reference",
                           .value = reference,
-                          .expected = "the shared reference folder (../shared/reference)"});
+                          .expected = "a folder laid out as tests/validation/reference/"});
     }
     return in;
   }
-  // The shared reference folder next to the source tree, else the copies shipped in it.
-  const fs::path shared = in.workloads_root / ".." / "shared" / "reference" / "nest-artifact";
-  if (is_file(shared / "expected-nest.tsv")) {
-    in.nest_table = shared / "expected-nest.tsv";
-    in.nest_profiles = shared;
-  } else {
-    in.nest_table = in.workloads_root / "tests" / "validation" / "expected-nest.tsv";
-    in.nest_profiles = in.workloads_root / "workloads" / "profiles";
-  }
+  // The copies shipped in the repository (tests/validation/reference/README.md).
+  in.nest_table = in.workloads_root / "tests" / "validation" / "reference" / "nest-artifact" /
+                  "expected-nest.tsv";
+  in.nest_profiles = in.workloads_root / "workloads" / "profiles";
   return in;
 }
 
@@ -68,8 +63,8 @@ sweep::ValidationInputs resolve_inputs(const std::string& reference, const std::
 int run_validate(std::span<char* const> args) {
   po::options_description options("options");
   options.add_options()("reference", po::value<std::string>()->default_value(""),
-                        "the reference folder (default: ../shared/reference beside the source "
-                        "tree, else the copies shipped in tests/validation/)")(
+                        "a reference folder laid out as tests/validation/reference/ (default: the "
+                        "copies shipped there)")(
       "source", po::value<std::string>()->default_value(""),
       "the source tree, holding workloads/ (default: found from $NEST_HOME, the working "
       "directory or the executable)")("failures-only", po::bool_switch(),

@@ -21,7 +21,7 @@
 namespace nest::sweep {
 namespace {
 
-constexpr const char* kReference = "../shared/reference/README.md";
+constexpr const char* kReference = "tests/validation/reference/README.md";
 
 // Integer-picosecond times round each transfer's end; a schedule of `steps` steps may differ
 // from the real-valued formula by up to one picosecond per step.

@@ -1,5 +1,5 @@
 // Prints results/placer_reproduction.md's tables: the published NEST iteration times
-// (../shared/reference/nest-artifact/expected-nest.tsv) against this placer under the
+// (tests/validation/reference/nest-artifact/expected-nest.tsv) against this placer under the
 // nest-artifact rules (zero network), the published fixed baselines evaluated by the same cost
 // model, and what the corrected megatron memory rules and the artifact's own networks (simulated
 // by the collective oracle) give for the same cases. Usage: bench_placer_reproduction
@@ -58,7 +58,7 @@ std::optional<placer::Plan> fixed(const workload::LayerProfile& profile, int p, 
 
 int main() {
   const std::string src = NEST_SOURCE_DIR;
-  const std::string ref = src + "/../shared/reference/nest-artifact/";
+  const std::string ref = src + "/tests/validation/reference/nest-artifact/";
   std::ifstream tsv(ref + "expected-nest.tsv");
   std::vector<Row> rows;
   std::string line;
@@ -79,7 +79,8 @@ int main() {
   std::map<std::string, double> nest_ms;
   for (const Row& r : rows) {
     auto& profile = profiles[r.profile];
-    if (profile.variants.empty()) profile = workload::load_layer_profile(ref + r.profile);
+    if (profile.variants.empty())
+      profile = workload::load_layer_profile(src + "/workloads/profiles/" + r.profile);
     placer::ZeroCommCost zero;
     placer::SearchOptions o;
     o.cost = {.rules = workload::MemoryRules::kNestArtifact, .devices = r.devices};

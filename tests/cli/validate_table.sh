@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # `nest validate`: every check against outside numbers within tolerance (exit 0); a case pushed
 # out of tolerance gives exit 1 and a FAIL line; bad folders give exit 2 and one exact line.
-# The shipped copy of expected-nest.tsv (tests/validation/) is used when no reference folder
-# is beside the source tree. Usage: validate_table.sh <nest> <source-dir>
+# By default the copies shipped in tests/validation/reference/ are used. Usage: validate_table.sh <nest> <source-dir>
 set -u
 nest="$1"
 src="$2"
@@ -27,7 +26,7 @@ echo "$out" | grep -q '^nest: gpt3-175b-h100.yaml on 128 devices, best iteration
 # 2. A published time moved by 1%: that case fails, the command exits 1.
 mkdir -p "$tmp/ref/nest-artifact"
 cp "$src"/workloads/profiles/gpt3-175b-*.yaml "$tmp/ref/nest-artifact/"
-sed 's/245184.584/247636.430/' "$src/tests/validation/expected-nest.tsv" \
+sed 's/245184.584/247636.430/' "$src/tests/validation/reference/nest-artifact/expected-nest.tsv" \
   >"$tmp/ref/nest-artifact/expected-nest.tsv"
 out=$("$nest" validate --reference "$tmp/ref" --source "$src" --failures-only)
 status=$?
@@ -36,21 +35,21 @@ status=$?
 echo "$out" | grep -q '^nest: gpt3-175b-h100.yaml on 128 devices.* FAIL ' || fail "wrong case failed"
 echo "$out" | grep -q ' 1 out of tolerance$' || fail "summary after a failure"
 
-# 3. Without a reference folder beside the tree, the shipped copies are used.
+# 3. From another tree: its shipped copies are used.
 mkdir -p "$tmp/tree/tests"
 ln -s "$src/workloads" "$tmp/tree/workloads"
 ln -s "$src/tests/validation" "$tmp/tree/tests/validation"
 out=$("$nest" validate --source "$tmp/tree")
 status=$?
 [ "$status" -eq 0 ] || fail "shipped copies: exit $status"
-echo "$out" | grep -q "^NEST table: $tmp/tree/tests/validation/expected-nest.tsv$" ||
+echo "$out" | grep -q "^NEST table: $tmp/tree/tests/validation/reference/nest-artifact/expected-nest.tsv$" ||
   fail "shipped table not used: $(echo "$out" | tail -1)"
 
 # 4. Bad folders.
 err=$("$nest" validate --reference "$tmp/none" 2>&1 >/dev/null)
 status=$?
 [ "$status" -eq 2 ] || fail "missing reference: exit $status"
-[ "$err" = "nest validate: --reference: no nest-artifact/expected-nest.tsv in the reference folder (got \"$tmp/none\"; expected the shared reference folder (../shared/reference))" ] ||
+[ "$err" = "nest validate: --reference: no nest-artifact/expected-nest.tsv in the reference folder (got \"$tmp/none\"; expected a folder laid out as tests/validation/reference/)" ] ||
   fail "missing reference message: $err"
 err=$("$nest" validate --source "$tmp" 2>&1 >/dev/null)
 status=$?

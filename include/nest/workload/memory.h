@@ -18,7 +18,8 @@ enum class MemoryRules : std::uint8_t {
   /// activations; with full recomputation `in_flight` × the stages' layer inputs + the largest
   /// layer's activations (the working set while recomputing).
   kMegatron,
-  /// The rule of the published NEST numbers (../shared/reference/README.md): 2·P + A constant,
+  /// The rule of the published NEST numbers (tests/validation/reference/README.md): 2·P + A
+  /// constant,
   /// plus (in_flight − 1) × (first layer's input under recomputation, else A). No optimizer.
   /// Split as weights = gradients = P (Σ parameter_bytes), optimizer = 0, activations =
   /// A + (in_flight − 1) × stash, so `total()` is exactly the artifact's figure.

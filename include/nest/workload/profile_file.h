@@ -3,7 +3,8 @@
 /// Layer-profile files (`workloads/profiles/*.yaml`): measured or published per-layer numbers
 /// per parallel variant, read into the same `LayerProfile` that a model + accelerator gives.
 ///
-/// Format (the one of ../shared/reference/nest-artifact/; keys marked * are optional):
+/// Format (the one of the NEST artifact's profiles in workloads/profiles/; keys marked * are
+/// optional):
 /// ```yaml
 /// kind: layer_profile
 /// model: gpt3-175b

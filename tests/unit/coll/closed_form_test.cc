@@ -1,5 +1,5 @@
 // Closed forms of every algorithm on a non-blocking switch against the textbook alpha-beta
-// formulas (../shared/reference/README.md, "Formulas worth testing against") and hand-derived
+// formulas (tests/validation/reference/README.md, "Formulas worth testing against") and hand-derived
 // ones where the reference has none.
 
 #include "nest/coll/closed_form.h"

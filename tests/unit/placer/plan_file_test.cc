@@ -15,7 +15,8 @@
 namespace nest::placer {
 namespace {
 
-const std::string kProfile = std::string(NEST_REFERENCE_DIR) + "/nest-artifact/gpt3-175b-h100.yaml";
+const std::string kProfile =
+    std::string(NEST_SOURCE_DIR) + "/workloads/profiles/gpt3-175b-h100.yaml";
 
 struct Fixture {
   workload::LayerProfile profile = workload::load_layer_profile(kProfile);

@@ -1,6 +1,7 @@
 // The published NEST numbers (arXiv 2603.06798, artifact scai-tech/Nest): with the nest-artifact
-// rules and a zero network, the per-layer profiles of ../shared/reference/nest-artifact/ must
-// give the iteration times of expected-nest.tsv within 0.1% for every row.
+// rules and a zero network, the per-layer profiles of workloads/profiles/
+// (tests/validation/reference/README.md) must give the iteration times of expected-nest.tsv within
+// 0.1% for every row.
 
 #include <gtest/gtest.h>
 
@@ -45,8 +46,8 @@ TEST(Reproduction, ArtifactProfilesGiveThePublishedIterationTimes) {
   ASSERT_EQ(rows.size(), 6u);
   for (const Row& row : rows) {
     SCOPED_TRACE(row.profile + " on " + std::to_string(row.devices) + " devices");
-    const auto profile = workload::load_layer_profile(std::string(NEST_REFERENCE_DIR) +
-                                                      "/nest-artifact/" + row.profile);
+    const auto profile = workload::load_layer_profile(std::string(NEST_SOURCE_DIR) +
+                                                      "/workloads/profiles/" + row.profile);
     ZeroCommCost zero;
     SearchOptions options;
     options.cost = {.rules = workload::MemoryRules::kNestArtifact, .devices = row.devices};

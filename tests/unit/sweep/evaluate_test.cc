@@ -139,7 +139,7 @@ TEST(StudyEvaluator, ThePlanIsTheSearchsOnTheSameTopology) {
   EXPECT_TRUE(std::holds_alternative<std::monostate>(o.cells[column(evaluator, "replay_error")]));
 }
 
-// The published NEST figure (../shared/reference/nest-artifact/expected-nest.tsv): GPT-3 175B on
+// The published NEST figure (tests/validation/reference/nest-artifact/expected-nest.tsv): GPT-3 175B on
 // 128 H100 under the nest-artifact rules, 245,184.584 ms per iteration, with 8 stages, d 4, t 4.
 TEST(StudyEvaluator, ArtifactRulesReproduceThePublishedIterationTime) {
   const Study s =

@@ -27,7 +27,7 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
-// Published totals (../shared/reference/README.md, from the official configurations).
+// Published totals (tests/validation/reference/README.md, from the official configurations).
 TEST(ModelParameters, MatchPublishedCounts) {
   EXPECT_EQ(count_parameters(model("gpt3-175b")).total, 174'604'259'328);
   EXPECT_EQ(count_parameters(model("llama2-7b")).total, 6'738'415'616);
