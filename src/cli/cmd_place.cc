@@ -18,11 +18,11 @@
 #include "nest/coll/closed_form.h"
 #include "nest/core/error.h"
 #include "nest/core/unit_parse.h"
+#include "nest/io/plan_file.h"
 #include "nest/placer/baselines.h"
 #include "nest/placer/comm_cost.h"
 #include "nest/placer/cost_model.h"
 #include "nest/placer/oracle_comm_cost.h"
-#include "nest/placer/plan_file.h"
 #include "nest/placer/search.h"
 #include "nest/placer/variants.h"
 #include "nest/topo/loader.h"
@@ -252,7 +252,7 @@ int run_place(std::span<char* const> args) {
   if (has_model && vm.count("accelerator") == 0) {
     throw Error::input("--model needs --accelerator", {.key = "--accelerator"});
   }
-  placer::PlanInputs inputs;
+  io::PlanInputs inputs;
   try {
     inputs.rules = placer::parse_rules(vm["rules"].as<std::string>());
   } catch (const Error& e) {
@@ -394,14 +394,14 @@ int run_place(std::span<char* const> args) {
     }
   }
   if (vm.count("fixed")) {
-    const placer::PlanRecord given = placer::read_plan_file(vm["fixed"].as<std::string>());
+    const io::PlanRecord given = io::read_plan_file(vm["fixed"].as<std::string>());
     placer::PlanChoice choice = given.choice;
     choice.variant = placer::find_variant(profile, given.degrees);
     baselines.push_back(placer::fixed_baseline(profile, choice, *comm, options.cost));
   }
 
   if (vm.count("output")) {
-    placer::write_plan_file(vm["output"].as<std::string>(), inputs, plan, baselines);
+    io::write_plan_file(vm["output"].as<std::string>(), inputs, plan, baselines);
   }
   if (vm.count("json")) {
     std::cout << to_json(plan, baselines).dump(2) << "\n";

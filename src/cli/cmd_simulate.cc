@@ -16,9 +16,9 @@
 #include "nest/core/error.h"
 #include "nest/core/progress.h"
 #include "nest/core/unit_parse.h"
+#include "nest/io/plan_file.h"
 #include "nest/io/run_writers.h"
-#include "nest/placer/plan_file.h"
-#include "nest/placer/plan_inputs.h"
+#include "nest/job/plan_inputs.h"
 #include "nest/replay/plan_replay.h"
 #include "nest/topo/loader.h"
 
@@ -130,14 +130,14 @@ void print_summary(const replay::Summary& s, Bytes capacity,
 }
 
 int simulate(const SimulateRequest& req, Progress* progress) {
-  const placer::PlanRecord record = placer::read_plan_file(req.plan);
+  const io::PlanRecord record = io::read_plan_file(req.plan);
   const fs::path plan_path(req.plan);
-  const workload::LayerProfile profile = placer::load_plan_profile(record, plan_path);
+  const workload::LayerProfile profile = job::load_plan_profile(record, plan_path);
   std::string topology_path;
   if (req.topology) {
     topology_path = find_topology(*req.topology);
   } else if (!record.inputs.topology.empty()) {
-    topology_path = placer::resolve_plan_path(record.inputs.topology, plan_path, "inputs.topology");
+    topology_path = job::resolve_plan_path(record.inputs.topology, plan_path, "inputs.topology");
   } else {
     throw Error::input("the plan names no topology to replay on",
                        {.file = req.plan,
@@ -150,8 +150,8 @@ int simulate(const SimulateRequest& req, Progress* progress) {
                                    record.inputs.devices, topology.num_devices()),
                        {.file = topology_path, .key = "devices"});
   }
-  const auto comm = placer::make_comm_cost(record.inputs, &topology);
-  const placer::Plan plan = placer::evaluate_record(record, profile, *comm);
+  const auto comm = job::make_comm_cost(record.inputs, &topology);
+  const placer::Plan plan = job::evaluate_record(record, profile, *comm);
   if (!plan.fits()) {
     for (std::size_t s = 0; s < plan.stages.size(); ++s) {
       if (plan.stages[s].fits(plan.capacity)) continue;
@@ -169,7 +169,7 @@ int simulate(const SimulateRequest& req, Progress* progress) {
   run.meta.plan_yaml = slurp(req.plan);
   std::vector<std::string> inputs = {req.plan, topology_path};
   for (const auto* p : {&record.inputs.profile, &record.inputs.model, &record.inputs.accelerator}) {
-    if (!p->empty()) inputs.push_back(placer::resolve_plan_path(*p, plan_path, "inputs"));
+    if (!p->empty()) inputs.push_back(job::resolve_plan_path(*p, plan_path, "inputs"));
   }
   for (const auto& p : inputs) run.meta.inputs.emplace_back(p, file_hash(p));
   if (progress != nullptr) progress->advance();

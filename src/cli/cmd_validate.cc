@@ -1,4 +1,4 @@
-// `nest validate`: the table of checks against outside numbers (nest/sweep/validation.h).
+// `nest validate`: the table of checks against outside numbers (nest/validate/validation.h).
 // Exit status 0 when every case is within its tolerance, 1 when one is not, 2 on bad input.
 
 #include <fmt/format.h>
@@ -12,7 +12,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "nest/core/error.h"
-#include "nest/sweep/validation.h"
+#include "nest/validate/validation.h"
 
 namespace nest::cli {
 namespace {
@@ -24,8 +24,8 @@ bool is_file(const fs::path& p) {
   return fs::is_regular_file(p, ec);
 }
 
-sweep::ValidationInputs resolve_inputs(const std::string& reference, const std::string& root) {
-  sweep::ValidationInputs in;
+validate::ValidationInputs resolve_inputs(const std::string& reference, const std::string& root) {
+  validate::ValidationInputs in;
   const std::vector<std::string> roots =
       root.empty() ? search_roots() : std::vector<std::string>{root};
   for (const fs::path r : roots) {
@@ -73,9 +73,9 @@ int run_validate(std::span<char* const> args) {
   if (!parse_options(args, "nest validate [--reference DIR] [--source DIR]", options, {}, vm)) {
     return 0;
   }
-  const sweep::ValidationInputs inputs =
+  const validate::ValidationInputs inputs =
       resolve_inputs(vm["reference"].as<std::string>(), vm["source"].as<std::string>());
-  const std::vector<sweep::ValidationCase> cases = sweep::run_validation(inputs);
+  const std::vector<validate::ValidationCase> cases = validate::run_validation(inputs);
 
   std::size_t width = 4;
   for (const auto& c : cases) width = std::max(width, c.group.size() + 2 + c.name.size());

@@ -4,6 +4,8 @@
 #include <array>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "nest/core/error.h"
 
 namespace nest::placer {
@@ -108,6 +110,37 @@ GroupLayout DeviceMap::stage_layout(int stage) const noexcept {
 bool Plan::fits() const noexcept {
   return std::all_of(stages.begin(), stages.end(),
                      [this](const StageReport& s) { return s.fits(capacity); });
+}
+
+std::string_view to_string(workload::MemoryRules rules) noexcept {
+  return rules == workload::MemoryRules::kNestArtifact ? "nest-artifact" : "megatron";
+}
+
+workload::MemoryRules parse_rules(std::string_view text) {
+  if (text == "megatron") return workload::MemoryRules::kMegatron;
+  if (text == "nest-artifact") return workload::MemoryRules::kNestArtifact;
+  throw Error::input(
+      "unknown memory rules",
+      {.key = "rules", .value = std::string(text), .expected = "megatron or nest-artifact"});
+}
+
+std::size_t find_variant(const workload::LayerProfile& profile, const VariantDegrees& degrees) {
+  for (std::size_t i = 0; i < profile.variants.size(); ++i) {
+    const auto& v = profile.variants[i];
+    const VariantDegrees d{.tensor_parallel = v.tensor_parallel,
+                           .expert_parallel = v.expert_parallel,
+                           .context_parallel = v.context_parallel,
+                           .sequence_parallel = v.sequence_parallel,
+                           .micro_batch = v.micro_batch,
+                           .devices_per_replica = v.devices_per_replica};
+    if (d == degrees) return i;
+  }
+  throw Error::input("the profile has no variant with the plan's degrees",
+                     {.key = "variant",
+                      .value = fmt::format("t {} e {} c {} sp {} mb {} devices_per_replica {}",
+                                           degrees.tensor_parallel, degrees.expert_parallel,
+                                           degrees.context_parallel, degrees.sequence_parallel,
+                                           degrees.micro_batch, degrees.devices_per_replica)});
 }
 
 }  // namespace nest::placer

@@ -15,6 +15,7 @@
 #include "nest/core/units.h"
 #include "nest/placer/comm_cost.h"
 #include "nest/topo/topology.h"
+#include "nest/workload/layer_profile.h"
 #include "nest/workload/memory.h"
 
 namespace nest::placer {
@@ -164,5 +165,15 @@ struct BaselineResult {
   std::optional<Plan> plan;  ///< empty when nothing fits under the baseline's rule
   std::string note;          ///< how the baseline was made, or why it does not fit
 };
+
+/// "megatron" or "nest-artifact".
+[[nodiscard]] std::string_view to_string(workload::MemoryRules rules) noexcept;
+/// Inverse of `to_string`; throws `Error` (input, key "rules").
+[[nodiscard]] workload::MemoryRules parse_rules(std::string_view text);
+
+/// The index of the variant of `profile` with `degrees`; throws `Error` (input, key "variant")
+/// naming the degrees when there is none.
+[[nodiscard]] std::size_t find_variant(const workload::LayerProfile& profile,
+                                       const VariantDegrees& degrees);
 
 }  // namespace nest::placer

@@ -1,4 +1,4 @@
-#include "nest/placer/plan_file.h"
+#include "nest/io/plan_file.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,18 @@
 #include "nest/core/error.h"
 #include "nest/core/unit_parse.h"
 
-namespace nest::placer {
+namespace nest::io {
+
+using placer::BaselineResult;
+using placer::Breakdown;
+using placer::DeviceMap;
+using placer::parse_placement_order;
+using placer::parse_rules;
+using placer::Plan;
+using placer::StageReport;
+using placer::to_string;
+using placer::VariantDegrees;
+
 namespace {
 
 // A time as seconds with all 12 picosecond digits: exact, and readable by parse_time.
@@ -60,18 +71,6 @@ int as_count(const config::Node& n, std::int64_t min = 1) {
 }
 
 }  // namespace
-
-std::string_view to_string(workload::MemoryRules rules) noexcept {
-  return rules == workload::MemoryRules::kNestArtifact ? "nest-artifact" : "megatron";
-}
-
-workload::MemoryRules parse_rules(std::string_view text) {
-  if (text == "megatron") return workload::MemoryRules::kMegatron;
-  if (text == "nest-artifact") return workload::MemoryRules::kNestArtifact;
-  throw Error::input(
-      "unknown memory rules",
-      {.key = "rules", .value = std::string(text), .expected = "megatron or nest-artifact"});
-}
 
 std::string plan_to_yaml(const PlanInputs& in, const Plan& plan,
                          const std::vector<BaselineResult>& baselines) {
@@ -300,23 +299,4 @@ PlanRecord read_plan_file(const std::string& path) {
   return parse_plan(text.str(), path);
 }
 
-std::size_t find_variant(const workload::LayerProfile& profile, const VariantDegrees& degrees) {
-  for (std::size_t i = 0; i < profile.variants.size(); ++i) {
-    const auto& v = profile.variants[i];
-    const VariantDegrees d{.tensor_parallel = v.tensor_parallel,
-                           .expert_parallel = v.expert_parallel,
-                           .context_parallel = v.context_parallel,
-                           .sequence_parallel = v.sequence_parallel,
-                           .micro_batch = v.micro_batch,
-                           .devices_per_replica = v.devices_per_replica};
-    if (d == degrees) return i;
-  }
-  throw Error::input("the profile has no variant with the plan's degrees",
-                     {.key = "variant",
-                      .value = fmt::format("t {} e {} c {} sp {} mb {} devices_per_replica {}",
-                                           degrees.tensor_parallel, degrees.expert_parallel,
-                                           degrees.context_parallel, degrees.sequence_parallel,
-                                           degrees.micro_batch, degrees.devices_per_replica)});
-}
-
-}  // namespace nest::placer
+}  // namespace nest::io

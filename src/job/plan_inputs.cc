@@ -1,4 +1,4 @@
-#include "nest/placer/plan_inputs.h"
+#include "nest/job/plan_inputs.h"
 
 #include "nest/core/error.h"
 #include "nest/placer/cost_model.h"
@@ -8,7 +8,15 @@
 #include "nest/workload/model_profile.h"
 #include "nest/workload/profile_file.h"
 
-namespace nest::placer {
+namespace nest::job {
+
+using io::PlanInputs;
+using io::PlanRecord;
+using placer::CommCost;
+using placer::FlatCommCost;
+using placer::OracleCommCost;
+using placer::Plan;
+using placer::ZeroCommCost;
 
 namespace fs = std::filesystem;
 
@@ -33,7 +41,7 @@ workload::LayerProfile load_plan_profile(const PlanRecord& record, const fs::pat
       workload::load_model(resolve_plan_path(in.model, plan_file, "inputs.model"));
   const workload::Accelerator device = workload::load_accelerator(
       resolve_plan_path(in.accelerator, plan_file, "inputs.accelerator"));
-  const VariantDegrees& v = record.degrees;
+  const placer::VariantDegrees& v = record.degrees;
   const workload::ParallelConfig config{.tensor = v.tensor_parallel,
                                         .context = v.context_parallel,
                                         .expert = v.expert_parallel,
@@ -60,12 +68,12 @@ std::unique_ptr<CommCost> make_comm_cost(const PlanInputs& inputs, const topo::T
 
 Plan evaluate_record(const PlanRecord& record, const workload::LayerProfile& profile,
                      CommCost& comm) {
-  PlanChoice choice = record.choice;
-  choice.variant = find_variant(profile, record.degrees);
-  const CostOptions options{.rules = record.inputs.rules,
-                            .devices = record.inputs.devices,
-                            .memory_bandwidth = record.inputs.memory_bandwidth};
-  return evaluate(profile, choice, comm, options);
+  placer::PlanChoice choice = record.choice;
+  choice.variant = placer::find_variant(profile, record.degrees);
+  const placer::CostOptions options{.rules = record.inputs.rules,
+                                    .devices = record.inputs.devices,
+                                    .memory_bandwidth = record.inputs.memory_bandwidth};
+  return placer::evaluate(profile, choice, comm, options);
 }
 
-}  // namespace nest::placer
+}  // namespace nest::job

@@ -50,10 +50,9 @@
 
 #include "nest/core/units.h"
 #include "nest/placer/plan.h"
-#include "nest/workload/layer_profile.h"
 #include "nest/workload/memory.h"
 
-namespace nest::placer {
+namespace nest::io {
 
 /// Where a plan's inputs came from and how the network was modeled.
 struct PlanInputs {
@@ -80,37 +79,27 @@ struct BaselineSummary {
 };
 
 /// What a plan file holds once read: enough to rebuild the plan with `evaluate` after loading
-/// the inputs and finding the variant (`find_variant`).
+/// the inputs and finding the variant (`placer::find_variant`).
 struct PlanRecord {
   PlanInputs inputs;
-  VariantDegrees degrees;
-  PlanChoice choice;  ///< `variant` is left 0: match `degrees` against the profile
+  placer::VariantDegrees degrees;
+  placer::PlanChoice choice;  ///< `variant` is left 0: match `degrees` against the profile
   std::int64_t microbatches = 0;
   Time predicted_iteration_time;
   std::vector<BaselineSummary> baselines;
 };
 
-/// "megatron" or "nest-artifact".
-[[nodiscard]] std::string_view to_string(workload::MemoryRules rules) noexcept;
-/// Inverse of `to_string`; throws `Error` (input, key "rules").
-[[nodiscard]] workload::MemoryRules parse_rules(std::string_view text);
-
 /// The plan file text of `plan` (deterministic: same plan, same bytes).
-[[nodiscard]] std::string plan_to_yaml(const PlanInputs& inputs, const Plan& plan,
-                                       const std::vector<BaselineResult>& baselines);
+[[nodiscard]] std::string plan_to_yaml(const PlanInputs& inputs, const placer::Plan& plan,
+                                       const std::vector<placer::BaselineResult>& baselines);
 
 /// Writes `plan_to_yaml` to `path` atomically.
-void write_plan_file(const std::string& path, const PlanInputs& inputs, const Plan& plan,
-                     const std::vector<BaselineResult>& baselines);
+void write_plan_file(const std::string& path, const PlanInputs& inputs, const placer::Plan& plan,
+                     const std::vector<placer::BaselineResult>& baselines);
 
 /// Reads a plan file. Throws `Error` (input) naming file, line and key on any problem.
 [[nodiscard]] PlanRecord read_plan_file(const std::string& path);
 /// Same from text; `name` stands for the file in errors.
 [[nodiscard]] PlanRecord parse_plan(std::string_view text, const std::string& name);
 
-/// The index of the variant of `profile` with `degrees`; throws `Error` (input, key "variant")
-/// naming the degrees when there is none.
-[[nodiscard]] std::size_t find_variant(const workload::LayerProfile& profile,
-                                       const VariantDegrees& degrees);
-
-}  // namespace nest::placer
+}  // namespace nest::io

@@ -5,15 +5,17 @@
 #include <string>
 
 #include "nest/core/error.h"
+#include "nest/io/plan_file.h"
 #include "nest/placer/comm_cost.h"
 #include "nest/placer/cost_model.h"
-#include "nest/placer/plan_file.h"
 #include "nest/placer/search.h"
 #include "nest/workload/profile_file.h"
 #include "unit/placer/printers.h"
 
-namespace nest::placer {
+namespace nest::io {
 namespace {
+
+using namespace nest::placer;  // NOLINT: the test speaks of plans throughout
 
 const std::string kProfile =
     std::string(NEST_SOURCE_DIR) + "/workloads/profiles/gpt3-175b-h100.yaml";
@@ -117,4 +119,4 @@ TEST(PlanFile, MissingVariantIsNamed) {
 }
 
 }  // namespace
-}  // namespace nest::placer
+}  // namespace nest::io

@@ -1,4 +1,4 @@
-#include "nest/sweep/validation.h"
+#include "nest/validate/validation.h"
 
 #include <fmt/format.h>
 
@@ -18,7 +18,7 @@
 #include "nest/workload/model_profile.h"
 #include "nest/workload/profile_file.h"
 
-namespace nest::sweep {
+namespace nest::validate {
 namespace {
 
 constexpr const char* kReference = "tests/validation/reference/README.md";
@@ -297,4 +297,4 @@ std::vector<ValidationCase> run_validation(const ValidationInputs& inputs) {
   return out;
 }
 
-}  // namespace nest::sweep
+}  // namespace nest::validate

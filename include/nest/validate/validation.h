@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace nest::sweep {
+namespace nest::validate {
 
 /// One check.
 struct ValidationCase {
@@ -54,4 +54,4 @@ struct ValidationInputs {
 /// out of tolerance is not an error (see `ValidationCase::passed`). Takes about a second.
 [[nodiscard]] std::vector<ValidationCase> run_validation(const ValidationInputs& inputs);
 
-}  // namespace nest::sweep
+}  // namespace nest::validate
