@@ -196,4 +196,15 @@ std::string format_flop_rate(FlopRate f) {
   return fmt::format("{:.4g} GFLOP/s", v / 1e9);
 }
 
+std::string format_count(double v) {
+  const double a = std::abs(v);
+  if (a >= 1e12) return fmt::format("{:.4g}T", v / 1e12);
+  if (a >= 1e9) return fmt::format("{:.4g}G", v / 1e9);
+  if (a >= 1e6) return fmt::format("{:.4g}M", v / 1e6);
+  if (a >= 1e3) return fmt::format("{:.4g}k", v / 1e3);
+  return fmt::format("{:.4g}", v);
+}
+
+std::string format_percent(double fraction) { return fmt::format("{:.1f}%", 100 * fraction); }
+
 }  // namespace nest

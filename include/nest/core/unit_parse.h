@@ -30,5 +30,10 @@ namespace nest {
 [[nodiscard]] std::string format_bytes(Bytes b);
 [[nodiscard]] std::string format_bandwidth(Bandwidth b);
 [[nodiscard]] std::string format_flop_rate(FlopRate f);
+/// A count or rate without its unit, 4 significant digits with k, M, G, T (powers of 1000):
+/// "568.7k", "1.536M", "42". Every human-readable figure of NEST's reports uses these.
+[[nodiscard]] std::string format_count(double v);
+/// A fraction as a percentage with one decimal: 0.4234 -> "42.3%".
+[[nodiscard]] std::string format_percent(double fraction);
 
 }  // namespace nest
