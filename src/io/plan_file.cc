@@ -1,10 +1,15 @@
 #include "nest/io/plan_file.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "nest/config/node.h"
 #include "nest/core/atomic_file.h"
@@ -23,27 +28,60 @@ using placer::StageReport;
 using placer::to_string;
 using placer::VariantDegrees;
 
+using Json = nlohmann::ordered_json;
+
 namespace {
 
-// A time as seconds with all 12 picosecond digits: exact, and readable by parse_time.
-std::string exact_time(Time t) {
+// A time as seconds with all 12 picosecond digits: exact, and read back exactly.
+std::string exact_seconds(Time t) {
   const std::int64_t ps = t.ps();
   const char* sign = ps < 0 ? "-" : "";
   const std::int64_t a = ps < 0 ? -ps : ps;
-  return fmt::format("{}{}.{:012d} s", sign, a / 1'000'000'000'000LL, a % 1'000'000'000'000LL);
+  return fmt::format("{}{}.{:012d}", sign, a / 1'000'000'000'000LL, a % 1'000'000'000'000LL);
 }
-
-std::string exact_bytes(Bytes b) { return fmt::format("{} B", b.count()); }
 
 std::string exact_rate(Bandwidth b) { return fmt::format("{} B/s", b.bytes_per_s()); }
 
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
+// Whether a map has `key`, even with a null value (which `find` treats as absent).
+bool has_key(const config::Node& map, std::string_view key) {
+  for (const auto& entry : map.entries()) {
+    if (entry.first == key) return true;
   }
-  return out + "\"";
+  return false;
+}
+
+int as_count(const config::Node& n, std::int64_t min = 1) {
+  return static_cast<int>(n.as_int(min, 1 << 30));
+}
+
+// A figure in seconds: `<key>_s` as a decimal number (0.2 plans), or `<key>` with its unit (0.1).
+std::optional<Time> find_seconds(const config::Node& map, const std::string& key) {
+  if (const auto n = map.find(key + "_s")) {
+    try {
+      return parse_time(n->as_string() + " s");
+    } catch (const Error& e) {
+      throw n->error(e.message(), "seconds as a decimal number");
+    }
+  }
+  if (const auto n = map.find(key)) return n->as_time(true);
+  return std::nullopt;
+}
+
+Time at_seconds(const config::Node& map, const std::string& key) {
+  if (auto t = find_seconds(map, key)) return *t;
+  throw map.error("missing required key \"" + key + "_s\"", "seconds as a decimal number");
+}
+
+// Keys of a 0.2 figure map and the 0.1 names they replace.
+std::vector<std::string> figure_keys(std::initializer_list<std::string_view> seconds,
+                                     std::initializer_list<std::string_view> others) {
+  std::vector<std::string> out;
+  for (std::string_view k : seconds) {
+    out.emplace_back(k);
+    out.push_back(std::string(k) + "_s");
+  }
+  for (std::string_view k : others) out.emplace_back(k);
+  return out;
 }
 
 std::string device_lists(const DeviceMap& map, int stage) {
@@ -58,103 +96,183 @@ std::string device_lists(const DeviceMap& map, int stage) {
   return out + "]";
 }
 
-// Whether a map has `key`, even with a null value (which `find` treats as absent).
-bool has_key(const config::Node& map, std::string_view key) {
-  for (const auto& entry : map.entries()) {
-    if (entry.first == key) return true;
+// Seconds as the double nearest to the exact decimal (integer picoseconds divided, not
+// multiplied by 1e-12); printed shortest, it reads back as that decimal.
+double seconds(Time t) { return static_cast<double>(t.ps()) / 1e12; }
+
+bool is_leaf(const Json& j) {
+  if (j.is_object() || j.is_array()) {
+    for (const auto& [key, value] : j.items()) {
+      if (value.is_object()) return false;
+      if (value.is_array() && !is_leaf(value)) return false;
+    }
   }
-  return false;
+  return true;
 }
 
-int as_count(const config::Node& n, std::int64_t min = 1) {
-  return static_cast<int>(n.as_int(min, 1 << 30));
+void emit_scalar(YAML::Emitter& out, const Json& j) {
+  if (j.is_null()) {
+    out << YAML::Null;
+  } else if (j.is_boolean()) {
+    out << j.get<bool>();
+  } else if (j.is_number_unsigned()) {
+    out << j.get<std::uint64_t>();
+  } else if (j.is_number_integer()) {
+    out << j.get<std::int64_t>();
+  } else if (j.is_number_float()) {
+    out << fmt::format("{}", j.get<double>());
+  } else {
+    out << j.get<std::string>();
+  }
+}
+
+// Maps and lists below the top level whose values are all scalars (or lists of scalars) are
+// written in flow style ("{weights_bytes: 1, ...}", "[[0, 1], [2, 3]]"), the rest as blocks.
+void emit(YAML::Emitter& out, const Json& j, int depth) {
+  const bool flow = depth >= 2 && is_leaf(j);
+  if (j.is_object()) {
+    if (flow) out << YAML::Flow;
+    out << YAML::BeginMap;
+    for (const auto& [key, value] : j.items()) {
+      out << YAML::Key << key << YAML::Value;
+      emit(out, value, depth + 1);
+    }
+    out << YAML::EndMap;
+  } else if (j.is_array()) {
+    if (flow || is_leaf(j)) out << YAML::Flow;
+    out << YAML::BeginSeq;
+    for (const auto& value : j) emit(out, value, depth + 1);
+    out << YAML::EndSeq;
+  } else {
+    emit_scalar(out, j);
+  }
+}
+
+Json plan_document(const PlanInputs& in, const Plan& plan,
+                   const std::vector<BaselineResult>& baselines) {
+  Json doc;
+  doc["kind"] = "plan";
+  doc["nest_version"] = NEST_VERSION;
+  Json& inputs = doc["inputs"];
+  if (!in.profile.empty()) inputs["profile"] = in.profile;
+  if (!in.model.empty()) inputs["model"] = in.model;
+  if (!in.accelerator.empty()) inputs["accelerator"] = in.accelerator;
+  if (!in.topology.empty()) inputs["topology"] = in.topology;
+  if (!in.hashes.empty()) {
+    Json& hashes = inputs["hashes"];
+    for (const auto& [kind, hash] : in.hashes) hashes[kind] = hash;
+  }
+  inputs["network"] = in.network;
+  if (in.network == "flat") {
+    inputs["flat_bandwidth"] = exact_rate(in.flat_bandwidth);
+    inputs["flat_latency"] = exact_seconds(in.flat_latency) + " s";
+  }
+  inputs["rules"] = std::string(to_string(in.rules));
+  inputs["devices"] = in.devices;
+  if (in.memory_bandwidth.bytes_per_s() > 0) {
+    inputs["memory_bandwidth"] = exact_rate(in.memory_bandwidth);
+  }
+  if (!in.model.empty()) {
+    inputs["build"] = {{"precision", in.build.precision},
+                       {"flash_attention", in.build.flash_attention},
+                       {"sequence_length", in.build.sequence_length},
+                       {"global_batch", in.build.global_batch}};
+  }
+  inputs["seed"] = in.seed;
+  inputs["anneal_seed"] = in.anneal_seed;
+
+  const VariantDegrees& v = plan.degrees;
+  doc["variant"] = {
+      {"tensor_parallel", v.tensor_parallel},   {"expert_parallel", v.expert_parallel},
+      {"context_parallel", v.context_parallel}, {"sequence_parallel", v.sequence_parallel},
+      {"micro_batch", v.micro_batch},           {"devices_per_replica", v.devices_per_replica}};
+  doc["stages"] = plan.choice.stages();
+  doc["data_parallel"] = plan.choice.data_parallel;
+  doc["zero_stage"] = plan.choice.zero_stage;
+  doc["recompute"] = plan.choice.recompute;
+  doc["placement_order"] = std::string(to_string(plan.choice.order));
+  doc["microbatches"] = plan.microbatches;
+  doc["devices_used"] = plan.devices_used;
+  doc["devices_available"] = plan.devices_available;
+
+  const Breakdown& b = plan.breakdown;
+  Json& p = doc["predicted"];
+  p["iteration_time_s"] = seconds(plan.iteration_time);
+  p["compute_s"] = seconds(b.compute);
+  p["bubble_s"] = seconds(b.bubble);
+  p["collectives_s"] = seconds(b.collectives);
+  p["transfers_s"] = seconds(b.transfers);
+  p["data_parallel_sync_s"] = seconds(b.data_parallel_sync);
+  p["optimizer_s"] = seconds(b.optimizer);
+  p["optimizer_modeled"] = plan.optimizer_modeled;
+  p["sequences_per_second"] = plan.sequences_per_second;
+  p["tokens_per_second"] = plan.tokens_per_second;
+  p["mfu"] = plan.mfu ? Json(*plan.mfu) : Json(nullptr);
+  p["memory_capacity_bytes"] = plan.capacity.count();
+
+  Json& partition = doc["partition"];
+  partition = Json::array();
+  const DeviceMap map = plan.device_map();
+  for (std::size_t i = 0; i < plan.stages.size(); ++i) {
+    const StageReport& s = plan.stages[i];
+    Json stage;
+    stage["layers"] = {s.first_layer, s.last_layer - 1};
+    stage["in_flight"] = s.in_flight;
+    stage["compute_s"] = seconds(s.time.compute);
+    stage["collectives_s"] = seconds(s.time.collectives);
+    stage["transfer_s"] = seconds(s.time.transfer);
+    stage["data_parallel_sync_s"] = seconds(s.data_parallel_sync);
+    stage["optimizer_s"] = seconds(s.optimizer);
+    stage["memory"] = {{"weights_bytes", s.memory.weights.count()},
+                       {"gradients_bytes", s.memory.gradients.count()},
+                       {"optimizer_bytes", s.memory.optimizer.count()},
+                       {"activations_bytes", s.memory.activations.count()},
+                       {"total_bytes", s.memory.total().count()}};
+    Json devices = Json::array();
+    for (int k = 0; k < map.data_parallel; ++k) {
+      Json replica = Json::array();
+      for (int m = 0; m < map.devices_per_replica; ++m) {
+        replica.push_back(map.device(static_cast<int>(i), k, m));
+      }
+      devices.push_back(std::move(replica));
+    }
+    stage["devices"] = std::move(devices);
+    partition.push_back(std::move(stage));
+  }
+
+  if (!baselines.empty()) {
+    Json& bl = doc["baselines"];
+    for (const auto& r : baselines) {
+      Json entry;
+      if (r.plan) {
+        entry["iteration_time_s"] = seconds(r.plan->iteration_time);
+        entry["stages"] = r.plan->choice.stages();
+        entry["data_parallel"] = r.plan->choice.data_parallel;
+        entry["tensor_parallel"] = r.plan->degrees.tensor_parallel;
+      } else {
+        entry["iteration_time_s"] = nullptr;
+      }
+      entry["note"] = r.note;
+      bl[r.name] = std::move(entry);
+    }
+  }
+  return doc;
 }
 
 }  // namespace
 
-std::string plan_to_yaml(const PlanInputs& in, const Plan& plan,
+std::string plan_to_yaml(const PlanInputs& inputs, const Plan& plan,
                          const std::vector<BaselineResult>& baselines) {
-  std::string y;
-  auto line = [&y](const std::string& s) { y += s + "\n"; };
-  line("# NEST placement plan (nest place). Times are exact to the picosecond.");
-  line("kind: plan");
-  line(fmt::format("nest_version: \"{}\"", NEST_VERSION));
-  line("inputs:");
-  if (!in.profile.empty()) line("  profile: " + quoted(in.profile));
-  if (!in.model.empty()) line("  model: " + quoted(in.model));
-  if (!in.accelerator.empty()) line("  accelerator: " + quoted(in.accelerator));
-  if (!in.topology.empty()) line("  topology: " + quoted(in.topology));
-  line("  network: " + in.network);
-  if (in.network == "flat") {
-    line("  flat_bandwidth: " + exact_rate(in.flat_bandwidth));
-    line("  flat_latency: " + exact_time(in.flat_latency));
-  }
-  line(fmt::format("  rules: {}", to_string(in.rules)));
-  line(fmt::format("  devices: {}", in.devices));
-  if (in.memory_bandwidth.bytes_per_s() > 0) {
-    line("  memory_bandwidth: " + exact_rate(in.memory_bandwidth));
-  }
-  const VariantDegrees& v = plan.degrees;
-  line("variant:");
-  line(fmt::format("  tensor_parallel: {}", v.tensor_parallel));
-  line(fmt::format("  expert_parallel: {}", v.expert_parallel));
-  line(fmt::format("  context_parallel: {}", v.context_parallel));
-  line(fmt::format("  sequence_parallel: {}", v.sequence_parallel));
-  line(fmt::format("  micro_batch: {}", v.micro_batch));
-  line(fmt::format("  devices_per_replica: {}", v.devices_per_replica));
-  line(fmt::format("stages: {}", plan.choice.stages()));
-  line(fmt::format("data_parallel: {}", plan.choice.data_parallel));
-  line(fmt::format("zero_stage: {}", plan.choice.zero_stage));
-  line(fmt::format("recompute: {}", plan.choice.recompute));
-  line(fmt::format("placement_order: {}", to_string(plan.choice.order)));
-  line(fmt::format("microbatches: {}", plan.microbatches));
-  line(fmt::format("devices_used: {}", plan.devices_used));
-  const Breakdown& b = plan.breakdown;
-  line("predicted:");
-  line("  iteration_time: " + exact_time(plan.iteration_time));
-  line("  compute: " + exact_time(b.compute));
-  line("  bubble: " + exact_time(b.bubble));
-  line("  collectives: " + exact_time(b.collectives));
-  line("  transfers: " + exact_time(b.transfers));
-  line("  data_parallel_sync: " + exact_time(b.data_parallel_sync));
-  line("  optimizer: " + exact_time(b.optimizer));
-  line(fmt::format("  sequences_per_second: {}", plan.sequences_per_second));
-  line(fmt::format("  tokens_per_second: {}", plan.tokens_per_second));
-  if (plan.mfu) line(fmt::format("  mfu: {}", *plan.mfu));
-  line("partition:");
-  const DeviceMap map = plan.device_map();
-  for (std::size_t p = 0; p < plan.stages.size(); ++p) {
-    const StageReport& s = plan.stages[p];
-    line(fmt::format("  - layers: [{}, {}]", s.first_layer, s.last_layer - 1));
-    line(fmt::format("    in_flight: {}", s.in_flight));
-    line("    compute: " + exact_time(s.time.compute));
-    line("    collectives: " + exact_time(s.time.collectives));
-    line("    transfer: " + exact_time(s.time.transfer));
-    line("    data_parallel_sync: " + exact_time(s.data_parallel_sync));
-    line("    optimizer: " + exact_time(s.optimizer));
-    line(
-        fmt::format("    memory: {{weights: {}, gradients: {}, optimizer: {}, activations: {}, "
-                    "total: {}}}",
-                    exact_bytes(s.memory.weights), exact_bytes(s.memory.gradients),
-                    exact_bytes(s.memory.optimizer), exact_bytes(s.memory.activations),
-                    exact_bytes(s.memory.total())));
-    line("    devices: " + device_lists(map, static_cast<int>(p)));
-  }
-  if (!baselines.empty()) {
-    line("baselines:");
-    for (const auto& r : baselines) {
-      if (r.plan) {
-        line(fmt::format(
-            "  {}: {{iteration_time: {}, stages: {}, data_parallel: {}, "
-            "tensor_parallel: {}, note: {}}}",
-            r.name, exact_time(r.plan->iteration_time), r.plan->choice.stages(),
-            r.plan->choice.data_parallel, r.plan->degrees.tensor_parallel, quoted(r.note)));
-      } else {
-        line(fmt::format("  {}: {{iteration_time: null, note: {}}}", r.name, quoted(r.note)));
-      }
-    }
-  }
-  return y;
+  YAML::Emitter out;
+  out << YAML::Comment("NEST placement plan (nest place). Times in seconds, exact to 1 ps.");
+  emit(out, plan_document(inputs, plan, baselines), 0);
+  if (!out.good()) throw Error::internal("plan YAML: " + out.GetLastError());
+  return std::string(out.c_str()) + "\n";
+}
+
+std::string plan_to_json(const PlanInputs& inputs, const Plan& plan,
+                         const std::vector<BaselineResult>& baselines) {
+  return plan_document(inputs, plan, baselines).dump(2);
 }
 
 void write_plan_file(const std::string& path, const PlanInputs& inputs, const Plan& plan,
@@ -166,14 +284,15 @@ PlanRecord parse_plan(std::string_view text, const std::string& name) {
   const config::Node root = config::Node::load_string(text, name);
   root.expect_keys({"kind", "nest_version", "inputs", "variant", "stages", "data_parallel",
                     "zero_stage", "recompute", "placement_order", "microbatches", "devices_used",
-                    "predicted", "partition", "baselines"});
+                    "devices_available", "predicted", "partition", "baselines"});
   if (root.at("kind").as_string() != "plan") throw root.at("kind").error("not a plan file", "plan");
   (void)root.at("nest_version").as_string();
   PlanRecord r;
 
   const config::Node in = root.at("inputs");
-  in.expect_keys({"profile", "model", "accelerator", "topology", "network", "flat_bandwidth",
-                  "flat_latency", "rules", "devices", "memory_bandwidth"});
+  in.expect_keys({"profile", "model", "accelerator", "topology", "hashes", "network",
+                  "flat_bandwidth", "flat_latency", "rules", "devices", "memory_bandwidth", "build",
+                  "seed", "anneal_seed"});
   if (auto n = in.find("profile")) r.inputs.profile = n->as_string();
   if (auto n = in.find("model")) r.inputs.model = n->as_string();
   if (auto n = in.find("accelerator")) r.inputs.accelerator = n->as_string();
@@ -195,6 +314,26 @@ PlanRecord parse_plan(std::string_view text, const std::string& name) {
   r.inputs.rules = parse_rules(in.at("rules").as_choice({"megatron", "nest-artifact"}));
   r.inputs.devices = in.at("devices").as_int(1);
   if (auto n = in.find("memory_bandwidth")) r.inputs.memory_bandwidth = n->as_bandwidth();
+  if (auto n = in.find("hashes")) {
+    for (const auto& [kind, hash] : n->entries()) {
+      if (kind != "topology" && kind != "profile" && kind != "model" && kind != "accelerator") {
+        throw hash.error("unknown input", "topology, profile, model or accelerator");
+      }
+      r.inputs.hashes.emplace_back(kind, hash.as_string());
+    }
+  }
+  if (auto n = in.find("build")) {
+    n->expect_keys({"precision", "flash_attention", "sequence_length", "global_batch"});
+    workload::BuildOptions& b = r.inputs.build;
+    if (auto x = n->find("precision")) b.precision = x->as_string();
+    if (auto x = n->find("flash_attention")) b.flash_attention = x->as_bool();
+    if (auto x = n->find("sequence_length")) b.sequence_length = x->as_int(0);
+    if (auto x = n->find("global_batch")) b.global_batch = x->as_int(0);
+  }
+  if (auto n = in.find("seed")) r.inputs.seed = static_cast<std::uint64_t>(n->as_int(0));
+  if (auto n = in.find("anneal_seed")) {
+    r.inputs.anneal_seed = static_cast<std::uint64_t>(n->as_int(0));
+  }
 
   const config::Node v = root.at("variant");
   v.expect_keys({"tensor_parallel", "expert_parallel", "context_parallel", "sequence_parallel",
@@ -228,10 +367,11 @@ PlanRecord parse_plan(std::string_view text, const std::string& name) {
   }
 
   const config::Node predicted = root.at("predicted");
-  predicted.expect_keys({"iteration_time", "compute", "bubble", "collectives", "transfers",
-                         "data_parallel_sync", "optimizer", "sequences_per_second",
-                         "tokens_per_second", "mfu"});
-  r.predicted_iteration_time = predicted.at("iteration_time").as_time(true);
+  predicted.expect_keys(figure_keys({"iteration_time", "compute", "bubble", "collectives",
+                                     "transfers", "data_parallel_sync", "optimizer"},
+                                    {"sequences_per_second", "tokens_per_second", "mfu",
+                                     "optimizer_modeled", "memory_capacity_bytes"}));
+  r.predicted_iteration_time = at_seconds(predicted, "iteration_time");
 
   const DeviceMap map = DeviceMap::make(r.choice.order, stages, r.choice.data_parallel,
                                         r.degrees.devices_per_replica);
@@ -243,8 +383,9 @@ PlanRecord parse_plan(std::string_view text, const std::string& name) {
   r.choice.boundaries.push_back(0);
   for (std::size_t p = 0; p < parts.size(); ++p) {
     const config::Node& s = parts[p];
-    s.expect_keys({"layers", "in_flight", "compute", "collectives", "transfer",
-                   "data_parallel_sync", "optimizer", "memory", "devices"});
+    s.expect_keys(
+        figure_keys({"compute", "collectives", "transfer", "data_parallel_sync", "optimizer"},
+                    {"layers", "in_flight", "memory", "devices"}));
     const auto layers = s.at("layers").as_int_list(0);
     if (layers.size() != 2 || layers[0] != static_cast<std::int64_t>(r.choice.boundaries.back()) ||
         layers[1] < layers[0]) {
@@ -271,13 +412,14 @@ PlanRecord parse_plan(std::string_view text, const std::string& name) {
 
   if (auto bl = root.find("baselines")) {
     for (const auto& [key, node] : bl->entries()) {
-      node.expect_keys({"iteration_time", "stages", "data_parallel", "tensor_parallel", "note"});
+      node.expect_keys(
+          figure_keys({"iteration_time"}, {"stages", "data_parallel", "tensor_parallel", "note"}));
       BaselineSummary b{.name = key};
-      if (!has_key(node, "iteration_time")) {
-        throw node.error("missing required key \"iteration_time\"", "a time or null");
+      if (!has_key(node, "iteration_time") && !has_key(node, "iteration_time_s")) {
+        throw node.error("missing required key \"iteration_time_s\"", "seconds or null");
       }
-      if (const auto t = node.find("iteration_time")) {
-        b.iteration_time = t->as_time(true);
+      if (const auto t = find_seconds(node, "iteration_time")) {
+        b.iteration_time = *t;
         b.stages = as_count(node.at("stages"));
         b.data_parallel = as_count(node.at("data_parallel"));
         b.tensor_parallel = as_count(node.at("tensor_parallel"));
@@ -296,7 +438,9 @@ PlanRecord read_plan_file(const std::string& path) {
   }
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_plan(text.str(), path);
+  PlanRecord r = parse_plan(text.str(), path);
+  r.file = path;
+  return r;
 }
 
 }  // namespace nest::io

@@ -1,22 +1,30 @@
 #pragma once
 /// \file
 /// Plan files (YAML): everything a replay needs to rebuild the run — the inputs (profile or
-/// model + accelerator, topology, network model, rules, device budget), the chosen variant's
-/// degrees, the partition, d, ZeRO stage, recomputation, placement order and the device of every
-/// (stage, replica, shard) — plus the predicted figures and the baselines', for people.
+/// model + accelerator and how it was built, topology, network model, rules, device budget, the
+/// seeds), the chosen variant's degrees, the partition, d, ZeRO stage, recomputation, placement
+/// order and the device of every (stage, replica, shard) — plus the predicted figures and the
+/// baselines', for people. Written with yaml-cpp's emitter; figures use the key names of the
+/// commands' `--json` output (seconds as `_s`, exact to the picosecond; bytes as `_bytes`).
 ///
 /// ```yaml
 /// kind: plan
-/// nest_version: "0.1.0"
+/// nest_version: 0.2.0
 /// inputs:
-///   profile: workloads/profiles/gpt3-175b-h100.yaml   # or model: + accelerator:
-///   topology: topologies/h100_rail_1024.yaml          # * absent for zero/flat networks
-///   network: oracle                                   # zero | flat | oracle
-///   flat_bandwidth: 50 GB/s                           # * network flat only
-///   flat_latency: 5 us                                # * network flat only
-///   rules: megatron                                   # megatron | nest-artifact
-///   devices: 1024                                     # the budget the plan was made for
-///   memory_bandwidth: 3.35 TB/s                       # * optimizer step; absent: not modeled
+///   model: ../workloads/models/gpt3-175b.yaml    # or profile:; paths relative to this file
+///   accelerator: ../workloads/accelerators/h100-sxm.yaml
+///   topology: ../topologies/h100_rail_1024.yaml  # * absent for zero/flat networks
+///   hashes: {topology: 1f2e..., model: ..., accelerator: ...}  # * FNV-1a 64 of each file
+///   network: oracle                              # zero | flat | oracle
+///   flat_bandwidth: 50 GB/s                      # * network flat only
+///   flat_latency: 5 us                           # * network flat only
+///   rules: megatron                              # megatron | nest-artifact
+///   devices: 1024                                # the budget the plan was made for
+///   memory_bandwidth: 2680000000000 B/s          # * optimizer step; absent: not modeled
+///   build: {precision: bf16, flash_attention: false, sequence_length: 2048,
+///           global_batch: 1536}                  # * model only
+///   seed: 0                                      # * routing seed (default 0)
+///   anneal_seed: 1                               # * the anneal baseline's (default 1)
 /// variant: {tensor_parallel: 4, expert_parallel: 1, context_parallel: 1,
 ///           sequence_parallel: true, micro_batch: 1, devices_per_replica: 4}
 /// stages: 8
@@ -26,46 +34,62 @@
 /// placement_order: tp-pp-dp
 /// microbatches: 1536
 /// devices_used: 1024
-/// predicted:                   # per iteration; times in seconds with picosecond digits
-///   iteration_time: 7.013123456789 s
-///   compute: ...               # also bubble, collectives, transfers, data_parallel_sync,
-///                              # optimizer, sequences_per_second, tokens_per_second, mfu
+/// predicted:                   # per iteration
+///   iteration_time_s: 7.013123456789
+///   compute_s: ...             # also bubble_s, collectives_s, transfers_s,
+///                              # data_parallel_sync_s, optimizer_s, sequences_per_second,
+///                              # tokens_per_second, mfu
 /// partition:                   # one entry per stage, first to last
 ///   - layers: [0, 12]          # first and last layer, inclusive
 ///     in_flight: 8
-///     compute: ...             # per microbatch; also collectives, transfer
-///     data_parallel_sync: ...  # per iteration; also optimizer
-///     memory: {weights: 1234 B, gradients: ..., optimizer: ..., activations: ..., total: ...}
+///     compute_s: ...           # per microbatch; also collectives_s, transfer_s
+///     data_parallel_sync_s: ...  # per iteration; also optimizer_s
+///     memory: {weights_bytes: 1234, gradients_bytes: ..., optimizer_bytes: ...,
+///              activations_bytes: ..., total_bytes: ...}
 ///     devices: [[0, 1, 2, 3], [32, 33, 34, 35]]   # per replica, shards in order
-/// baselines:                   # name -> figures, or {iteration_time: null, note: why}
-///   manual: {iteration_time: 8.1 s, stages: 16, data_parallel: 8, tensor_parallel: 8,
+/// baselines:                   # name -> figures, or {iteration_time_s: null, note: why}
+///   manual: {iteration_time_s: 8.1, stages: 16, data_parallel: 8, tensor_parallel: 8,
 ///            note: "..."}
 /// ```
 /// Reading is strict (unknown keys, wrong types, a device list that differs from the placement
-/// order's are input errors naming file, line and key).
+/// order's are input errors naming file, line and key). Plans of 0.1 (figures as unit strings
+/// without the `_s`/`_bytes` suffixes, no hashes, build options or seeds) read as before, with
+/// the defaults for what they lack.
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nest/core/units.h"
 #include "nest/placer/plan.h"
 #include "nest/workload/memory.h"
+#include "nest/workload/model_profile.h"
 
 namespace nest::io {
 
-/// Where a plan's inputs came from and how the network was modeled.
+/// Where a plan's inputs came from and how the job was set up: everything needed to rebuild the
+/// run. Paths are as the file records them (relative to the plan file's folder when written by
+/// `job::Job`).
 struct PlanInputs {
-  std::string profile;           ///< layer-profile file; empty when a model is given
-  std::string model;             ///< model file (with `accelerator`); empty when a profile is given
-  std::string accelerator;       ///< accelerator file
-  std::string topology;          ///< topology file; empty for the zero and flat networks
+  std::string profile;      ///< layer-profile file; empty when a model is given
+  std::string model;        ///< model file (with `accelerator`); empty when a profile is given
+  std::string accelerator;  ///< accelerator file
+  std::string topology;     ///< topology file; empty for the zero and flat networks
+  /// Content hashes (FNV-1a 64, hex) of the input files when the plan was made, by input
+  /// ("topology", "model", ...); empty in plans older than 0.2.
+  std::vector<std::pair<std::string, std::string>> hashes;
   std::string network = "zero";  ///< "zero", "flat" or "oracle"
   Bandwidth flat_bandwidth;      ///< network "flat" only
   Time flat_latency;             ///< network "flat" only
   workload::MemoryRules rules = workload::MemoryRules::kMegatron;
   std::int64_t devices = 0;
   Bandwidth memory_bandwidth;  ///< zero: optimizer step not modeled
+  /// How a model's profile was built (precision, flash attention, sequence length, global
+  /// batch); the defaults for profiles and older plans.
+  workload::BuildOptions build;
+  std::uint64_t seed = 0;         ///< routing (ECMP) seed of the oracle and the replay
+  std::uint64_t anneal_seed = 1;  ///< the anneal baseline's seed
 };
 
 /// A baseline's figures as a plan file records them.
@@ -81,6 +105,7 @@ struct BaselineSummary {
 /// What a plan file holds once read: enough to rebuild the plan with `evaluate` after loading
 /// the inputs and finding the variant (`placer::find_variant`).
 struct PlanRecord {
+  std::string file;  ///< the plan file read (empty when parsed from text)
   PlanInputs inputs;
   placer::VariantDegrees degrees;
   placer::PlanChoice choice;  ///< `variant` is left 0: match `degrees` against the profile
@@ -91,6 +116,11 @@ struct PlanRecord {
 
 /// The plan file text of `plan` (deterministic: same plan, same bytes).
 [[nodiscard]] std::string plan_to_yaml(const PlanInputs& inputs, const placer::Plan& plan,
+                                       const std::vector<placer::BaselineResult>& baselines);
+
+/// The same document as JSON (the `--json` output of `nest place`: same keys, same nesting;
+/// seconds as the nearest double).
+[[nodiscard]] std::string plan_to_json(const PlanInputs& inputs, const placer::Plan& plan,
                                        const std::vector<placer::BaselineResult>& baselines);
 
 /// Writes `plan_to_yaml` to `path` atomically.
