@@ -72,8 +72,7 @@ std::string link_name(const topo::Topology& t, topo::LinkId id) {
 
 }  // namespace
 
-int run_collective(std::span<char* const> args) {
-  po::options_description options("options");
+int run_collective(std::span<char* const> args, const Context&) {
   std::string file;
   std::string op_text;
   std::string algorithm_text;
@@ -84,34 +83,38 @@ int run_collective(std::span<char* const> args) {
   int chunks = 1;
   std::uint64_t seed = 0;
   int links = 5;
-  options.add_options()("topology", po::value(&file)->required(), "topology YAML file")(
-      "op", po::value(&op_text)->required(),
-      "allreduce, reduce_scatter, all_gather, all_to_all, broadcast or send")(
-      "size", po::value(&size_text)->required(),
-      "message size with its unit (1GiB), as nccl-tests counts it: allreduce and broadcast the "
-      "buffer, all_gather and reduce_scatter the full gathered buffer, all_to_all what each "
-      "rank sends")(
-      "algorithm", po::value(&algorithm_text),
-      "ring, tree, halving_doubling, direct, pairwise, hierarchical or torus (default: ring; "
-      "pairwise for all_to_all; direct for send)")(
-      "group", po::value(&group_text),
-      "devices in rank order, ids and inclusive ranges: 0-7,16-23 (default: every device); the "
-      "first is the broadcast root and the sender of send")(
-      "chunks", po::value(&chunks), "pipeline pieces per step (ring, tree, hierarchical, torus)")(
-      "levels", po::value(&levels_text),
-      "hierarchical/torus level sizes, innermost first (default: from the topology's domains)")(
-      "concurrent", po::value(&concurrent_text),
-      "copies running at the same time: none (default), stride:S (the group shifted by S, 2S, "
-      "... while devices last) or stride:S:K (K groups in all)")("seed", po::value(&seed),
-                                                                 "ECMP seed (default 0)")(
-      "links", po::value(&links), "how many of the busiest links to list (default 5)")(
-      "events",
-      "always run the event simulation (by default a run in which every link carries its flows "
-      "one after another is evaluated without events, with the same result)")(
-      "json", "print one JSON object instead of text");
-  po::positional_options_description positional;
-  po::variables_map vm;
-  if (!parse_options(args, kUsage, options, positional, vm)) return 0;
+  bool events = false;
+  bool json = false;
+  Options o(kUsage);
+  o.add("topology", &file, "topology YAML file or name (topologies/)")
+      .add("op", &op_text, "allreduce, reduce_scatter, all_gather, all_to_all, broadcast or send")
+      .add("size", &size_text,
+           "message size with its unit (1GiB), as nccl-tests counts it: allreduce and broadcast "
+           "the buffer, all_gather and reduce_scatter the full gathered buffer, all_to_all what "
+           "each rank sends")
+      .add("algorithm", &algorithm_text,
+           "ring, tree, halving_doubling, direct, pairwise, hierarchical or torus (default: ring; "
+           "pairwise for all_to_all; direct for send)")
+      .add("group", &group_text,
+           "devices in rank order, ids and inclusive ranges: 0-7,16-23 (default: every device); "
+           "the first is the broadcast root and the sender of send")
+      .add("chunks", &chunks, "pipeline pieces per step (ring, tree, hierarchical, torus)")
+      .add("levels", &levels_text,
+           "hierarchical/torus level sizes, innermost first (default: from the topology's "
+           "domains)")
+      .add("concurrent", &concurrent_text,
+           "copies running at the same time: none (default), stride:S (the group shifted by S, "
+           "2S, ... while devices last) or stride:S:K (K groups in all)")
+      .add("seed", &seed, "ECMP seed")
+      .add("links", &links, "how many of the busiest links to list")
+      .add("events", &events,
+           "always run the event simulation (by default a run in which every link carries its "
+           "flows one after another is evaluated without events, with the same result)")
+      .add("json", &json, "print one JSON object instead of text");
+  if (!o.parse(args)) return 0;
+  if (file.empty()) throw Error::input("missing --topology", {.key = "--topology"});
+  if (op_text.empty()) throw Error::input("missing --op", {.key = "--op"});
+  if (size_text.empty()) throw Error::input("missing --size", {.key = "--size"});
 
   coll::CollectiveSpec spec;
   spec.op = coll::parse_operation(op_text);
@@ -131,7 +134,7 @@ int run_collective(std::span<char* const> args) {
 
   const topo::Topology topology = topo::load_topology(find_topology(file));
   const std::size_t n_devices = topology.num_devices();
-  if (vm.count("group") == 0) {
+  if (!o.given("group")) {
     group_text = "0-" + std::to_string(n_devices - 1);
   } else if (group_text.empty()) {
     throw Error::input("empty group",
@@ -144,9 +147,8 @@ int run_collective(std::span<char* const> args) {
 
   coll::SimulationResult result;
   try {
-    result = coll::simulate(
-        topology, resolved, groups,
-        {.seed = seed, .busiest_links = links, .events_only = vm.count("events") != 0});
+    result = coll::simulate(topology, resolved, groups,
+                            {.seed = seed, .busiest_links = links, .events_only = events != 0});
   } catch (const Error& e) {
     // The simulator names no input when its times leave its range: the size is what does it.
     if (e.kind() != ErrorKind::kInput || !e.context().key.empty()) throw;
@@ -176,7 +178,7 @@ int run_collective(std::span<char* const> args) {
   const bool leveled =
       spec.algorithm == coll::Algorithm::kHierarchical || spec.algorithm == coll::Algorithm::kTorus;
 
-  if (vm.count("json") != 0) {
+  if (json != 0) {
     nlohmann::ordered_json busiest = nlohmann::ordered_json::array();
     for (const coll::LinkUse& u : result.busiest) {
       const topo::Link& l = topology.link(u.link);

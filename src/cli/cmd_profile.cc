@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -17,7 +16,6 @@
 #include "nest/core/error.h"
 #include "nest/core/unit_parse.h"
 #include "nest/workload/accelerator.h"
-#include "nest/workload/catalog.h"
 #include "nest/workload/model.h"
 #include "nest/workload/model_profile.h"
 #include "nest/workload/profile_file.h"
@@ -38,35 +36,6 @@ constexpr const char* kUsage =
     "[--micro-batch N] [--global-batch N] [--seq N] [--precision P] [--flash-attention] "
     "[--operators] [--json]\n       nest profile --profile FILE [--tp N] [--ep N] [--cp N] "
     "[--sp] [--json]";
-
-// Library errors name parameters ("tensor_parallel"); the user typed options ("--tp").
-Error as_option_error(const Error& e) {
-  static const std::map<std::string, std::string> kOptions = {{"tensor_parallel", "--tp"},
-                                                              {"expert_parallel", "--ep"},
-                                                              {"context_parallel", "--cp"},
-                                                              {"sequence_parallel", "--sp"},
-                                                              {"micro_batch", "--micro-batch"},
-                                                              {"global_batch", "--global-batch"},
-                                                              {"sequence_length", "--seq"},
-                                                              {"precision", "--precision"},
-                                                              {"model", "--model"},
-                                                              {"accelerator", "--accelerator"},
-                                                              {"profile", "--profile"}};
-  const auto it = kOptions.find(e.context().key);
-  if (!e.context().file.empty() || it == kOptions.end()) return e;
-  ErrorContext c = e.context();
-  c.key = it->second;
-  return Error(e.kind(), e.message(), c);
-}
-
-std::string human(double v) {
-  const double a = std::abs(v);
-  if (a >= 1e12) return fmt::format("{:.4g}T", v / 1e12);
-  if (a >= 1e9) return fmt::format("{:.4g}G", v / 1e9);
-  if (a >= 1e6) return fmt::format("{:.4g}M", v / 1e6);
-  if (a >= 1e3) return fmt::format("{:.4g}K", v / 1e3);
-  return fmt::format("{:.4g}", v);
-}
 
 const char* op_name(CollectiveOp op) {
   switch (op) {
@@ -143,9 +112,10 @@ void print_variant(const Variant& v) {
     const Layer& l = v.layers[i];
     const std::string range = j - i == 1 ? std::to_string(i) : fmt::format("{}-{}", i, j - 1);
     row(range, l.name + (j - i > 1 ? fmt::format(" x{}", j - i) : ""),
-        human(static_cast<double>(l.parameters)), fmt::format("{:.1f}", l.flops.count() / 1e9),
-        ms(l.forward), ms(l.backward), ms(l.recompute), format_bytes(l.activation_bytes),
-        format_bytes(l.input_bytes), collectives_text(l.collectives));
+        format_count(static_cast<double>(l.parameters)),
+        fmt::format("{:.1f}", l.flops.count() / 1e9), ms(l.forward), ms(l.backward),
+        ms(l.recompute), format_bytes(l.activation_bytes), format_bytes(l.input_bytes),
+        collectives_text(l.collectives));
     const auto n = static_cast<std::int64_t>(j - i);
     params += l.parameters * n;
     flops += l.flops.count() * static_cast<double>(n);
@@ -155,7 +125,7 @@ void print_variant(const Variant& v) {
     act += l.activation_bytes * n;
     i = j;
   }
-  row("total", fmt::format("{} layers", v.layers.size()), human(static_cast<double>(params)),
+  row("total", fmt::format("{} layers", v.layers.size()), format_count(static_cast<double>(params)),
       fmt::format("{:.1f}", flops / 1e9), ms(fwd), ms(bwd), ms(rec), format_bytes(act), "", "");
 }
 
@@ -240,13 +210,14 @@ void print_operators(const workload::Model& model, const workload::Accelerator& 
 }
 
 // Keeps the variants of a profile file that match the degrees the user gave.
-std::vector<Variant> select_variants(const std::vector<Variant>& all, const po::variables_map& vm) {
+std::vector<Variant> select_variants(const std::vector<Variant>& all, const Options& o,
+                                     const workload::ParallelConfig& c) {
   std::vector<Variant> out;
   for (const Variant& v : all) {
-    if (!vm["tp"].defaulted() && v.tensor_parallel != vm["tp"].as<int>()) continue;
-    if (!vm["ep"].defaulted() && v.expert_parallel != vm["ep"].as<int>()) continue;
-    if (!vm["cp"].defaulted() && v.context_parallel != vm["cp"].as<int>()) continue;
-    if (vm["sp"].as<bool>() && !v.sequence_parallel) continue;
+    if (o.given("tp") && v.tensor_parallel != c.tensor) continue;
+    if (o.given("ep") && v.expert_parallel != c.expert) continue;
+    if (o.given("cp") && v.context_parallel != c.context) continue;
+    if (c.sequence && !v.sequence_parallel) continue;
     out.push_back(v);
   }
   if (out.empty()) {
@@ -262,40 +233,19 @@ std::vector<Variant> select_variants(const std::vector<Variant>& all, const po::
   return out;
 }
 
-int run_unchecked(std::span<char* const> args) {
-  po::options_description options("options");
-  options.add_options()("model", po::value<std::string>(),
-                        "model name (workloads/models/) or YAML file")(
-      "accelerator", po::value<std::string>(),
-      "accelerator name (workloads/accelerators/) or YAML file")(
-      "profile", po::value<std::string>(), "layer-profile YAML file (instead of --model)")(
-      "tp", po::value<int>()->default_value(1), "tensor-parallel degree")(
-      "sp", po::bool_switch(), "sequence parallelism")("ep", po::value<int>()->default_value(1),
-                                                       "expert-parallel degree")(
-      "cp", po::value<int>()->default_value(1), "context-parallel degree")(
-      "micro-batch", po::value<int>()->default_value(1), "sequences per microbatch")(
-      "global-batch", po::value<std::int64_t>()->default_value(0),
-      "sequences per iteration (default: the model's)")(
-      "seq", po::value<std::int64_t>()->default_value(0), "sequence length (default: the model's)")(
-      "precision", po::value<std::string>()->default_value("bf16"), "compute precision")(
-      "flash-attention", po::bool_switch(), "fused attention (no s x s activations)")(
-      "operators", po::bool_switch(), "also print each layer kind's operators")(
-      "json", po::bool_switch(), "print one JSON object instead of tables");
-  po::variables_map vm;
-  if (!parse_options(args, kUsage, options, {}, vm)) return 0;
-
-  const bool json = vm["json"].as<bool>();
-  const std::vector<std::string> roots = search_roots();
-  if (vm.count("profile") != 0) {
-    if (vm.count("model") != 0 || vm.count("accelerator") != 0) {
+int run_unchecked(const Options& o, const std::string& profile_name, std::string model_name,
+                  std::string accelerator_name, const workload::ParallelConfig& config,
+                  const workload::BuildOptions& build, bool operators, bool json) {
+  const Catalog data = catalog();
+  if (!profile_name.empty()) {
+    if (!model_name.empty() || !accelerator_name.empty()) {
       throw Error::input(
           "--profile excludes --model and --accelerator",
           {.key = "--profile", .expected = "--model M --accelerator A, or --profile FILE"});
     }
-    const std::string path = workload::find_workload_file(workload::WorkloadKind::kProfile,
-                                                          vm["profile"].as<std::string>(), roots);
+    const std::string path = data.find(DataKind::kProfile, profile_name, "--profile");
     LayerProfile p = workload::load_layer_profile(path);
-    p.variants = select_variants(p.variants, vm);
+    p.variants = select_variants(p.variants, o, config);
     if (json) {
       print_json(p, 0);
       return 0;
@@ -307,26 +257,17 @@ int run_unchecked(std::span<char* const> args) {
     for (const Variant& v : p.variants) print_variant(v);
     return 0;
   }
-  if (vm.count("model") == 0 || vm.count("accelerator") == 0) {
+  if (model_name.empty() || accelerator_name.empty()) {
     throw Error::input(
-        vm.count("model") == 0 ? "missing --model (or --profile)" : "missing --accelerator",
-        {.key = vm.count("model") == 0 ? "--model" : "--accelerator",
+        model_name.empty() ? "missing --model (or --profile)" : "missing --accelerator",
+        {.key = model_name.empty() ? "--model" : "--accelerator",
          .expected = "--model M --accelerator A, or --profile FILE"});
   }
   {
-    const workload::Model model = workload::load_model(workload::find_workload_file(
-        workload::WorkloadKind::kModel, vm["model"].as<std::string>(), roots));
-    const workload::Accelerator device = workload::load_accelerator(workload::find_workload_file(
-        workload::WorkloadKind::kAccelerator, vm["accelerator"].as<std::string>(), roots));
-    const workload::ParallelConfig config{.tensor = vm["tp"].as<int>(),
-                                          .context = vm["cp"].as<int>(),
-                                          .expert = vm["ep"].as<int>(),
-                                          .sequence = vm["sp"].as<bool>(),
-                                          .micro_batch = vm["micro-batch"].as<int>()};
-    const workload::BuildOptions build{.precision = vm["precision"].as<std::string>(),
-                                       .flash_attention = vm["flash-attention"].as<bool>(),
-                                       .sequence_length = vm["seq"].as<std::int64_t>(),
-                                       .global_batch = vm["global-batch"].as<std::int64_t>()};
+    const workload::Model model =
+        workload::load_model(data.find(DataKind::kModel, model_name, "--model"));
+    const workload::Accelerator device = workload::load_accelerator(
+        data.find(DataKind::kAccelerator, accelerator_name, "--accelerator"));
     if (build.sequence_length < 0 || build.global_batch < 0) {
       throw Error::input("must not be negative",
                          {.key = build.sequence_length < 0 ? "--seq" : "--global-batch",
@@ -340,7 +281,7 @@ int run_unchecked(std::span<char* const> args) {
     }
     std::cout << fmt::format(
         "model        {}: {} parameters ({}){}\n", model.name, count.total,
-        human(static_cast<double>(count.total)),
+        format_count(static_cast<double>(count.total)),
         model.is_moe() ? fmt::format(", {} active per token", count.active) : std::string());
     std::cout << fmt::format("accelerator  {}: {} {}, {} HBM at {}\n", device.name,
                              format_flop_rate(p.peak_flop_rate), build.precision,
@@ -350,21 +291,42 @@ int run_unchecked(std::span<char* const> args) {
                                p.flops_per_iteration.count(), p.global_batch, p.sequence_length);
     }
     print_variant(p.variants.front());
-    if (vm["operators"].as<bool>()) print_operators(model, device, config, build);
+    if (operators) print_operators(model, device, config, build);
   }
   return 0;
 }
 
-int run(std::span<char* const> args) {
-  try {
-    return run_unchecked(args);
-  } catch (const Error& e) {
-    throw as_option_error(e);
-  }
-}
-
 }  // namespace
 
-int run_profile(std::span<char* const> args) { return run(args); }
+int run_profile(std::span<char* const> args, const Context&) {
+  std::string profile;
+  std::string model;
+  std::string accelerator;
+  workload::ParallelConfig config;
+  workload::BuildOptions build;
+  bool operators = false;
+  bool json = false;
+  Options o(kUsage);
+  o.add("model", &model, "model name (workloads/models/) or YAML file", "model")
+      .add("accelerator", &accelerator, "accelerator name (workloads/accelerators/) or YAML file",
+           "accelerator")
+      .add("profile", &profile, "layer-profile YAML file or name (instead of --model)", "profile")
+      .add("tp", &config.tensor, "tensor-parallel degree", "tensor_parallel")
+      .add("sp", &config.sequence, "sequence parallelism", "sequence_parallel")
+      .add("ep", &config.expert, "expert-parallel degree", "expert_parallel")
+      .add("cp", &config.context, "context-parallel degree", "context_parallel")
+      .add("micro-batch", &config.micro_batch, "sequences per microbatch", "micro_batch")
+      .add("global-batch", &build.global_batch, "sequences per iteration (0: the model's)",
+           "global_batch")
+      .add("seq", &build.sequence_length, "sequence length (0: the model's)", "sequence_length")
+      .add("precision", &build.precision, "compute precision", "precision")
+      .add("flash-attention", &build.flash_attention, "fused attention (no s x s activations)")
+      .add("operators", &operators, "also print each layer kind's operators")
+      .add("json", &json, "print one JSON object instead of tables");
+  if (!o.parse(args)) return 0;
+  return o.run([&] {
+    return run_unchecked(o, profile, model, accelerator, config, build, operators, json);
+  });
+}
 
 }  // namespace nest::cli

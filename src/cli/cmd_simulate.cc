@@ -1,4 +1,4 @@
-// `nest simulate` (replay a plan file) and `nest run` (place, then simulate, in one).
+// `nest simulate` (replay a plan file) and `nest run` (place, then simulate, in one process).
 
 #include <fmt/format.h>
 
@@ -6,57 +6,38 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/job_options.h"
 #include "cli/options.h"
+#include "nest/core/atomic_file.h"
 #include "nest/core/error.h"
 #include "nest/core/progress.h"
 #include "nest/core/unit_parse.h"
 #include "nest/io/plan_file.h"
 #include "nest/io/run_writers.h"
-#include "nest/job/plan_inputs.h"
-#include "nest/replay/plan_replay.h"
-#include "nest/topo/loader.h"
+#include "nest/job/job.h"
 
 namespace nest::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
 
 constexpr const char* kSimulateUsage =
     "nest simulate --plan plan.yaml -o run.h5 [--trace run.json] [--csv run.csv] "
     "[--topology FILE] [--schedule 1f1b|gpipe|interleaved] [--virtual-stages V] [--buckets N] "
-    "[--seed N]";
+    "[--seed N] [--json]";
 
 constexpr const char* kRunUsage =
     "nest run [place options] [--output-dir DIR] [--schedule 1f1b|gpipe|interleaved] "
-    "[--virtual-stages V] [--buckets N] "
+    "[--virtual-stages V] [--buckets N] [--json] "
     "(writes DIR/plan.yaml, DIR/run.h5, DIR/trace.json, DIR/summary.csv)";
-
-// FNV-1a 64 of a file's bytes, in hex: identifies the inputs in /meta.
-std::string file_hash(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  char buf[1 << 16];
-  while (in) {
-    in.read(buf, sizeof buf);
-    for (std::streamsize i = 0; i < in.gcount(); ++i) {
-      h = (h ^ static_cast<unsigned char>(buf[i])) * 0x100000001b3ULL;
-    }
-  }
-  return fmt::format("{:016x}", h);
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 replay::Schedule parse_schedule(const std::string& text) {
   if (text == "1f1b") return replay::Schedule::kOneFOneB;
@@ -67,221 +48,225 @@ replay::Schedule parse_schedule(const std::string& text) {
       {.key = "--schedule", .value = text, .expected = "1f1b, gpipe or interleaved"});
 }
 
-struct SimulateRequest {
-  std::string plan;
-  std::string output;
-  std::optional<std::string> trace;
-  std::optional<std::string> csv;
-  std::optional<std::string> topology;  // overrides the plan's
-  replay::PlanReplayOptions replay;
-  std::string command_line;
+// The replay options as bound to the command line.
+struct ReplayArgs {
+  std::string schedule = "1f1b";
+  int virtual_stages = 2;
+  int buckets = 4;
 };
 
-void add_replay_options(po::options_description& o) {
-  o.add_options()("schedule", po::value<std::string>()->default_value("1f1b"),
-                  "pipeline schedule: 1f1b, gpipe or interleaved (1F1B with virtual stages)")(
-      "virtual-stages", po::value<int>()->default_value(2),
-      "model chunks per device under --schedule interleaved")(
-      "buckets", po::value<int>()->default_value(4),
-      "data-parallel gradient buckets (reduced as the last backward pass produces them)");
+void add_replay_options(Options& o, ReplayArgs& r) {
+  o.add("schedule", &r.schedule,
+        "pipeline schedule: 1f1b, gpipe or interleaved (1F1B with virtual stages)")
+      .add("virtual-stages", &r.virtual_stages,
+           "model chunks per device under --schedule interleaved")
+      .add("buckets", &r.buckets,
+           "data-parallel gradient buckets (reduced as the last backward pass produces them)");
 }
 
-void read_replay_options(const po::variables_map& vm, SimulateRequest& r) {
-  r.replay.schedule = parse_schedule(vm["schedule"].as<std::string>());
-  r.replay.gradient_buckets = vm["buckets"].as<int>();
-  r.replay.virtual_stages = vm["virtual-stages"].as<int>();
-  if (r.replay.gradient_buckets < 1) {
-    throw Error::input("bucket count out of range",
-                       {.key = "--buckets",
-                        .value = std::to_string(r.replay.gradient_buckets),
-                        .expected = "an integer >= 1"});
+replay::PlanReplayOptions replay_options(const ReplayArgs& r) {
+  if (r.buckets < 1) {
+    throw Error::input(
+        "bucket count out of range",
+        {.key = "--buckets", .value = std::to_string(r.buckets), .expected = "an integer >= 1"});
   }
+  return {.schedule = parse_schedule(r.schedule),
+          .virtual_stages = r.virtual_stages,
+          .gradient_buckets = r.buckets};
 }
 
-std::string command_line(std::span<char* const> args) {
-  std::string s = "nest";
-  for (char* a : args) s += std::string(" ") + a;
-  return s;
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
-void print_summary(const replay::Summary& s, Bytes capacity,
-                   const std::vector<std::string>& written) {
+Json summary_json(const replay::Summary& s) {
+  return {{"iteration_time_s", s.iteration_time.to_seconds()},
+          {"estimate_s", s.estimate.to_seconds()},
+          {"replay_error",
+           s.estimate.ps() > 0
+               ? (s.iteration_time.to_seconds() - s.estimate.to_seconds()) / s.estimate.to_seconds()
+               : 0.0},
+          {"sequences_per_second", s.sequences_per_s},
+          {"tokens_per_second", s.tokens_per_s},
+          {"mfu", s.model_flops_utilization > 0 ? Json(s.model_flops_utilization) : Json()},
+          {"bubble_fraction", s.bubble_fraction},
+          {"exposed_communication_s", s.exposed_communication.to_seconds()},
+          {"peak_memory_bytes", s.peak_memory.count()}};
+}
+
+void print_summary(const replay::Summary& s, const std::vector<std::string>& written) {
   const double est = s.estimate.to_seconds();
   std::cout << fmt::format("iteration (replayed)   {}\n", format_time(s.iteration_time));
   std::cout << fmt::format("estimate (placer)      {}  ({:+.2f}% replayed vs estimate)\n",
                            format_time(s.estimate),
                            est > 0 ? 100 * (s.iteration_time.to_seconds() - est) / est : 0.0);
-  std::cout << fmt::format("throughput             {:.4g} sequences/s, {:.4g} tokens/s\n",
-                           s.sequences_per_s, s.tokens_per_s);
+  std::cout << fmt::format("throughput             {} sequences/s, {} tokens/s\n",
+                           format_count(s.sequences_per_s), format_count(s.tokens_per_s));
   if (s.model_flops_utilization > 0) {
-    std::cout << fmt::format("MFU                    {:.1f}%\n", 100 * s.model_flops_utilization);
+    std::cout << fmt::format("MFU                    {}\n",
+                             format_percent(s.model_flops_utilization));
   }
-  std::cout << fmt::format("bubble                 {:.1f}% of compute-stream time\n",
-                           100 * s.bubble_fraction);
+  std::cout << fmt::format("bubble                 {} of compute-stream time\n",
+                           format_percent(s.bubble_fraction));
   std::cout << fmt::format("exposed communication  {}\n", format_time(s.exposed_communication));
   std::cout << fmt::format("peak memory            {} (largest device)\n",
                            format_bytes(s.peak_memory));
-  if (s.peak_memory > capacity) {
-    // The plan's memory check assumed its own schedule (1F1B); another may hold more.
-    std::cout << fmt::format("warning                the peak exceeds the {} of device memory\n",
-                             format_bytes(capacity));
-  }
   for (const auto& w : written) std::cout << "wrote " << w << "\n";
 }
 
-int simulate(const SimulateRequest& req, Progress* progress) {
-  const io::PlanRecord record = io::read_plan_file(req.plan);
-  const fs::path plan_path(req.plan);
-  const workload::LayerProfile profile = job::load_plan_profile(record, plan_path);
-  std::string topology_path;
-  if (req.topology) {
-    topology_path = find_topology(*req.topology);
-  } else if (!record.inputs.topology.empty()) {
-    topology_path = job::resolve_plan_path(record.inputs.topology, plan_path, "inputs.topology");
-  } else {
-    throw Error::input("the plan names no topology to replay on",
-                       {.file = req.plan,
-                        .key = "inputs.topology",
-                        .expected = "a plan made with --topology, or --topology here"});
-  }
-  const topo::Topology topology = topo::load_topology(topology_path);
-  if (topology.num_devices() < static_cast<std::size_t>(record.inputs.devices)) {
-    throw Error::input(fmt::format("the plan needs {} devices, the topology has {}",
-                                   record.inputs.devices, topology.num_devices()),
-                       {.file = topology_path, .key = "devices"});
-  }
-  const auto comm = job::make_comm_cost(record.inputs, &topology);
-  const placer::Plan plan = job::evaluate_record(record, profile, *comm);
-  if (!plan.fits()) {
-    for (std::size_t s = 0; s < plan.stages.size(); ++s) {
-      if (plan.stages[s].fits(plan.capacity)) continue;
-      throw Error::input(
-          fmt::format("stage {} needs {} per device, more than the {} of memory", s,
-                      format_bytes(plan.stages[s].memory.total()), format_bytes(plan.capacity)),
-          {.file = req.plan, .key = fmt::format("partition[{}]", s)});
-    }
-  }
-  if (progress != nullptr) progress->advance();
+// Where a replay's files go.
+struct Outputs {
+  std::string hdf5;
+  std::string trace;  // empty: none
+  std::string csv;    // empty: none
+};
 
-  replay::RunRecord run = replay::replay_plan(plan, profile, topology, req.replay);
-  run.meta.tool_version = NEST_VERSION;
-  run.meta.command_line = req.command_line;
-  run.meta.plan_yaml = slurp(req.plan);
-  std::vector<std::string> inputs = {req.plan, topology_path};
-  for (const auto* p : {&record.inputs.profile, &record.inputs.model, &record.inputs.accelerator}) {
-    if (!p->empty()) inputs.push_back(job::resolve_plan_path(*p, plan_path, "inputs"));
-  }
-  for (const auto& p : inputs) run.meta.inputs.emplace_back(p, file_hash(p));
-  if (progress != nullptr) progress->advance();
-
+std::vector<std::string> write_outputs(const replay::RunRecord& run, const Outputs& out) {
   std::vector<std::string> written;
-  io::write_hdf5(run, req.output);
-  written.push_back(req.output);
-  if (req.trace) {
-    io::write_trace_json(run, *req.trace);
-    written.push_back(*req.trace);
+  io::write_hdf5(run, out.hdf5);
+  written.push_back(out.hdf5);
+  if (!out.trace.empty()) {
+    io::write_trace_json(run, out.trace);
+    written.push_back(out.trace);
   }
-  if (req.csv) {
-    io::write_summary_csv(run.summary, *req.csv);
-    written.push_back(*req.csv);
+  if (!out.csv.empty()) {
+    io::write_summary_csv(run.summary, out.csv);
+    written.push_back(out.csv);
   }
-  if (progress != nullptr) progress->finish();
-  print_summary(run.summary, plan.capacity, written);
-  return 0;
+  return written;
+}
+
+// The one-line warning of a replay whose schedule holds more than the plan's memory check
+// assumed (1F1B); the run still succeeds.
+void warn_memory(Logger* log, const replay::Summary& s, Bytes capacity) {
+  if (s.peak_memory <= capacity) return;
+  nest::log(log, LogLevel::kWarn,
+            "the replay's peak memory {} exceeds the {} of device memory (the schedule holds more "
+            "than the plan's 1F1B check assumed)",
+            format_bytes(s.peak_memory), format_bytes(capacity));
 }
 
 }  // namespace
 
-int run_simulate(std::span<char* const> args) {
-  po::options_description o("options");
-  o.add_options()("plan", po::value<std::string>()->required(), "plan file (from nest place -o)")(
-      "output,o", po::value<std::string>()->required(), "HDF5 file to write")(
-      "trace", po::value<std::string>(), "also write a Perfetto/Chrome trace JSON")(
-      "csv", po::value<std::string>(), "also write a one-line CSV summary")(
-      "topology", po::value<std::string>(), "replay on this topology instead of the plan's")(
-      "seed", po::value<std::uint64_t>()->default_value(0), "ECMP seed of the transfers");
-  add_replay_options(o);
-  po::variables_map vm;
-  if (!parse_options(args, kSimulateUsage, o, {}, vm)) return 0;
-  SimulateRequest req;
-  req.plan = vm["plan"].as<std::string>();
-  req.output = vm["output"].as<std::string>();
-  if (vm.count("trace")) req.trace = vm["trace"].as<std::string>();
-  if (vm.count("csv")) req.csv = vm["csv"].as<std::string>();
-  if (vm.count("topology")) req.topology = vm["topology"].as<std::string>();
-  read_replay_options(vm, req);
-  req.replay.seed = vm["seed"].as<std::uint64_t>();
-  req.command_line = command_line(args);
-  return simulate(req, nullptr);
+int run_simulate(std::span<char* const> args, const Context& context) {
+  std::string plan_file;
+  Outputs out;
+  std::string topology;
+  std::optional<std::uint64_t> seed;
+  ReplayArgs r;
+  bool json = false;
+  Options o(kSimulateUsage);
+  o.add("plan", &plan_file, "plan file (from nest place -o)")
+      .add("output,o", &out.hdf5, "HDF5 file to write")
+      .add("trace", &out.trace, "also write a Perfetto/Chrome trace JSON")
+      .add("csv", &out.csv, "also write a one-line CSV summary")
+      .add("topology", &topology, "replay on this topology (file or name) instead of the plan's",
+           "topology")
+      .add("seed", &seed, "routing (ECMP) seed (default: the plan's)", "seed")
+      .add("json", &json, "print the summary as JSON");
+  add_replay_options(o, r);
+  if (!o.parse(args)) return 0;
+  return o.run([&] {
+    if (plan_file.empty()) throw Error::input("missing --plan", {.key = "--plan"});
+    if (out.hdf5.empty()) throw Error::input("missing --output", {.key = "--output"});
+    const replay::PlanReplayOptions replay = replay_options(r);
+    job::PlannedJob planned =
+        job::load_plan(plan_file, {.topology = topology, .seed = seed}, catalog(), context.log);
+    const replay::RunRecord run = [&] {
+      try {
+        return planned.job.simulate(
+            planned.plan,
+            {.replay = replay, .command_line = command_line(args), .plan_yaml = slurp(plan_file)});
+      } catch (const Error& e) {
+        // A stage over memory is the plan's fault: name the plan file.
+        if (e.context().key.rfind("partition", 0) == 0) throw e.in_file(plan_file);
+        throw;
+      }
+    }();
+    const std::vector<std::string> written = write_outputs(run, out);
+    warn_memory(context.log, run.summary, planned.plan.capacity);
+    if (json) {
+      std::cout << Json{{"summary", summary_json(run.summary)}, {"written", written}}.dump(2)
+                << "\n";
+      return 0;
+    }
+    print_summary(run.summary, written);
+    return 0;
+  });
 }
 
-int run_run(std::span<char* const> args) {
-  // Options of `run` itself; everything else goes to `nest place`.
-  po::options_description o("options of run (the others are nest place's)");
-  o.add_options()("output-dir", po::value<std::string>()->default_value("run"),
-                  "folder for plan.yaml, run.h5, trace.json and summary.csv")("help,h",
-                                                                              "show this help");
-  add_replay_options(o);
-  po::variables_map vm;
-  std::vector<std::string> rest;
-  try {
-    const auto parsed = po::command_line_parser(static_cast<int>(args.size()), args.data())
-                            .options(o)
-                            .allow_unregistered()
-                            .run();
-    rest = po::collect_unrecognized(parsed.options, po::include_positional);
-    po::store(parsed, vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw Error::input(e.what(), {.key = "run", .expected = std::string("usage: ") + kRunUsage});
-  }
-  if (vm.count("help") != 0) {
-    std::cout << "usage: " << kRunUsage << "\n\n" << o << "\n";
-    return 0;
-  }
-  for (const auto& r : rest) {
-    if (r == "-o" || r == "--output" || r.rfind("--output=", 0) == 0 || r == "--json") {
-      throw Error::input("option not available in nest run",
-                         {.key = r, .expected = "--output-dir (run writes plan.yaml there)"});
+int run_run(std::span<char* const> args, const Context& context) {
+  JobArgs a;
+  ReplayArgs r;
+  std::string output_dir = "run";
+  bool json = false;
+  Options o(kRunUsage);
+  add_job_options(o, a);
+  add_replay_options(o, r);
+  o.add("output-dir", &output_dir, "folder for plan.yaml, run.h5, trace.json and summary.csv")
+      .add("json", &json, "print the plan and the replay's summary as JSON");
+  if (!o.parse(args)) return 0;
+  return o.run([&] {
+    const replay::PlanReplayOptions replay = replay_options(r);
+    const fs::path dir = output_dir;
+    std::error_code ec;
+    const bool existed = fs::exists(dir, ec);
+    fs::create_directories(dir, ec);
+    if (ec) {
+      throw Error::input("cannot create the output folder: " + ec.message(),
+                         {.key = "--output-dir", .value = dir.string()});
     }
-  }
-  SimulateRequest req;
-  read_replay_options(vm, req);
-  const fs::path dir = vm["output-dir"].as<std::string>();
-  std::error_code ec;
-  const bool existed = fs::exists(dir, ec);
-  fs::create_directories(dir, ec);
-  if (ec) {
-    throw Error::input("cannot create the output folder: " + ec.message(),
-                       {.key = "--output-dir", .value = dir.string()});
-  }
-  // A run that fails leaves no folder of its own behind (nor, by the writers, any file).
-  struct RemoveIfEmpty {
-    fs::path dir;
-    bool armed;
-    ~RemoveIfEmpty() {
-      std::error_code ignored;
-      if (armed && fs::is_empty(dir, ignored)) fs::remove(dir, ignored);
-    }
-  } cleanup{dir, !existed};
-  req.plan = (dir / "plan.yaml").string();
-  req.output = (dir / "run.h5").string();
-  req.trace = (dir / "trace.json").string();
-  req.csv = (dir / "summary.csv").string();
-  req.command_line = command_line(args);
+    // A run that fails leaves no folder of its own behind (nor, by the writers, any file).
+    struct RemoveIfEmpty {
+      fs::path dir;
+      bool armed;
+      ~RemoveIfEmpty() {
+        std::error_code ignored;
+        if (armed && fs::is_empty(dir, ignored)) fs::remove(dir, ignored);
+      }
+    } cleanup{dir, !existed};
 
-  Progress progress("nest run", 3);
-  std::vector<std::string> place_args = {"place"};
-  place_args.insert(place_args.end(), rest.begin(), rest.end());
-  place_args.push_back("-o");
-  place_args.push_back(req.plan);
-  std::vector<char*> argv;
-  for (auto& a : place_args) argv.push_back(a.data());
-  const int status = run_place(argv);
-  if (status != 0) return status;
-  progress.advance();
-  std::cout << "\n";
-  return simulate(req, &progress);
+    Progress progress("nest run", 3);
+    job::Job job(job_spec(a), catalog(), context.log);
+    const placer::Plan plan = job.place();
+    const std::vector<placer::BaselineResult> baselines = job.baselines();
+    progress.advance();
+    const fs::path plan_path = dir / "plan.yaml";
+    const std::string plan_yaml = job.plan_yaml(plan, baselines, plan_path);
+    const replay::RunRecord run = job.simulate(
+        plan, {.replay = replay, .command_line = command_line(args), .plan_yaml = plan_yaml});
+    progress.advance();
+    write_text_atomically(plan_path, plan_yaml);
+    const std::vector<std::string> written =
+        write_outputs(run, {.hdf5 = (dir / "run.h5").string(),
+                            .trace = (dir / "trace.json").string(),
+                            .csv = (dir / "summary.csv").string()});
+    progress.finish();
+    warn_memory(context.log, run.summary, plan.capacity);
+    if (json) {
+      std::cout << Json{{"plan", Json::parse(io::plan_to_json(job.plan_inputs(plan_path), plan,
+                                                              baselines))},
+                        {"summary", summary_json(run.summary)},
+                        {"written",
+                         [&] {
+                           std::vector<std::string> all = {plan_path.string()};
+                           all.insert(all.end(), written.begin(), written.end());
+                           return all;
+                         }()}}
+                       .dump(2)
+                << "\n";
+      return 0;
+    }
+    print_placement(job, plan, baselines);
+    std::cout << "\n";
+    std::vector<std::string> all = {plan_path.string()};
+    all.insert(all.end(), written.begin(), written.end());
+    print_summary(run.summary, all);
+    return 0;
+  });
 }
 
 }  // namespace nest::cli

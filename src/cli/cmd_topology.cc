@@ -19,7 +19,7 @@ namespace nest::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "nest topology describe FILE [--json]\n       nest topology validate FILE";
+    "nest topology describe FILE|NAME [--json]\n       nest topology validate FILE|NAME [--json]";
 
 std::string join(const std::vector<int>& v) {
   std::string out;
@@ -28,19 +28,17 @@ std::string join(const std::vector<int>& v) {
 }
 
 int describe(std::span<char* const> args) {
-  po::options_description options("options");
   std::string file;
-  options.add_options()("file", po::value(&file)->required(), "topology YAML file")(
-      "json", "print one JSON object instead of text");
-  po::positional_options_description positional;
-  positional.add("file", 1);
-  po::variables_map vm;
-  if (!parse_options(args, kUsage, options, positional, vm)) return 0;
-
+  bool json = false;
+  Options o(kUsage);
+  o.positional("file", &file, "topology YAML file or name (topologies/)")
+      .add("json", &json, "print one JSON object instead of text");
+  if (!o.parse(args)) return 0;
+  file = find_topology(file, "file");
   const topo::Topology t = topo::load_topology(file);
   const topo::TopologySummary s = topo::summarize(t);
   const char* method = s.bisection_exact_form ? "closed_form" : "max_flow";
-  if (vm.count("json") != 0) {
+  if (json) {
     const nlohmann::ordered_json j = {
         {"name", t.name()},
         {"kind", topo::family_name(t.family())},
@@ -73,14 +71,25 @@ int describe(std::span<char* const> args) {
 }
 
 int validate(std::span<char* const> args) {
-  po::options_description options("options");
   std::string file;
-  options.add_options()("file", po::value(&file)->required(), "topology YAML file");
-  po::positional_options_description positional;
-  positional.add("file", 1);
-  po::variables_map vm;
-  if (!parse_options(args, kUsage, options, positional, vm)) return 0;
+  bool json = false;
+  Options o(kUsage);
+  o.positional("file", &file, "topology YAML file or name (topologies/)")
+      .add("json", &json, "print one JSON object instead of text");
+  if (!o.parse(args)) return 0;
+  file = find_topology(file, "file");
   const topo::Topology t = topo::load_topology(file);
+  if (json) {
+    const nlohmann::ordered_json j = {{"file", file},
+                                      {"valid", true},
+                                      {"name", t.name()},
+                                      {"kind", topo::family_name(t.family())},
+                                      {"devices", t.num_devices()},
+                                      {"switches", t.num_switches()},
+                                      {"links", t.num_cables()}};
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
   std::cout << fmt::format("ok: {}: {} ({}), {} devices, {} switches, {} cables\n", file, t.name(),
                            topo::family_name(t.family()), t.num_devices(), t.num_switches(),
                            t.num_cables());
@@ -89,7 +98,7 @@ int validate(std::span<char* const> args) {
 
 }  // namespace
 
-int run_topology(std::span<char* const> args) {
+int run_topology(std::span<char* const> args, const Context&) {
   const std::string sub = args.size() > 1 ? args[1] : "";
   if (sub == "describe") return describe(args.subspan(1));
   if (sub == "validate") return validate(args.subspan(1));

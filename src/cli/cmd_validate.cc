@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -26,9 +27,9 @@ bool is_file(const fs::path& p) {
 
 validate::ValidationInputs resolve_inputs(const std::string& reference, const std::string& root) {
   validate::ValidationInputs in;
-  const std::vector<std::string> roots =
-      root.empty() ? search_roots() : std::vector<std::string>{root};
-  for (const fs::path r : roots) {
+  const std::vector<fs::path> roots =
+      root.empty() ? catalog().roots() : std::vector<fs::path>{root};
+  for (const fs::path& r : roots) {
     if (is_file(r / "workloads" / "models" / "gpt3-175b.yaml")) {
       in.workloads_root = r;
       break;
@@ -60,31 +61,54 @@ validate::ValidationInputs resolve_inputs(const std::string& reference, const st
 
 }  // namespace
 
-int run_validate(std::span<char* const> args) {
-  po::options_description options("options");
-  options.add_options()("reference", po::value<std::string>()->default_value(""),
-                        "a reference folder laid out as tests/validation/reference/ (default: the "
-                        "copies shipped there)")(
-      "source", po::value<std::string>()->default_value(""),
-      "the source tree, holding workloads/ (default: found from $NEST_HOME, the working "
-      "directory or the executable)")("failures-only", po::bool_switch(),
-                                      "print only the cases out of tolerance");
-  po::variables_map vm;
-  if (!parse_options(args, "nest validate [--reference DIR] [--source DIR]", options, {}, vm)) {
-    return 0;
-  }
-  const validate::ValidationInputs inputs =
-      resolve_inputs(vm["reference"].as<std::string>(), vm["source"].as<std::string>());
+int run_validate(std::span<char* const> args, const Context&) {
+  std::string reference;
+  std::string source;
+  bool failures_only = false;
+  bool json = false;
+  Options o("nest validate [--reference DIR] [--source DIR] [--failures-only] [--json]");
+  o.add("reference", &reference,
+        "a reference folder laid out as tests/validation/reference/ (default: the copies "
+        "shipped there)")
+      .add("source", &source,
+           "the source tree, holding workloads/ (default: found from $NEST_HOME, the working "
+           "directory or the executable)")
+      .add("failures-only", &failures_only, "print only the cases out of tolerance")
+      .add("json", &json, "print the cases as JSON");
+  if (!o.parse(args)) return 0;
+  const validate::ValidationInputs inputs = resolve_inputs(reference, source);
   const std::vector<validate::ValidationCase> cases = validate::run_validation(inputs);
 
+  std::size_t failed = 0;
+  for (const auto& c : cases) failed += c.passed() ? 0 : 1;
+  if (json) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const auto& c : cases) {
+      if (failures_only && c.passed()) continue;
+      rows.push_back({{"group", c.group},
+                      {"name", c.name},
+                      {"expected", c.expected},
+                      {"got", c.got},
+                      {"error", c.error()},
+                      {"tolerance", c.tolerance},
+                      {"passed", c.passed()},
+                      {"source", c.source}});
+    }
+    std::cout << nlohmann::ordered_json{{"cases", rows},
+                                        {"total", cases.size()},
+                                        {"passed", cases.size() - failed},
+                                        {"failed", failed},
+                                        {"nest_table", inputs.nest_table.string()}}
+                     .dump(2)
+              << "\n";
+    return failed == 0 ? 0 : 1;
+  }
   std::size_t width = 4;
   for (const auto& c : cases) width = std::max(width, c.group.size() + 2 + c.name.size());
   std::cout << fmt::format("{:<{}}  {:>17}  {:>17}  {:>9}  {:>9}  {:<4}  {}\n", "case", width,
                            "expected", "got", "error", "tolerance", "", "source");
-  std::size_t failed = 0;
   for (const auto& c : cases) {
-    if (!c.passed()) ++failed;
-    if (vm["failures-only"].as<bool>() && c.passed()) continue;
+    if (failures_only && c.passed()) continue;
     std::cout << fmt::format("{:<{}}  {:>17.12g}  {:>17.12g}  {:>9.2e}  {:>9.2e}  {:<4}  {}\n",
                              c.group + ": " + c.name, width, c.expected, c.got, c.error(),
                              c.tolerance, c.passed() ? "ok" : "FAIL", c.source);

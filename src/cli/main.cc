@@ -16,8 +16,40 @@
 
 #include "cli/commands.h"
 #include "nest/core/error.h"
+#include "nest/core/log.h"
 
 namespace {
+
+// The command line's logger: spdlog on stderr, so that stdout carries only the report.
+class StderrLogger final : public nest::Logger {
+ public:
+  StderrLogger() : logger_(spdlog::stderr_color_mt("nest")) {
+    logger_->set_pattern("%^%l%$: %v");
+    logger_->set_level(spdlog::level::warn);
+  }
+  void set_level(nest::LogLevel level) { logger_->set_level(to_spdlog(level)); }
+  void silence_warnings() { logger_->set_level(spdlog::level::err); }
+  [[nodiscard]] bool enabled(nest::LogLevel level) const noexcept override {
+    return logger_->should_log(to_spdlog(level));
+  }
+  void write(nest::LogLevel level, std::string_view line) override {
+    logger_->log(to_spdlog(level), "{}", line);
+  }
+
+ private:
+  static spdlog::level::level_enum to_spdlog(nest::LogLevel level) {
+    switch (level) {
+      case nest::LogLevel::kDebug:
+        return spdlog::level::debug;
+      case nest::LogLevel::kInfo:
+        return spdlog::level::info;
+      case nest::LogLevel::kWarn:
+        return spdlog::level::warn;
+    }
+    return spdlog::level::warn;
+  }
+  std::shared_ptr<spdlog::logger> logger_;
+};
 
 // Writes one error line with a single write. std::cerr is unbuffered and writes each `<<` on its
 // own, so under mpirun two ranks' messages interleaved mid-line ("nest " + the other rank's line +
@@ -43,6 +75,8 @@ const std::vector<nest::cli::Command>& commands() {
       {"sweep", "run a what-if study: one results row per point (CSV + HDF5)",
        nest::cli::run_sweep},
       {"validate", "check NEST against published numbers (one table)", nest::cli::run_validate},
+      {"list", "list the bundled topologies, models, accelerators, profiles and studies",
+       nest::cli::run_list},
   };
   return kCommands;
 }
@@ -50,7 +84,10 @@ const std::vector<nest::cli::Command>& commands() {
 void print_usage() {
   std::cout << "nest " << NEST_VERSION
             << ": network- and memory-aware placement of distributed training\n\n"
-               "usage: nest [--verbose|--quiet] <command> [options]\n\ncommands:\n";
+               "usage: nest [--verbose|--debug|--quiet] <command> [options]\n\n"
+               "  --verbose, -v  log phases and their timings to stderr\n"
+               "  --debug        also log the collective oracle's work\n"
+               "  --quiet, -q    log errors only (no warnings)\n\ncommands:\n";
   for (const auto& c : commands()) std::cout << fmt::format("  {:<12}{}\n", c.name, c.summary);
   std::cout << "\n`nest <command> --help` shows the options of a command.\n";
 }
@@ -65,19 +102,18 @@ int main(int argc, char** argv) {
   // and resets it (that search: 74 MB without this setting, 65 MB with it). The fixed threshold
   // stays as a guard for other large short-lived buffers.
   mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-  // Logging goes to stderr so that stdout carries only the report (and --json output).
-  auto logger = spdlog::stderr_color_mt("nest");
-  logger->set_pattern("%^%l%$: %v");
-  logger->set_level(spdlog::level::warn);
-  spdlog::set_default_logger(logger);
+  StderrLogger logger;
+  const nest::cli::Context context{.log = &logger};
 
   std::vector<char*> args(argv + 1, argv + argc);
   while (!args.empty() && args.front()[0] == '-') {
     const std::string flag = args.front();
     if (flag == "--verbose" || flag == "-v") {
-      logger->set_level(spdlog::level::debug);
+      logger.set_level(nest::LogLevel::kInfo);
+    } else if (flag == "--debug") {
+      logger.set_level(nest::LogLevel::kDebug);
     } else if (flag == "--quiet" || flag == "-q") {
-      logger->set_level(spdlog::level::err);
+      logger.silence_warnings();
     } else if (flag == "--help" || flag == "-h") {
       print_usage();
       return 0;
@@ -86,7 +122,9 @@ int main(int argc, char** argv) {
       return 0;
     } else {
       print_error(fmt::format(
-          "nest: unknown option \"{}\" (expected --verbose, --quiet, --help or a command)", flag));
+          "nest: unknown option \"{}\" (expected --verbose, --debug, --quiet, --help, --version "
+          "or a command)",
+          flag));
       return 2;
     }
     args.erase(args.begin());
@@ -98,7 +136,7 @@ int main(int argc, char** argv) {
   for (const auto& c : commands()) {
     if (c.name != args.front()) continue;
     try {
-      return c.run(args);
+      return c.run(args, context);
     } catch (const nest::Error& e) {
       print_error(fmt::format("nest {}: {}", c.name, e.what()));
       return e.exit_status();

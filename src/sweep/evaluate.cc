@@ -5,17 +5,10 @@
 #include <algorithm>
 #include <memory>
 
-#include "nest/coll/closed_form.h"
 #include "nest/core/error.h"
-#include "nest/placer/baselines.h"
-#include "nest/placer/comm_cost.h"
-#include "nest/placer/oracle_comm_cost.h"
-#include "nest/placer/search.h"
+#include "nest/job/job.h"
 #include "nest/placer/variants.h"
-#include "nest/replay/plan_replay.h"
 #include "nest/topo/loader.h"
-#include "nest/topo/metrics.h"
-#include "nest/topo/router.h"
 #include "nest/workload/accelerator.h"
 #include "nest/workload/model.h"
 #include "nest/workload/model_profile.h"
@@ -57,17 +50,6 @@ std::string plan_summary(const Plan& plan) {
                      plan.degrees.micro_batch, plan.choice.zero_stage);
   if (plan.choice.recompute) out += " recompute";
   return out;
-}
-
-// Sequences per second of a plan. A plan runs the profile's global batch per iteration, so
-// throughput is that batch over the iteration time, as the replay counts it
-// (src/replay/plan_replay.cc). Plan::sequences_per_second counts microbatches × micro-batch
-// size, which leaves out the e sequences a replica step of an expert-parallel plan runs; the
-// placer's figure is kept only for profiles without a global batch.
-double sequences_per_second(const Plan& plan, const workload::LayerProfile& profile) {
-  if (profile.global_batch <= 0) return plan.sequences_per_second;
-  return static_cast<double>(profile.global_batch) /
-         (static_cast<double>(plan.iteration_time.ps()) / 1e12);
 }
 
 Bytes peak_memory(const Plan& plan) {
@@ -117,7 +99,8 @@ StudyEvaluator::StudyEvaluator(const Study& study) : study_(study) {
     Loaded loaded;
     loaded.name = w.name;
     if (!w.profile.empty()) {
-      loaded.profile = workload::load_layer_profile(w.profile.string());
+      loaded.profile = std::make_shared<const workload::LayerProfile>(
+          workload::load_layer_profile(w.profile.string()));
     } else {
       const workload::Model model = workload::load_model(w.model.string());
       const workload::Accelerator device = workload::load_accelerator(w.accelerator.string());
@@ -137,7 +120,8 @@ StudyEvaluator::StudyEvaluator(const Study& study) : study_(study) {
                             .key = "workloads." + w.name,
                             .expected = "larger max_tensor_parallel or other micro_batches"});
       }
-      loaded.profile = workload::build_profile(model, device, configs, build);
+      loaded.profile = std::make_shared<const workload::LayerProfile>(
+          workload::build_profile(model, device, configs, build));
       loaded.memory_bandwidth = device.hbm_bandwidth * device.memory_efficiency;
     }
     workloads_.push_back(std::move(loaded));
@@ -146,7 +130,7 @@ StudyEvaluator::StudyEvaluator(const Study& study) : study_(study) {
 
 const workload::LayerProfile& StudyEvaluator::profile(const std::string& workload) const {
   for (const auto& w : workloads_) {
-    if (w.name == workload) return w.profile;
+    if (w.name == workload) return *w.profile;
   }
   throw Error::internal("unknown workload \"" + workload + "\"");
 }
@@ -204,7 +188,7 @@ std::vector<Column> StudyEvaluator::columns() const {
 }
 
 Outcome StudyEvaluator::evaluate(const Point& point) const {
-  const topo::Topology topology = build_topology(study_, point);
+  topo::Topology topology = build_topology(study_, point);
   const auto available = static_cast<std::int64_t>(topology.num_devices());
   const std::int64_t budget = point.devices.value_or(available);
   if (budget > available) {
@@ -216,33 +200,29 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
   }
   const auto& loaded = *std::find_if(workloads_.begin(), workloads_.end(),
                                      [&](const Loaded& w) { return w.name == point.workload; });
-  const workload::LayerProfile& profile = loaded.profile;
   const bool megatron = point.rules == workload::MemoryRules::kMegatron;
 
-  placer::SearchOptions options;
-  options.cost = {.rules = point.rules,
-                  .devices = budget,
-                  .memory_bandwidth = megatron ? loaded.memory_bandwidth : Bandwidth()};
-  if (!study_.placer.orders.empty()) options.orders = study_.placer.orders;
-  if (!megatron) {
-    options.zero_stages = {0};  // the artifact's rules have no optimizer state to shard
-  } else if (!study_.placer.zero_stages.empty()) {
-    options.zero_stages = study_.placer.zero_stages;
+  job::JobSpec spec;
+  spec.devices = budget;
+  spec.rules = point.rules;
+  spec.network = megatron ? job::NetworkModel::kOracle : job::NetworkModel::kZero;
+  spec.seed = point.seed;
+  spec.anneal_seed = point.seed + 1;
+  if (!study_.placer.orders.empty()) spec.search.orders = study_.placer.orders;
+  if (megatron && !study_.placer.zero_stages.empty()) {
+    spec.search.zero_stages = study_.placer.zero_stages;
   }
-  options.allow_recompute = study_.placer.recompute;
-  options.max_stages = study_.placer.max_stages;
-
-  std::unique_ptr<placer::CommCost> comm;
-  placer::OracleCommCost* oracle = nullptr;
-  if (megatron) {
-    auto o = std::make_unique<placer::OracleCommCost>(topology,
-                                                      placer::OracleOptions{.seed = point.seed});
-    oracle = o.get();
-    comm = std::move(o);
-  } else {
-    comm = std::make_unique<placer::ZeroCommCost>(topology.domain_sizes().front());
-  }
-  const placer::SearchResult result = placer::search(profile, *comm, options);
+  spec.search.allow_recompute = study_.placer.recompute;
+  spec.search.max_stages = study_.placer.max_stages;
+  spec.baselines = study_.placer.baselines;
+  job::Prebuilt prebuilt{.topology = std::make_shared<const topo::Topology>(std::move(topology)),
+                         .topology_name = point.topology,
+                         .profile = loaded.profile,
+                         .memory_bandwidth = megatron
+                                                 ? std::optional<Bandwidth>(loaded.memory_bandwidth)
+                                                 : std::optional<Bandwidth>(Bandwidth())};
+  job::Job job(std::move(spec), std::move(prebuilt));
+  const placer::SearchResult result = job.search();
 
   Outcome out;
   const std::vector<Column> columns = this->columns();
@@ -259,8 +239,8 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
   };
   put("topology_devices", integer(available));
   put("devices_available", integer(budget));
-  if (oracle != nullptr) {
-    put("oracle_simulations", integer(static_cast<std::int64_t>(oracle->stats().simulations)));
+  if (megatron) {
+    put("oracle_simulations", integer(static_cast<std::int64_t>(job.oracle_stats().simulations)));
   }
   if (!result.best) {
     out.status = "infeasible";
@@ -287,15 +267,13 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
   put("transfers_s", seconds(plan.breakdown.transfers));
   put("dp_sync_s", seconds(plan.breakdown.data_parallel_sync));
   put("optimizer_s", seconds(plan.breakdown.optimizer));
-  const double sequence = static_cast<double>(profile.sequence_length);
-  put("sequences_per_s", sequences_per_second(plan, profile));
-  put("tokens_per_s", sequences_per_second(plan, profile) * sequence);
+  put("sequences_per_s", plan.sequences_per_second);
+  put("tokens_per_s", plan.tokens_per_second);
   if (plan.mfu) put("mfu", *plan.mfu);
   put("peak_memory_bytes", integer(peak_memory(plan).count()));
   put("memory_capacity_bytes", integer(plan.capacity.count()));
   if (point.replay) {
-    const replay::RunRecord record =
-        replay::replay_plan(plan, profile, topology, {.seed = point.seed});
+    const replay::RunRecord record = job.simulate(plan);
     const replay::Summary& s = record.summary;
     put("replay_iteration_s", seconds(s.iteration_time));
     put("replay_error", (s.iteration_time.to_seconds() - plan.iteration_time.to_seconds()) /
@@ -305,24 +283,13 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
     put("replay_bubble_fraction", s.bubble_fraction);
     put("replay_peak_memory_bytes", integer(s.peak_memory.count()));
   }
-  for (const auto& name : study_.placer.baselines) {
-    placer::BaselineResult b;
-    if (name == "manual") {
-      b = placer::manual_baseline(profile, *comm, options);
-    } else if (name == "anneal") {
-      b = placer::anneal_baseline(profile, *comm, options, {.seed = point.seed + 1});
-    } else if (!megatron) {
-      b = {.name = name, .note = "not applicable: the zero network is already topology-agnostic"};
-    } else {
-      placer::FlatCommCost flat =
-          placer::flat_network_for(topology, topology.domain_sizes().front());
-      b = placer::topology_agnostic_baseline(profile, *comm, flat, options);
-    }
-    const std::string p = column_prefix(name);
+  const std::vector<placer::BaselineResult> baselines = job.baselines();
+  for (const placer::BaselineResult& b : baselines) {
+    const std::string p = column_prefix(b.name);
     put(p + "_note", one_line(b.note));
     if (!b.plan) continue;
     put(p + "_iteration_s", seconds(b.plan->iteration_time));
-    put(p + "_tokens_per_s", sequences_per_second(*b.plan, profile) * sequence);
+    put(p + "_tokens_per_s", b.plan->tokens_per_second);
     put(p + "_plan", plan_summary(*b.plan));
     put("speedup_vs_" + p, static_cast<double>(b.plan->iteration_time.ps()) /
                                static_cast<double>(plan.iteration_time.ps()));

@@ -28,14 +28,14 @@ sed 's/^hbm: 90 GiB$/hbm: 3 GiB/' "$profile" > "$tmp/small.yaml"
 expect_error "nest place: nothing fits: the smallest stage (layer 1 'transformer_block' alone, tensor parallel 8, ZeRO-0 over 1 replica, recomputation off) needs 3.9 GiB per device against a capacity of 3 GiB" \
   --profile "$tmp/small.yaml" --rules nest-artifact --devices 128
 
-expect_error 'nest place: --profile: give either --profile, or --model with --accelerator (expected usage: nest place --model M --accelerator A | --profile FILE  --topology T [--devices N] [--rules megatron|nest-artifact] [--network oracle|flat|zero] [--baselines all|none|LIST] [--fixed PLAN] [-o plan.yaml] [--json])' \
+expect_error 'nest place: --profile: give either a layer profile, or a model with an accelerator (expected a profile file or name, or model + accelerator)' \
   --devices 8
 expect_error 'nest place: --rules: unknown memory rules (got "adam"; expected megatron or nest-artifact)' \
   --profile "$profile" --rules adam --devices 8
 expect_error 'nest place: --network: unknown network model (got "wifi"; expected oracle, flat or zero)' \
   --profile "$profile" --network wifi --devices 8
-expect_error 'nest place: --baselines: unknown baseline (got "oracle"; expected all, none, or a list of manual, topology-agnostic, anneal)' \
+expect_error 'nest place: --baselines: unknown baseline (got "oracle"; expected manual, topology-agnostic or anneal (or all, none))' \
   --profile "$profile" --rules nest-artifact --devices 128 --baselines manual,oracle
-expect_error 'nest place: --devices: a device count is needed without a topology' \
+expect_error 'nest place: --devices: a device count is needed without a topology (expected a positive integer)' \
   --profile "$profile" --rules nest-artifact
 exit $failed

@@ -37,6 +37,7 @@
 ///
 /// A baseline name's '-' becomes '_' in column names (topology_agnostic_iteration_s).
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -71,7 +72,7 @@ class StudyEvaluator final : public PointEvaluator {
  private:
   struct Loaded {
     std::string name;
-    workload::LayerProfile profile;
+    std::shared_ptr<const workload::LayerProfile> profile;
     Bandwidth memory_bandwidth;  ///< for the optimizer step; zero for layer profiles
   };
   const Study& study_;

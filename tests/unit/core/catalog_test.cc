@@ -1,16 +1,15 @@
-#include "nest/workload/catalog.h"
+#include "nest/core/catalog.h"
 
 #include <gtest/gtest.h>
 
 #include <functional>
 
 #include "nest/core/error.h"
-#include "nest/workload/accelerator.h"
 
-namespace nest::workload {
+namespace nest {
 namespace {
 
-const std::vector<std::string> kRoots = {"/nonexistent", NEST_SOURCE_DIR};
+const Catalog kCatalog({"/nonexistent", NEST_SOURCE_DIR});
 const std::string kDir = std::string(NEST_SOURCE_DIR) + "/workloads/";
 
 std::string error_of(const std::function<void()>& f) {
@@ -23,55 +22,45 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 TEST(Catalog, ListsTheShippedFilesSorted) {
-  EXPECT_EQ(list_workloads(WorkloadKind::kAccelerator, kRoots),
+  EXPECT_EQ(kCatalog.list(DataKind::kAccelerator),
             (std::vector<std::string>{"a100-80gb", "b200", "h100-sxm", "tpuv4"}));
-  EXPECT_EQ(list_workloads(WorkloadKind::kProfile, kRoots),
+  EXPECT_EQ(kCatalog.list(DataKind::kProfile),
             (std::vector<std::string>{"gpt3-175b-h100", "gpt3-175b-tpuv4"}));
-  EXPECT_TRUE(list_workloads(WorkloadKind::kModel, {"/nonexistent"}).empty());
+  EXPECT_TRUE(Catalog({"/nonexistent"}).list(DataKind::kModel).empty());
 }
 
 TEST(Catalog, FindsByExactNameUniquePrefixOrPath) {
-  EXPECT_EQ(find_workload_file(WorkloadKind::kAccelerator, "h100-sxm", kRoots),
-            kDir + "accelerators/h100-sxm.yaml");
-  EXPECT_EQ(find_workload_file(WorkloadKind::kAccelerator, "h100", kRoots),
-            kDir + "accelerators/h100-sxm.yaml");
-  EXPECT_EQ(find_workload_file(WorkloadKind::kModel, "llama3-70b", kRoots),
-            kDir + "models/llama3-70b.yaml");
+  EXPECT_EQ(kCatalog.find(DataKind::kAccelerator, "h100-sxm"), kDir + "accelerators/h100-sxm.yaml");
+  EXPECT_EQ(kCatalog.find(DataKind::kAccelerator, "h100"), kDir + "accelerators/h100-sxm.yaml");
+  EXPECT_EQ(kCatalog.find(DataKind::kModel, "llama3-70b"), kDir + "models/llama3-70b.yaml");
   const std::string path = kDir + "models/bert-large.yaml";
-  EXPECT_EQ(find_workload_file(WorkloadKind::kModel, path, kRoots), path);
+  EXPECT_EQ(kCatalog.find(DataKind::kModel, path), path);
 }
 
 TEST(Catalog, UnknownAndAmbiguousNamesListTheCandidates) {
-  EXPECT_EQ(error_of([] { (void)find_workload_file(WorkloadKind::kModel, "llama3", kRoots); }),
+  EXPECT_EQ(error_of([] { (void)kCatalog.find(DataKind::kModel, "llama3"); }),
             "model: ambiguous model name (got \"llama3\"; expected one of llama3-70b, "
             "llama3.1-405b)");
-  EXPECT_EQ(error_of([] { (void)find_workload_file(WorkloadKind::kAccelerator, "v5e", kRoots); }),
+  EXPECT_EQ(error_of([] { (void)kCatalog.find(DataKind::kAccelerator, "v5e"); }),
             "accelerator: unknown accelerator (got \"v5e\"; expected one of a100-80gb, b200, "
             "h100-sxm, tpuv4, or the path of a YAML file)");
 }
 
-TEST(AcceleratorFile, ReadsPeaksAndEfficiencies) {
-  const Accelerator a = load_accelerator(kDir + "accelerators/tpuv4.yaml");
-  EXPECT_EQ(a.name, "tpuv4");
-  EXPECT_DOUBLE_EQ(a.peak_for("bf16").flops_per_s(), 275e12);
-  EXPECT_EQ(a.hbm.count(), 32LL << 30);
-  EXPECT_DOUBLE_EQ(a.hbm_bandwidth.bytes_per_s(), 1.2e12);
-  EXPECT_DOUBLE_EQ(a.vector_rate.flops_per_s(), 0);
-  EXPECT_DOUBLE_EQ(a.gemm_efficiency, 0.8);
-  const Accelerator b = load_accelerator(kDir + "accelerators/b200.yaml");
-  EXPECT_DOUBLE_EQ(b.peak_for("fp8").flops_per_s(), 4500e12);
-  EXPECT_EQ(b.hbm.count(), 180'000'000'000);
-}
-
-TEST(AcceleratorFile, RejectsAMissingEfficiency) {
+TEST(Catalog, TopologiesAndPathsAndOrderOfRoots) {
+  EXPECT_EQ(kCatalog.find(DataKind::kTopology, "h100_rail_1024"),
+            std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_1024.yaml");
+  // What looks like a path is left to its loader, which names the missing file.
+  EXPECT_EQ(kCatalog.find(DataKind::kTopology, "nowhere/x.yaml"), "nowhere/x.yaml");
+  EXPECT_EQ(kCatalog.find(DataKind::kTopology, "x.yaml"), "x.yaml");
+  EXPECT_EQ(kCatalog.find(DataKind::kStudy, "example"),
+            std::string(NEST_SOURCE_DIR) + "/studies/example.yaml");
   EXPECT_EQ(error_of([] {
-              (void)parse_accelerator(
-                  "kind: accelerator\nname: x\npeak_flop_rate: {bf16: 1 TFLOP/s}\nhbm: 1 GiB\n"
-                  "hbm_bandwidth: 1 TB/s\nefficiency: {gemm: 0.5}\n",
-                  "x.yaml");
-            }),
-            "x.yaml:6: efficiency: missing required key \"memory\"");
+              (void)kCatalog.find(DataKind::kTopology, "h200", "--topology");
+            }).substr(0, 40),
+            "--topology: unknown topology (got \"h200\"");
+  EXPECT_EQ(kCatalog.locate("workloads/models"), std::filesystem::path(NEST_SOURCE_DIR));
+  EXPECT_TRUE(Catalog({"/nonexistent"}).locate("workloads").empty());
 }
 
 }  // namespace
-}  // namespace nest::workload
+}  // namespace nest

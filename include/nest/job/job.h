@@ -1,0 +1,210 @@
+#pragma once
+/// \file
+/// The whole job as one library call: a `JobSpec` says what to place where (the workload and
+/// how to build it, the topology, the device budget, the memory rules, the network model, one
+/// routing seed, the search's options, the baselines and their seed), and a `Job` loads and
+/// checks all of it once, owns the topology, the profile and one warm network model (the
+/// collective oracle), and answers `search()` / `place()`, `baselines()`, `evaluate(choice)` and
+/// `simulate(plan)`. The CLI's `place`, `simulate` and `run`, the sweep evaluator, the examples
+/// and the Python module are all spec → Job → report:
+///
+/// ```cpp
+/// nest::job::JobSpec spec;
+/// spec.workload.model = "gpt3-175b";
+/// spec.workload.accelerator = "h100";
+/// spec.topology = "h100_rail_1024";
+/// nest::job::Job job(spec);
+/// const nest::placer::Plan plan = job.place();
+/// const nest::replay::RunRecord run = job.simulate(plan);
+/// ```
+///
+/// Errors in the spec are `Error` (input) naming the spec's field ("topology", "devices",
+/// "workload.model", ...) or the input file, line and key. A Job is not thread-safe (its oracle
+/// memoizes); use one per thread.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nest/coll/oracle.h"
+#include "nest/core/catalog.h"
+#include "nest/core/log.h"
+#include "nest/core/units.h"
+#include "nest/io/plan_file.h"
+#include "nest/placer/comm_cost.h"
+#include "nest/placer/plan.h"
+#include "nest/placer/search.h"
+#include "nest/placer/variants.h"
+#include "nest/replay/plan_replay.h"
+#include "nest/replay/run_record.h"
+#include "nest/topo/topology.h"
+#include "nest/workload/layer_profile.h"
+#include "nest/workload/memory.h"
+#include "nest/workload/model_profile.h"
+
+namespace nest::job {
+
+/// How the placer prices the network.
+enum class NetworkModel : unsigned char {
+  kOracle,  ///< the collective oracle: flow-level simulation on the topology
+  kFlat,    ///< a topology-agnostic alpha-beta network
+  kZero,    ///< no network cost (the nest-artifact rules)
+};
+/// "oracle", "flat", "zero".
+[[nodiscard]] std::string_view to_string(NetworkModel model) noexcept;
+/// Inverse of `to_string`; throws `Error` (input, key "network").
+[[nodiscard]] NetworkModel parse_network_model(std::string_view text);
+
+/// The baselines a job can compute beside its plan.
+inline constexpr std::string_view kBaselineNames[] = {"manual", "topology-agnostic", "anneal"};
+
+/// The workload: a layer-profile file, or a model on an accelerator (files or catalog names).
+struct WorkloadSpec {
+  std::string profile;      ///< layer profile; or
+  std::string model;        ///< model architecture, with
+  std::string accelerator;  ///< the accelerator it runs on
+  /// What does not vary between variants: precision, flash attention, sequence length, global
+  /// batch (model + accelerator only).
+  workload::BuildOptions build;
+  /// The intra-layer configurations the search may use (model + accelerator only).
+  /// `max_tensor_parallel` 0 means the topology's scale-up domain (8 without a topology).
+  placer::CandidateOptions candidates{.max_tensor_parallel = 0};
+};
+
+/// Everything a job is.
+struct JobSpec {
+  WorkloadSpec workload;
+  /// Topology file or catalog name; empty for none (then only the zero and flat networks).
+  std::string topology;
+  /// Device budget; 0 means all the topology's devices.
+  std::int64_t devices = 0;
+  workload::MemoryRules rules = workload::MemoryRules::kMegatron;
+  /// Default: the oracle with a topology under the megatron rules, else zero.
+  std::optional<NetworkModel> network;
+  /// Flat network (and the topology-agnostic baseline): per-device rate and per-step latency;
+  /// by default the topology's bisection share and its longest route's latency.
+  std::optional<Bandwidth> flat_bandwidth;
+  std::optional<Time> flat_latency;
+  /// Memory bandwidth of the optimizer step; default the accelerator's achievable HBM rate
+  /// (none for layer profiles: the step is then not modeled).
+  std::optional<Bandwidth> memory_bandwidth;
+  /// The routing (ECMP) seed of every simulation of the job: the oracle's and the replay's.
+  std::uint64_t seed = 0;
+  /// The search's options; `search.cost` is filled in by the Job.
+  placer::SearchOptions search;
+  /// Baselines to compute beside the plan (names of `kBaselineNames`).
+  std::vector<std::string> baselines = {"manual", "topology-agnostic", "anneal"};
+  std::uint64_t anneal_seed = 1;  ///< the anneal baseline's own seed
+  int anneal_steps = 2000;
+  /// A plan file to evaluate as the `fixed` baseline ("how good is my configuration"); empty
+  /// for none.
+  std::string fixed_plan;
+};
+
+/// Parts a caller already has, so that a Job need not load them again (a sweep builds each
+/// point's topology from generator parameters and loads each workload once for all points).
+struct Prebuilt {
+  std::shared_ptr<const topo::Topology> topology;         ///< replaces `JobSpec::topology`
+  std::string topology_name;                              ///< how records name it
+  std::shared_ptr<const workload::LayerProfile> profile;  ///< replaces the workload's files
+  std::optional<Bandwidth> memory_bandwidth;              ///< the accelerator's, for `profile`
+};
+
+/// How to replay a plan.
+struct SimulateOptions {
+  replay::PlanReplayOptions replay;  ///< schedule, virtual stages, buckets (the seed is the job's)
+  std::string command_line;          ///< recorded in the run's metadata
+  std::string plan_yaml;             ///< recorded in the run's metadata (empty: made here)
+};
+
+/// A loaded, checked job. See the file comment.
+class Job {
+ public:
+  /// Loads the spec's inputs through `catalog` (names or paths) and checks them. `log` (may be
+  /// null, must outlive the job) receives phases and timings (info) and every oracle
+  /// simulation (debug). Throws `Error` (input) for a bad spec or input file.
+  explicit Job(JobSpec spec, const Catalog& catalog = Catalog::standard(), Logger* log = nullptr);
+  /// Same, with parts already built (see `Prebuilt`).
+  Job(JobSpec spec, Prebuilt prebuilt, const Catalog& catalog = Catalog::standard(),
+      Logger* log = nullptr);
+  ~Job();
+  Job(Job&&) noexcept;
+  Job& operator=(Job&&) noexcept;
+
+  /// The spec with its defaults filled in and its input names resolved to files.
+  [[nodiscard]] const JobSpec& spec() const noexcept;
+  /// The topology, or null when the job has none.
+  [[nodiscard]] const topo::Topology* topology() const noexcept;
+  /// The topology's name in reports and records (its file, or `Prebuilt::topology_name`).
+  [[nodiscard]] const std::string& topology_name() const noexcept;
+  [[nodiscard]] const workload::LayerProfile& profile() const noexcept;
+  /// The network model the plans are priced with (one instance per job: the oracle stays warm).
+  [[nodiscard]] placer::CommCost& network() noexcept;
+  [[nodiscard]] const placer::CommCost& network() const noexcept;
+  /// The network model's resolved kind.
+  [[nodiscard]] NetworkModel network_model() const noexcept;
+  /// The search options with the cost options of this job.
+  [[nodiscard]] const placer::SearchOptions& search_options() const noexcept;
+  /// Oracle counters (zero for the flat and zero networks).
+  [[nodiscard]] coll::OracleStats oracle_stats() const noexcept;
+
+  /// The NEST search. `best` is empty when nothing fits (`infeasible_reason` says why).
+  [[nodiscard]] placer::SearchResult search();
+  /// The search's plan; throws `Error` (input) with the reason when nothing fits.
+  [[nodiscard]] placer::Plan place();
+  /// The spec's baselines (and `fixed` when `fixed_plan` is set), in the spec's order.
+  [[nodiscard]] std::vector<placer::BaselineResult> baselines();
+  /// `choice` priced by this job's cost model (validated first; see `placer::evaluate`).
+  [[nodiscard]] placer::Plan evaluate(const placer::PlanChoice& choice);
+  /// A plan file's choice priced by this job (the variant found by the record's degrees).
+  [[nodiscard]] placer::Plan evaluate(const io::PlanRecord& record);
+
+  /// Replays `plan` for one iteration on the topology (the job's seed routes its flows) and
+  /// fills the run's metadata: tool version, command line, the inputs with their content
+  /// hashes, the plan's YAML. Throws `Error` (input) when the job has no topology or a stage
+  /// of the plan exceeds memory.
+  [[nodiscard]] replay::RunRecord simulate(const placer::Plan& plan,
+                                           const SimulateOptions& options = {});
+
+  /// What a plan file written at `plan_path` records of this job: input paths relative to the
+  /// plan's folder, build options, seeds, rules, network.
+  [[nodiscard]] io::PlanInputs plan_inputs(const std::filesystem::path& plan_path) const;
+  /// The plan file text of `plan` for a file at `plan_path`.
+  [[nodiscard]] std::string plan_yaml(const placer::Plan& plan,
+                                      const std::vector<placer::BaselineResult>& baselines,
+                                      const std::filesystem::path& plan_path) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// A plan file and the job it was made by.
+struct PlannedJob {
+  io::PlanRecord record;
+  Job job;
+  placer::Plan plan;  ///< the record's choice priced by `job`
+};
+
+/// Changes to a plan's recorded job when it is loaded.
+struct PlanOverrides {
+  std::string topology;               ///< replay on another topology (file or name)
+  std::optional<std::uint64_t> seed;  ///< another routing seed
+};
+
+/// Reads the plan file at `path` and rebuilds its job from the record: input paths resolve
+/// against the plan's folder only (never the working directory); an older plan without the
+/// newer keys gets their defaults. Throws `Error` (input) naming the plan file and key.
+[[nodiscard]] PlannedJob load_plan(const std::filesystem::path& path,
+                                   const PlanOverrides& overrides = {},
+                                   const Catalog& catalog = Catalog::standard(),
+                                   Logger* log = nullptr);
+
+/// FNV-1a 64 of a file's bytes, 16 hex digits (identifies inputs in records).
+[[nodiscard]] std::string file_hash(const std::filesystem::path& path);
+
+}  // namespace nest::job

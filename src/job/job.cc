@@ -1,0 +1,507 @@
+#include "nest/job/job.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <system_error>
+#include <utility>
+
+#include "nest/core/error.h"
+#include "nest/core/unit_parse.h"
+#include "nest/placer/baselines.h"
+#include "nest/placer/cost_model.h"
+#include "nest/placer/oracle_comm_cost.h"
+#include "nest/topo/loader.h"
+#include "nest/workload/accelerator.h"
+#include "nest/workload/model.h"
+#include "nest/workload/profile_file.h"
+
+namespace nest::job {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// `path` as seen from `folder`: relative when both are on one tree, else absolute.
+std::string relative_to(const std::string& path, const fs::path& folder) {
+  std::error_code ec;
+  const fs::path target = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  const fs::path base = fs::weakly_canonical(fs::absolute(folder, ec), ec);
+  if (ec) return path;
+  const fs::path rel = target.lexically_relative(base);
+  return rel.empty() ? target.string() : rel.generic_string();
+}
+
+}  // namespace
+
+std::string_view to_string(NetworkModel model) noexcept {
+  switch (model) {
+    case NetworkModel::kOracle:
+      return "oracle";
+    case NetworkModel::kFlat:
+      return "flat";
+    case NetworkModel::kZero:
+      return "zero";
+  }
+  return "";
+}
+
+NetworkModel parse_network_model(std::string_view text) {
+  if (text == "oracle") return NetworkModel::kOracle;
+  if (text == "flat") return NetworkModel::kFlat;
+  if (text == "zero") return NetworkModel::kZero;
+  throw Error::input(
+      "unknown network model",
+      {.key = "network", .value = std::string(text), .expected = "oracle, flat or zero"});
+}
+
+std::string file_hash(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  char buf[1 << 16];
+  while (in) {
+    in.read(buf, sizeof buf);
+    for (std::streamsize i = 0; i < in.gcount(); ++i) {
+      h = (h ^ static_cast<unsigned char>(buf[i])) * 0x100000001b3ULL;
+    }
+  }
+  return fmt::format("{:016x}", h);
+}
+
+struct Job::Impl {
+  JobSpec spec;
+  Catalog catalog;
+  Logger* log = nullptr;
+  std::shared_ptr<const topo::Topology> topology;
+  std::string topology_name;
+  std::shared_ptr<const workload::LayerProfile> profile;
+  NetworkModel network = NetworkModel::kZero;
+  int scale_up = 8;
+  std::unique_ptr<placer::FlatCommCost> flat;  // the flat network, or the topology-agnostic one
+  std::unique_ptr<placer::CommCost> comm;
+  placer::OracleCommCost* oracle = nullptr;  // comm, when it is the oracle
+  placer::SearchOptions search;
+
+  Impl(JobSpec s, Prebuilt prebuilt, const Catalog& c, Logger* l)
+      : spec(std::move(s)), catalog(c), log(l) {
+    load_topology(std::move(prebuilt));
+    resolve_network_and_budget();
+    load_workload(std::move(prebuilt));
+    build_network();
+    search = spec.search;
+    search.cost = {.rules = spec.rules,
+                   .devices = spec.devices,
+                   .memory_bandwidth = spec.memory_bandwidth.value_or(Bandwidth())};
+    for (const std::string& name : spec.baselines) {
+      if (std::find(std::begin(kBaselineNames), std::end(kBaselineNames), name) ==
+          std::end(kBaselineNames)) {
+        throw Error::input("unknown baseline",
+                           {.key = "baselines",
+                            .value = name,
+                            .expected = "manual, topology-agnostic or anneal (or all, none)"});
+      }
+    }
+    if (spec.anneal_steps < 0) {
+      throw Error::input("must not be negative",
+                         {.key = "anneal_steps", .value = std::to_string(spec.anneal_steps)});
+    }
+  }
+
+  void load_topology(Prebuilt&& prebuilt) {
+    if (prebuilt.topology) {
+      topology = std::move(prebuilt.topology);
+      topology_name = prebuilt.topology_name.empty() ? topology->name() : prebuilt.topology_name;
+    } else if (!spec.topology.empty()) {
+      spec.topology = catalog.find(DataKind::kTopology, spec.topology, "topology");
+      const auto start = Clock::now();
+      topology = std::make_shared<const topo::Topology>(topo::load_topology(spec.topology));
+      topology_name = spec.topology;
+      nest::log(log, LogLevel::kInfo, "topology {}: {} devices, loaded in {:.3f} s", spec.topology,
+                topology->num_devices(), seconds_since(start));
+    }
+    if (topology && !topology->domain_sizes().empty()) scale_up = topology->domain_sizes().front();
+  }
+
+  void resolve_network_and_budget() {
+    const bool artifact = spec.rules == workload::MemoryRules::kNestArtifact;
+    if (!spec.network) {
+      spec.network = artifact || !topology ? NetworkModel::kZero : NetworkModel::kOracle;
+    }
+    network = *spec.network;
+    if (network == NetworkModel::kOracle && !topology) {
+      throw Error::input("the oracle network needs a topology",
+                         {.key = "topology", .expected = "a topology file or name"});
+    }
+    if (spec.devices == 0) {
+      if (!topology) {
+        throw Error::input("a device count is needed without a topology",
+                           {.key = "devices", .expected = "a positive integer"});
+      }
+      spec.devices = static_cast<std::int64_t>(topology->num_devices());
+    }
+    if (spec.devices < 1 ||
+        (topology && spec.devices > static_cast<std::int64_t>(topology->num_devices()))) {
+      throw Error::input("device count out of range",
+                         {.key = "devices",
+                          .value = std::to_string(spec.devices),
+                          .expected = topology ? fmt::format("1..{} (the topology's devices)",
+                                                             topology->num_devices())
+                                               : std::string("at least 1")});
+    }
+  }
+
+  void load_workload(Prebuilt&& prebuilt) {
+    WorkloadSpec& w = spec.workload;
+    const bool has_profile = !w.profile.empty();
+    const bool has_model = !w.model.empty();
+    if (prebuilt.profile) {
+      profile = std::move(prebuilt.profile);
+      if (!spec.memory_bandwidth) spec.memory_bandwidth = prebuilt.memory_bandwidth;
+      return;
+    }
+    if (has_profile == has_model) {
+      throw Error::input("give either a layer profile, or a model with an accelerator",
+                         {.key = "workload.profile",
+                          .expected = "a profile file or name, or model + accelerator"});
+    }
+    const auto start = Clock::now();
+    if (has_profile) {
+      w.profile = catalog.find(DataKind::kProfile, w.profile, "workload.profile");
+      profile =
+          std::make_shared<const workload::LayerProfile>(workload::load_layer_profile(w.profile));
+    } else {
+      if (w.accelerator.empty()) {
+        throw Error::input(
+            "a model needs an accelerator",
+            {.key = "workload.accelerator", .expected = "an accelerator file or name"});
+      }
+      w.model = catalog.find(DataKind::kModel, w.model, "workload.model");
+      w.accelerator = catalog.find(DataKind::kAccelerator, w.accelerator, "workload.accelerator");
+      const workload::Model model = workload::load_model(w.model);
+      const workload::Accelerator device = workload::load_accelerator(w.accelerator);
+      if (w.candidates.max_tensor_parallel == 0) w.candidates.max_tensor_parallel = scale_up;
+      const auto configs = placer::candidate_configs(model, w.build, w.candidates);
+      if (configs.empty()) {
+        throw Error::input("no parallel configuration of the model fits the options",
+                           {.key = "workload.candidates",
+                            .expected = "a larger tensor-parallel bound or other micro-batches"});
+      }
+      profile = std::make_shared<const workload::LayerProfile>(
+          workload::build_profile(model, device, configs, w.build));
+      if (!spec.memory_bandwidth) {
+        spec.memory_bandwidth = device.hbm_bandwidth * device.memory_efficiency;
+      }
+    }
+    nest::log(log, LogLevel::kInfo, "workload {} on {}: {} variants, built in {:.3f} s",
+              profile->model, profile->accelerator, profile->variants.size(), seconds_since(start));
+  }
+
+  void build_network() {
+    if (spec.flat_bandwidth) {
+      if (spec.flat_bandwidth->bytes_per_s() <= 0) {
+        throw Error::input("must be positive", {.key = "flat_bandwidth"});
+      }
+      flat = std::make_unique<placer::FlatCommCost>(
+          *spec.flat_bandwidth, spec.flat_latency.value_or(Time::zero()), scale_up);
+    } else if (topology) {
+      const placer::FlatCommCost f = placer::flat_network_for(*topology, scale_up);
+      flat = std::make_unique<placer::FlatCommCost>(f.bandwidth(), f.latency(), scale_up);
+    }
+    switch (network) {
+      case NetworkModel::kOracle: {
+        auto o = std::make_unique<placer::OracleCommCost>(*topology,
+                                                          placer::OracleOptions{.seed = spec.seed});
+        oracle = o.get();
+        comm = std::move(o);
+        nest::log(log, LogLevel::kDebug, "oracle: one collective oracle on {} (routing seed {})",
+                  topology_name, spec.seed);
+        break;
+      }
+      case NetworkModel::kFlat:
+        if (!flat) {
+          throw Error::input("the flat network needs a bandwidth or a topology",
+                             {.key = "flat_bandwidth", .expected = "a rate such as 50 GB/s"});
+        }
+        spec.flat_bandwidth = flat->bandwidth();
+        spec.flat_latency = flat->latency();
+        comm = std::make_unique<placer::FlatCommCost>(flat->bandwidth(), flat->latency(), scale_up);
+        break;
+      case NetworkModel::kZero:
+        comm = std::make_unique<placer::ZeroCommCost>(scale_up);
+        break;
+    }
+  }
+
+  void log_oracle(std::string_view phase) const {
+    if (oracle == nullptr) return;
+    const coll::OracleStats& s = oracle->stats();
+    nest::log(log, LogLevel::kDebug,
+              "oracle after {}: {} queries, {} exact hits, {} structural hits, {} simulations ({} "
+              "contention-free), {} trivial",
+              phase, s.queries, s.exact_hits, s.structural_hits, s.simulations, s.contention_free,
+              s.trivial);
+  }
+
+  // The input files of the job, as resolved.
+  std::vector<std::pair<std::string, std::string>> input_files() const {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (!spec.topology.empty()) out.emplace_back("topology", spec.topology);
+    const WorkloadSpec& w = spec.workload;
+    if (!w.profile.empty()) out.emplace_back("profile", w.profile);
+    if (!w.model.empty()) out.emplace_back("model", w.model);
+    if (!w.accelerator.empty()) out.emplace_back("accelerator", w.accelerator);
+    return out;
+  }
+};
+
+Job::Job(JobSpec spec, const Catalog& catalog, Logger* log)
+    : Job(std::move(spec), Prebuilt{}, catalog, log) {}
+
+Job::Job(JobSpec spec, Prebuilt prebuilt, const Catalog& catalog, Logger* log)
+    : impl_(std::make_unique<Impl>(std::move(spec), std::move(prebuilt), catalog, log)) {}
+
+Job::~Job() = default;
+Job::Job(Job&&) noexcept = default;
+Job& Job::operator=(Job&&) noexcept = default;
+
+const JobSpec& Job::spec() const noexcept { return impl_->spec; }
+const topo::Topology* Job::topology() const noexcept { return impl_->topology.get(); }
+const std::string& Job::topology_name() const noexcept { return impl_->topology_name; }
+const workload::LayerProfile& Job::profile() const noexcept { return *impl_->profile; }
+placer::CommCost& Job::network() noexcept { return *impl_->comm; }
+const placer::CommCost& Job::network() const noexcept { return *impl_->comm; }
+NetworkModel Job::network_model() const noexcept { return impl_->network; }
+const placer::SearchOptions& Job::search_options() const noexcept { return impl_->search; }
+
+coll::OracleStats Job::oracle_stats() const noexcept {
+  return impl_->oracle != nullptr ? impl_->oracle->stats() : coll::OracleStats{};
+}
+
+placer::SearchResult Job::search() {
+  const auto start = Clock::now();
+  placer::SearchResult result = placer::search(*impl_->profile, *impl_->comm, impl_->search);
+  nest::log(impl_->log, LogLevel::kInfo,
+            "search: {} tables, {} candidates, {} network queries in {:.3f} s", result.stats.tables,
+            result.stats.candidates, result.stats.network_queries, seconds_since(start));
+  impl_->log_oracle("the search");
+  return result;
+}
+
+placer::Plan Job::place() {
+  placer::SearchResult result = search();
+  if (!result.best) throw Error::input(result.infeasible_reason);
+  return std::move(*result.best);
+}
+
+std::vector<placer::BaselineResult> Job::baselines() {
+  Impl& m = *impl_;
+  std::vector<placer::BaselineResult> out;
+  for (const std::string& name : m.spec.baselines) {
+    const auto start = Clock::now();
+    if (name == "manual") {
+      out.push_back(placer::manual_baseline(*m.profile, *m.comm, m.search));
+    } else if (name == "anneal") {
+      out.push_back(
+          placer::anneal_baseline(*m.profile, *m.comm, m.search,
+                                  {.seed = m.spec.anneal_seed, .iterations = m.spec.anneal_steps}));
+    } else if (m.network != NetworkModel::kOracle || !m.flat) {
+      out.push_back({.name = name,
+                     .note = fmt::format("not applicable: the {} network is already "
+                                         "topology-agnostic",
+                                         to_string(m.network))});
+    } else {
+      out.push_back(placer::topology_agnostic_baseline(*m.profile, *m.comm, *m.flat, m.search));
+    }
+    nest::log(m.log, LogLevel::kInfo, "baseline {}: {:.3f} s", name, seconds_since(start));
+  }
+  if (!m.spec.fixed_plan.empty()) {
+    const io::PlanRecord given = io::read_plan_file(m.spec.fixed_plan);
+    placer::PlanChoice choice = given.choice;
+    choice.variant = placer::find_variant(*m.profile, given.degrees);
+    out.push_back(placer::fixed_baseline(*m.profile, choice, *m.comm, m.search.cost));
+  }
+  m.log_oracle("the baselines");
+  return out;
+}
+
+placer::Plan Job::evaluate(const placer::PlanChoice& choice) {
+  return placer::evaluate(*impl_->profile, choice, *impl_->comm, impl_->search.cost);
+}
+
+placer::Plan Job::evaluate(const io::PlanRecord& record) {
+  placer::PlanChoice choice = record.choice;
+  try {
+    choice.variant = placer::find_variant(*impl_->profile, record.degrees);
+  } catch (const Error& e) {
+    throw e.in_file(record.file);
+  }
+  return evaluate(choice);
+}
+
+replay::RunRecord Job::simulate(const placer::Plan& plan, const SimulateOptions& options) {
+  Impl& m = *impl_;
+  if (!m.topology) {
+    throw Error::input("a replay needs a topology",
+                       {.key = "topology", .expected = "a plan made with a topology, or one here"});
+  }
+  if (m.topology->num_devices() < static_cast<std::size_t>(plan.devices_used)) {
+    throw Error::input(fmt::format("the plan needs {} devices, the topology has {}",
+                                   plan.devices_used, m.topology->num_devices()),
+                       {.key = "topology"});
+  }
+  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+    if (plan.stages[s].fits(plan.capacity)) continue;
+    throw Error::input(
+        fmt::format("stage {} needs {} per device, more than the {} of memory", s,
+                    format_bytes(plan.stages[s].memory.total()), format_bytes(plan.capacity)),
+        {.key = fmt::format("partition[{}]", s)});
+  }
+  const auto start = Clock::now();
+  replay::PlanReplayOptions replay = options.replay;
+  replay.seed = m.spec.seed;
+  replay::RunRecord run = replay::replay_plan(plan, *m.profile, *m.topology, replay);
+  nest::log(m.log, LogLevel::kInfo, "replay: {} timeline rows, {} links in {:.3f} s",
+            run.timeline.size(), run.links.size(), seconds_since(start));
+  run.meta.tool_version = NEST_VERSION;
+  run.meta.command_line = options.command_line;
+  run.meta.plan_yaml =
+      options.plan_yaml.empty() ? plan_yaml(plan, {}, fs::path("plan.yaml")) : options.plan_yaml;
+  for (const auto& [kind, path] : m.input_files())
+    run.meta.inputs.emplace_back(path, file_hash(path));
+  return run;
+}
+
+io::PlanInputs Job::plan_inputs(const fs::path& plan_path) const {
+  const Impl& m = *impl_;
+  const fs::path folder = plan_path.parent_path().empty() ? fs::path(".") : plan_path.parent_path();
+  io::PlanInputs in;
+  const WorkloadSpec& w = m.spec.workload;
+  if (!w.profile.empty()) in.profile = relative_to(w.profile, folder);
+  if (!w.model.empty()) in.model = relative_to(w.model, folder);
+  if (!w.accelerator.empty()) in.accelerator = relative_to(w.accelerator, folder);
+  if (!m.spec.topology.empty()) in.topology = relative_to(m.spec.topology, folder);
+  for (const auto& [kind, path] : m.input_files()) in.hashes.emplace_back(kind, file_hash(path));
+  in.network = std::string(to_string(m.network));
+  if (m.network == NetworkModel::kFlat) {
+    in.flat_bandwidth = m.flat->bandwidth();
+    in.flat_latency = m.flat->latency();
+  }
+  in.rules = m.spec.rules;
+  in.devices = m.spec.devices;
+  in.memory_bandwidth = m.spec.memory_bandwidth.value_or(Bandwidth());
+  if (!w.model.empty()) {
+    // The effective values, so that the record does not depend on the model file's defaults.
+    in.build = w.build;
+    in.build.sequence_length = m.profile->sequence_length;
+    in.build.global_batch = m.profile->global_batch;
+  }
+  in.seed = m.spec.seed;
+  in.anneal_seed = m.spec.anneal_seed;
+  return in;
+}
+
+std::string Job::plan_yaml(const placer::Plan& plan,
+                           const std::vector<placer::BaselineResult>& baselines,
+                           const fs::path& plan_path) const {
+  return io::plan_to_yaml(plan_inputs(plan_path), plan, baselines);
+}
+
+PlannedJob load_plan(const fs::path& path, const PlanOverrides& overrides, const Catalog& catalog,
+                     Logger* log) {
+  io::PlanRecord record = io::read_plan_file(path.string());
+  const io::PlanInputs& in = record.inputs;
+  const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  // Inputs resolve against the plan's folder only: the same plan never picks up a different
+  // file because of where it is run from.
+  auto beside = [&](const std::string& p, const char* key) {
+    const fs::path full = fs::path(p).is_absolute() ? fs::path(p) : folder / p;
+    std::error_code ec;
+    if (!fs::is_regular_file(full, ec)) {
+      throw Error::input("input file of the plan not found",
+                         {.file = path.string(),
+                          .key = key,
+                          .value = p,
+                          .expected = "a file at that path relative to the plan's folder"});
+    }
+    return full.lexically_normal().string();
+  };
+  JobSpec spec;
+  if (!in.profile.empty()) spec.workload.profile = beside(in.profile, "inputs.profile");
+  if (!in.model.empty()) spec.workload.model = beside(in.model, "inputs.model");
+  if (!in.accelerator.empty()) {
+    spec.workload.accelerator = beside(in.accelerator, "inputs.accelerator");
+  }
+  spec.workload.build = in.build;
+  if (!overrides.topology.empty()) {
+    spec.topology = catalog.find(DataKind::kTopology, overrides.topology, "topology");
+  } else if (!in.topology.empty()) {
+    spec.topology = beside(in.topology, "inputs.topology");
+  }
+  Prebuilt prebuilt;
+  if (!spec.topology.empty()) {
+    prebuilt.topology = std::make_shared<const topo::Topology>(topo::load_topology(spec.topology));
+    prebuilt.topology_name = spec.topology;
+    if (prebuilt.topology->num_devices() < static_cast<std::size_t>(in.devices)) {
+      throw Error::input(fmt::format("the plan needs {} devices, the topology has {}", in.devices,
+                                     prebuilt.topology->num_devices()),
+                         {.file = spec.topology, .key = "devices"});
+    }
+  }
+  spec.devices = in.devices;
+  spec.rules = in.rules;
+  spec.network = parse_network_model(in.network);
+  if (*spec.network == NetworkModel::kFlat) {
+    spec.flat_bandwidth = in.flat_bandwidth;
+    spec.flat_latency = in.flat_latency;
+  }
+  if (in.memory_bandwidth.bytes_per_s() > 0) spec.memory_bandwidth = in.memory_bandwidth;
+  spec.seed = overrides.seed.value_or(in.seed);
+  spec.anneal_seed = in.anneal_seed;
+  spec.baselines.clear();
+  for (const auto& [kind, hash] : in.hashes) {
+    for (const auto& [key, file] :
+         {std::pair<const char*, const std::string&>{"topology", spec.topology},
+          {"profile", spec.workload.profile},
+          {"model", spec.workload.model},
+          {"accelerator", spec.workload.accelerator}}) {
+      if (kind != key || file.empty() || (kind == "topology" && !overrides.topology.empty())) {
+        continue;
+      }
+      if (file_hash(file) != hash) {
+        nest::log(log, LogLevel::kWarn, "{}: the {} {} changed since the plan was made",
+                  path.string(), kind, file);
+      }
+    }
+  }
+  // A model's profile is built for the plan's variant only.
+  if (!spec.workload.model.empty()) {
+    if (spec.workload.accelerator.empty()) {
+      throw Error::input("a model needs an accelerator",
+                         {.file = path.string(), .key = "inputs.accelerator"});
+    }
+    const workload::Model model = workload::load_model(spec.workload.model);
+    const workload::Accelerator device = workload::load_accelerator(spec.workload.accelerator);
+    const placer::VariantDegrees& v = record.degrees;
+    const workload::ParallelConfig config{.tensor = v.tensor_parallel,
+                                          .context = v.context_parallel,
+                                          .expert = v.expert_parallel,
+                                          .sequence = v.sequence_parallel,
+                                          .micro_batch = v.micro_batch};
+    prebuilt.profile = std::make_shared<const workload::LayerProfile>(
+        workload::build_profile(model, device, {config}, spec.workload.build));
+    if (!spec.memory_bandwidth) {
+      prebuilt.memory_bandwidth = device.hbm_bandwidth * device.memory_efficiency;
+    }
+  }
+  Job job(std::move(spec), std::move(prebuilt), catalog, log);
+  placer::Plan plan = job.evaluate(record);
+  return PlannedJob{.record = std::move(record), .job = std::move(job), .plan = std::move(plan)};
+}
+
+}  // namespace nest::job
