@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "nest/config/node.h"
+#include "nest/core/catalog.h"
 #include "nest/core/error.h"
 #include "nest/core/unit_parse.h"
 
@@ -98,14 +99,24 @@ void set_parameter(std::vector<Parameter>& params, const std::string& key, Value
   params.emplace_back(key, std::move(value));
 }
 
-std::filesystem::path resolve(const std::filesystem::path& directory, const Node& node) {
-  const std::filesystem::path p(node.as_string());
+// A study's file reference: a path relative to the study's folder (or absolute), or the name of
+// a bundled file (`nest list`).
+std::filesystem::path resolve(const std::filesystem::path& directory, const Node& node,
+                              DataKind kind) {
+  const std::string text = node.as_string();
+  const std::filesystem::path p(text);
   const std::filesystem::path full = p.is_absolute() ? p : directory / p;
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(full, ec)) {
-    throw node.error("no such file", "a readable file (paths are relative to the study file)");
+  if (std::filesystem::is_regular_file(full, ec)) return full;
+  if (text.find('/') == std::string::npos && p.extension() != ".yaml") {
+    try {
+      return Catalog::standard().find(kind, text);
+    } catch (const Error& e) {
+      throw node.error(e.message(), e.context().expected);
+    }
   }
-  return full;
+  throw node.error("no such file",
+                   "a readable file (paths are relative to the study file) or a bundled name");
 }
 
 TopologyEntry parse_topology(const std::string& name, const Node& node) {
@@ -155,14 +166,14 @@ WorkloadEntry parse_workload(const std::string& name, const Node& node,
   if (!node.is_map()) throw node.error("expected a map", "{profile: path} or {model, accelerator}");
   if (node.has("profile")) {
     node.expect_keys({"profile"});
-    w.profile = resolve(directory, node.at("profile"));
+    w.profile = resolve(directory, node.at("profile"), DataKind::kProfile);
     return w;
   }
   node.expect_keys({"model", "accelerator", "precision", "flash_attention", "sequence_length",
                     "global_batch", "max_tensor_parallel", "max_expert_parallel",
                     "context_parallel", "micro_batches"});
-  w.model = resolve(directory, node.at("model"));
-  w.accelerator = resolve(directory, node.at("accelerator"));
+  w.model = resolve(directory, node.at("model"), DataKind::kModel);
+  w.accelerator = resolve(directory, node.at("accelerator"), DataKind::kAccelerator);
   if (auto n = node.find("precision")) w.precision = n->as_string();
   if (auto n = node.find("flash_attention")) w.flash_attention = n->as_bool();
   if (auto n = node.find("sequence_length")) w.sequence_length = n->as_int(1, 1 << 24);
@@ -385,18 +396,10 @@ Study parse_study(std::string_view text, const std::string& name,
     study.topologies.push_back(parse_topology(key, node));
   }
   if (study.topologies.empty()) throw topologies.error("no topology", "at least one topology");
+  const Node entries = root.at("topologies");
   for (auto& t : study.topologies) {
     if (t.kind != "file") continue;
-    const std::filesystem::path full = t.file.is_absolute() ? t.file : directory / t.file;
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(full, ec)) {
-      throw Error::input("no such file", {.file = name,
-                                          .line = t.line,
-                                          .key = "topologies." + t.name + ".file",
-                                          .value = t.file.string(),
-                                          .expected = "a topology file (relative to the study)"});
-    }
-    t.file = full;
+    t.file = resolve(directory, entries.at(t.name).at("file"), DataKind::kTopology);
   }
   const Node workloads = root.at("workloads");
   for (const auto& [key, node] : workloads.entries()) {

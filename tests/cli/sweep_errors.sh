@@ -43,7 +43,7 @@ expect_error "nest sweep: $tmp/s.yaml:19: defaults.replay: not a boolean (got \"
   "$tmp/s.yaml" --output "$tmp/out"
 study 'sweep: {points: [{devices: 16}]}'
 sed -i 's/llama2-7b.yaml/llama2-8b.yaml/' "$tmp/s.yaml"
-expect_error "nest sweep: $tmp/s.yaml:16: workloads.llama.model: no such file (got \"$src/workloads/models/llama2-8b.yaml\"; expected a readable file (paths are relative to the study file))" \
+expect_error "nest sweep: $tmp/s.yaml:16: workloads.llama.model: no such file (got \"$src/workloads/models/llama2-8b.yaml\"; expected a readable file (paths are relative to the study file) or a bundled name)" \
   "$tmp/s.yaml" --output "$tmp/out"
 expect_error "nest sweep: $tmp/none.yaml: cannot open study file (expected a readable file)" \
   "$tmp/none.yaml" --output "$tmp/out"

@@ -216,7 +216,12 @@ TEST_F(StudyTest, MissingWorkloadFilesFailBeforeAnyWork) {
   EXPECT_EQ(error_of("kind: study\ntopologies: {t: {kind: torus}}\nworkloads:\n"
                      "  w: {profile: nowhere.yaml}\nsweep: {points: [{}]}\n"),
             "s.yaml:4: workloads.w.profile: no such file (got \"nowhere.yaml\"; expected a "
-            "readable file (paths are relative to the study file))");
+            "readable file (paths are relative to the study file) or a bundled name)");
+  // A bare name is looked up among the bundled files, and an unknown one lists them.
+  EXPECT_EQ(error_of("kind: study\ntopologies: {t: {kind: torus}}\nworkloads:\n"
+                     "  w: {model: gpt9, accelerator: h100}\nsweep: {points: [{}]}\n")
+                .substr(0, 62),
+            "s.yaml:4: workloads.w.model: unknown model (got \"gpt9\"; expect");
   EXPECT_EQ(error_of("kind: topology\n"),
             "s.yaml:1: kind: not a study file (got \"topology\"; expected kind: study)");
 }
