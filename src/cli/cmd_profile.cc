@@ -183,7 +183,7 @@ void print_json(const LayerProfile& p, std::int64_t active_parameters) {
     j["flops_per_iteration"] = p.flops_per_iteration.count();
   }
   j["hbm_bytes"] = p.hbm.count();
-  j["peak_flop_rate"] = p.peak_flop_rate.flops_per_s();
+  j["peak_flops_per_s"] = p.peak_flop_rate.flops_per_s();
   const nlohmann::ordered_json first = variant_json(p.variants.front());
   for (const auto& [key, value] : first.items()) j[key] = value;
   j["variants"] = nlohmann::ordered_json::array();

@@ -240,21 +240,20 @@ Json plan_document(const PlanInputs& in, const Plan& plan,
     partition.push_back(std::move(stage));
   }
 
-  if (!baselines.empty()) {
-    Json& bl = doc["baselines"];
-    for (const auto& r : baselines) {
-      Json entry;
-      if (r.plan) {
-        entry["iteration_time_s"] = seconds(r.plan->iteration_time);
-        entry["stages"] = r.plan->choice.stages();
-        entry["data_parallel"] = r.plan->choice.data_parallel;
-        entry["tensor_parallel"] = r.plan->degrees.tensor_parallel;
-      } else {
-        entry["iteration_time_s"] = nullptr;
-      }
-      entry["note"] = r.note;
-      bl[r.name] = std::move(entry);
+  Json& bl = doc["baselines"];
+  bl = Json::object();
+  for (const auto& r : baselines) {
+    Json entry;
+    if (r.plan) {
+      entry["iteration_time_s"] = seconds(r.plan->iteration_time);
+      entry["stages"] = r.plan->choice.stages();
+      entry["data_parallel"] = r.plan->choice.data_parallel;
+      entry["tensor_parallel"] = r.plan->degrees.tensor_parallel;
+    } else {
+      entry["iteration_time_s"] = nullptr;
     }
+    entry["note"] = r.note;
+    bl[r.name] = std::move(entry);
   }
   return doc;
 }
