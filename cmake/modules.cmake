@@ -15,7 +15,7 @@ nest_add_module(topo DEPS nest_config PRIVATE_DEPS Boost::graph)
 nest_add_module(net DEPS nest_topo)
 nest_add_module(coll DEPS nest_net)
 nest_add_module(workload DEPS nest_config PRIVATE_DEPS Boost::graph)
-nest_add_module(placer DEPS nest_coll nest_workload PRIVATE_DEPS yaml-cpp::yaml-cpp)
+nest_add_module(placer DEPS nest_coll nest_workload)
 nest_add_module(replay DEPS nest_placer nest_coll nest_net)
 nest_add_module(io DEPS nest_replay nest_placer nest_config
                 PRIVATE_DEPS hdf5::hdf5_cpp hdf5::hdf5 nlohmann_json::nlohmann_json yaml-cpp::yaml-cpp)
