@@ -52,9 +52,13 @@ validate::ValidationInputs resolve_inputs(const std::string& reference, const st
     }
     return in;
   }
-  // The copies shipped in the repository (tests/validation/reference/README.md).
-  in.nest_table = in.workloads_root / "tests" / "validation" / "reference" / "nest-artifact" /
-                  "expected-nest.tsv";
+  // The copies shipped in the repository (tests/validation/reference/README.md), or installed
+  // beside the bundled workloads (share/nest/validation/reference).
+  fs::path reference_dir = in.workloads_root / "tests" / "validation" / "reference";
+  if (!is_file(reference_dir / "nest-artifact" / "expected-nest.tsv")) {
+    reference_dir = in.workloads_root / "validation" / "reference";
+  }
+  in.nest_table = reference_dir / "nest-artifact" / "expected-nest.tsv";
   in.nest_profiles = in.workloads_root / "workloads" / "profiles";
   return in;
 }
