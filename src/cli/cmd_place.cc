@@ -54,7 +54,7 @@ std::string describe_choice(const Plan& p) {
       "{} | ZeRO-{} | recompute {} | order {}",
       v.tensor_parallel, v.sequence_parallel ? " (sequence parallel)" : "", v.expert_parallel,
       v.context_parallel, v.micro_batch, p.choice.stages(), p.choice.stages() == 1 ? "" : "s",
-      p.choice.data_parallel, p.choice.zero_stage, p.choice.recompute ? "on" : "off",
+      p.choice.data_parallel, p.choice.zero_stage, workload::to_string(p.choice.recompute),
       placer::to_string(p.choice.order));
 }
 

@@ -189,7 +189,8 @@ Json plan_document(const PlanInputs& in, const Plan& plan,
   doc["stages"] = plan.choice.stages();
   doc["data_parallel"] = plan.choice.data_parallel;
   doc["zero_stage"] = plan.choice.zero_stage;
-  doc["recompute"] = plan.choice.recompute;
+  doc["recompute"] = std::string(workload::to_string(plan.choice.recompute));
+  doc["virtual_stages"] = plan.choice.virtual_stages;
   doc["placement_order"] = std::string(to_string(plan.choice.order));
   doc["microbatches"] = plan.microbatches;
   doc["devices_used"] = plan.devices_used;
@@ -282,8 +283,8 @@ void write_plan_file(const std::string& path, const PlanInputs& inputs, const Pl
 PlanRecord parse_plan(std::string_view text, const std::string& name) {
   const config::Node root = config::Node::load_string(text, name);
   root.expect_keys({"kind", "nest_version", "inputs", "variant", "stages", "data_parallel",
-                    "zero_stage", "recompute", "placement_order", "microbatches", "devices_used",
-                    "devices_available", "predicted", "partition", "baselines"});
+                    "zero_stage", "recompute", "virtual_stages", "placement_order", "microbatches",
+                    "devices_used", "devices_available", "predicted", "partition", "baselines"});
   if (root.at("kind").as_string() != "plan") throw root.at("kind").error("not a plan file", "plan");
   (void)root.at("nest_version").as_string();
   PlanRecord r;
@@ -347,7 +348,10 @@ PlanRecord parse_plan(std::string_view text, const std::string& name) {
   const int stages = as_count(root.at("stages"));
   r.choice.data_parallel = as_count(root.at("data_parallel"));
   r.choice.zero_stage = static_cast<int>(root.at("zero_stage").as_int(0, 3));
-  r.choice.recompute = root.at("recompute").as_bool();
+  // Plans written before the three modes say true (full) or false (none).
+  r.choice.recompute = workload::parse_recompute(
+      root.at("recompute").as_choice({"none", "selective", "full", "true", "false"}));
+  if (auto n = root.find("virtual_stages")) r.choice.virtual_stages = as_count(*n);
   try {
     r.choice.order = parse_placement_order(root.at("placement_order").as_string());
   } catch (const Error& e) {

@@ -24,6 +24,18 @@ std::vector<std::size_t> variant_indices(const workload::LayerProfile& profile,
   return all;
 }
 
+// The recomputation modes the options allow on `profile`, in the options' order (none at least).
+std::vector<workload::Recompute> allowed_modes(const workload::LayerProfile& profile,
+                                               const SearchOptions& options) {
+  std::vector<workload::Recompute> out;
+  for (const workload::Recompute mode : options.recompute_modes) {
+    if (mode != workload::Recompute::kNone && !profile.recompute_allowed) continue;
+    if (std::find(out.begin(), out.end(), mode) == out.end()) out.push_back(mode);
+  }
+  if (out.empty()) out.push_back(workload::Recompute::kNone);
+  return out;
+}
+
 int largest_data_parallel(const workload::Variant& v, int stages, std::int64_t devices) {
   const std::int64_t fit = devices / (static_cast<std::int64_t>(stages) * v.devices_per_replica);
   int d = static_cast<int>(std::min<std::int64_t>(fit, v.microbatches));
@@ -37,7 +49,7 @@ int largest_data_parallel(const workload::Variant& v, int stages, std::int64_t d
 std::string describe(const Plan& p) {
   return fmt::format("S {} d {} t {} mb {} ZeRO-{} recompute {} {}", p.choice.stages(),
                      p.choice.data_parallel, p.degrees.tensor_parallel, p.degrees.micro_batch,
-                     p.choice.zero_stage, p.choice.recompute ? "on" : "off",
+                     p.choice.zero_stage, workload::to_string(p.choice.recompute),
                      to_string(p.choice.order));
 }
 
@@ -102,8 +114,7 @@ BaselineResult manual_baseline(const workload::LayerProfile& profile, CommCost& 
     if (d < 1) break;
     const auto b = even_partition(v, stages);
     if (b.empty()) continue;
-    for (const bool rec : {false, true}) {
-      if (rec && !profile.recompute_allowed) continue;
+    for (const workload::Recompute rec : allowed_modes(profile, options)) {
       const PlanChoice choice{.variant = *pick,
                               .boundaries = b,
                               .data_parallel = d,
@@ -153,7 +164,8 @@ class Annealer {
         comm_(comm),
         options_(options),
         rng_(seed),
-        indices_(variant_indices(profile, options)) {
+        indices_(variant_indices(profile, options)),
+        modes_(allowed_modes(profile, options)) {
     if (options.cost.rules == workload::MemoryRules::kNestArtifact) {
       zeros_ = {0};
     } else {
@@ -222,8 +234,11 @@ class Annealer {
       }
       default: {  // recomputation, ZeRO stage or order
         const auto what = rng_.below(3);
-        if (what == 0 && profile_.recompute_allowed && options_.allow_recompute) {
-          next.recompute = !next.recompute;
+        if (what == 0 && modes_.size() > 1) {
+          // The next mode in the list (with none and full: a flip).
+          const auto at = std::find(modes_.begin(), modes_.end(), next.recompute);
+          next.recompute =
+              at == modes_.end() || at + 1 == modes_.end() ? modes_.front() : *(at + 1);
         } else if (what == 1) {
           next.zero_stage = zeros_[rng_.below(zeros_.size())];
         } else {
@@ -269,6 +284,7 @@ class Annealer {
   const SearchOptions& options_;
   Rng rng_;
   std::vector<std::size_t> indices_;
+  std::vector<workload::Recompute> modes_;
   std::vector<int> zeros_;
   std::vector<PlacementOrder> orders_;
 };
@@ -305,7 +321,12 @@ BaselineResult anneal_baseline(const workload::LayerProfile& profile, CommCost& 
       for (int p = 0; p < stages; ++p) start.boundaries.push_back(static_cast<std::size_t>(p));
       start.boundaries.push_back(v.layers.size());
     }
-    start.recompute = profile.recompute_allowed && options.allow_recompute;
+    // The most memory-saving mode allowed: full, else the last one listed.
+    const auto modes = allowed_modes(profile, options);
+    start.recompute =
+        std::find(modes.begin(), modes.end(), workload::Recompute::kFull) != modes.end()
+            ? workload::Recompute::kFull
+            : modes.back();
     start.order = options.orders.front();
   }
   Annealer annealer(profile, comm, options, anneal.seed);

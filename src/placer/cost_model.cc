@@ -78,9 +78,17 @@ void validate_choice(const workload::LayerProfile& profile, const PlanChoice& ch
     throw choice_error("ZeRO stage out of range", "zero_stage", std::to_string(choice.zero_stage),
                        artifact ? "0 under the nest-artifact rules" : "0..3");
   }
-  if (choice.recompute && !profile.recompute_allowed) {
-    throw choice_error("the profile does not allow activation recomputation", "recompute", "true",
-                       "false");
+  if (choice.recompute != workload::Recompute::kNone && !profile.recompute_allowed) {
+    throw choice_error("the profile does not allow activation recomputation", "recompute",
+                       std::string(workload::to_string(choice.recompute)), "none");
+  }
+  if (choice.recompute == workload::Recompute::kSelective) {
+    throw choice_error("selective recomputation is not modeled yet", "recompute", "selective",
+                       "none or full");
+  }
+  if (choice.virtual_stages != 1) {
+    throw choice_error("interleaved 1F1B is not modeled yet", "virtual_stages",
+                       std::to_string(choice.virtual_stages), "1");
   }
   validate_degrees(v, choice);
   const std::int64_t used =

@@ -178,7 +178,7 @@ class BoundNetwork final : public CommCost {
 class Table {
  public:
   Table(const workload::Variant& v, const ChainSums& sums, Pricer pricer, MemoryLimits& limits,
-        workload::MemoryRules rules, bool recompute, SearchStats& stats)
+        workload::MemoryRules rules, workload::Recompute recompute, SearchStats& stats)
       : n_(v.layers.size()),
         sums_(sums),
         pricer_(std::move(pricer)),
@@ -215,7 +215,7 @@ class Table {
 
   void add_row(int s) {
     const PositionPrices& p = pricer_.at(s);
-    const bool rec = detail::recompute_applies(rules_, recompute_, s);
+    const bool rec = detail::recompute_applies(rules_, recompute_, s) == workload::Recompute::kFull;
     const auto& limit = limits_.row(s);
     const auto& fb = sums_.forward_backward;
     const auto& rc = sums_.recompute;
@@ -310,7 +310,7 @@ class Table {
   Pricer pricer_;
   MemoryLimits& limits_;
   workload::MemoryRules rules_;
-  bool recompute_;
+  workload::Recompute recompute_;
   SearchStats& stats_;
   std::vector<std::vector<std::int64_t>> best_;
   std::vector<std::vector<std::uint32_t>> arg_;
@@ -340,13 +340,12 @@ struct Best {
   PlanChoice choice;
 };
 
-std::string on_off(bool b) { return b ? "on" : "off"; }
-
 // Why nothing fits: the smallest stage's memory, or the devices the smallest pipeline needs.
 std::string explain_infeasible(const workload::LayerProfile& profile,
                                const std::vector<std::size_t>& variants,
-                               const std::vector<bool>& recomputes, const std::vector<int>& zeros,
-                               const SearchOptions& options, SearchStats& stats) {
+                               const std::vector<workload::Recompute>& recomputes,
+                               const std::vector<int>& zeros, const SearchOptions& options,
+                               SearchStats& stats) {
   const std::int64_t devices = options.cost.devices;
   // The stage that must exist for layer l is at least l alone at the last position, with the
   // most memory-saving options: per variant, the largest such stage over the layers; over the
@@ -365,7 +364,7 @@ std::string explain_infeasible(const workload::LayerProfile& profile,
     for (std::size_t l = 0; l < v.layers.size(); ++l) {
       Bytes least = Bytes(std::numeric_limits<std::int64_t>::max());
       std::string least_where;
-      for (const bool rec : recomputes) {
+      for (const workload::Recompute rec : recomputes) {
         for (const int zero : zeros) {
           int d = zero > 0 ? static_cast<int>(dmax) : 1;
           if (experts_span_replicas(v)) d = d / v.expert_parallel * v.expert_parallel;
@@ -381,7 +380,8 @@ std::string explain_infeasible(const workload::LayerProfile& profile,
             least_where = fmt::format(
                 "layer {} '{}' alone, tensor parallel {}, ZeRO-{} over {} replica{}, "
                 "recomputation {}",
-                l, v.layers[l].name, v.tensor_parallel, zero, d, d == 1 ? "" : "s", on_off(rec));
+                l, v.layers[l].name, v.tensor_parallel, zero, d, d == 1 ? "" : "s",
+                workload::to_string(rec));
           }
         }
       }
@@ -412,7 +412,7 @@ std::string explain_infeasible(const workload::LayerProfile& profile,
     const auto& v = profile.variants[vi];
     const std::size_t n = v.layers.size();
     const auto run_end = identical_runs(v);
-    for (const bool rec : recomputes) {
+    for (const workload::Recompute rec : recomputes) {
       MemoryLimits limits(v, run_end,
                           {.rules = options.cost.rules, .data_parallel = 1, .recompute = rec},
                           profile.hbm, stats);
@@ -436,10 +436,10 @@ std::string explain_infeasible(const workload::LayerProfile& profile,
           const std::int64_t need = static_cast<std::int64_t>(s) * v.devices_per_replica;
           if (need < fewest) {
             fewest = need;
-            config =
-                fmt::format("{} stage{} of {} device{} (tensor parallel {}, recomputation {})", s,
-                            s == 1 ? "" : "s", v.devices_per_replica,
-                            v.devices_per_replica == 1 ? "" : "s", v.tensor_parallel, on_off(rec));
+            config = fmt::format("{} stage{} of {} device{} (tensor parallel {}, recomputation {})",
+                                 s, s == 1 ? "" : "s", v.devices_per_replica,
+                                 v.devices_per_replica == 1 ? "" : "s", v.tensor_parallel,
+                                 workload::to_string(rec));
           }
           break;
         }
@@ -461,8 +461,8 @@ std::string explain_infeasible(const workload::LayerProfile& profile,
 
 std::optional<PlanChoice> best_partition(const workload::LayerProfile& profile, std::size_t variant,
                                          int stages, int data_parallel, int zero_stage,
-                                         bool recompute, PlacementOrder order, CommCost& comm,
-                                         const CostOptions& options) {
+                                         workload::Recompute recompute, PlacementOrder order,
+                                         CommCost& comm, const CostOptions& options) {
   PlanChoice choice{.variant = variant,
                     .data_parallel = data_parallel,
                     .zero_stage = zero_stage,
@@ -535,8 +535,18 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
                          {.key = "zero_stages", .value = std::to_string(z), .expected = "0..3"});
     }
   }
-  std::vector<bool> recomputes{false};
-  if (options.allow_recompute && profile.recompute_allowed) recomputes.push_back(true);
+  std::vector<workload::Recompute> recomputes;
+  for (const workload::Recompute mode : options.recompute_modes) {
+    if (mode != workload::Recompute::kNone && !profile.recompute_allowed) continue;
+    if (std::find(recomputes.begin(), recomputes.end(), mode) == recomputes.end()) {
+      recomputes.push_back(mode);
+    }
+  }
+  if (recomputes.empty()) {
+    throw Error::input("no recomputation mode to try", {.key = "recompute_modes",
+                                                        .expected = "none, or a mode the profile "
+                                                                    "allows"});
+  }
   if (options.orders.empty()) throw Error::input("no placement order to try");
   PricedNetwork net(comm);
   std::vector<PlacementOrder> orders = options.orders;
@@ -573,7 +583,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     return static_cast<int>(std::min<std::int64_t>(
         vd.stage_cap, devices / (static_cast<std::int64_t>(vd.v->devices_per_replica) * d)));
   };
-  auto memory_options = [&](bool rec, int zero, int d) {
+  auto memory_options = [&](workload::Recompute rec, int zero, int d) {
     return workload::MemoryOptions{
         .rules = options.cost.rules, .zero_stage = zero, .data_parallel = d, .recompute = rec};
   };
@@ -587,7 +597,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   struct Item {
     std::int64_t bound = kInf;
     std::size_t slot = 0;
-    bool rec = false;
+    workload::Recompute rec = workload::Recompute::kNone;
     int zero = 0;
     int d = 1;
     std::vector<std::int64_t> by_depth;  // bound per S (index S), kInf when nothing fits
@@ -604,7 +614,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   PricedNetwork bound_net(*bounding);
   for (std::size_t slot = 0; slot < data.size(); ++slot) {
     const VariantData& vd = data[slot];
-    for (const bool rec : recomputes) {
+    for (const workload::Recompute rec : recomputes) {
       for (const int zero : zeros) {
         std::unique_ptr<MemoryLimits> limits;
         std::unique_ptr<Table> table;
@@ -651,10 +661,11 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   // bounds on the sync and optimizer step that hold for every partition). Entries leave the
   // queue smallest first; level 0 is refined, level 1 priced exactly. Once the smallest open
   // bound is no better than the best plan, the search is over.
-  std::map<std::tuple<std::size_t, bool, int, int>, std::unique_ptr<MemoryLimits>> limits_cache;
-  std::map<std::tuple<std::size_t, bool, int, int, std::size_t, int>, std::unique_ptr<Table>>
+  using Mode = workload::Recompute;
+  std::map<std::tuple<std::size_t, Mode, int, int>, std::unique_ptr<MemoryLimits>> limits_cache;
+  std::map<std::tuple<std::size_t, Mode, int, int, std::size_t, int>, std::unique_ptr<Table>>
       table_cache;
-  std::map<std::tuple<std::size_t, bool, int, int, std::size_t, int>, std::unique_ptr<Table>>
+  std::map<std::tuple<std::size_t, Mode, int, int, std::size_t, int>, std::unique_ptr<Table>>
       bound_cache;
   BoundNetwork bounds(comm);
   PricedNetwork exit_net(bounds);

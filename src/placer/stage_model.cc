@@ -201,17 +201,20 @@ PositionPrices price_any_position(const workload::Variant& variant, const Varian
   return price(variant, degrees, nullptr, 0, data_parallel, zero_stage, last, net);
 }
 
-bool recompute_applies(workload::MemoryRules rules, bool recompute, int in_flight) noexcept {
-  if (!recompute) return false;
-  return rules != workload::MemoryRules::kNestArtifact || in_flight > 1;
+workload::Recompute recompute_applies(workload::MemoryRules rules, workload::Recompute mode,
+                                      int in_flight) noexcept {
+  if (rules == workload::MemoryRules::kNestArtifact && in_flight <= 1) {
+    return workload::Recompute::kNone;
+  }
+  return mode;
 }
 
 StageTime stage_time(const ChainSums& sums, const PositionPrices& prices, std::size_t first,
-                     std::size_t last, bool recompute) noexcept {
+                     std::size_t last, workload::Recompute mode) noexcept {
   StageTime t;
   std::int64_t compute = sums.forward_backward[last] - sums.forward_backward[first];
   std::int64_t collectives = prices.collectives[last] - prices.collectives[first];
-  if (recompute) {
+  if (mode == workload::Recompute::kFull) {
     compute += sums.recompute[last] - sums.recompute[first];
     collectives += prices.recompute_collectives[last] - prices.recompute_collectives[first];
   }

@@ -94,13 +94,15 @@ PositionPrices price_position(const workload::Variant& variant, const VariantDeg
 PositionPrices price_any_position(const workload::Variant& variant, const VariantDegrees& degrees,
                                   int data_parallel, int zero_stage, bool last, PricedNetwork& net);
 
-/// Whether the stage at position `in_flight` recomputes (nest-artifact: never the last stage).
-[[nodiscard]] bool recompute_applies(workload::MemoryRules rules, bool recompute,
-                                     int in_flight) noexcept;
+/// The recomputation the stage at position `in_flight` runs under `mode` (nest-artifact: the
+/// last stage never recomputes).
+[[nodiscard]] workload::Recompute recompute_applies(workload::MemoryRules rules,
+                                                    workload::Recompute mode,
+                                                    int in_flight) noexcept;
 
-/// Per-microbatch time of layers [first, last) priced by `prices`.
+/// Per-microbatch time of layers [first, last) priced by `prices`, recomputing as `mode` says.
 StageTime stage_time(const ChainSums& sums, const PositionPrices& prices, std::size_t first,
-                     std::size_t last, bool recompute) noexcept;
+                     std::size_t last, workload::Recompute mode) noexcept;
 
 /// Gradient sync of a stage holding `parameter_bytes` per device, across its replicas.
 Time sync_time(std::int64_t parameter_bytes, int zero_stage, const DeviceMap& map, int stage,

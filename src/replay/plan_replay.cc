@@ -55,6 +55,10 @@ struct RangeTimes {
   Time optimizer;
 };
 
+bool full_recompute(const placer::Plan& plan) {
+  return plan.choice.recompute == workload::Recompute::kFull;
+}
+
 std::int64_t parameters_of(const workload::Layer& layer) {
   return layer.parameters > 0 ? layer.parameters : layer.parameter_bytes.count() / 2;
 }
@@ -70,7 +74,7 @@ StageSpec range_spec(const placer::Plan& plan, const workload::Variant& variant,
     forward += variant.layers[i].forward;
     parameters += parameters_of(variant.layers[i]);
   }
-  const PassWeights w = collective_weights(variant, first, last, plan.choice.recompute);
+  const PassWeights w = collective_weights(variant, first, last, full_recompute(plan));
   s.forward_collectives = share(t.collectives, w.forward, w.forward + w.backward);
   s.backward_collectives = t.collectives - s.forward_collectives;
   s.forward = forward + s.forward_collectives;
@@ -115,13 +119,13 @@ std::vector<StageSpec> chunk_specs(const placer::Plan& plan, const workload::Var
   std::vector<Time> collectives(n), optimizer(n);
   for (const placer::StageReport& rep : plan.stages) {
     const PassWeights w =
-        collective_weights(variant, rep.first_layer, rep.last_layer, plan.choice.recompute);
+        collective_weights(variant, rep.first_layer, rep.last_layer, full_recompute(plan));
     std::int64_t params = 0;
     for (std::size_t i = rep.first_layer; i < rep.last_layer; ++i) {
       params += parameters_of(variant.layers[i]);
     }
     for (std::size_t i = rep.first_layer; i < rep.last_layer; ++i) {
-      const PassWeights wi = collective_weights(variant, i, i + 1, plan.choice.recompute);
+      const PassWeights wi = collective_weights(variant, i, i + 1, full_recompute(plan));
       collectives[i] =
           share(rep.time.collectives, wi.forward + wi.backward, w.forward + w.backward);
       optimizer[i] = share(rep.optimizer, static_cast<double>(parameters_of(variant.layers[i])),
@@ -137,7 +141,7 @@ std::vector<StageSpec> chunk_specs(const placer::Plan& plan, const workload::Var
   for (std::size_t c = 0; c < chunks; ++c) {
     const std::size_t first = c * n / chunks;
     const std::size_t last = (c + 1) * n / chunks;
-    const bool recompute = plan.choice.recompute &&
+    const bool recompute = full_recompute(plan) &&
                            (plan.rules != workload::MemoryRules::kNestArtifact || c + 1 < chunks);
     RangeTimes t;
     for (std::size_t i = first; i < last; ++i) {

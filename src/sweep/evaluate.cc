@@ -48,7 +48,7 @@ std::string plan_summary(const Plan& plan) {
   if (plan.degrees.context_parallel > 1) out += fmt::format(" c{}", plan.degrees.context_parallel);
   out += fmt::format(" pp{} dp{} mb{} zero{}", plan.choice.stages(), plan.choice.data_parallel,
                      plan.degrees.micro_batch, plan.choice.zero_stage);
-  if (plan.choice.recompute) out += " recompute";
+  if (plan.choice.recompute != workload::Recompute::kNone) out += " recompute";
   return out;
 }
 
@@ -212,7 +212,7 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
   if (megatron && !study_.placer.zero_stages.empty()) {
     spec.search.zero_stages = study_.placer.zero_stages;
   }
-  spec.search.allow_recompute = study_.placer.recompute;
+  if (!study_.placer.recompute) spec.search.recompute_modes = {workload::Recompute::kNone};
   spec.search.max_stages = study_.placer.max_stages;
   spec.baselines = study_.placer.baselines;
   job::Prebuilt prebuilt{.topology = std::make_shared<const topo::Topology>(std::move(topology)),
@@ -257,7 +257,7 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
   put("pipeline_stages", integer(plan.choice.stages()));
   put("data_parallel", integer(plan.choice.data_parallel));
   put("zero_stage", integer(plan.choice.zero_stage));
-  put("recompute", integer(plan.choice.recompute ? 1 : 0));
+  put("recompute", integer(plan.choice.recompute != workload::Recompute::kNone ? 1 : 0));
   put("order", std::string(placer::to_string(plan.choice.order)));
   put("partition", partition(plan));
   put("iteration_s", seconds(plan.iteration_time));

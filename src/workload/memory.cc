@@ -46,14 +46,15 @@ void check_arguments(const Variant& variant, std::size_t first, std::size_t last
 }
 
 StageMemory nest_artifact_memory(const Variant& variant, std::size_t first, std::size_t last,
-                                 int in_flight, bool recompute) {
+                                 int in_flight, Recompute recompute) {
   Bytes params;
   Bytes activations;
   for (std::size_t i = first; i < last; ++i) {
     params += variant.layers[i].parameter_bytes;
     activations += variant.layers[i].activation_bytes;
   }
-  const Bytes stash = recompute ? variant.layers[first].input_bytes : activations;
+  const Bytes stash =
+      recompute == Recompute::kFull ? variant.layers[first].input_bytes : activations;
   return StageMemory{.weights = params,
                      .gradients = params,
                      .optimizer = Bytes(0),
@@ -78,11 +79,12 @@ StageMemory megatron_memory(const Variant& variant, std::size_t first, std::size
   const std::int64_t weights = kWeightBytes * params;
   const std::int64_t gradients = kGradientBytes * params;
   const std::int64_t optimizer = kOptimizerBytes * params;
-  return StageMemory{
-      .weights = Bytes(zero >= 3 ? ceil_div(weights, d) : weights),
-      .gradients = Bytes(zero >= 2 ? ceil_div(gradients, d) : gradients),
-      .optimizer = Bytes(zero >= 1 ? ceil_div(optimizer, d) : optimizer),
-      .activations = options.recompute ? inputs * in_flight + largest : activations * in_flight};
+  return StageMemory{.weights = Bytes(zero >= 3 ? ceil_div(weights, d) : weights),
+                     .gradients = Bytes(zero >= 2 ? ceil_div(gradients, d) : gradients),
+                     .optimizer = Bytes(zero >= 1 ? ceil_div(optimizer, d) : optimizer),
+                     .activations = options.recompute == Recompute::kFull
+                                        ? inputs * in_flight + largest
+                                        : activations * in_flight};
 }
 
 }  // namespace
@@ -90,6 +92,10 @@ StageMemory megatron_memory(const Variant& variant, std::size_t first, std::size
 StageMemory stage_memory(const Variant& variant, std::size_t first, std::size_t last, int in_flight,
                          const MemoryOptions& options) {
   check_arguments(variant, first, last, in_flight, options);
+  if (options.recompute == Recompute::kSelective) {
+    throw Error::input("selective recomputation is not modeled yet",
+                       {.key = "recompute", .value = "selective", .expected = "none or full"});
+  }
   if (options.rules == MemoryRules::kNestArtifact) {
     return nest_artifact_memory(variant, first, last, in_flight, options.recompute);
   }

@@ -58,13 +58,14 @@ void study(const std::string& title, std::vector<Net>& nets, std::int64_t device
     oracles.push_back(std::make_unique<placer::OracleCommCost>(n.topology));
     plans.push_back(*placer::search(profile, *oracles.back(), o).best);
     const auto& p = plans.back();
-    std::printf(
-        "| %s | (%d, %d, %d, mb %d, Z%d, %s)%s | %s | %s | %s | %s |\n", n.name.c_str(),
-        p.choice.stages(), p.choice.data_parallel, p.degrees.tensor_parallel, p.degrees.micro_batch,
-        p.choice.zero_stage, std::string(placer::to_string(p.choice.order)).c_str(),
-        p.choice.recompute ? " rc" : "", format_time(p.iteration_time).c_str(),
-        format_time(p.breakdown.collectives).c_str(), format_time(p.breakdown.transfers).c_str(),
-        format_time(p.breakdown.data_parallel_sync).c_str());
+    std::printf("| %s | (%d, %d, %d, mb %d, Z%d, %s)%s | %s | %s | %s | %s |\n", n.name.c_str(),
+                p.choice.stages(), p.choice.data_parallel, p.degrees.tensor_parallel,
+                p.degrees.micro_batch, p.choice.zero_stage,
+                std::string(placer::to_string(p.choice.order)).c_str(),
+                p.choice.recompute != nest::workload::Recompute::kNone ? " rc" : "",
+                format_time(p.iteration_time).c_str(), format_time(p.breakdown.collectives).c_str(),
+                format_time(p.breakdown.transfers).c_str(),
+                format_time(p.breakdown.data_parallel_sync).c_str());
   }
   std::printf(
       "\nEvery chosen plan priced on every network (row: chosen for; column: runs on):\n\n|");

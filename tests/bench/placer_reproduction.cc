@@ -36,7 +36,8 @@ struct Row {
 
 std::string plan_text(const placer::Plan& p) {
   return fmt::format("({}, {}, {}){}{}", p.choice.stages(), p.choice.data_parallel,
-                     p.degrees.tensor_parallel, p.choice.recompute ? " rc" : "",
+                     p.degrees.tensor_parallel,
+                     p.choice.recompute != nest::workload::Recompute::kNone ? " rc" : "",
                      p.choice.zero_stage > 0 ? fmt::format(" Z{}", p.choice.zero_stage) : "");
 }
 
@@ -48,7 +49,7 @@ std::optional<placer::Plan> fixed(const workload::LayerProfile& profile, int p, 
     const placer::PlanChoice c{.variant = vi,
                                .boundaries = placer::even_partition(profile.variants[vi], p),
                                .data_parallel = d,
-                               .recompute = true};
+                               .recompute = workload::Recompute::kFull};
     return placer::evaluate(profile, c, comm, options);
   }
   return std::nullopt;

@@ -31,7 +31,7 @@ void BM_ReplayGpt3(benchmark::State& state) {
   placer::PlanChoice choice;
   choice.boundaries = {0, 13, 25, 37, 49, 61, 73, 85, 97};
   choice.data_parallel = d;
-  choice.recompute = true;
+  choice.recompute = nest::workload::Recompute::kFull;
   placer::OracleCommCost comm(topology);
   const placer::CostOptions options{.rules = workload::MemoryRules::kNestArtifact,
                                     .devices = static_cast<std::int64_t>(topology.num_devices())};

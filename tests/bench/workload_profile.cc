@@ -83,7 +83,7 @@ BENCHMARK(BM_LoadArtifactProfile)->Unit(benchmark::kMicrosecond);
 void BM_StageMemoryAllRanges(benchmark::State& state) {
   const LayerProfile p = load_layer_profile(kDir + "profiles/gpt3-175b-h100.yaml");
   const Variant& v = p.variants.front();
-  const MemoryOptions options{.rules = MemoryRules::kNestArtifact, .recompute = true};
+  const MemoryOptions options{.rules = MemoryRules::kNestArtifact, .recompute = Recompute::kFull};
   for (auto _ : state) {
     std::int64_t total = 0;
     for (std::size_t first = 0; first < v.layers.size(); ++first) {

@@ -41,7 +41,8 @@ run list "$nest" list --json
 import json, os, sys
 tmp = sys.argv[1]
 plan = ["kind", "nest_version", "inputs", "variant", "stages", "data_parallel", "zero_stage",
-        "recompute", "placement_order", "microbatches", "devices_used", "devices_available",
+        "recompute", "virtual_stages", "placement_order", "microbatches", "devices_used",
+        "devices_available",
         "predicted", "partition", "baselines"]
 expected = {
     "topology_describe": ["name", "kind", "devices", "switches", "links", "directed_links",

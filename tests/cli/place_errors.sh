@@ -18,14 +18,14 @@ expect_error() {  # expected stderr line, then the arguments after `nest place`
 }
 
 # Too few devices: GPT-3 under the artifact rules needs 8 stages of 4 (tensor parallel 4).
-expect_error 'nest place: nothing fits on 16 devices: the smallest pipeline that fits memory needs 8 stages of 4 devices (tensor parallel 4, recomputation on) = 32 devices' \
+expect_error 'nest place: nothing fits on 16 devices: the smallest pipeline that fits memory needs 8 stages of 4 devices (tensor parallel 4, recomputation full) = 32 devices' \
   --profile "$profile" --rules nest-artifact --devices 16
 
 # Too little memory: the same profile with 4 GiB per device. The smallest stage is one
 # transformer block at tensor parallel 8, alone at the last position: 2 · 453202944 B of weights
 # and gradients + 3281179702 B of activations = 4187585590 B.
 sed 's/^hbm: 90 GiB$/hbm: 3 GiB/' "$profile" > "$tmp/small.yaml"
-expect_error "nest place: nothing fits: the smallest stage (layer 1 'transformer_block' alone, tensor parallel 8, ZeRO-0 over 1 replica, recomputation off) needs 3.9 GiB per device against a capacity of 3 GiB" \
+expect_error "nest place: nothing fits: the smallest stage (layer 1 'transformer_block' alone, tensor parallel 8, ZeRO-0 over 1 replica, recomputation none) needs 3.9 GiB per device against a capacity of 3 GiB" \
   --profile "$tmp/small.yaml" --rules nest-artifact --devices 128
 
 expect_error 'nest place: --profile: give either a layer profile, or a model with an accelerator (expected a profile file or name, or model + accelerator)' \

@@ -68,7 +68,7 @@ PY
 # The text report names the plan and the breakdown.
 "$nest" place --profile "$profile" --rules nest-artifact --devices 128 --baselines none \
   > "$tmp/out.txt" || fail "text run"
-grep -q '^plan: tensor 4, expert 1, context 1, micro-batch 1 | pipeline 8 stages | data parallel 4 | ZeRO-0 | recompute on | order tp-pp-dp$' "$tmp/out.txt" \
+grep -q '^plan: tensor 4, expert 1, context 1, micro-batch 1 | pipeline 8 stages | data parallel 4 | ZeRO-0 | recompute full | order tp-pp-dp$' "$tmp/out.txt" \
   || { fail "plan line"; cat "$tmp/out.txt"; }
 grep -q '^iteration time: 245.2 s ' "$tmp/out.txt" || fail "iteration time line"
 exit $failed

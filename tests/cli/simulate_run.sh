@@ -61,7 +61,7 @@ expect_error "nest simulate: $tmp/big.yaml: partition[0]: stage 0 needs 167.6 Gi
   "$tmp/big.h5" --plan "$tmp/big.yaml" -o "$tmp/big.h5"
 
 # An unknown key in the plan file.
-sed -e 's/^recompute: false$/recompute: false\nrecomputation: true/' "$tmp/run/plan.yaml" >"$tmp/key.yaml"
+sed -e 's/^recompute: none$/recompute: none\nrecomputation: true/' "$tmp/run/plan.yaml" >"$tmp/key.yaml"
 "$nest" simulate --plan "$tmp/key.yaml" -o "$tmp/key.h5" >/dev/null 2>"$tmp/err"
 status=$?
 [[ $status -eq 2 ]] || fail "unknown key: status $status"

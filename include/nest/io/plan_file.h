@@ -2,8 +2,8 @@
 /// \file
 /// Plan files (YAML): everything a replay needs to rebuild the run — the inputs (profile or
 /// model + accelerator and how it was built, topology, network model, rules, device budget, the
-/// seeds), the chosen variant's degrees, the partition, d, ZeRO stage, recomputation, placement
-/// order and the device of every (stage, replica, shard) — plus the predicted figures and the
+/// seeds), the chosen variant's degrees, the partition, d, ZeRO stage, recomputation mode (none,
+/// selective, full), virtual stages, placement order and the device of every (stage, replica, shard) — plus the predicted figures and the
 /// baselines', for people. Written with yaml-cpp's emitter; figures use the key names of the
 /// commands' `--json` output (seconds as `_s`, exact to the picosecond; bytes as `_bytes`).
 ///
@@ -30,7 +30,8 @@
 /// stages: 8
 /// data_parallel: 32
 /// zero_stage: 2
-/// recompute: false
+/// recompute: none             # none | selective | full (older plans: false | true)
+/// virtual_stages: 1            # * model chunks per device, interleaved 1F1B (default 1)
 /// placement_order: tp-pp-dp
 /// microbatches: 1536
 /// devices_used: 1024

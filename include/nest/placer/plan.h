@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// A placement plan: what the placer decides (`PlanChoice`: variant, contiguous stage partition,
-/// data-parallel degree, ZeRO stage, recomputation, placement order) and what the cost model says
+/// data-parallel degree, ZeRO stage, recomputation mode, interleaved virtual stages, placement
+/// order) and what the cost model says
 /// of it (`Plan`: per-stage time and memory, the iteration time and its breakdown). The device
 /// of every (stage, replica, shard) follows from the choice through `DeviceMap`.
 
@@ -85,7 +86,9 @@ struct PlanChoice {
   std::vector<std::size_t> boundaries;
   int data_parallel = 1;
   int zero_stage = 0;  ///< 0..3
-  bool recompute = false;
+  workload::Recompute recompute = workload::Recompute::kNone;
+  /// Model chunks per device under interleaved 1F1B (Narayanan et al. 2021 §2.2); 1 = 1F1B.
+  int virtual_stages = 1;
   PlacementOrder order = PlacementOrder::kTensorPipelineData;
 
   [[nodiscard]] int stages() const noexcept {

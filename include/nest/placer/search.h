@@ -55,8 +55,10 @@ struct SearchOptions {
                                         PlacementOrder::kTensorDataPipeline};
   /// ZeRO stages to try (the nest-artifact rules have no optimizer state and use 0 only).
   std::vector<int> zero_stages = {0, 1, 2, 3};
-  /// Try full recomputation (only when the profile allows it).
-  bool allow_recompute = true;
+  /// Recomputation modes to try, in this order (modes other than none only when the profile
+  /// allows recomputation).
+  std::vector<workload::Recompute> recompute_modes = {workload::Recompute::kNone,
+                                                      workload::Recompute::kFull};
   /// Indices of the variants to try; empty means all.
   std::vector<std::size_t> variants;
   /// Upper bound on pipeline stages; 0 means the number of layers.
@@ -91,13 +93,14 @@ struct SearchResult {
 [[nodiscard]] std::optional<PlanChoice> best_partition(const workload::LayerProfile& profile,
                                                        std::size_t variant, int stages,
                                                        int data_parallel, int zero_stage,
-                                                       bool recompute, PlacementOrder order,
-                                                       CommCost& comm, const CostOptions& options);
+                                                       workload::Recompute recompute,
+                                                       PlacementOrder order, CommCost& comm,
+                                                       const CostOptions& options);
 
 /// Runs the search. Throws `Error` (input) on inconsistent options or profile. Deterministic:
 /// of plans with equal iteration times, the first found in the fixed loop order wins (variants
-/// in profile order, recomputation off before on, ZeRO stages in the given order, orders in the
-/// given order, d descending, S ascending).
+/// in profile order, recomputation modes in the given order, ZeRO stages in the given order, orders
+/// in the given order, d descending, S ascending).
 [[nodiscard]] SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
                                   const SearchOptions& options);
 

@@ -8,11 +8,24 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nest/core/units.h"
 
 namespace nest::workload {
+
+/// Activation recomputation (Korthikanti et al. 2022 §4): none keeps every activation for the
+/// backward pass; selective recomputes only the attention core (QK^T, softmax, softmax dropout,
+/// attention over V) and keeps the rest; full keeps each recomputed layer's input and runs its
+/// forward again in the backward pass.
+enum class Recompute : std::uint8_t { kNone, kSelective, kFull };
+
+/// "none", "selective", "full".
+[[nodiscard]] std::string_view to_string(Recompute mode) noexcept;
+/// Inverse of `to_string`; also "true" (full) and "false" (none), the older boolean form.
+/// Throws `Error` (input, key "recompute") naming the accepted values.
+[[nodiscard]] Recompute parse_recompute(std::string_view text);
 
 /// Collective operations a layer issues inside its stage replica.
 enum class CollectiveOp : std::uint8_t {

@@ -29,9 +29,9 @@ enum class MemoryRules : std::uint8_t {
 /// How to count a stage's memory.
 struct MemoryOptions {
   MemoryRules rules = MemoryRules::kMegatron;
-  int zero_stage = 0;      ///< 0..3 (megatron rules only)
-  int data_parallel = 1;   ///< the ZeRO sharding degree (>= 1); sharded parts are rounded up
-  bool recompute = false;  ///< full activation recomputation
+  int zero_stage = 0;     ///< 0..3 (megatron rules only)
+  int data_parallel = 1;  ///< the ZeRO sharding degree (>= 1); sharded parts are rounded up
+  Recompute recompute = Recompute::kNone;
 };
 
 /// Memory of one device of a stage, split by category.

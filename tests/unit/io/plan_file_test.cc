@@ -106,6 +106,33 @@ TEST(PlanFile, RejectsUnknownKeys) {
   }
 }
 
+TEST(PlanFile, WritesTheRecomputationModeAndReadsTheOlderBooleans) {
+  Fixture f;
+  const Plan plan = f.plan();  // the artifact's plan recomputes
+  ASSERT_EQ(plan.choice.recompute, workload::Recompute::kFull);
+  const std::string text = plan_to_yaml(f.inputs, plan, {});
+  ASSERT_NE(text.find("\nrecompute: full\nvirtual_stages: 1\n"), std::string::npos) << text;
+  // A plan written before the three modes: `recompute: true/false`, no virtual_stages.
+  auto older = [&](const std::string& value) {
+    const std::string now = "recompute: full\nvirtual_stages: 1\n";
+    std::string t = text;
+    t.replace(t.find(now), now.size(), "recompute: " + value + "\n");
+    return parse_plan(t, "old.yaml").choice;
+  };
+  EXPECT_EQ(older("true").recompute, workload::Recompute::kFull);
+  EXPECT_EQ(older("false").recompute, workload::Recompute::kNone);
+  EXPECT_EQ(older("false").virtual_stages, 1);
+  EXPECT_EQ(older("selective").recompute, workload::Recompute::kSelective);
+  try {
+    (void)older("sometimes");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "old.yaml:23: recompute: unknown value (got \"sometimes\"; expected one of none, "
+                 "selective, full, true, false)");
+  }
+}
+
 TEST(PlanFile, MissingVariantIsNamed) {
   Fixture f;
   try {

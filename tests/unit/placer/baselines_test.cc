@@ -80,7 +80,7 @@ TEST(Manual, TakesTheScaleUpDomainAndTheFewestEvenStagesThatFit) {
   EXPECT_EQ(r.plan->choice.stages(), 1);
   EXPECT_EQ(r.plan->choice.data_parallel, 4);
   EXPECT_EQ(r.plan->choice.order, PlacementOrder::kTensorDataPipeline);
-  EXPECT_EQ(r.note, "Megatron practice: S 1 d 4 t 2 mb 1 ZeRO-0 recompute off tp-dp-pp");
+  EXPECT_EQ(r.note, "Megatron practice: S 1 d 4 t 2 mb 1 ZeRO-0 recompute none tp-dp-pp");
   // A scale-up domain of one device forces t = 1: 10 layers at 120 MiB do not fit 700 MiB in
   // one stage; two stages (embedding + 4 blocks = 600 MiB at position 2 is 600 + 500 > 700)
   // do not either; at three stages the first holds 4 layers: 480 + 2·400 > 700; ... none fits.
@@ -143,7 +143,7 @@ TEST(Fixed, ReportsAPlanThatDoesNotFit) {
   const BaselineResult ok =
       fixed_baseline(p, {.variant = 1, .boundaries = {0, 10}, .data_parallel = 4}, zero, options);
   ASSERT_TRUE(ok.plan.has_value());
-  EXPECT_EQ(ok.note, "given: S 1 d 4 t 2 mb 1 ZeRO-0 recompute off tp-pp-dp");
+  EXPECT_EQ(ok.note, "given: S 1 d 4 t 2 mb 1 ZeRO-0 recompute none tp-pp-dp");
 }
 
 }  // namespace

@@ -124,7 +124,8 @@ TEST(FlatCommCost, MatchesTheAlphaBetaClosedForms) {
 TEST(Evaluate, HandComputedArtifactPlan) {
   const auto profile = four_layers();
   ZeroCommCost zero;
-  const PlanChoice choice{.boundaries = {0, 2, 4}, .data_parallel = 2, .recompute = true};
+  const PlanChoice choice{
+      .boundaries = {0, 2, 4}, .data_parallel = 2, .recompute = workload::Recompute::kFull};
   const CostOptions options{.rules = MemoryRules::kNestArtifact, .devices = 4};
   const Plan plan = evaluate(profile, choice, zero, options);
   // Stage 0 (2 in flight) recomputes: 2·(1 + 2 + 1) = 8 ms; the last stage does not: 6 ms.

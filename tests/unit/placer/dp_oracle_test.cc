@@ -20,6 +20,7 @@ namespace nest::placer {
 namespace {
 
 using workload::MemoryRules;
+using workload::Recompute;
 
 std::int64_t uniform(Rng& rng, std::int64_t lo, std::int64_t hi) {
   return lo + static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(hi - lo + 1)));
@@ -105,8 +106,8 @@ Exhaustive enumerate(const workload::LayerProfile& profile, CommCost& comm,
   for (std::size_t vi = 0; vi < profile.variants.size(); ++vi) {
     const auto& v = profile.variants[vi];
     const std::size_t n = v.layers.size();
-    for (const bool rec : {false, true}) {
-      if (rec && !profile.recompute_allowed) continue;
+    for (const Recompute rec : {Recompute::kNone, Recompute::kFull}) {
+      if (rec != Recompute::kNone && !profile.recompute_allowed) continue;
       for (const int zero : artifact ? std::vector<int>{0} : options.zero_stages) {
         for (int d = 1; d <= v.microbatches; ++d) {
           for (int s = 1; s <= static_cast<int>(n); ++s) {
@@ -199,8 +200,8 @@ TEST(DynamicProgram, BestPartitionEqualsExhaustiveMinMaxOnAFlatNetwork) {
     for (std::size_t vi = 0; vi < profile.variants.size(); ++vi) {
       const auto& v = profile.variants[vi];
       const std::size_t n = v.layers.size();
-      for (const bool rec : {false, true}) {
-        if (rec && !profile.recompute_allowed) continue;
+      for (const Recompute rec : {Recompute::kNone, Recompute::kFull}) {
+        if (rec != Recompute::kNone && !profile.recompute_allowed) continue;
         for (int d = 1; d <= std::min<std::int64_t>(v.microbatches, 4); ++d) {
           for (int s = 1; s <= static_cast<int>(n); ++s) {
             if (static_cast<std::int64_t>(s) * v.devices_per_replica * d > options.cost.devices) {

@@ -43,7 +43,7 @@ TEST(Search, NothingFitsNamesTheSmallestStageAgainstTheCapacity) {
   // One layer at the last position: 2·10 MiB + 100 MiB.
   EXPECT_EQ(r.infeasible_reason,
             "nothing fits: the smallest stage (layer 0 'block' alone, tensor parallel 1, ZeRO-0 "
-            "over 1 replica, recomputation off) needs 120 MiB per device against a capacity of "
+            "over 1 replica, recomputation none) needs 120 MiB per device against a capacity of "
             "100 MiB");
 }
 
@@ -59,7 +59,7 @@ TEST(Search, NothingFitsNamesTheDevicesTheSmallestPipelineNeeds) {
   EXPECT_FALSE(r.best.has_value());
   EXPECT_EQ(r.infeasible_reason,
             "nothing fits on 3 devices: the smallest pipeline that fits memory needs 5 stages of "
-            "1 device (tensor parallel 1, recomputation on) = 5 devices");
+            "1 device (tensor parallel 1, recomputation full) = 5 devices");
 }
 
 TEST(Search, FewerDevicesThanAReplicaIsExplained) {
@@ -98,7 +98,7 @@ TEST(Search, MemoryForcesAPipelineAndTheLastStagesTakeMore) {
   const SearchResult r = search(p, zero, options);
   ASSERT_TRUE(r.best.has_value());
   EXPECT_EQ(r.best->choice.boundaries, (std::vector<std::size_t>{0, 1, 2, 4, 6, 8}));
-  EXPECT_TRUE(r.best->choice.recompute);
+  EXPECT_EQ(r.best->choice.recompute, workload::Recompute::kFull);
   EXPECT_EQ(r.best->iteration_time, Time::milliseconds(12 * 8));
 }
 

@@ -25,9 +25,26 @@ Variant three_layers() {
   return v;
 }
 
+TEST(Recompute, NamesRoundTripAndTheOlderBooleansStillParse) {
+  for (const Recompute m : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    EXPECT_EQ(parse_recompute(to_string(m)), m);
+  }
+  EXPECT_EQ(to_string(Recompute::kSelective), "selective");
+  EXPECT_EQ(parse_recompute("true"), Recompute::kFull);
+  EXPECT_EQ(parse_recompute("false"), Recompute::kNone);
+  try {
+    (void)parse_recompute("on");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "recompute: unknown recomputation mode (got \"on\"; expected none, selective or "
+                 "full)");
+  }
+}
+
 TEST(StageMemory, NestArtifactWithRecomputeStashesTheFirstLayersInput) {
   const Variant v = three_layers();
-  const MemoryOptions o{.rules = MemoryRules::kNestArtifact, .recompute = true};
+  const MemoryOptions o{.rules = MemoryRules::kNestArtifact, .recompute = Recompute::kFull};
   // Layers 1..2: P = 4000, A = 1400; const = 2·4000 + 1400 = 9400; stash = 50.
   const StageMemory m = stage_memory(v, 1, 3, 4, o);
   EXPECT_EQ(m.weights.count(), 4000);
@@ -41,7 +58,7 @@ TEST(StageMemory, NestArtifactWithRecomputeStashesTheFirstLayersInput) {
 
 TEST(StageMemory, NestArtifactWithoutRecomputeStashesAllActivations) {
   const Variant v = three_layers();
-  const MemoryOptions o{.rules = MemoryRules::kNestArtifact, .recompute = false};
+  const MemoryOptions o{.rules = MemoryRules::kNestArtifact, .recompute = Recompute::kNone};
   EXPECT_EQ(stage_memory(v, 1, 3, 4, o).total().count(), 2 * 4000 + 1400 + 3 * 1400);
   EXPECT_EQ(stage_memory(v, 1, 3, 1, o).total().count(), 2 * 4000 + 1400);
 }
@@ -77,7 +94,7 @@ TEST(StageMemory, MegatronZeroStagesShardOptimizerThenGradientsThenWeights) {
 
 TEST(StageMemory, MegatronRecomputeKeepsInputsOfEveryInFlightMicrobatchPlusOneLayer) {
   const Variant v = three_layers();
-  const MemoryOptions o{.recompute = true};
+  const MemoryOptions o{.recompute = Recompute::kFull};
   // in_flight 5 × (8 + 50 + 50) inputs + the largest layer's activations (700).
   EXPECT_EQ(stage_memory(v, 0, 3, 5, o).activations.count(), 5 * 108 + 700);
 }

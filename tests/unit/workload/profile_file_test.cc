@@ -58,7 +58,8 @@ TEST(ProfileFile, LoadsTheArtifactH100ProfileWithRepeatedLayers) {
 // Largest in-flight count s with const + (s-1)·stash <= HBM, straight from the rule.
 int largest_in_flight(const Variant& v, std::size_t first, std::size_t last, Bytes hbm,
                       bool recompute) {
-  const MemoryOptions o{.rules = MemoryRules::kNestArtifact, .recompute = recompute};
+  const MemoryOptions o{.rules = MemoryRules::kNestArtifact,
+                        .recompute = recompute ? Recompute::kFull : Recompute::kNone};
   int s = 0;
   while (s < 100000 && stage_memory(v, first, last, s + 1, o).total() <= hbm) ++s;
   return s;
