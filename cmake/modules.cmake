@@ -1,4 +1,4 @@
-# The modules of libnest, bottom-up (DESIGN.md §2). A module may use only those listed before it.
+# The modules of libnest, bottom-up (docs/architecture.md). A module may use only those listed before it.
 # A module whose src/<module>/ has no sources yet is skipped, so the tree builds at every step.
 set(NEST_MODULES "")
 macro(nest_add_module name)
@@ -23,7 +23,7 @@ nest_add_module(job DEPS nest_io nest_replay nest_placer)
 nest_add_module(validate DEPS nest_placer nest_coll nest_workload)
 nest_add_module(sweep DEPS nest_job nest_replay Threads::Threads
                 PRIVATE_DEPS hdf5::hdf5_cpp hdf5::hdf5)
-# Sweeps over MPI ranks (DESIGN.md §10): Boost.MPI stays private to src/sweep/; the definition
+# Sweeps over MPI ranks (docs/architecture.md, "Sweeps"): Boost.MPI stays private to src/sweep/; the definition
 # is public so that the CLI knows too.
 if(NEST_WITH_MPI AND TARGET nest_sweep)
   target_link_libraries(nest_sweep PRIVATE Boost::mpi Boost::serialization MPI::MPI_CXX)

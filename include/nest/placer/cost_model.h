@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// The placer's cost model (DESIGN.md §7), the one definition that the search, the baselines and
-/// `fixed` plans share. Iteration time under 1F1B:
+/// The placer's cost model (docs/architecture.md, "Placer"), the one definition that the search,
+/// the baselines and `fixed` plans share. Iteration time under 1F1B:
 ///
 ///   T = (ceil(M/d) + S − 1) · max_p stage_time(p) + exposed data-parallel sync + optimizer step
 ///

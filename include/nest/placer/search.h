@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// The NEST dynamic program (DESIGN.md §7): the plan with the smallest iteration time under the
-/// cost model of nest/placer/cost_model.h.
+/// The NEST dynamic program (docs/architecture.md, "Placer"): the plan with the smallest iteration
+/// time under the cost model of nest/placer/cost_model.h.
 ///
 /// For each variant, recomputation setting, ZeRO stage, placement order and data-parallel degree
 /// d, a DP over suffixes of the layer chain computes f[s][i], the smallest achievable maximum

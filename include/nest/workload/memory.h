@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// The memory model: bytes a device of a pipeline stage needs, under one of two rule sets
-/// (DESIGN.md §6). One implementation serves the placer's feasibility check and the replay's
-/// memory trace.
+/// (docs/architecture.md, "Workloads"). One implementation serves the placer's feasibility check
+/// and the replay's memory trace.
 
 #include <cstdint>
 
