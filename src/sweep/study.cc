@@ -102,7 +102,7 @@ void set_parameter(std::vector<Parameter>& params, const std::string& key, Value
 // A study's file reference: a path relative to the study's folder (or absolute), or the name of
 // a bundled file (`nest list`).
 std::filesystem::path resolve(const std::filesystem::path& directory, const Node& node,
-                              DataKind kind) {
+                              DataKind kind, const Catalog& catalog) {
   const std::string text = node.as_string();
   const std::filesystem::path p(text);
   const std::filesystem::path full = p.is_absolute() ? p : directory / p;
@@ -110,7 +110,7 @@ std::filesystem::path resolve(const std::filesystem::path& directory, const Node
   if (std::filesystem::is_regular_file(full, ec)) return full;
   if (text.find('/') == std::string::npos && p.extension() != ".yaml") {
     try {
-      return Catalog::standard().find(kind, text);
+      return catalog.find(kind, text);
     } catch (const Error& e) {
       throw node.error(e.message(), e.context().expected);
     }
@@ -159,21 +159,21 @@ std::vector<int> int_list(const Node& node, std::int64_t min, std::int64_t max) 
 }
 
 WorkloadEntry parse_workload(const std::string& name, const Node& node,
-                             const std::filesystem::path& directory) {
+                             const std::filesystem::path& directory, const Catalog& catalog) {
   WorkloadEntry w;
   w.name = name;
   w.line = node.line();
   if (!node.is_map()) throw node.error("expected a map", "{profile: path} or {model, accelerator}");
   if (node.has("profile")) {
     node.expect_keys({"profile"});
-    w.profile = resolve(directory, node.at("profile"), DataKind::kProfile);
+    w.profile = resolve(directory, node.at("profile"), DataKind::kProfile, catalog);
     return w;
   }
   node.expect_keys({"model", "accelerator", "precision", "flash_attention", "sequence_length",
                     "global_batch", "max_tensor_parallel", "max_expert_parallel",
                     "context_parallel", "micro_batches"});
-  w.model = resolve(directory, node.at("model"), DataKind::kModel);
-  w.accelerator = resolve(directory, node.at("accelerator"), DataKind::kAccelerator);
+  w.model = resolve(directory, node.at("model"), DataKind::kModel, catalog);
+  w.accelerator = resolve(directory, node.at("accelerator"), DataKind::kAccelerator, catalog);
   if (auto n = node.find("precision")) w.precision = n->as_string();
   if (auto n = node.find("flash_attention")) w.flash_attention = n->as_bool();
   if (auto n = node.find("sequence_length")) w.sequence_length = n->as_int(1, 1 << 24);
@@ -377,7 +377,7 @@ std::vector<std::string> generator_parameters(std::string_view kind) {
 }
 
 Study parse_study(std::string_view text, const std::string& name,
-                  const std::filesystem::path& directory) {
+                  const std::filesystem::path& directory, const Catalog& catalog) {
   const Node root = Node::load_string(text, name);
   root.expect_keys(
       {"kind", "name", "topologies", "workloads", "placer", "defaults", "sweep", "description"});
@@ -399,11 +399,11 @@ Study parse_study(std::string_view text, const std::string& name,
   const Node entries = root.at("topologies");
   for (auto& t : study.topologies) {
     if (t.kind != "file") continue;
-    t.file = resolve(directory, entries.at(t.name).at("file"), DataKind::kTopology);
+    t.file = resolve(directory, entries.at(t.name).at("file"), DataKind::kTopology, catalog);
   }
   const Node workloads = root.at("workloads");
   for (const auto& [key, node] : workloads.entries()) {
-    study.workloads.push_back(parse_workload(key, node, directory));
+    study.workloads.push_back(parse_workload(key, node, directory, catalog));
   }
   if (study.workloads.empty()) throw workloads.error("no workload", "at least one workload");
   if (auto n = root.find("placer")) study.placer = parse_placer(*n);
@@ -498,14 +498,14 @@ Study parse_study(std::string_view text, const std::string& name,
   return study;
 }
 
-Study load_study(const std::string& path) {
+Study load_study(const std::string& path, const Catalog& catalog) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw Error::input("cannot open study file", {.file = path, .expected = "a readable file"});
   std::ostringstream text;
   text << in.rdbuf();
   const std::filesystem::path directory = std::filesystem::path(path).parent_path();
-  return parse_study(text.str(), path, directory.empty() ? "." : directory);
+  return parse_study(text.str(), path, directory.empty() ? "." : directory, catalog);
 }
 
 std::vector<Parameter> topology_parameters(const Study& study, const Point& point) {

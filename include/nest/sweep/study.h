@@ -84,6 +84,7 @@
 #include <utility>
 #include <vector>
 
+#include "nest/core/catalog.h"
 #include "nest/placer/plan.h"
 #include "nest/workload/memory.h"
 
@@ -184,12 +185,16 @@ struct Study {
 
 /// Reads and expands a study file. Throws `Error` (input) naming file, line and key on any
 /// problem listed in the file comment. O(points · axes) plus reading the workload files' YAML.
-[[nodiscard]] Study load_study(const std::string& path);
+/// Bundled names in the study (a topology `file:`, a workload's files) are looked up in
+/// `catalog`.
+[[nodiscard]] Study load_study(const std::string& path,
+                               const Catalog& catalog = Catalog::standard());
 
 /// Parses study YAML; `name` stands for the file name in errors and `directory` resolves the
 /// relative paths in it.
 [[nodiscard]] Study parse_study(std::string_view text, const std::string& name,
-                                const std::filesystem::path& directory);
+                                const std::filesystem::path& directory,
+                                const Catalog& catalog = Catalog::standard());
 
 /// "megatron" or "nest-artifact".
 [[nodiscard]] std::string_view rules_name(workload::MemoryRules rules) noexcept;

@@ -34,6 +34,18 @@ grep -q "^  h100_rail_1024  *$prefix/share/nest/topologies/h100_rail_1024.yaml$"
   fail "installed nest simulate: $(cat "$tmp/sim.out")"
 "$prefix/bin/nest" validate >"$tmp/validate.out" 2>&1 || fail "installed nest validate: $(tail -3 "$tmp/validate.out")"
 
+# The Python package, installed where /usr/bin/python3 finds the prefix's packages: the same
+# figure as the installed nest place.
+pkg=$(ls -d "$prefix"/lib/python3*/dist-packages 2>/dev/null | head -1)
+if [ -n "$pkg" ]; then
+  got=$(PYTHONPATH="$pkg" /usr/bin/python3 -c "import nest; print(repr(nest.Job(model='llama2-7b', accelerator='h100', topology='h100_rail_1024', devices=16, baselines=[]).place().iteration_time_s))" 2>&1) ||
+    fail "installed python module: $got"
+  want=$("$prefix/bin/nest" place --model llama2-7b --accelerator h100 --topology h100_rail_1024 \
+    --devices 16 --baselines none --json | /usr/bin/python3 -c "import json,sys; print(repr(json.load(sys.stdin)['predicted']['iteration_time_s']))")
+  [ "$got" = "$want" ] || fail "installed python module: $got, nest place: $want"
+  [ -z "$(ls "$pkg/nest/_paths.py" 2>/dev/null)" ] || fail "the build tree's _paths.py was installed"
+fi
+
 # The example, as a user's project: a copy of examples/ configured against the prefix.
 cp -r "$src/examples" "$tmp/app"
 cmake -S "$tmp/app" -B "$tmp/app-build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
