@@ -45,8 +45,9 @@ status=$?
 echo "$out" | grep -q "^NEST table: $tmp/tree/tests/validation/reference/nest-artifact/expected-nest.tsv$" ||
   fail "shipped table not used: $(echo "$out" | tail -1)"
 
-# 4. Bad folders.
-err=$("$nest" validate --reference "$tmp/none" 2>&1 >/dev/null)
+# 4. Bad folders. Every run names --source or runs in the source tree: the default source is
+# found from the working directory or the executable's folders, which need not be in the tree.
+err=$("$nest" validate --reference "$tmp/none" --source "$src" 2>&1 >/dev/null)
 status=$?
 [ "$status" -eq 2 ] || fail "missing reference: exit $status"
 [ "$err" = "nest validate: --reference: no nest-artifact/expected-nest.tsv in the reference folder (got \"$tmp/none\"; expected a folder laid out as tests/validation/reference/)" ] ||

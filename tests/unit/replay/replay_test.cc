@@ -31,14 +31,16 @@ AllreduceLauncher two_rank_ring(net::Simulator& sim, topo::Router& router) {
     ASSERT_EQ(group.size(), 2u);
     const topo::DeviceId a = group[0], b = group[1];
     const Bytes half(size.count() / 2);
+    // The step holds itself only weakly (a strong self-capture is a cycle that is never freed);
+    // the flows' callbacks hold it strongly while a step is in flight.
     auto step = std::make_shared<std::function<void(int)>>();
-    *step = [&sim, &router, a, b, half, done, step](int k) {
+    *step = [&sim, &router, a, b, half, done, self = std::weak_ptr(step)](int k) {
       if (k == 2) {
         done();
         return;
       }
       auto left = std::make_shared<int>(2);
-      auto next = [left, step, k](net::FlowId, Time) {
+      auto next = [left, step = self.lock(), k](net::FlowId, Time) {
         if (--*left == 0) (*step)(k + 1);
       };
       sim.start_flow(router.route(a, b), half, next);
