@@ -21,8 +21,7 @@ nest_add_module(io DEPS nest_replay nest_placer nest_config
                 PRIVATE_DEPS hdf5::hdf5_cpp hdf5::hdf5 nlohmann_json::nlohmann_json yaml-cpp::yaml-cpp)
 nest_add_module(job DEPS nest_io nest_replay nest_placer)
 nest_add_module(validate DEPS nest_placer nest_coll nest_workload)
-nest_add_module(sweep DEPS nest_job nest_replay Threads::Threads
-                PRIVATE_DEPS hdf5::hdf5_cpp hdf5::hdf5)
+nest_add_module(sweep DEPS nest_job nest_io nest_replay Threads::Threads)
 # Sweeps over MPI ranks (docs/architecture.md, "Sweeps"): Boost.MPI stays private to src/sweep/; the definition
 # is public so that the CLI knows too.
 if(NEST_WITH_MPI AND TARGET nest_sweep)

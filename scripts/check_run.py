@@ -8,8 +8,13 @@ unit, row counts that disagree with the plan, or a timeline that is not consiste
 import re
 import sys
 
+import os
+
 import h5py
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nest_h5  # noqa: E402
 
 FIELDS = {
     "/timeline": {"device": "u4", "stream": "u1", "kind": "u1", "stage": "i4", "microbatch": "i4",
@@ -31,7 +36,7 @@ UNITS = {
 SUMMARY = ["iteration_time_s", "estimate_s", "estimate_error", "sequences_per_s", "tokens_per_s",
            "bubble_fraction", "exposed_communication_s", "peak_memory_bytes",
            "model_flops_utilization"]
-META = ["tool_version", "command_line", "plan_yaml", "input_paths", "input_hashes"]
+META = ["tool_version", "command_line", "input_paths", "input_hashes"]
 
 
 def fail(message):
@@ -62,7 +67,7 @@ def main():
                     fail(f"{path}.{name}: type {base.str}, expected {kind}")
             for name, unit in UNITS[path].items():
                 got = ds.attrs.get(f"{name}.unit")
-                got = got.decode() if isinstance(got, bytes) else got
+                got = nest_h5.text(got) if got is not None else None
                 if got != unit:
                     fail(f"{path}: {name}.unit is {got!r}, expected {unit!r}")
         for key in SUMMARY:
@@ -71,6 +76,18 @@ def main():
         for key in META:
             if key not in f["/meta"].attrs:
                 fail(f"/meta: attribute {key} missing")
+            if h5py.check_string_dtype(f["/meta"].attrs.get_id(key).dtype) is None:
+                fail(f"/meta: attribute {key} is not a string")
+        if not isinstance(f["/meta"].get("plan_yaml"), h5py.Dataset):
+            fail("/meta/plan_yaml: dataset missing")
+        info = h5py.check_string_dtype(f["/meta/plan_yaml"].dtype)
+        if info is None or info.encoding != "utf-8" or info.length is not None:
+            fail("/meta/plan_yaml: not a variable-length UTF-8 string")
+        m = nest_h5.meta(f)
+        if m["plan_yaml"] != open(plan, encoding="utf-8").read():
+            fail("/meta/plan_yaml differs from the plan file")
+        if len(m["input_paths"]) != len(m["input_hashes"]):
+            fail("/meta: input_paths and input_hashes differ in length")
 
         devices = stages * replicas * shards
         t = f["/timeline"][()]

@@ -1,11 +1,59 @@
-"""Reading NEST run files (HDF5, schema in README.md "HDF5 output") for the plot scripts.
+"""Reading NEST's HDF5 files: run files (schema in README.md "HDF5 output") and a sweep's
+results.h5 (include/nest/sweep/table.h), for the plot scripts and notebooks.
 
-Uses Debian's python3-h5py and python3-numpy: run with /usr/bin/python3.
+Strings are variable-length UTF-8: h5py gives attributes as str and datasets as bytes (its rule
+for every variable-length string dataset, compound members included); the readers below decode
+them, so callers see str. Uses Debian's python3-h5py and python3-numpy: run with /usr/bin/python3.
 """
 import h5py
 import numpy as np
 
 PS_PER_S = 1e12
+
+
+def text(value):
+    """A str from an HDF5 string: str as is, bytes decoded as UTF-8 (files written before the
+    strings became UTF-8 hold fixed-length ASCII, which decodes the same)."""
+    if isinstance(value, (bytes, np.bytes_)):
+        return bytes(value).decode("utf-8")
+    return str(value)
+
+
+def meta(f):
+    """The /meta group of a run file as a dict of str (input_paths, input_hashes: lists).
+    plan_yaml is a dataset (a plan's text can pass HDF5's 64 KiB attribute limit); files written
+    before held it as an attribute, which is read too."""
+    g = f["/meta"]
+    out = {key: text(g.attrs[key]) for key in ("tool_version", "command_line")}
+    out["plan_yaml"] = text(g["plan_yaml"][()]) if "plan_yaml" in g else text(g.attrs["plan_yaml"])
+    for key in ("input_paths", "input_hashes"):
+        out[key] = [text(v) for v in g.attrs[key]]
+    return out
+
+
+def results(f):
+    """The /results table of a sweep's results.h5 as a dict column -> numpy array: numbers as
+    int64/float64 (missing: -1 / NaN), text as str (missing: ""). Numeric axes are numbers in
+    the unit of their `<column>.unit` attribute (B, s, B/s); units() lists them."""
+    rows = f["/results"][()]
+    out = {}
+    for name in rows.dtype.names:
+        column = rows[name]
+        if column.dtype.kind in "OSU":
+            column = np.array([text(v) for v in column], dtype=object)
+        out[name] = column
+    return out
+
+
+def units(dataset):
+    """The `<column>.unit` attributes of a dataset as a dict column -> unit."""
+    return {k[: -len(".unit")]: text(v) for k, v in dataset.attrs.items() if k.endswith(".unit")}
+
+
+def study(f):
+    """The study of a results.h5: name, file and text (the text is the /study_text dataset)."""
+    return {"name": text(f.attrs["study_name"]), "file": text(f.attrs["study_file"]),
+            "text": text(f["/study_text"][()]), "tool_version": text(f.attrs["tool_version"])}
 
 
 def enum_names(dataset, field):

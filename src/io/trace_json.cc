@@ -1,17 +1,17 @@
 #include <fmt/format.h>
 
-#include <cstdio>
-#include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "nest/core/atomic_file.h"
-#include "nest/core/error.h"
 #include "nest/io/run_writers.h"
 
 namespace nest::io {
 namespace {
+
+constexpr std::size_t kChunk = std::size_t{1} << 16;
 
 // Exact microseconds from integer picoseconds ("12.000345"), so the text is reproducible.
 std::string micros(Time t) {
@@ -23,55 +23,57 @@ std::string micros(Time t) {
 
 }  // namespace
 
+void write_trace_json(const replay::RunRecord& record, OutputFile& out) {
+  fmt::memory_buffer text;
+  auto to = std::back_inserter(text);
+  auto spill = [&] {
+    if (text.size() < kChunk) return;
+    out.write({text.data(), text.size()});
+    text.clear();
+  };
+  // Track names first: one process per device, one thread per stream.
+  std::set<std::pair<std::uint32_t, int>> tracks;
+  for (const auto& row : record.timeline) tracks.emplace(row.device, static_cast<int>(row.stream));
+  fmt::format_to(to, "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+  bool first = true;
+  auto sep = [&] {
+    if (!first) fmt::format_to(to, ",\n");
+    first = false;
+  };
+  std::uint32_t last_device = UINT32_MAX;
+  for (const auto& [device, stream] : tracks) {
+    if (device != last_device) {
+      sep();
+      fmt::format_to(to,
+                     "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{0},\"args\":{{\"name\":"
+                     "\"device {0}\"}}}}",
+                     device);
+      last_device = device;
+    }
+    sep();
+    fmt::format_to(to,
+                   "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{"
+                   "\"name\":\"{}\"}}}}",
+                   device, stream, to_string(static_cast<replay::Stream>(stream)));
+  }
+  for (const auto& row : record.timeline) {
+    sep();
+    fmt::format_to(to,
+                   "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"name\":\"{} mb{}\",\"cat\":\"{}\","
+                   "\"ts\":{},\"dur\":{},\"args\":{{\"stage\":{},\"layers\":\"{}-{}\"}}}}",
+                   row.device, static_cast<int>(row.stream), to_string(row.kind), row.microbatch,
+                   to_string(row.kind), micros(row.start), micros(row.end - row.start), row.stage,
+                   row.first_layer, row.last_layer);
+    spill();
+  }
+  fmt::format_to(to, "\n]}}\n");
+  out.write({text.data(), text.size()});
+}
+
 void write_trace_json(const replay::RunRecord& record, const std::filesystem::path& path) {
-  write_atomically(path, [&](const std::filesystem::path& temp) {
-    std::FILE* f = std::fopen(temp.c_str(), "wb");
-    if (f == nullptr) {
-      throw Error::input("cannot create output file",
-                         {.file = path.string(), .expected = "a writable path"});
-    }
-    // Track names first: one process per device, one thread per stream.
-    std::set<std::pair<std::uint32_t, int>> tracks;
-    for (const auto& row : record.timeline) {
-      tracks.emplace(row.device, static_cast<int>(row.stream));
-    }
-    fmt::print(f, "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
-    bool first = true;
-    auto sep = [&] {
-      if (!first) std::fputs(",\n", f);
-      first = false;
-    };
-    std::uint32_t last_device = UINT32_MAX;
-    for (const auto& [device, stream] : tracks) {
-      if (device != last_device) {
-        sep();
-        fmt::print(f,
-                   "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{0},\"args\":{{\"name\":"
-                   "\"device {0}\"}}}}",
-                   device);
-        last_device = device;
-      }
-      sep();
-      fmt::print(f,
-                 "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{"
-                 "\"name\":\"{}\"}}}}",
-                 device, stream, to_string(static_cast<replay::Stream>(stream)));
-    }
-    for (const auto& row : record.timeline) {
-      sep();
-      fmt::print(f,
-                 "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"name\":\"{} mb{}\",\"cat\":\"{}\","
-                 "\"ts\":{},\"dur\":{},\"args\":{{\"stage\":{},\"layers\":\"{}-{}\"}}}}",
-                 row.device, static_cast<int>(row.stream), to_string(row.kind), row.microbatch,
-                 to_string(row.kind), micros(row.start), micros(row.end - row.start), row.stage,
-                 row.first_layer, row.last_layer);
-    }
-    std::fputs("\n]}\n", f);
-    const bool ok = std::ferror(f) == 0;
-    if (std::fclose(f) != 0 || !ok) {
-      throw Error::input("cannot write output file", {.file = path.string()});
-    }
-  });
+  OutputFile out(path);
+  write_trace_json(record, out);
+  out.commit();
 }
 
 std::string summary_csv_header() {
@@ -88,8 +90,14 @@ std::string summary_csv_row(const replay::Summary& s) {
                      s.model_flops_utilization);
 }
 
+void write_summary_csv(const replay::Summary& summary, OutputFile& out) {
+  out.write(summary_csv_header() + "\n" + summary_csv_row(summary) + "\n");
+}
+
 void write_summary_csv(const replay::Summary& summary, const std::filesystem::path& path) {
-  write_text_atomically(path, summary_csv_header() + "\n" + summary_csv_row(summary) + "\n");
+  OutputFile out(path);
+  write_summary_csv(summary, out);
+  out.commit();
 }
 
 }  // namespace nest::io

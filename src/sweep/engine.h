@@ -77,7 +77,7 @@ class WorkerPool {
 class Sink {
  public:
   Sink(ResultsTable& table, std::filesystem::path csv, std::filesystem::path hdf5,
-       std::vector<std::pair<std::string, std::string>> attributes, Progress& progress);
+       std::vector<io::TableText> texts, Progress& progress);
   void accept(const Finished& finished);
   void write() const;
   [[nodiscard]] std::size_t accepted() const noexcept { return accepted_; }
@@ -86,7 +86,7 @@ class Sink {
   ResultsTable& table_;
   std::filesystem::path csv_;
   std::filesystem::path hdf5_;
-  std::vector<std::pair<std::string, std::string>> attributes_;
+  std::vector<io::TableText> texts_;
   Progress& progress_;
   std::size_t accepted_ = 0;
 };

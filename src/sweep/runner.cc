@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
 
 #include "nest/core/error.h"
+#include "nest/core/folder_lock.h"
 #include "nest/sweep/cluster.h"
 #include "sweep/engine.h"
 
@@ -82,11 +84,11 @@ void WorkerPool::loop() {
 }
 
 Sink::Sink(ResultsTable& table, std::filesystem::path csv, std::filesystem::path hdf5,
-           std::vector<std::pair<std::string, std::string>> attributes, Progress& progress)
+           std::vector<io::TableText> texts, Progress& progress)
     : table_(table),
       csv_(std::move(csv)),
       hdf5_(std::move(hdf5)),
-      attributes_(std::move(attributes)),
+      texts_(std::move(texts)),
       progress_(progress) {}
 
 void Sink::accept(const Finished& finished) {
@@ -103,7 +105,7 @@ void Sink::accept(const Finished& finished) {
 
 void Sink::write() const {
   table_.write_csv(csv_);
-  table_.write_hdf5(hdf5_, attributes_);
+  table_.write_hdf5(hdf5_, texts_);
 }
 
 }  // namespace detail
@@ -187,7 +189,12 @@ void check_resumed(const Study& study, const ResultsTable& table, const std::str
 std::vector<Column> results_columns(const Study& study, const PointEvaluator& evaluator) {
   std::vector<Column> columns;
   columns.push_back({"point", ColumnType::kInt, ""});
-  for (const auto& name : study.input_columns) columns.push_back({name, ColumnType::kText, ""});
+  for (std::size_t i = 0; i < study.input_columns.size(); ++i) {
+    std::vector<std::string> values;
+    values.reserve(study.points.size());
+    for (const Point& p : study.points) values.push_back(p.inputs[i]);
+    columns.push_back(axis_column(study.input_columns[i], values));
+  }
   columns.push_back({"status", ColumnType::kText, ""});
   columns.push_back({"error", ColumnType::kText, ""});
   for (auto& c : evaluator.columns()) columns.push_back(std::move(c));
@@ -214,6 +221,7 @@ SweepReport run_sweep(const Study& study, const PointEvaluator& evaluator,
   report.hdf5 = options.output / "results.h5";
 
   // Rank 0 prepares the output folder; every rank learns whether that worked.
+  std::optional<FolderLock> lock;  // held until the sweep returns
   std::string problem;
   std::optional<Error> own_error;
   if (writer) {
@@ -224,13 +232,9 @@ SweepReport run_sweep(const Study& study, const PointEvaluator& evaluator,
         throw Error::input("cannot create the output folder: " + ec.message(),
                            {.key = "--output", .value = options.output.string()});
       }
-      // A process killed while writing leaves its temporary files (results.csv.tmp.<pid>).
-      for (const auto& entry : std::filesystem::directory_iterator(options.output, ec)) {
-        const std::string name = entry.path().filename().string();
-        if (name.starts_with("results.csv.tmp.") || name.starts_with("results.h5.tmp.")) {
-          std::filesystem::remove(entry.path(), ec);
-        }
-      }
+      // One sweep per folder: two would rewrite each other's rows. (Temporaries a killed sweep
+      // left are removed by the next write of each file: nest/core/atomic_file.h.)
+      lock.emplace(options.output, "--output");
       if (std::filesystem::exists(report.csv)) {
         if (options.resume) {
           table.read_csv(report.csv);
@@ -251,10 +255,10 @@ SweepReport run_sweep(const Study& study, const PointEvaluator& evaluator,
   if (own_error) throw *own_error;
   if (!problem.empty()) throw Error::input("rank 0 stopped: " + problem);
 
-  std::vector<std::pair<std::string, std::string>> attributes = {
+  const std::vector<io::TableText> texts = {
       {"study_name", study.name},
       {"study_file", std::filesystem::path(study.file).filename().string()},
-      {"study_text", study.text},
+      {"study_text", study.text, true},  // a dataset: a study can pass the 64 KiB attribute limit
       {"tool_version", NEST_VERSION},
   };
   report.resumed = table.rows().size();
@@ -280,7 +284,7 @@ SweepReport run_sweep(const Study& study, const PointEvaluator& evaluator,
     dispatcher.emplace(std::move(order), options.stop_after);
     progress.emplace("sweep " + study.name, dispatcher->total(), options.progress_stream,
                      options.progress);
-    sink.emplace(table, report.csv, report.hdf5, attributes, *progress);
+    sink.emplace(table, report.csv, report.hdf5, texts, *progress);
     sink->write();  // the files exist (and agree with each other) from the start
   }
 

@@ -1,17 +1,18 @@
 #include "nest/sweep/table.h"
 
-#include <H5Cpp.h>
 #include <fmt/format.h>
-#include <hdf5.h>
 
 #include <charconv>
 #include <cmath>
-#include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
+#include <set>
 
 #include "nest/core/atomic_file.h"
 #include "nest/core/error.h"
+#include "nest/core/unit_parse.h"
+#include "nest/io/hdf5_table.h"
 
 namespace nest::sweep {
 namespace {
@@ -46,20 +47,97 @@ bool fits(const Cell& cell, ColumnType type) {
   return false;
 }
 
-H5::DSetCreatPropList no_times() {
-  H5::DSetCreatPropList p;
-  H5Pset_obj_track_times(p.getId(), false);
-  return p;
+std::optional<std::int64_t> plain_int(std::string_view text) {
+  std::int64_t v = 0;
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (r.ec != std::errc{} || r.ptr != text.data() + text.size()) return std::nullopt;
+  return v;
 }
 
-void string_attr(H5::H5Object& obj, const std::string& name, const std::string& value) {
-  const H5::StrType type(H5::PredType::C_S1, value.empty() ? 1 : value.size());
-  obj.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, value.c_str());
+std::optional<double> plain_real(std::string_view text) {
+  double v = 0;
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (r.ec != std::errc{} || r.ptr != text.data() + text.size() || !std::isfinite(v)) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+// The quantities an axis can hold, each with its SI unit in results.h5 and how results.h5
+// stores it.
+struct Quantity {
+  const char* unit;
+  ColumnType stored;
+  double (*parse)(std::string_view);
+};
+
+constexpr Quantity kQuantities[] = {
+    {"B", ColumnType::kInt, [](std::string_view t) { return parse_bytes(t).as_double(); }},
+    {"s", ColumnType::kReal, [](std::string_view t) { return parse_time(t).to_seconds(); }},
+    {"B/s", ColumnType::kReal, [](std::string_view t) { return parse_bandwidth(t).bytes_per_s(); }},
+};
+
+std::optional<double> quantity(const Quantity& q, std::string_view text) {
+  try {
+    return q.parse(text);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+// The number results.h5 stores for the text `text` of an axis column; nullopt when missing.
+std::optional<double> axis_number(const Column& column, std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  if (column.unit.empty()) {
+    if (column.hdf5 == ColumnType::kInt) {
+      const auto v = plain_int(text);
+      return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
+    }
+    return plain_real(text);
+  }
+  for (const Quantity& q : kQuantities) {
+    if (column.unit == q.unit) return quantity(q, text);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
 
 std::string format_real(double value) { return fmt::format("{}", value); }
+
+Column axis_column(std::string name, const std::vector<std::string>& values) {
+  Column column{std::move(name), ColumnType::kText, ""};
+  const std::set<std::string> distinct(values.begin(), values.end());
+  bool any = false;
+  bool ints = true;
+  bool reals = true;
+  bool fits[std::size(kQuantities)];
+  std::fill(std::begin(fits), std::end(fits), true);
+  for (const std::string& v : distinct) {
+    if (v.empty()) continue;  // a point that does not set the axis: missing in results.h5
+    any = true;
+    const bool plain = plain_real(v).has_value();
+    ints = ints && plain_int(v).has_value();
+    reals = reals && plain;
+    for (std::size_t q = 0; q < std::size(kQuantities); ++q) {
+      if (fits[q]) fits[q] = !plain && quantity(kQuantities[q], v).has_value();
+    }
+  }
+  if (!any) return column;
+  if (ints) {
+    column.hdf5 = ColumnType::kInt;
+  } else if (reals) {
+    column.hdf5 = ColumnType::kReal;
+  } else {
+    for (std::size_t q = 0; q < std::size(kQuantities); ++q) {
+      if (!fits[q]) continue;
+      column.hdf5 = kQuantities[q].stored;
+      column.unit = kQuantities[q].unit;
+      break;
+    }
+  }
+  return column;
+}
 
 std::string csv_field(std::string_view text) {
   if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
@@ -255,69 +333,52 @@ void ResultsTable::read_csv(const std::filesystem::path& csv_path) {
   }
 }
 
-void ResultsTable::write_hdf5(
-    const std::filesystem::path& h5_path,
-    const std::vector<std::pair<std::string, std::string>>& attributes) const {
-  // Every member is 8 bytes in memory (int64, double or char*), so a row is 8·columns bytes.
-  constexpr std::size_t kSlot = 8;
-  static_assert(sizeof(char*) == kSlot && sizeof(double) == kSlot);
-  const std::size_t row_size = kSlot * columns_.size();
-  write_atomically(h5_path, [&](const std::filesystem::path& temp) {
-    try {
-      H5::Exception::dontPrint();
-      H5::H5File file(temp.string(), H5F_ACC_TRUNC);
-      const H5::StrType text_type(H5::PredType::C_S1, H5T_VARIABLE);
-      H5::CompType memory(row_size);
-      for (std::size_t c = 0; c < columns_.size(); ++c) {
-        const Column& col = columns_[c];
-        const H5::DataType& t = col.type == ColumnType::kInt    ? H5::PredType::NATIVE_INT64
-                                : col.type == ColumnType::kReal ? H5::PredType::NATIVE_DOUBLE
-                                                                : text_type;
-        memory.insertMember(col.name, c * kSlot, t);
-      }
-      std::vector<unsigned char> buffer(row_size * rows_.size());
-      std::size_t r = 0;
+void ResultsTable::write_hdf5(const std::filesystem::path& h5_path,
+                              const std::vector<io::TableText>& texts) const {
+  std::vector<io::TableColumn> columns;
+  columns.reserve(columns_.size());
+  for (std::size_t c = 0; c < columns_.size(); ++c) {
+    const Column& column = columns_[c];
+    const ColumnType stored = column.type == ColumnType::kText ? column.hdf5 : column.type;
+    io::TableColumn out{column.name, column.unit, {}};
+    if (stored == ColumnType::kInt) {
+      std::vector<std::int64_t> v;
+      v.reserve(rows_.size());
       for (const auto& [point, row] : rows_) {
-        unsigned char* base = buffer.data() + r++ * row_size;
-        for (std::size_t c = 0; c < columns_.size(); ++c) {
-          const Cell& cell = row.cells[c];
-          unsigned char* slot = base + c * kSlot;
-          if (columns_[c].type == ColumnType::kInt) {
-            const std::int64_t v = std::holds_alternative<std::int64_t>(cell)
-                                       ? std::get<std::int64_t>(cell)
-                                       : kMissingInt;
-            std::memcpy(slot, &v, kSlot);
-          } else if (columns_[c].type == ColumnType::kReal) {
-            const double v = std::holds_alternative<double>(cell)
-                                 ? std::get<double>(cell)
-                                 : std::numeric_limits<double>::quiet_NaN();
-            std::memcpy(slot, &v, kSlot);
-          } else {
-            static const char kEmpty[] = "";
-            const char* p = std::holds_alternative<std::string>(cell)
-                                ? std::get<std::string>(cell).c_str()
-                                : kEmpty;
-            std::memcpy(slot, &p, kSlot);
-          }
+        const Cell& cell = row.cells[c];
+        if (const auto* i = std::get_if<std::int64_t>(&cell)) {
+          v.push_back(*i);
+        } else if (const auto* s = std::get_if<std::string>(&cell)) {
+          const auto n = axis_number(column, *s);
+          v.push_back(n ? static_cast<std::int64_t>(*n) : kMissingInt);
+        } else {
+          v.push_back(kMissingInt);
         }
       }
-      // The file type is packed: no padding bytes (whose content is arbitrary) reach the file.
-      H5::CompType packed(row_size);
-      packed.copy(memory);
-      packed.pack();
-      const hsize_t n = rows_.size();
-      H5::DataSet ds = file.createDataSet("/results", packed, H5::DataSpace(1, &n), no_times());
-      if (n > 0) ds.write(buffer.data(), memory);
-      for (const Column& col : columns_) {
-        if (!col.unit.empty()) string_attr(ds, col.name + ".unit", col.unit);
+      out.values = std::move(v);
+    } else if (stored == ColumnType::kReal) {
+      std::vector<double> v;
+      v.reserve(rows_.size());
+      for (const auto& [point, row] : rows_) {
+        const Cell& cell = row.cells[c];
+        std::optional<double> n;
+        if (const auto* d = std::get_if<double>(&cell)) n = *d;
+        if (const auto* s = std::get_if<std::string>(&cell)) n = axis_number(column, *s);
+        v.push_back(n.value_or(std::numeric_limits<double>::quiet_NaN()));
       }
-      H5::Group root = file.openGroup("/");
-      for (const auto& [name, value] : attributes) string_attr(root, name, value);
-    } catch (const H5::Exception& e) {
-      throw Error::input("cannot write HDF5 file: " + e.getDetailMsg(),
-                         {.file = h5_path.string(), .expected = "a writable path"});
+      out.values = std::move(v);
+    } else {
+      std::vector<std::string> v;
+      v.reserve(rows_.size());
+      for (const auto& [point, row] : rows_) {
+        const auto* s = std::get_if<std::string>(&row.cells[c]);
+        v.push_back(s != nullptr ? *s : std::string());
+      }
+      out.values = std::move(v);
     }
-  });
+    columns.push_back(std::move(out));
+  }
+  io::write_table_hdf5(h5_path, "results", columns, texts);
 }
 
 }  // namespace nest::sweep

@@ -53,7 +53,7 @@ std::filesystem::path scratch() {
 void BM_RewriteCsvAndHdf5(benchmark::State& state) {
   const ResultsTable t = table(static_cast<std::size_t>(state.range(0)));
   const auto dir = scratch();
-  const std::vector<std::pair<std::string, std::string>> attrs = {{"study_name", "bench"}};
+  const std::vector<nest::io::TableText> attrs = {{"study_name", "bench"}};
   for (auto _ : state) {
     t.write_csv(dir / "results.csv");
     t.write_hdf5(dir / "results.h5", attrs);

@@ -51,24 +51,41 @@ line 1 | grep -qF ',error,"devices: the topology has only 16 devices (got ""64""
 line 2 | grep -qF ',infeasible,"nothing fits on 1 devices' || fail "infeasible row: $(line 2)"
 for p in 3 4 5; do line $p | grep -q ',ok,,' || fail "row $p not ok: $(line $p)"; done
 
-/usr/bin/python3 - "$tmp/a" <<'PY' || fail "CSV and HDF5 disagree"
+/usr/bin/python3 - "$tmp/a" "$src" "$tmp/s.yaml" <<'PY' || fail "CSV and HDF5 disagree"
 import csv, math, sys
 import h5py
+sys.path.insert(0, sys.argv[2] + "/scripts")
+import nest_h5
 d = sys.argv[1]
 rows = list(csv.DictReader(open(d + "/results.csv")))
 with h5py.File(d + "/results.h5") as f:
-    t = f["/results"][()]
-    assert f.attrs["study_name"] == b"rows" or f.attrs["study_name"] == "rows", f.attrs["study_name"]
-    assert f["/results"].attrs["iteration_s.unit"] in (b"s", "s")
-names = t.dtype.names
-assert list(names) == list(rows[0].keys()), (names, rows[0].keys())
-assert len(t) == len(rows) == 6
-for r, h in zip(rows, t):
-    for k in names:
-        v = h[k]
-        if isinstance(v, bytes):
-            assert v.decode() == r[k], (k, v, r[k])
-        elif t.dtype[k].kind == "f":
+    t = nest_h5.results(f)
+    units = nest_h5.units(f["/results"])
+    dtype = f["/results"].dtype
+    # Text is UTF-8: attributes come back as str without decoding.
+    assert f.attrs["study_name"] == "rows", f.attrs["study_name"]
+    assert h5py.check_string_dtype(dtype["topology"]).encoding == "utf-8"
+    assert nest_h5.study(f)["text"] == open(sys.argv[3]).read()
+assert units["iteration_s"] == "s"
+assert list(t) == list(rows[0].keys()), (list(t), rows[0].keys())
+assert len(rows) == 6 and all(len(v) == 6 for v in t.values())
+# Numeric axes are numbers: plain ones as they are, quantities in SI units; missing is -1.
+assert dtype["devices"].kind == "i" and list(t["devices"]) == [16, 64, 1, 16, 32, 32]
+assert dtype["seed"].kind == "i" and dtype["topology.nodes"].kind == "i"
+assert list(t["spine_oversubscription"]) == [-1, -1, -1, -1, 4, -1], t["spine_oversubscription"]
+assert units["topology.nic_bandwidth"] == "B/s" and dtype["topology.nic_bandwidth"].kind == "f"
+assert list(t["topology.nic_bandwidth"]) == [50e9, 50e9, 50e9, 50e9, 12.5e9, 50e9]
+assert list(t["topology.nvlink_bandwidth"]) == [0.0] + [450e9] * 5
+axes = {"devices", "seed", "spine_oversubscription", "topology.nodes", "topology.nic_bandwidth",
+        "topology.nvlink_bandwidth"}
+for i, r in enumerate(rows):
+    for k, column in t.items():
+        v = column[i]
+        if k in axes:
+            assert (v == -1 and r[k] == "") or units.get(k) or float(r[k]) == v, (k, v, r[k])
+        elif isinstance(v, str):
+            assert v == r[k], (k, v, r[k])
+        elif column.dtype.kind == "f":
             assert (math.isnan(v) and r[k] == "") or float(r[k]) == v, (k, v, r[k])
         else:
             assert (v == -1 and r[k] == "") or int(r[k]) == v, (k, v, r[k])
@@ -123,11 +140,11 @@ import csv, sys
 rows = list(csv.reader(open(sys.argv[1])))
 assert all(len(r) == len(rows[0]) for r in rows), "a short row"
 PY
-touch "$tmp/k/results.h5.tmp.99999"  # as a process killed while writing would leave
+touch "$tmp/k/results.h5.nest-tmp-0123456789abcdef"  # as a kill while writing would leave
 "$nest" sweep "$tmp/k.yaml" --output "$tmp/k" --resume --progress never >/dev/null || fail "resume after kill"
 cmp -s "$tmp/k-full/results.csv" "$tmp/k/results.csv" || fail "CSV after kill and resume differs"
 cmp -s "$tmp/k-full/results.h5" "$tmp/k/results.h5" || fail "HDF5 after kill and resume differs"
-ls "$tmp/k" | grep -q tmp && fail "temporary files left: $(ls "$tmp/k")"
+ls -A "$tmp/k" | grep -q 'tmp\|lock' && fail "temporary or lock files left: $(ls -A "$tmp/k")"
 
 # The progress bar, forced on: count, rate and time left on stderr.
 err=$("$nest" sweep "$tmp/s.yaml" --output "$tmp/p" --progress always 2>&1 >/dev/null)

@@ -1,28 +1,39 @@
 #pragma once
 /// \file
 /// Writers for a replayed iteration (`replay::RunRecord`): HDF5 (the schema is in README.md,
-/// "HDF5 output"), Perfetto/Chrome trace JSON and a one-line CSV summary. Every writer writes to
-/// a temporary name and renames when complete, and writes the same bytes for the same record
-/// (no wall-clock timestamps, fixed object order, HDF5 object time tracking off).
+/// "HDF5 output"), Perfetto/Chrome trace JSON and a one-line CSV summary. Each writer comes in
+/// two forms: into an `OutputFile` that the caller commits (so that several files can be
+/// written completely before any of them is put in place), and to a path (written and committed
+/// at once, nest/core/atomic_file.h). The same record gives the same bytes (no wall-clock
+/// timestamps, fixed object order, HDF5 object time tracking off). Every writer throws `Error`
+/// (input) naming the file when the file system refuses it (a full disk included).
 
 #include <filesystem>
 #include <string>
 
+#include "nest/core/atomic_file.h"
 #include "nest/replay/run_record.h"
 
 namespace nest::io {
 
-/// Writes `record` as HDF5 to `path`. Throws `Error` (input) when `path` cannot be written.
+/// Writes `record` as HDF5 into `out`. The file is built in memory (about its own size) and
+/// written at the end.
+void write_hdf5(const replay::RunRecord& record, OutputFile& out);
+/// Writes `record` as HDF5 to `path`.
 void write_hdf5(const replay::RunRecord& record, const std::filesystem::path& path);
 
-/// Writes a Chrome/Perfetto trace (open in ui.perfetto.dev): one process per device, one thread
-/// per stream, a complete event per timeline row; timestamps in microseconds.
+/// Writes a Chrome/Perfetto trace (open in ui.perfetto.dev) into `out`: one process per device,
+/// one thread per stream, a complete event per timeline row; timestamps in microseconds.
+void write_trace_json(const replay::RunRecord& record, OutputFile& out);
+/// Writes the trace of `record` to `path`.
 void write_trace_json(const replay::RunRecord& record, const std::filesystem::path& path);
 
 /// The header line of the summary CSV (no newline).
 [[nodiscard]] std::string summary_csv_header();
 /// The summary as one CSV line (no newline), columns as in `summary_csv_header()`.
 [[nodiscard]] std::string summary_csv_row(const replay::Summary& summary);
+/// Writes header + row into `out`.
+void write_summary_csv(const replay::Summary& summary, OutputFile& out);
 /// Writes header + row to `path`.
 void write_summary_csv(const replay::Summary& summary, const std::filesystem::path& path);
 

@@ -11,11 +11,16 @@
 /// shortest form that reads back to the same double (so a row read and written again is the
 /// same text); a missing value is an empty field.
 ///
-/// HDF5: dataset `/results`, a packed compound of one member per column (int64, float64, or a
-/// variable-length string), one element per row; a missing integer is -1 and a missing real
-/// NaN. Attributes of `/results`: `<column>.unit` for columns with a unit; of the root group:
-/// `study_name`, `study_file`, `study_text`, `tool_version`. Object time tracking is off, so the
-/// same rows give the same bytes.
+/// HDF5: dataset `/results`, a packed compound of one member per column, one element per row:
+/// int64 for integer columns, float64 for real ones, a variable-length UTF-8 string for text
+/// ones — except an input column (an axis) whose every value in the study is a plain integer
+/// (`devices`, `seed`), a plain number (`spine_oversubscription`) or a quantity of one kind
+/// (`topology.nic_bandwidth: 50 GB/s`), which is stored as a number: int64, float64, or the
+/// quantity in its SI unit (B as int64, s and B/s as float64) with a `<column>.unit` attribute.
+/// A missing integer is -1, a missing real NaN, a missing text "". Attributes of `/results`:
+/// `<column>.unit` for columns with a unit; of the root group: `study_name`, `study_file`,
+/// `tool_version` (UTF-8 strings); dataset `/study_text`: the study file's text (a scalar UTF-8
+/// string, of any size). Object time tracking is off, so the same rows give the same bytes.
 
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +30,8 @@
 #include <string_view>
 #include <variant>
 #include <vector>
+
+#include "nest/io/hdf5_table.h"
 
 namespace nest::sweep {
 
@@ -36,8 +43,17 @@ struct Column {
   std::string name;
   ColumnType type = ColumnType::kText;
   std::string unit;  ///< e.g. "s", "B", "1/s"; empty when none
+  /// How results.h5 stores a text column: kText, or kInt / kReal for an axis whose values are
+  /// numbers (then `unit` is the SI unit of a quantity, or empty). Ignored for other columns.
+  ColumnType hdf5 = ColumnType::kText;
   friend bool operator==(const Column&, const Column&) = default;
 };
+
+/// The text column `name` of an axis whose values are `values` (every value the study gives
+/// it; empty ones are missing), stored in results.h5 as a number when they all are one: plain
+/// integers as int64, plain numbers as float64, else sizes in B (int64), durations in s or rates
+/// in B/s (float64). Otherwise the column stays text.
+[[nodiscard]] Column axis_column(std::string name, const std::vector<std::string>& values);
 
 /// A cell: missing, an integer, a real or a text. A missing text is the empty text.
 using Cell = std::variant<std::monostate, std::int64_t, double, std::string>;
@@ -78,10 +94,11 @@ class ResultsTable {
 
   /// Writes `csv_path` atomically. O(rows · columns).
   void write_csv(const std::filesystem::path& csv_path) const;
-  /// Writes `h5_path` atomically with the root attributes `attributes` (name, value), in that
-  /// order. Throws `Error` (input) when the file cannot be written.
+  /// Writes `h5_path` atomically with `texts` in the root group (attributes, or datasets for
+  /// whole-file texts), in that order. Throws `Error` (input) naming the file when it cannot be
+  /// written.
   void write_hdf5(const std::filesystem::path& h5_path,
-                  const std::vector<std::pair<std::string, std::string>>& attributes) const;
+                  const std::vector<io::TableText>& texts) const;
 
   /// Reads the rows of a CSV file written by `write_csv` for the same columns. Throws `Error`
   /// (input) naming the file and line when the header differs or a line does not parse.

@@ -6,7 +6,6 @@
 #include <set>
 #include <string>
 
-#include "nest/core/atomic_file.h"
 #include "nest/core/error.h"
 #include "nest/core/progress.h"
 #include "nest/core/rng.h"
@@ -72,31 +71,6 @@ TEST(Rng, BelowStaysInRangeAndCoversIt) {
     ASSERT_GE(u, 0.0);
     ASSERT_LT(u, 1.0);
   }
-}
-
-TEST(AtomicFile, WritesWholeFile) {
-  const auto path = std::filesystem::temp_directory_path() / "nest_atomic_test.txt";
-  write_text_atomically(path, "hello\n");
-  std::ifstream in(path);
-  std::string s;
-  std::getline(in, s);
-  EXPECT_EQ(s, "hello");
-  std::filesystem::remove(path);
-}
-
-TEST(AtomicFile, FailedWriteLeavesNothingBehind) {
-  const auto dir = std::filesystem::temp_directory_path() / "nest_atomic_fail";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  const auto path = dir / "out.h5";
-  EXPECT_THROW(write_atomically(path,
-                                [](const std::filesystem::path& tmp) {
-                                  std::ofstream(tmp) << "partial";
-                                  throw Error::input("boom");
-                                }),
-               Error);
-  EXPECT_TRUE(std::filesystem::is_empty(dir));
-  std::filesystem::remove_all(dir);
 }
 
 TEST(Progress, SilentWhenNotATerminal) {

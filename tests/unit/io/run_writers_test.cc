@@ -2,12 +2,16 @@
 
 #include <H5Cpp.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "io/hdf5.h"
 #include "nest/core/error.h"
+#include "nest/io/hdf5_table.h"
 
 namespace nest::io {
 namespace {
@@ -141,13 +145,152 @@ TEST_F(RunWriters, CsvSummaryIsOneLine) {
   EXPECT_EQ(std::count(header.begin(), header.end(), ','), 8);
 }
 
-TEST_F(RunWriters, UnwritableTargetIsAnInputErrorAndLeavesNothing) {
+TEST_F(RunWriters, UnwritableTargetIsAnInputErrorNamingTheCauseAndLeavesNothing) {
   const auto path = dir_ / "missing" / "run.h5";
   try {
     write_hdf5(sample_record(), path);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInput);
+    EXPECT_EQ(std::string(e.what()),
+              path.string() + ": cannot create the output file: No such file or directory");
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));
+}
+
+std::string string_attribute(const H5::H5Object& object, const char* name) {
+  std::string value;
+  H5::Attribute a = object.openAttribute(name);
+  a.read(a.getStrType(), value);
+  return value;
+}
+
+// A plan with no collectives (one replica, one shard: d = 1) has empty name lists and empty
+// tables; the file must still be written and read back (it failed with "H5Awrite failed").
+TEST_F(RunWriters, RunWithoutCollectivesOrLinksIsAValidFile) {
+  RunRecord r = sample_record();
+  r.collectives.clear();
+  r.links.clear();
+  r.meta.inputs.clear();
+  const auto path = dir_ / "d1.h5";
+  write_hdf5(r, path);
+  H5::H5File f(path.string(), H5F_ACC_RDONLY);
+  auto elements = [](const H5::DataSpace& space) { return space.getSimpleExtentNpoints(); };
+  EXPECT_EQ(elements(f.openDataSet("/collectives/table").getSpace()), 0);
+  EXPECT_EQ(elements(f.openDataSet("/collectives/members").getSpace()), 0);
+  EXPECT_EQ(elements(f.openDataSet("/links").getSpace()), 0);
+  H5::DataSet table = f.openDataSet("/collectives/table");
+  EXPECT_EQ(elements(table.openAttribute("op_names").getSpace()), 0);
+  EXPECT_EQ(elements(f.openGroup("/meta").openAttribute("input_paths").getSpace()), 0);
+  EXPECT_EQ(elements(f.openDataSet("/timeline").getSpace()), 3);
+}
+
+// The plan's text is a dataset: 200 KiB (over HDF5's 64 KiB attribute limit; GPT-3 on 16,384
+// GPUs writes such a plan) comes back byte for byte, as UTF-8.
+TEST_F(RunWriters, LargePlanTextIsStoredAsADataset) {
+  RunRecord r = sample_record();
+  r.meta.plan_yaml.clear();
+  for (int i = 0; r.meta.plan_yaml.size() < 200 * 1024; ++i) {
+    r.meta.plan_yaml += "  - {stage: " + std::to_string(i) + ", layers: [0, 1], name: \"é\"}\n";
+  }
+  r.meta.command_line = std::string(70 * 1024, 'c');  // a long command line is fine too
+  const auto path = dir_ / "big.h5";
+  write_hdf5(r, path);
+  H5::H5File f(path.string(), H5F_ACC_RDONLY);
+  H5::DataSet plan = f.openDataSet("/meta/plan_yaml");
+  const H5::StrType type = plan.getStrType();
+  EXPECT_TRUE(type.isVariableStr());
+  EXPECT_EQ(type.getCset(), H5T_CSET_UTF8);
+  std::string text;
+  plan.read(text, type);
+  EXPECT_EQ(text, r.meta.plan_yaml);
+  EXPECT_EQ(string_attribute(f.openGroup("/meta"), "command_line").size(), 70u * 1024);
+  EXPECT_EQ(string_attribute(f.openGroup("/meta"), "tool_version"), "0.1.0");
+}
+
+// A full disk, met as a file-size limit (the kernel refuses the write the same way): an input
+// error naming the file and the cause; the previous run file stays whole; no temporary left.
+TEST_F(RunWriters, FullDiskKeepsThePreviousFileAndNamesTheCause) {
+  const auto path = dir_ / "run.h5";
+  write_hdf5(sample_record(), path);
+  const std::string good = slurp(path);
+  RunRecord big = sample_record();
+  big.timeline.resize(100'000, big.timeline.front());  // 3.8 MB of rows
+  rlimit old = {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto* previous_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = 256 * 1024;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string message;
+  ErrorKind kind = ErrorKind::kInternal;
+  try {
+    write_hdf5(big, path);
+  } catch (const Error& e) {
+    message = e.what();
+    kind = e.kind();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, previous_handler);
+  EXPECT_EQ(kind, ErrorKind::kInput);
+  EXPECT_EQ(message, path.string() + ": cannot write the output file: File too large");
+  EXPECT_TRUE(slurp(path) == good);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), {}), 1);
+}
+
+// HDF5's own refusals carry the cause from its error stack, not a guess about the path.
+TEST_F(RunWriters, Hdf5FailureNamesItsCause) {
+  h5::MemoryFile file;
+  h5::make_group(file.get(), "/meta").close();
+  try {
+    h5::make_group(file.get(), "/meta").close();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInternal);
+    EXPECT_EQ(std::string(e.what()),
+              "internal error: HDF5 H5Gcreate2 failed: H5Gcreate2: name already exists");
+  }
+}
+
+// The table writer behind results.h5: numbers as numbers, text as UTF-8 strings, units, and
+// a large text as a dataset.
+TEST_F(RunWriters, TableHasTypedColumnsUnitsAndTexts) {
+  const auto path = dir_ / "results.h5";
+  const std::string study(100 * 1024, 's');
+  write_table_hdf5(path, "results",
+                   {{"point", "", std::vector<std::int64_t>{0, 1}},
+                    {"bandwidth", "B/s", std::vector<double>{1.25e10, 5e10}},
+                    {"name", "", std::vector<std::string>{"naïve", ""}}},
+                   {{"study_name", "example"}, {"study_text", study, true}});
+  H5::H5File f(path.string(), H5F_ACC_RDONLY);
+  H5::DataSet ds = f.openDataSet("/results");
+  const H5::CompType type = ds.getCompType();
+  ASSERT_EQ(type.getNmembers(), 3);
+  EXPECT_EQ(type.getMemberDataType(0).getClass(), H5T_INTEGER);
+  EXPECT_EQ(type.getMemberDataType(1).getClass(), H5T_FLOAT);
+  EXPECT_EQ(type.getMemberStrType(2).getCset(), H5T_CSET_UTF8);
+  EXPECT_EQ(type.getSize(), 8u + 8u + sizeof(char*));  // packed
+  H5::CompType bandwidth(sizeof(double));
+  bandwidth.insertMember("bandwidth", 0, H5::PredType::NATIVE_DOUBLE);
+  double values[2] = {};
+  ds.read(values, bandwidth);
+  EXPECT_EQ(values[1], 5e10);
+  EXPECT_EQ(string_attribute(ds, "bandwidth.unit"), "B/s");
+  EXPECT_EQ(string_attribute(f.openGroup("/"), "study_name"), "example");
+  std::string text;
+  H5::DataSet t = f.openDataSet("/study_text");
+  t.read(text, t.getStrType());
+  EXPECT_EQ(text, study);
+}
+
+TEST_F(RunWriters, TableColumnsOfDifferentLengthsAreAnInternalError) {
+  try {
+    write_table_hdf5(
+        dir_ / "r.h5", "results",
+        {{"a", "", std::vector<std::int64_t>{0, 1}}, {"b", "", std::vector<double>{1}}}, {});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "internal error: column b has 1 values for 2 rows");
   }
   EXPECT_TRUE(std::filesystem::is_empty(dir_));
 }

@@ -156,7 +156,8 @@ TEST_F(TableFiles, Hdf5IsTheSameBytesForTheSameRows) {
   a.insert(r1);
   b.insert(r1);  // another insertion order
   b.insert(r0);
-  const std::vector<std::pair<std::string, std::string>> attrs = {{"study_name", "s"}};
+  const std::vector<io::TableText> attrs = {{"study_name", "s"},
+                                            {"study_text", "kind: study", true}};
   a.write_hdf5(dir_ / "a.h5", attrs);
   b.write_hdf5(dir_ / "b.h5", attrs);
   const std::string bytes = read(dir_ / "a.h5");
@@ -165,6 +166,28 @@ TEST_F(TableFiles, Hdf5IsTheSameBytesForTheSameRows) {
   // Written again over itself: still the same bytes (no time stamps).
   a.write_hdf5(dir_ / "a.h5", attrs);
   EXPECT_EQ(read(dir_ / "a.h5"), bytes);
+}
+
+// Axes whose values are numbers are stored as numbers in results.h5 (the CSV keeps the text).
+TEST(AxisColumns, NumbersAndQuantitiesAreStoredAsNumbers) {
+  auto stored = [](const std::vector<std::string>& values) {
+    const Column c = axis_column("x", values);
+    EXPECT_EQ(c.type, ColumnType::kText);  // the CSV's column (and --resume's) is the text
+    return std::pair(c.hdf5, c.unit);
+  };
+  using T = ColumnType;
+  EXPECT_EQ(stored({"16", "32", ""}), std::pair(T::kInt, std::string()));
+  EXPECT_EQ(stored({"1", "1.5", "4"}), std::pair(T::kReal, std::string()));
+  EXPECT_EQ(stored({"12.5 GB/s", "400 Gb/s"}), std::pair(T::kReal, std::string("B/s")));
+  EXPECT_EQ(stored({"1 us", "2 ms"}), std::pair(T::kReal, std::string("s")));
+  EXPECT_EQ(stored({"80 GiB", "1 KB"}), std::pair(T::kInt, std::string("B")));
+  EXPECT_EQ(stored({"rail", "torus"}), std::pair(T::kText, std::string()));
+  EXPECT_EQ(stored({"4", "50 GB/s"}), std::pair(T::kText, std::string()));  // mixed
+  EXPECT_EQ(stored({"1 us", "50 GB/s"}), std::pair(T::kText, std::string()));
+  EXPECT_EQ(stored({"[4, 4]"}), std::pair(T::kText, std::string()));
+  EXPECT_EQ(stored({"true", "false"}), std::pair(T::kText, std::string()));
+  EXPECT_EQ(stored({"", ""}), std::pair(T::kText, std::string()));
+  EXPECT_EQ(stored({"1e400"}), std::pair(T::kText, std::string()));  // not finite
 }
 
 }  // namespace
