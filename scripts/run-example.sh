@@ -8,8 +8,10 @@ cd "$(dirname "$0")/.."
 scripts/build.sh >/dev/null
 out=results/example
 mkdir -p "$out"
+# --force: the folder holds the committed plan, summary and plots of the last run; nest run
+# replaces its four files (and keeps the plots, which are redrawn below).
 build/nest run --model gpt3-175b --accelerator h100 --topology topologies/h100_rail_1024.yaml \
-  --output-dir "$out"
+  --output-dir "$out" --force
 /usr/bin/python3 scripts/plot_timeline.py "$out/run.h5" "$out/timeline.png"
 /usr/bin/python3 scripts/plot_memory.py "$out/run.h5" "$out/memory.png"
 echo "wrote $out/timeline.png"

@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "nest/core/error.h"
 #include "nest/core/log.h"
+#include "nest/core/temporaries.h"
 
 namespace {
 
@@ -102,6 +103,9 @@ int main(int argc, char** argv) {
   // and resets it (that search: 74 MB without this setting, 65 MB with it). The fixed threshold
   // stays as a guard for other large short-lived buffers.
   mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  // SIGINT, SIGTERM and SIGHUP remove the output temporaries before the process ends by the
+  // signal (exit status 130, 143, 129); a file-size limit becomes an error naming the file.
+  nest::install_interrupt_cleanup();
   StderrLogger logger;
   const nest::cli::Context context{.log = &logger};
 
