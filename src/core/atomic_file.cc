@@ -48,9 +48,7 @@ struct OutputFile::State {
     }
   }
 
-  void drain() {
-    const char* p = buffer.data();
-    std::size_t left = buffer.size();
+  void put(const char* p, std::size_t left) {
     while (left > 0) {
       const ssize_t n = ::write(fd.get(), p, left);
       if (n < 0 && errno == EINTR) continue;
@@ -58,6 +56,9 @@ struct OutputFile::State {
       p += n;
       left -= static_cast<std::size_t>(n);
     }
+  }
+  void drain() {
+    put(buffer.data(), buffer.size());
     buffer.clear();
   }
 
@@ -131,8 +132,7 @@ void OutputFile::write(std::string_view bytes) {
     s.buffer.append(bytes);
     return;
   }
-  s.buffer.assign(bytes);  // a large block goes out at once
-  s.drain();
+  s.put(bytes.data(), bytes.size());  // a large block goes out at once, uncopied
 }
 
 void OutputFile::finish() {

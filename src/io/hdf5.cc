@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <utility>
 
 #include "nest/core/error.h"
@@ -74,8 +75,8 @@ MemoryFile::MemoryFile() {
   // Errors are read from the stack and reported by the caller, never printed.
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate");
-  // Grows 4 MiB at a time; no backing store: nothing touches the disk until write_to.
-  check(H5Pset_fapl_core(fapl.get(), std::size_t{4} << 20, false), "H5Pset_fapl_core");
+  // Grows 256 KiB at a time; no backing store: nothing touches the disk until write_to.
+  check(H5Pset_fapl_core(fapl.get(), std::size_t{256} << 10, false), "H5Pset_fapl_core");
   // The name only tells open in-memory files apart inside the library.
   const std::string name = fmt::format("nest-memory-{}.h5", static_cast<const void*>(this));
   file_ =
@@ -91,12 +92,11 @@ void MemoryFile::write_to(OutputFile& out) {
   check(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
   const ssize_t size = H5Fget_file_image(file_.get(), nullptr, 0);
   if (size < 0) fail("H5Fget_file_image");
-  std::string image(static_cast<std::size_t>(size), '\0');
-  if (H5Fget_file_image(file_.get(), image.data(), image.size()) != size) {
-    fail("H5Fget_file_image");
-  }
+  const auto bytes = static_cast<std::size_t>(size);
+  const auto image = std::make_unique_for_overwrite<char[]>(bytes);
+  if (H5Fget_file_image(file_.get(), image.get(), bytes) != size) fail("H5Fget_file_image");
   file_.close();
-  out.write(image);
+  out.write({image.get(), bytes});
 }
 
 Id utf8_type() {

@@ -335,6 +335,9 @@ void ResultsTable::read_csv(const std::filesystem::path& csv_path) {
 
 void ResultsTable::write_hdf5(const std::filesystem::path& h5_path,
                               const std::vector<io::TableText>& texts) const {
+  std::vector<const Row*> rows;  // point order, walked once per column
+  rows.reserve(rows_.size());
+  for (const auto& [point, row] : rows_) rows.push_back(&row);
   std::vector<io::TableColumn> columns;
   columns.reserve(columns_.size());
   for (std::size_t c = 0; c < columns_.size(); ++c) {
@@ -342,37 +345,31 @@ void ResultsTable::write_hdf5(const std::filesystem::path& h5_path,
     const ColumnType stored = column.type == ColumnType::kText ? column.hdf5 : column.type;
     io::TableColumn out{column.name, column.unit, {}};
     if (stored == ColumnType::kInt) {
-      std::vector<std::int64_t> v;
-      v.reserve(rows_.size());
-      for (const auto& [point, row] : rows_) {
-        const Cell& cell = row.cells[c];
+      std::vector<std::int64_t> v(rows.size(), kMissingInt);
+      for (std::size_t r = 0; r < rows.size(); ++r) {
+        const Cell& cell = rows[r]->cells[c];
         if (const auto* i = std::get_if<std::int64_t>(&cell)) {
-          v.push_back(*i);
+          v[r] = *i;
         } else if (const auto* s = std::get_if<std::string>(&cell)) {
-          const auto n = axis_number(column, *s);
-          v.push_back(n ? static_cast<std::int64_t>(*n) : kMissingInt);
-        } else {
-          v.push_back(kMissingInt);
+          if (const auto n = axis_number(column, *s)) v[r] = static_cast<std::int64_t>(*n);
         }
       }
       out.values = std::move(v);
     } else if (stored == ColumnType::kReal) {
-      std::vector<double> v;
-      v.reserve(rows_.size());
-      for (const auto& [point, row] : rows_) {
-        const Cell& cell = row.cells[c];
-        std::optional<double> n;
-        if (const auto* d = std::get_if<double>(&cell)) n = *d;
-        if (const auto* s = std::get_if<std::string>(&cell)) n = axis_number(column, *s);
-        v.push_back(n.value_or(std::numeric_limits<double>::quiet_NaN()));
+      std::vector<double> v(rows.size(), std::numeric_limits<double>::quiet_NaN());
+      for (std::size_t r = 0; r < rows.size(); ++r) {
+        const Cell& cell = rows[r]->cells[c];
+        if (const auto* d = std::get_if<double>(&cell)) {
+          v[r] = *d;
+        } else if (const auto* s = std::get_if<std::string>(&cell)) {
+          if (const auto n = axis_number(column, *s)) v[r] = *n;
+        }
       }
       out.values = std::move(v);
     } else {
-      std::vector<std::string> v;
-      v.reserve(rows_.size());
-      for (const auto& [point, row] : rows_) {
-        const auto* s = std::get_if<std::string>(&row.cells[c]);
-        v.push_back(s != nullptr ? *s : std::string());
+      std::vector<std::string> v(rows.size());
+      for (std::size_t r = 0; r < rows.size(); ++r) {
+        if (const auto* s = std::get_if<std::string>(&rows[r]->cells[c])) v[r] = *s;
       }
       out.values = std::move(v);
     }
