@@ -17,7 +17,9 @@
 #include "cli/options.h"
 #include "nest/core/atomic_file.h"
 #include "nest/core/error.h"
+#include "nest/core/output_paths.h"
 #include "nest/core/progress.h"
+#include "nest/core/staged_folder.h"
 #include "nest/core/unit_parse.h"
 #include "nest/io/plan_file.h"
 #include "nest/io/run_writers.h"
@@ -35,7 +37,7 @@ constexpr const char* kSimulateUsage =
     "[--seed N] [--json]";
 
 constexpr const char* kRunUsage =
-    "nest run [place options] [--output-dir DIR] [--schedule 1f1b|gpipe|interleaved] "
+    "nest run [place options] [--output-dir DIR] [--force] [--schedule 1f1b|gpipe|interleaved] "
     "[--virtual-stages V] [--buckets N] [--json] "
     "(writes DIR/plan.yaml, DIR/run.h5, DIR/trace.json, DIR/summary.csv)";
 
@@ -124,19 +126,41 @@ struct Outputs {
   std::string csv;    // empty: none
 };
 
+// Writes the run's files; every one is complete on disk before any is put in place, so a failure
+// (a full disk) leaves all of the previous ones. Returns the names written.
 std::vector<std::string> write_outputs(const replay::RunRecord& run, const Outputs& out) {
-  std::vector<std::string> written;
-  io::write_hdf5(run, out.hdf5);
-  written.push_back(out.hdf5);
+  std::vector<OutputFile> files;
+  files.emplace_back(out.hdf5);
+  io::write_hdf5(run, files.back());
   if (!out.trace.empty()) {
-    io::write_trace_json(run, out.trace);
-    written.push_back(out.trace);
+    files.emplace_back(out.trace);
+    io::write_trace_json(run, files.back());
   }
   if (!out.csv.empty()) {
-    io::write_summary_csv(run.summary, out.csv);
-    written.push_back(out.csv);
+    files.emplace_back(out.csv);
+    io::write_summary_csv(run.summary, files.back());
+  }
+  for (auto& f : files) f.finish();
+  std::vector<std::string> written;
+  for (auto& f : files) {
+    f.commit();
+    written.push_back(f.target().string());
   }
   return written;
+}
+
+// The files a plan's job reads, for `check_outputs`, by the plan key (or option) naming each.
+std::vector<NamedPath> plan_inputs(const job::JobSpec& spec, bool topology_given) {
+  std::vector<NamedPath> in;
+  if (!spec.topology.empty()) {
+    in.push_back({topology_given ? "--topology" : "inputs.topology", spec.topology});
+  }
+  if (!spec.workload.profile.empty()) in.push_back({"inputs.profile", spec.workload.profile});
+  if (!spec.workload.model.empty()) in.push_back({"inputs.model", spec.workload.model});
+  if (!spec.workload.accelerator.empty()) {
+    in.push_back({"inputs.accelerator", spec.workload.accelerator});
+  }
+  return in;
 }
 
 // The one-line warning of a replay whose schedule holds more than the plan's memory check
@@ -175,6 +199,12 @@ int run_simulate(std::span<char* const> args, const Context& context) {
     const replay::PlanReplayOptions replay = replay_options(r);
     job::PlannedJob planned =
         job::load_plan(plan_file, {.topology = topology, .seed = seed}, catalog(), context.log);
+    // An output that would replace an input (or another output) is refused before any work.
+    std::vector<NamedPath> inputs = plan_inputs(planned.job.spec(), !topology.empty());
+    inputs.push_back({"--plan", plan_file});
+    check_outputs(
+        std::vector<NamedPath>{{"--output", out.hdf5}, {"--trace", out.trace}, {"--csv", out.csv}},
+        inputs);
     const replay::RunRecord run = [&] {
       try {
         return planned.job.simulate(
@@ -202,70 +232,62 @@ int run_run(std::span<char* const> args, const Context& context) {
   JobArgs a;
   ReplayArgs r;
   std::string output_dir = "run";
+  bool force = false;
   bool json = false;
   Options o(kRunUsage);
   add_job_options(o, a);
   add_replay_options(o, r);
   o.add("output-dir", &output_dir, "folder for plan.yaml, run.h5, trace.json and summary.csv")
+      .add("force", &force, "replace the run files of an output folder that holds some")
       .add("json", &json, "print the plan and the replay's summary as JSON");
   if (!o.parse(args)) return 0;
   return o.run([&] {
     const replay::PlanReplayOptions replay = replay_options(r);
+    // The set is written into a staging folder beside the output folder and takes its place
+    // only when every file is complete (nest/core/staged_folder.h): a failure or an interrupt
+    // leaves the folder as it was.
+    StagedFolder set(output_dir, {"plan.yaml", "run.h5", "trace.json", "summary.csv"},
+                     {.replace = force, .key = "--output-dir"});
     const fs::path dir = output_dir;
-    std::error_code ec;
-    const bool existed = fs::exists(dir, ec);
-    fs::create_directories(dir, ec);
-    if (ec) {
-      throw Error::input("cannot create the output folder: " + ec.message(),
-                         {.key = "--output-dir", .value = dir.string()});
-    }
-    // A run that fails leaves no folder of its own behind (nor, by the writers, any file).
-    struct RemoveIfEmpty {
-      fs::path dir;
-      bool armed;
-      ~RemoveIfEmpty() {
-        std::error_code ignored;
-        if (armed && fs::is_empty(dir, ignored)) fs::remove(dir, ignored);
-      }
-    } cleanup{dir, !existed};
-
-    Progress progress("nest run", 3);
-    job::Job job(job_spec(a), catalog(), context.log);
-    const placer::Plan plan = job.place();
-    const std::vector<placer::BaselineResult> baselines = job.baselines();
-    progress.advance();
     const fs::path plan_path = dir / "plan.yaml";
-    const std::string plan_yaml = job.plan_yaml(plan, baselines, plan_path);
-    const replay::RunRecord run = job.simulate(
-        plan, {.replay = replay, .command_line = command_line(args), .plan_yaml = plan_yaml});
-    progress.advance();
-    write_text_atomically(plan_path, plan_yaml);
-    const std::vector<std::string> written =
-        write_outputs(run, {.hdf5 = (dir / "run.h5").string(),
-                            .trace = (dir / "trace.json").string(),
-                            .csv = (dir / "summary.csv").string()});
-    progress.finish();
-    warn_memory(context.log, run.summary, plan.capacity);
-    if (json) {
-      std::cout << Json{{"plan", Json::parse(io::plan_to_json(job.plan_inputs(plan_path), plan,
-                                                              baselines))},
-                        {"summary", summary_json(run.summary)},
-                        {"written",
-                         [&] {
-                           std::vector<std::string> all = {plan_path.string()};
-                           all.insert(all.end(), written.begin(), written.end());
-                           return all;
-                         }()}}
-                       .dump(2)
-                << "\n";
+    const std::vector<std::string> written = {plan_path.string(), (dir / "run.h5").string(),
+                                              (dir / "trace.json").string(),
+                                              (dir / "summary.csv").string()};
+    try {
+      Progress progress("nest run", 3);
+      job::Job job(job_spec(a), catalog(), context.log);
+      const placer::Plan plan = job.place();
+      const std::vector<placer::BaselineResult> baselines = job.baselines();
+      progress.advance();
+      // Inputs are recorded relative to the plan's final place (the staging folder is its
+      // sibling, so the relative paths are the same from both).
+      const std::string plan_yaml = job.plan_yaml(plan, baselines, plan_path);
+      const replay::RunRecord run = job.simulate(
+          plan, {.replay = replay, .command_line = command_line(args), .plan_yaml = plan_yaml});
+      progress.advance();
+      write_text_atomically(set.path("plan.yaml"), plan_yaml);
+      (void)write_outputs(run, {.hdf5 = set.path("run.h5").string(),
+                                .trace = set.path("trace.json").string(),
+                                .csv = set.path("summary.csv").string()});
+      set.commit();
+      progress.finish();
+      warn_memory(context.log, run.summary, plan.capacity);
+      if (json) {
+        std::cout << Json{{"plan", Json::parse(io::plan_to_json(job.plan_inputs(plan_path), plan,
+                                                                baselines))},
+                          {"summary", summary_json(run.summary)},
+                          {"written", written}}
+                         .dump(2)
+                  << "\n";
+        return 0;
+      }
+      print_placement(job, plan, baselines);
+      std::cout << "\n";
+      print_summary(run.summary, written);
       return 0;
+    } catch (const Error& e) {
+      throw set.final_error(e);  // name the files where they were to be
     }
-    print_placement(job, plan, baselines);
-    std::cout << "\n";
-    std::vector<std::string> all = {plan_path.string()};
-    all.insert(all.end(), written.begin(), written.end());
-    print_summary(run.summary, all);
-    return 0;
   });
 }
 

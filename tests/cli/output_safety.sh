@@ -52,7 +52,7 @@ same_set "$tmp/run" "$tmp/first" || fail "a refused run changed the folder"
 echo "my notes" >"$tmp/run/notes.txt"
 "$nest" run "${run_args[@]}" --buckets 2 --force --output-dir "$tmp/run" >"$tmp/out" 2>&1 ||
   fail "run --force: $(cat "$tmp/out")"
-grep -qx "plan written to $tmp/run/plan.yaml" "$tmp/out" || fail "place's report: $(grep plan "$tmp/out")"
+grep -qx "wrote $tmp/run/plan.yaml" "$tmp/out" || fail "run's report: $(grep plan "$tmp/out")"
 grep -qx "wrote $tmp/run/run.h5" "$tmp/out" || fail "run's report: $(tail -3 "$tmp/out")"
 [ "$(cat "$tmp/run/notes.txt")" = "my notes" ] || fail "--force lost a file that is not the run's"
 cmp -s "$tmp/run/run.h5" "$tmp/first/run.h5" && fail "--force did not replace run.h5"
