@@ -28,9 +28,9 @@ namespace nest::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "nest collective --topology FILE --op OP --size SIZE [--algorithm ALG] [--group GROUP] "
-    "[--chunks N] [--levels A,B,...] [--concurrent stride:S[:K]] [--seed N] [--links K] [--events] "
-    "[--json]";
+    "nest collective --topology FILE --op OP (--size SIZE | --sizes MIN:MAX[:FACTOR]) "
+    "[--algorithm ALG] [--group GROUP] [--chunks N] [--levels A,B,...] [--concurrent stride:S[:K]] "
+    "[--seed N] [--links K] [--events] [--json | --csv]";
 
 // A time with six significant digits in a unit that suits it.
 std::string precise_time(double seconds) {
@@ -70,61 +70,193 @@ std::string link_name(const topo::Topology& t, topo::LinkId id) {
   return t.node(l.src).name + " -> " + t.node(l.dst).name;
 }
 
+// Elements of 4-byte floats as nccl-tests prints them in its `count` column: the buffer for
+// allreduce, broadcast and send, one rank's part for the operations whose size is the whole
+// gathered (or scattered) buffer.
+std::int64_t nccl_count(coll::Operation op, Bytes size, int ranks) {
+  const std::int64_t elements = size.count() / 4;
+  switch (op) {
+    case coll::Operation::kReduceScatter:
+    case coll::Operation::kAllGather:
+    case coll::Operation::kAllToAll:
+      return elements / ranks;
+    default:
+      return elements;
+  }
+}
+
+// One simulated size: what the report prints.
+struct Row {
+  coll::CollectiveSpec spec;  // resolved
+  coll::SimulationResult result;
+  coll::ClosedForm closed;
+  double simulated = 0;
+  double difference = 0;  // simulated - closed form, whole picoseconds
+  double algbw = 0;
+  double busbw = 0;
+  Time fastest;
+};
+
+struct RunInputs {
+  const topo::Topology& topology;
+  const std::vector<std::vector<topo::DeviceId>>& groups;
+  coll::SimulationOptions simulation;
+  std::string size_key;   // the option that names the size, for simulator range errors
+  std::string size_text;  // its value
+};
+
+Row run_row(const RunInputs& in, const coll::CollectiveSpec& spec, topo::Router& router) {
+  Row row;
+  row.spec = coll::resolve(spec, in.topology, in.groups.front());
+  try {
+    row.result = coll::simulate(in.topology, row.spec, in.groups, in.simulation);
+  } catch (const Error& e) {
+    // The simulator names no input when its times leave its range: the size is what does it.
+    if (e.kind() != ErrorKind::kInput || !e.context().key.empty()) throw;
+    throw Error::input(
+        e.message(), {.key = in.size_key, .value = in.size_text, .expected = e.context().expected});
+  }
+  // Closed form: each group alone (no contention); the layout's is the slowest group's.
+  for (const auto& g : in.groups) {
+    const coll::CollectiveSpec r = coll::resolve(spec, in.topology, g);
+    const coll::ClosedForm cf = coll::closed_form(
+        *coll::lower_program(r, static_cast<int>(g.size())), g, router, in.simulation.seed);
+    if (cf.seconds >= row.closed.seconds) row.closed = cf;
+  }
+  const int n = static_cast<int>(in.groups.front().size());
+  row.simulated = row.result.makespan.to_seconds();
+  // The simulator keeps whole picoseconds: a difference below that is the closed form's rounding.
+  row.difference =
+      static_cast<double>(row.result.makespan.ps() - std::llround(row.closed.seconds * 1e12)) *
+      1e-12;
+  row.algbw = row.simulated > 0 ? spec.size.as_double() / row.simulated : 0;
+  row.busbw = row.algbw * coll::bus_bandwidth_factor(spec.op, n);
+  row.fastest = *std::min_element(row.result.durations.begin(), row.result.durations.end());
+  return row;
+}
+
+// The sweep as nccl-tests prints it (size, count, time, algbw, busbw), with the closed form and
+// the difference beside.
+void print_sweep_text(const topo::Topology& topology, const std::string& group_text, int n,
+                      const std::string& sizes_text, const std::vector<Row>& rows) {
+  const coll::CollectiveSpec& first = rows.front().spec;
+  std::cout << fmt::format("collective:  {} {}, {} ranks ({}), sizes {} ({} sizes)\n",
+                           coll::operation_name(first.op), coll::algorithm_name(first.algorithm), n,
+                           group_text, sizes_text, rows.size());
+  std::cout << fmt::format("topology:    {} ({}, {} devices)\n", topology.name(),
+                           topo::family_name(topology.family()), topology.num_devices());
+  std::cout << fmt::format("{:>14} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", "size (B)",
+                           "count", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "closed (us)",
+                           "difference");
+  for (const Row& r : rows) {
+    std::cout << fmt::format(
+        "{:>14} {:>12} {:>12.2f} {:>12.2f} {:>12.2f} {:>12.2f} {:>+9.2f}%\n", r.spec.size.count(),
+        nccl_count(r.spec.op, r.spec.size, n), r.simulated * 1e6, r.algbw / 1e9, r.busbw / 1e9,
+        r.closed.seconds * 1e6, r.closed.seconds > 0 ? 100 * r.difference / r.closed.seconds : 0.0);
+  }
+}
+
+void print_sweep_csv(int n, const std::vector<Row>& rows) {
+  std::cout << "size_bytes,count,op,algorithm,time_s,algbw_bytes_per_s,busbw_bytes_per_s,"
+               "closed_form_s,difference_s,method\n";
+  for (const Row& r : rows) {
+    std::cout << fmt::format(
+        "{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{}\n", r.spec.size.count(),
+        nccl_count(r.spec.op, r.spec.size, n), coll::operation_name(r.spec.op),
+        coll::algorithm_name(r.spec.algorithm), r.simulated, r.algbw, r.busbw, r.closed.seconds,
+        r.difference, r.result.contention_free ? "contention-free" : "events");
+  }
+}
+
+nlohmann::ordered_json sweep_row_json(int n, const Row& r) {
+  return {{"size_bytes", r.spec.size.count()},
+          {"count", nccl_count(r.spec.op, r.spec.size, n)},
+          {"algorithm", coll::algorithm_name(r.spec.algorithm)},
+          {"time_s", r.simulated},
+          {"algbw_bytes_per_s", r.algbw},
+          {"busbw_bytes_per_s", r.busbw},
+          {"closed_form_s", r.closed.seconds},
+          {"difference_s", r.difference},
+          {"flows", r.result.flows},
+          {"events", r.result.events},
+          {"method", r.result.contention_free ? "contention-free evaluation" : "event simulation"}};
+}
+
 }  // namespace
 
-int run_collective(std::span<char* const> args, const Context&) {
+int run_collective(std::span<char* const> args) {
+  po::options_description options("options");
   std::string file;
   std::string op_text;
   std::string algorithm_text;
   std::string group_text;
   std::string size_text;
+  std::string sizes_text;
   std::string levels_text;
   std::string concurrent_text = "none";
   int chunks = 1;
   std::uint64_t seed = 0;
   int links = 5;
-  bool events = false;
-  bool json = false;
-  Options o(kUsage);
-  o.add("topology", &file, "topology YAML file or name (topologies/)")
-      .add("op", &op_text, "allreduce, reduce_scatter, all_gather, all_to_all, broadcast or send")
-      .add("size", &size_text,
-           "message size with its unit (1GiB), as nccl-tests counts it: allreduce and broadcast "
-           "the buffer, all_gather and reduce_scatter the full gathered buffer, all_to_all what "
-           "each rank sends")
-      .add("algorithm", &algorithm_text,
-           "ring, tree, halving_doubling, direct, pairwise, hierarchical or torus (default: ring; "
-           "pairwise for all_to_all; direct for send)")
-      .add("group", &group_text,
-           "devices in rank order, ids and inclusive ranges: 0-7,16-23 (default: every device); "
-           "the first is the broadcast root and the sender of send")
-      .add("chunks", &chunks, "pipeline pieces per step (ring, tree, hierarchical, torus)")
-      .add("levels", &levels_text,
-           "hierarchical/torus level sizes, innermost first (default: from the topology's "
-           "domains)")
-      .add("concurrent", &concurrent_text,
-           "copies running at the same time: none (default), stride:S (the group shifted by S, "
-           "2S, ... while devices last) or stride:S:K (K groups in all)")
-      .add("seed", &seed, "ECMP seed")
-      .add("links", &links, "how many of the busiest links to list")
-      .add("events", &events,
-           "always run the event simulation (by default a run in which every link carries its "
-           "flows one after another is evaluated without events, with the same result)")
-      .add("json", &json, "print one JSON object instead of text");
-  if (!o.parse(args)) return 0;
-  if (file.empty()) throw Error::input("missing --topology", {.key = "--topology"});
-  if (op_text.empty()) throw Error::input("missing --op", {.key = "--op"});
-  if (size_text.empty()) throw Error::input("missing --size", {.key = "--size"});
+  options.add_options()("topology", po::value(&file)->required(), "topology YAML file")(
+      "op", po::value(&op_text)->required(),
+      "allreduce, reduce_scatter, all_gather, all_to_all, broadcast or send")(
+      "size", po::value(&size_text),
+      "message size with its unit (1GiB), as nccl-tests counts it: allreduce and broadcast the "
+      "buffer, all_gather and reduce_scatter the full gathered buffer, all_to_all what each "
+      "rank sends")("sizes", po::value(&sizes_text),
+                    "a sweep in nccl-tests' -b/-e/-f notation, MIN:MAX[:FACTOR] (binary K, M, G; "
+                    "factor 2 by default), e.g. 8:4G or 1K:1G:4: one row per size")(
+      "algorithm", po::value(&algorithm_text),
+      "ring, tree, halving_doubling, direct, pairwise, hierarchical or torus (default: ring; "
+      "pairwise for all_to_all; direct for send)")(
+      "group", po::value(&group_text),
+      "devices in rank order, ids and inclusive ranges: 0-7,16-23 (default: every device); the "
+      "first is the broadcast root and the sender of send")(
+      "chunks", po::value(&chunks), "pipeline pieces per step (ring, tree, hierarchical, torus)")(
+      "levels", po::value(&levels_text),
+      "hierarchical/torus level sizes, innermost first (default: from the topology's domains)")(
+      "concurrent", po::value(&concurrent_text),
+      "copies running at the same time: none (default), stride:S (the group shifted by S, 2S, "
+      "... while devices last) or stride:S:K (K groups in all)")("seed", po::value(&seed),
+                                                                 "ECMP seed (default 0)")(
+      "links", po::value(&links), "how many of the busiest links to list (default 5)")(
+      "events",
+      "always run the event simulation (by default a run in which every link carries its flows "
+      "one after another is evaluated without events, with the same result)")(
+      "json", "print one JSON object instead of text")("csv",
+                                                       "print the rows as CSV (with --sizes)");
+  po::positional_options_description positional;
+  po::variables_map vm;
+  if (!parse_options(args, kUsage, options, positional, vm)) return 0;
 
+  if (size_text.empty() == sizes_text.empty()) {
+    throw Error::input("give exactly one of --size and --sizes",
+                       {.key = size_text.empty() ? "--size" : "--sizes",
+                        .expected = "--size SIZE (one collective) or --sizes MIN:MAX[:FACTOR]"});
+  }
+  const bool sweep = !sizes_text.empty();
+  if (vm.count("csv") != 0 && !sweep) {
+    throw Error::input("--csv prints a sweep",
+                       {.key = "--csv", .expected = "--sizes MIN:MAX[:FACTOR] with --csv"});
+  }
+  if (vm.count("csv") != 0 && vm.count("json") != 0) {
+    throw Error::input("choose one output format", {.key = "--csv", .expected = "--csv or --json"});
+  }
   coll::CollectiveSpec spec;
   spec.op = coll::parse_operation(op_text);
   spec.algorithm = algorithm_text.empty() ? coll::default_algorithm(spec.op)
                                           : coll::parse_algorithm(algorithm_text);
-  try {
-    spec.size = parse_bytes(size_text);
-  } catch (const Error& e) {
-    throw e.at_key("--size");
+  std::vector<Bytes> sizes;
+  if (sweep) {
+    sizes = coll::parse_size_sweep(sizes_text);
+  } else {
+    try {
+      sizes.push_back(parse_bytes(size_text));
+    } catch (const Error& e) {
+      throw e.at_key("--size");
+    }
   }
+  spec.size = sizes.front();
   spec.chunks = chunks;
   if (!levels_text.empty()) spec.levels = parse_levels(levels_text);
   if (links < 0) {
@@ -134,7 +266,7 @@ int run_collective(std::span<char* const> args, const Context&) {
 
   const topo::Topology topology = topo::load_topology(find_topology(file));
   const std::size_t n_devices = topology.num_devices();
-  if (!o.given("group")) {
+  if (vm.count("group") == 0) {
     group_text = "0-" + std::to_string(n_devices - 1);
   } else if (group_text.empty()) {
     throw Error::input("empty group",
@@ -142,43 +274,56 @@ int run_collective(std::span<char* const> args, const Context&) {
   }
   const std::vector<topo::DeviceId> group = coll::parse_group(group_text, n_devices);
   const auto groups = coll::concurrent_groups(group, concurrent_text, n_devices);
-  const coll::CollectiveSpec resolved = coll::resolve(spec, topology, group);
   const int n = static_cast<int>(group.size());
 
-  coll::SimulationResult result;
-  try {
-    result = coll::simulate(topology, resolved, groups,
-                            {.seed = seed, .busiest_links = links, .events_only = events != 0});
-  } catch (const Error& e) {
-    // The simulator names no input when its times leave its range: the size is what does it.
-    if (e.kind() != ErrorKind::kInput || !e.context().key.empty()) throw;
-    throw Error::input(e.message(),
-                       {.key = "--size", .value = size_text, .expected = e.context().expected});
-  }
-  const char* method = result.contention_free ? "contention-free evaluation" : "event simulation";
-
-  // Closed form: each group alone (no contention); the layout's is the slowest group's.
+  RunInputs inputs{
+      topology,
+      groups,
+      {.seed = seed, .busiest_links = sweep ? 0 : links, .events_only = vm.count("events") != 0},
+      sweep ? "--sizes" : "--size",
+      sweep ? sizes_text : size_text};
   topo::Router router(topology, seed);
-  coll::ClosedForm closed;
-  for (const auto& g : groups) {
-    const coll::CollectiveSpec r = coll::resolve(spec, topology, g);
-    const coll::ClosedForm cf =
-        coll::closed_form(*coll::lower_program(r, static_cast<int>(g.size())), g, router, seed);
-    if (cf.seconds >= closed.seconds) closed = cf;
+  if (sweep) {
+    std::vector<Row> rows;
+    rows.reserve(sizes.size());
+    for (const Bytes size : sizes) {
+      spec.size = size;
+      inputs.size_text = std::to_string(size.count()) + " B";
+      rows.push_back(run_row(inputs, spec, router));
+    }
+    if (vm.count("csv") != 0) {
+      print_sweep_csv(n, rows);
+    } else if (vm.count("json") != 0) {
+      nlohmann::ordered_json list = nlohmann::ordered_json::array();
+      for (const Row& r : rows) list.push_back(sweep_row_json(n, r));
+      const nlohmann::ordered_json j = {{"topology", topology.name()},
+                                        {"op", coll::operation_name(spec.op)},
+                                        {"ranks", n},
+                                        {"groups", groups.size()},
+                                        {"sizes", sizes_text},
+                                        {"rows", list}};
+      std::cout << j.dump() << "\n";
+    } else {
+      print_sweep_text(topology, group_text, n, sizes_text, rows);
+    }
+    return 0;
   }
 
-  const double simulated = result.makespan.to_seconds();
-  // The simulator keeps whole picoseconds: a difference below that is the closed form's rounding.
-  const double difference =
-      static_cast<double>(result.makespan.ps() - std::llround(closed.seconds * 1e12)) * 1e-12;
-  const double algbw = simulated > 0 ? spec.size.as_double() / simulated : 0;
-  const double busbw = algbw * coll::bus_bandwidth_factor(spec.op, n);
-  const Time fastest = *std::min_element(result.durations.begin(), result.durations.end());
+  const Row row = run_row(inputs, spec, router);
+  const coll::CollectiveSpec& resolved = row.spec;
+  const coll::SimulationResult& result = row.result;
+  const coll::ClosedForm& closed = row.closed;
+  const double simulated = row.simulated;
+  const double difference = row.difference;
+  const double algbw = row.algbw;
+  const double busbw = row.busbw;
+  const Time fastest = row.fastest;
+  const char* method = result.contention_free ? "contention-free evaluation" : "event simulation";
 
   const bool leveled =
       spec.algorithm == coll::Algorithm::kHierarchical || spec.algorithm == coll::Algorithm::kTorus;
 
-  if (json != 0) {
+  if (vm.count("json") != 0) {
     nlohmann::ordered_json busiest = nlohmann::ordered_json::array();
     for (const coll::LinkUse& u : result.busiest) {
       const topo::Link& l = topology.link(u.link);

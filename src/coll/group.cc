@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
 
 #include "nest/core/error.h"
+#include "nest/core/unit_parse.h"
 
 namespace nest::coll {
 namespace {
@@ -126,6 +128,87 @@ std::vector<std::vector<topo::DeviceId>> concurrent_groups(const std::vector<top
     bad_concurrent("copies of the group overlap at device " + std::to_string(*dup), spec);
   }
   return groups;
+}
+
+namespace {
+
+constexpr const char* kSweepSyntax =
+    "MIN:MAX[:FACTOR] as in nccl-tests -b/-e/-f, e.g. 8:4G:2 (K, M, G = 1024, 1024^2, 1024^3)";
+
+[[noreturn]] void bad_sweep(const std::string& message, std::string_view value) {
+  throw Error::input(message,
+                     {.key = "--sizes", .value = std::string(value), .expected = kSweepSyntax});
+}
+
+// One size of a sweep: nccl-tests' number with an optional K/M/G/T suffix (powers of 1024), or
+// a size with a byte unit (parse_bytes).
+Bytes sweep_size(std::string_view text) {
+  if (text.empty()) bad_sweep("malformed size range", text);
+  const char last = text.back();
+  const bool unit = last == 'B' || last == 'b';
+  if (unit) {
+    try {
+      return parse_bytes(text);
+    } catch (const Error&) {
+      bad_sweep("malformed size", text);
+    }
+  }
+  double scale = 1;
+  std::string_view digits = text;
+  switch (last) {
+    case 'K':
+    case 'k':
+      scale = 1024.0;
+      break;
+    case 'M':
+    case 'm':
+      scale = 1024.0 * 1024;
+      break;
+    case 'G':
+    case 'g':
+      scale = 1024.0 * 1024 * 1024;
+      break;
+    case 'T':
+    case 't':
+      scale = 1024.0 * 1024 * 1024 * 1024;
+      break;
+    default:
+      break;
+  }
+  if (scale > 1) digits.remove_suffix(1);
+  double value = 0;
+  const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (digits.empty() || ec != std::errc() || ptr != digits.data() + digits.size() ||
+      !std::isfinite(value)) {
+    bad_sweep("malformed size", text);
+  }
+  const double bytes = value * scale;
+  if (bytes < 1 || bytes > 0x1p62 || bytes != std::floor(bytes)) {
+    bad_sweep("sizes must be whole numbers of bytes from 1 B to 2^62 B", text);
+  }
+  return Bytes(static_cast<std::int64_t>(bytes));
+}
+
+}  // namespace
+
+std::vector<Bytes> parse_size_sweep(std::string_view text) {
+  const std::size_t first = text.find(':');
+  if (first == std::string_view::npos) bad_sweep("malformed size range", text);
+  const std::size_t second = text.find(':', first + 1);
+  const Bytes low = sweep_size(text.substr(0, first));
+  const Bytes high = sweep_size(text.substr(first + 1, second - first - 1));
+  std::uint64_t factor = 2;
+  if (second != std::string_view::npos && !parse_uint(text.substr(second + 1), factor)) {
+    bad_sweep("malformed factor", text);
+  }
+  if (factor < 2) bad_sweep("the factor must be at least 2", text);
+  if (high < low) bad_sweep("the largest size is below the smallest", text);
+  std::vector<Bytes> sizes;
+  for (std::int64_t s = low.count();; s *= static_cast<std::int64_t>(factor)) {
+    sizes.push_back(Bytes(s));
+    if (s > high.count() / static_cast<std::int64_t>(factor)) break;
+  }
+  return sizes;
 }
 
 }  // namespace nest::coll

@@ -77,4 +77,19 @@ expect_error 'nest collective: --size: simulated time out of range (got "1000000
 expect_error 'nest collective: --size: quantity out of range (got "9223372036854775807B"; expected at most 9.2e18 B)' \
   --op allreduce --size 9223372036854775807B
 
+# Sweeps: exactly one of --size and --sizes; --csv only for a sweep; a simulator range error
+# names the size of the sweep that caused it.
+expect_error 'nest collective: --size: give exactly one of --size and --sizes (expected --size SIZE (one collective) or --sizes MIN:MAX[:FACTOR])' \
+  --op allreduce
+expect_error 'nest collective: --sizes: give exactly one of --size and --sizes (expected --size SIZE (one collective) or --sizes MIN:MAX[:FACTOR])' \
+  --op allreduce --size 1MiB --sizes 8:1M
+expect_error 'nest collective: --sizes: the largest size is below the smallest (got "1M:8"; expected MIN:MAX[:FACTOR] as in nccl-tests -b/-e/-f, e.g. 8:4G:2 (K, M, G = 1024, 1024^2, 1024^3))' \
+  --op allreduce --sizes 1M:8
+expect_error 'nest collective: --csv: --csv prints a sweep (expected --sizes MIN:MAX[:FACTOR] with --csv)' \
+  --op allreduce --size 1MiB --csv
+expect_error 'nest collective: --csv: choose one output format (expected --csv or --json)' \
+  --op allreduce --sizes 8:1M --csv --json
+expect_error 'nest collective: --sizes: simulated time out of range (got "1152921504606846976 B"; expected events within 2^62 ps (4.6e6 s) of simulated time: a smaller size or faster links)' \
+  --op send --sizes 1T:1048576T:1024 --group 0,1
+
 exit $failed

@@ -84,4 +84,37 @@ busiest links:
   sw -> d0                            13.35 MiB  busy 140 us  peak 1 flows'
 check "text report" "$expected" "$text"
 
+# A sweep in nccl-tests' notation: 1, 2 and 4 MiB in one process. Each size S is a ring of
+# 2(n-1) = 14 steps of (1 us + S/8 x 10 ps); count is S / 4 (float elements, as nccl-tests).
+csv=$("$nest" collective --topology "$dir/star8.yaml" --op allreduce --sizes 1M:4M --csv)
+check "sweep exit status" 0 $?
+check "sweep csv" "ok" "$(python3 -c '
+import csv, io, sys
+rows = list(csv.DictReader(io.StringIO(sys.argv[1])))
+sizes = [1 << 20, 2 << 20, 4 << 20]
+assert [int(r["size_bytes"]) for r in rows] == sizes, rows
+for r, s in zip(rows, sizes):
+    t = 14 * (1e-6 + s / 8 * 1e-11)
+    assert abs(float(r["time_s"]) - t) < 1e-15, (r, t)
+    assert abs(float(r["closed_form_s"]) - t) < 1e-15, (r, t)
+    assert float(r["difference_s"]) == 0, r
+    assert int(r["count"]) == s // 4, r
+    assert abs(float(r["busbw_bytes_per_s"]) - s / t * 1.75) < 1e-3 * s / t, r
+    assert r["algorithm"] == "ring" and r["method"] == "contention-free", r
+print("ok")' "$csv")"
+json=$("$nest" collective --topology "$dir/star8.yaml" --op all_gather --sizes 8K:64K:8 --json)
+check "sweep json rows" "8192 65536" "$(python3 -c '
+import json, sys
+print(" ".join(str(r["size_bytes"]) for r in json.loads(sys.argv[1])["rows"]))' "$json")"
+# all_gather counts one rank's part: 8192 B / 4 / 8 ranks = 256 floats.
+check "sweep json count" 256 "$(python3 -c '
+import json, sys; print(json.loads(sys.argv[1])["rows"][0]["count"])' "$json")"
+text=$("$nest" collective --topology "$dir/star8.yaml" --op allreduce --sizes 1M:2M)
+expected='collective:  allreduce ring, 8 ranks (0-7), sizes 1M:2M (2 sizes)
+topology:    star8 (explicit, 8 devices)
+      size (B)        count    time (us) algbw (GB/s) busbw (GB/s)  closed (us) difference
+       1048576       262144        32.35        32.41        56.72        32.35     +0.00%
+       2097152       524288        50.70        41.36        72.39        50.70     +0.00%'
+check "sweep text" "$expected" "$text"
+
 exit $failed

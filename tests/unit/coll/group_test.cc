@@ -132,6 +132,46 @@ TEST(Validate, NamesTheBadFieldAndWhatWasExpected) {
             "product of 8)");
 }
 
+TEST(ParseSizeSweep, FollowsNcclTestsBeginEndFactor) {
+  using B = std::vector<Bytes>;
+  // nccl-tests -b 8 -e 128 -f 2: 8, 16, 32, 64, 128.
+  EXPECT_EQ(parse_size_sweep("8:128"), (B{Bytes(8), Bytes(16), Bytes(32), Bytes(64), Bytes(128)}));
+  // Binary suffixes as nccl-tests' parsesize reads them; the last size may fall short of MAX.
+  EXPECT_EQ(parse_size_sweep("1K:1M:4"), (B{Bytes(1024), Bytes(4096), Bytes(16384), Bytes(65536),
+                                            Bytes(262144), Bytes(1048576)}));
+  EXPECT_EQ(parse_size_sweep("3:20:3"), (B{Bytes(3), Bytes(9)}));
+  EXPECT_EQ(parse_size_sweep("1.5M:1.5M"), (B{Bytes(1572864)}));
+  EXPECT_EQ(parse_size_sweep("1MiB:2MB"), (B{Bytes(1048576)}));
+  EXPECT_EQ(parse_size_sweep("8:4G").size(), 30U);  // 2^3 .. 2^32
+  EXPECT_EQ(parse_size_sweep("8:4G").back(), Bytes::gibibytes(4));
+  EXPECT_EQ(parse_size_sweep("1:4T").size(), 43U);
+}
+
+TEST(ParseSizeSweep, RejectsBadRangesWithOneLineMessages) {
+  const std::string syntax =
+      "expected MIN:MAX[:FACTOR] as in nccl-tests -b/-e/-f, e.g. 8:4G:2 (K, M, G = 1024, "
+      "1024^2, 1024^3))";
+  EXPECT_EQ(error_of([] { (void)parse_size_sweep("8"); }),
+            "--sizes: malformed size range (got \"8\"; " + syntax);
+  EXPECT_EQ(error_of([] { (void)parse_size_sweep("8:4X"); }),
+            "--sizes: malformed size (got \"4X\"; " + syntax);
+  EXPECT_EQ(
+      error_of([] { (void)parse_size_sweep("0:4G"); }),
+      "--sizes: sizes must be whole numbers of bytes from 1 B to 2^62 B (got \"0\"; " + syntax);
+  EXPECT_EQ(
+      error_of([] { (void)parse_size_sweep("0.5:4"); }),
+      "--sizes: sizes must be whole numbers of bytes from 1 B to 2^62 B (got \"0.5\"; " + syntax);
+  EXPECT_EQ(error_of([] { (void)parse_size_sweep("1G:1M"); }),
+            "--sizes: the largest size is below the smallest (got \"1G:1M\"; " + syntax);
+  EXPECT_EQ(error_of([] { (void)parse_size_sweep("8:64:1"); }),
+            "--sizes: the factor must be at least 2 (got \"8:64:1\"; " + syntax);
+  EXPECT_EQ(error_of([] { (void)parse_size_sweep("8:64:x"); }),
+            "--sizes: malformed factor (got \"8:64:x\"; " + syntax);
+  EXPECT_EQ(
+      error_of([] { (void)parse_size_sweep("8:1e300"); }),
+      "--sizes: sizes must be whole numbers of bytes from 1 B to 2^62 B (got \"1e300\"; " + syntax);
+}
+
 TEST(Names, ParseAndPrintRoundTrip) {
   for (Operation op : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather,
                        Operation::kAllToAll, Operation::kBroadcast, Operation::kSend}) {
