@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "nest/coll/calibration.h"
 #include "nest/coll/closed_form.h"
 #include "nest/coll/collective.h"
 #include "nest/coll/group.h"
@@ -29,8 +30,8 @@ namespace {
 
 constexpr const char* kUsage =
     "nest collective --topology FILE --op OP (--size SIZE | --sizes MIN:MAX[:FACTOR]) "
-    "[--algorithm ALG] [--group GROUP] [--chunks N] [--levels A,B,...] [--concurrent stride:S[:K]] "
-    "[--seed N] [--links K] [--events] [--json | --csv]";
+    "[--algorithm ALG|auto] [--group GROUP] [--chunks N] [--channels N] [--levels A,B,...] "
+    "[--concurrent stride:S[:K]] [--ideal] [--seed N] [--links K] [--events] [--json | --csv]";
 
 // A time with six significant digits in a unit that suits it.
 std::string precise_time(double seconds) {
@@ -98,18 +99,25 @@ struct Row {
 };
 
 struct RunInputs {
-  const topo::Topology& topology;
+  const coll::CalibratedNetwork& network;
+  bool tuned = false;  // --algorithm auto: the fastest candidate
   const std::vector<std::vector<topo::DeviceId>>& groups;
   coll::SimulationOptions simulation;
   std::string size_key;   // the option that names the size, for simulator range errors
   std::string size_text;  // its value
 };
 
-Row run_row(const RunInputs& in, const coll::CollectiveSpec& spec, topo::Router& router) {
+Row run_row(const RunInputs& in, const coll::CollectiveSpec& spec) {
   Row row;
-  row.spec = coll::resolve(spec, in.topology, in.groups.front());
   try {
-    row.result = coll::simulate(in.topology, row.spec, in.groups, in.simulation);
+    if (in.tuned) {
+      coll::TunedRun tuned = coll::simulate_fastest(in.network, spec, in.groups, in.simulation);
+      row.spec = tuned.spec;
+      row.result = std::move(tuned.result);
+    } else {
+      row.spec = coll::resolve(spec, in.network, in.groups.front());
+      row.result = coll::simulate(in.network, spec, in.groups, in.simulation);
+    }
   } catch (const Error& e) {
     // The simulator names no input when its times leave its range: the size is what does it.
     if (e.kind() != ErrorKind::kInput || !e.context().key.empty()) throw;
@@ -117,10 +125,12 @@ Row run_row(const RunInputs& in, const coll::CollectiveSpec& spec, topo::Router&
         e.message(), {.key = in.size_key, .value = in.size_text, .expected = e.context().expected});
   }
   // Closed form: each group alone (no contention); the layout's is the slowest group's.
+  coll::CollectiveSpec chosen = spec;
+  chosen.algorithm = row.spec.algorithm;
+  chosen.chunks = row.spec.chunks;
+  if (in.tuned) chosen.levels.clear();
   for (const auto& g : in.groups) {
-    const coll::CollectiveSpec r = coll::resolve(spec, in.topology, g);
-    const coll::ClosedForm cf = coll::closed_form(
-        *coll::lower_program(r, static_cast<int>(g.size())), g, router, in.simulation.seed);
+    const coll::ClosedForm cf = coll::closed_form(in.network, chosen, g, in.simulation.seed);
     if (cf.seconds >= row.closed.seconds) row.closed = cf;
   }
   const int n = static_cast<int>(in.groups.front().size());
@@ -137,34 +147,51 @@ Row run_row(const RunInputs& in, const coll::CollectiveSpec& spec, topo::Router&
 
 // The sweep as nccl-tests prints it (size, count, time, algbw, busbw), with the closed form and
 // the difference beside.
-void print_sweep_text(const topo::Topology& topology, const std::string& group_text, int n,
-                      const std::string& sizes_text, const std::vector<Row>& rows) {
+// The protocol a calibrated run used; "-" on the ideal network, which has none.
+std::string protocol_text(const coll::SimulationResult& r) {
+  return r.calibrated ? topo::protocol_name(r.protocol) : "-";
+}
+
+std::string model_text(const coll::CalibratedNetwork& network) {
+  return network.calibrated() ? network.model()->name
+                              : "ideal (line rates and latencies of the topology)";
+}
+
+void print_sweep_text(const coll::CalibratedNetwork& network, const std::string& algorithm,
+                      const std::string& group_text, int n, const std::string& sizes_text,
+                      const std::vector<Row>& rows) {
+  const topo::Topology& topology = network.physical();
   const coll::CollectiveSpec& first = rows.front().spec;
   std::cout << fmt::format("collective:  {} {}, {} ranks ({}), sizes {} ({} sizes)\n",
-                           coll::operation_name(first.op), coll::algorithm_name(first.algorithm), n,
-                           group_text, sizes_text, rows.size());
+                           coll::operation_name(first.op), algorithm, n, group_text, sizes_text,
+                           rows.size());
   std::cout << fmt::format("topology:    {} ({}, {} devices)\n", topology.name(),
                            topo::family_name(topology.family()), topology.num_devices());
-  std::cout << fmt::format("{:>14} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}\n", "size (B)",
-                           "count", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "closed (us)",
-                           "difference");
+  std::cout << fmt::format("model:       {}\n", model_text(network));
+  std::cout << fmt::format("{:>14} {:>12} {:>16} {:>6} {:>12} {:>12} {:>12} {:>12} {:>10}\n",
+                           "size (B)", "count", "algorithm", "proto", "time (us)", "algbw (GB/s)",
+                           "busbw (GB/s)", "closed (us)", "difference");
   for (const Row& r : rows) {
     std::cout << fmt::format(
-        "{:>14} {:>12} {:>12.2f} {:>12.2f} {:>12.2f} {:>12.2f} {:>+9.2f}%\n", r.spec.size.count(),
-        nccl_count(r.spec.op, r.spec.size, n), r.simulated * 1e6, r.algbw / 1e9, r.busbw / 1e9,
-        r.closed.seconds * 1e6, r.closed.seconds > 0 ? 100 * r.difference / r.closed.seconds : 0.0);
+        "{:>14} {:>12} {:>16} {:>6} {:>12.2f} {:>12.2f} {:>12.2f} {:>12.2f} {:>+9.2f}%\n",
+        r.spec.size.count(), nccl_count(r.spec.op, r.spec.size, n),
+        coll::algorithm_name(r.spec.algorithm), protocol_text(r.result), r.simulated * 1e6,
+        r.algbw / 1e9, r.busbw / 1e9, r.closed.seconds * 1e6,
+        r.closed.seconds > 0 ? 100 * r.difference / r.closed.seconds : 0.0);
   }
 }
 
 void print_sweep_csv(int n, const std::vector<Row>& rows) {
-  std::cout << "size_bytes,count,op,algorithm,time_s,algbw_bytes_per_s,busbw_bytes_per_s,"
-               "closed_form_s,difference_s,method\n";
+  std::cout << "size_bytes,count,op,algorithm,protocol,channels,time_s,algbw_bytes_per_s,"
+               "busbw_bytes_per_s,closed_form_s,difference_s,base_latency_s,method\n";
   for (const Row& r : rows) {
-    std::cout << fmt::format(
-        "{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{}\n", r.spec.size.count(),
-        nccl_count(r.spec.op, r.spec.size, n), coll::operation_name(r.spec.op),
-        coll::algorithm_name(r.spec.algorithm), r.simulated, r.algbw, r.busbw, r.closed.seconds,
-        r.difference, r.result.contention_free ? "contention-free" : "events");
+    std::cout << fmt::format("{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{}\n",
+                             r.spec.size.count(), nccl_count(r.spec.op, r.spec.size, n),
+                             coll::operation_name(r.spec.op),
+                             coll::algorithm_name(r.spec.algorithm), protocol_text(r.result),
+                             r.spec.channels, r.simulated, r.algbw, r.busbw, r.closed.seconds,
+                             r.difference, r.result.base_latency.to_seconds(),
+                             r.result.contention_free ? "contention-free" : "events");
   }
 }
 
@@ -172,6 +199,9 @@ nlohmann::ordered_json sweep_row_json(int n, const Row& r) {
   return {{"size_bytes", r.spec.size.count()},
           {"count", nccl_count(r.spec.op, r.spec.size, n)},
           {"algorithm", coll::algorithm_name(r.spec.algorithm)},
+          {"protocol", protocol_text(r.result)},
+          {"channels", r.spec.channels},
+          {"base_latency_s", r.result.base_latency.to_seconds()},
           {"time_s", r.simulated},
           {"algbw_bytes_per_s", r.algbw},
           {"busbw_bytes_per_s", r.busbw},
@@ -194,12 +224,14 @@ int run_collective(std::span<char* const> args) {
   std::string sizes_text;
   std::string levels_text;
   std::string concurrent_text = "none";
-  int chunks = 1;
+  int chunks = 0;
+  int channels = 0;
   std::uint64_t seed = 0;
   int links = 5;
   options.add_options()("topology", po::value(&file)->required(), "topology YAML file")(
       "op", po::value(&op_text)->required(),
-      "allreduce, reduce_scatter, all_gather, all_to_all, broadcast or send")(
+      "allreduce, reduce_scatter, all_gather, all_to_all, broadcast, send, reduce, gather, scatter "
+      "or sendrecv")(
       "size", po::value(&size_text),
       "message size with its unit (1GiB), as nccl-tests counts it: allreduce and broadcast the "
       "buffer, all_gather and reduce_scatter the full gathered buffer, all_to_all what each "
@@ -207,12 +239,20 @@ int run_collective(std::span<char* const> args) {
                     "a sweep in nccl-tests' -b/-e/-f notation, MIN:MAX[:FACTOR] (binary K, M, G; "
                     "factor 2 by default), e.g. 8:4G or 1K:1G:4: one row per size")(
       "algorithm", po::value(&algorithm_text),
-      "ring, tree, halving_doubling, direct, pairwise, hierarchical or torus (default: ring; "
-      "pairwise for all_to_all; direct for send)")(
+      "ring, tree, halving_doubling, direct, pairwise, hierarchical, torus, nvls, or auto (the "
+      "fastest of what NCCL's tuner weighs on the group; the default under a collective model; "
+      "ideal default: ring; pairwise for all_to_all; direct for send, gather, scatter, "
+      "sendrecv)")(
       "group", po::value(&group_text),
       "devices in rank order, ids and inclusive ranges: 0-7,16-23 (default: every device); the "
       "first is the broadcast root and the sender of send")(
-      "chunks", po::value(&chunks), "pipeline pieces per step (ring, tree, hierarchical, torus)")(
+      "chunks", po::value(&chunks),
+      "pipeline pieces per step (ring, tree, hierarchical, torus; default: pieces of 512 KiB for "
+      "trees and chains under a collective model, else 1)")(
+      "channels", po::value(&channels),
+      "rings of a ring allreduce, reduce_scatter or all_gather (default: the collective model's, "
+      "at most the group's devices per node, when the group spans nodes rail by rail; else 1)")(
+      "ideal", "ignore the topology's collective model: line rates, the topology's latencies")(
       "levels", po::value(&levels_text),
       "hierarchical/torus level sizes, innermost first (default: from the topology's domains)")(
       "concurrent", po::value(&concurrent_text),
@@ -244,8 +284,9 @@ int run_collective(std::span<char* const> args) {
   }
   coll::CollectiveSpec spec;
   spec.op = coll::parse_operation(op_text);
-  spec.algorithm = algorithm_text.empty() ? coll::default_algorithm(spec.op)
-                                          : coll::parse_algorithm(algorithm_text);
+  const bool auto_algorithm = algorithm_text == "auto";
+  spec.algorithm = algorithm_text.empty() || auto_algorithm ? coll::default_algorithm(spec.op)
+                                                            : coll::parse_algorithm(algorithm_text);
   std::vector<Bytes> sizes;
   if (sweep) {
     sizes = coll::parse_size_sweep(sizes_text);
@@ -258,6 +299,17 @@ int run_collective(std::span<char* const> args) {
   }
   spec.size = sizes.front();
   spec.chunks = chunks;
+  spec.channels = channels;
+  if (vm.count("chunks") != 0 && chunks < 1) {
+    throw Error::input(
+        "bad chunk count",
+        {.key = "--chunks", .value = std::to_string(chunks), .expected = "an integer >= 1"});
+  }
+  if (vm.count("channels") != 0 && channels < 1) {
+    throw Error::input(
+        "bad channel count",
+        {.key = "--channels", .value = std::to_string(channels), .expected = "an integer >= 1"});
+  }
   if (!levels_text.empty()) spec.levels = parse_levels(levels_text);
   if (links < 0) {
     throw Error::input("must not be negative",
@@ -276,20 +328,29 @@ int run_collective(std::span<char* const> args) {
   const auto groups = coll::concurrent_groups(group, concurrent_text, n_devices);
   const int n = static_cast<int>(group.size());
 
+  const coll::CalibratedNetwork network(topology, vm.count("ideal") != 0);
+  // Under a collective model the default is what NCCL does: the fastest algorithm for the group.
+  const bool tuned = auto_algorithm || (algorithm_text.empty() && network.calibrated());
+  if (tuned && !levels_text.empty()) {
+    throw Error::input("--levels fixes a hierarchical algorithm",
+                       {.key = "--levels",
+                        .value = levels_text,
+                        .expected = "--algorithm hierarchical or torus with --levels"});
+  }
   RunInputs inputs{
-      topology,
+      network,
+      tuned,
       groups,
       {.seed = seed, .busiest_links = sweep ? 0 : links, .events_only = vm.count("events") != 0},
       sweep ? "--sizes" : "--size",
       sweep ? sizes_text : size_text};
-  topo::Router router(topology, seed);
   if (sweep) {
     std::vector<Row> rows;
     rows.reserve(sizes.size());
     for (const Bytes size : sizes) {
       spec.size = size;
       inputs.size_text = std::to_string(size.count()) + " B";
-      rows.push_back(run_row(inputs, spec, router));
+      rows.push_back(run_row(inputs, spec));
     }
     if (vm.count("csv") != 0) {
       print_sweep_csv(n, rows);
@@ -297,6 +358,7 @@ int run_collective(std::span<char* const> args) {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();
       for (const Row& r : rows) list.push_back(sweep_row_json(n, r));
       const nlohmann::ordered_json j = {{"topology", topology.name()},
+                                        {"model", model_text(network)},
                                         {"op", coll::operation_name(spec.op)},
                                         {"ranks", n},
                                         {"groups", groups.size()},
@@ -304,12 +366,13 @@ int run_collective(std::span<char* const> args) {
                                         {"rows", list}};
       std::cout << j.dump() << "\n";
     } else {
-      print_sweep_text(topology, group_text, n, sizes_text, rows);
+      print_sweep_text(network, tuned ? "auto" : std::string(coll::algorithm_name(spec.algorithm)),
+                       group_text, n, sizes_text, rows);
     }
     return 0;
   }
 
-  const Row row = run_row(inputs, spec, router);
+  const Row row = run_row(inputs, spec);
   const coll::CollectiveSpec& resolved = row.spec;
   const coll::SimulationResult& result = row.result;
   const coll::ClosedForm& closed = row.closed;
@@ -320,8 +383,8 @@ int run_collective(std::span<char* const> args) {
   const Time fastest = row.fastest;
   const char* method = result.contention_free ? "contention-free evaluation" : "event simulation";
 
-  const bool leveled =
-      spec.algorithm == coll::Algorithm::kHierarchical || spec.algorithm == coll::Algorithm::kTorus;
+  const bool leveled = resolved.algorithm == coll::Algorithm::kHierarchical ||
+                       resolved.algorithm == coll::Algorithm::kTorus;
 
   if (vm.count("json") != 0) {
     nlohmann::ordered_json busiest = nlohmann::ordered_json::array();
@@ -336,12 +399,17 @@ int run_collective(std::span<char* const> args) {
     }
     const nlohmann::ordered_json j = {
         {"topology", topology.name()},
+        {"model", model_text(network)},
         {"op", coll::operation_name(spec.op)},
-        {"algorithm", coll::algorithm_name(spec.algorithm)},
+        {"algorithm", coll::algorithm_name(resolved.algorithm)},
+        {"tuned", tuned},
+        {"protocol", protocol_text(result)},
+        {"base_latency_s", result.base_latency.to_seconds()},
         {"ranks", n},
         {"groups", groups.size()},
         {"size_bytes", spec.size.count()},
-        {"chunks", spec.chunks},
+        {"chunks", resolved.chunks},
+        {"channels", resolved.channels},
         {"levels", leveled ? resolved.levels : std::vector<int>{}},
         {"simulated_s", simulated},
         {"fastest_group_s", fastest.to_seconds()},
@@ -366,20 +434,31 @@ int run_collective(std::span<char* const> args) {
     levels += (levels.empty() ? "" : "x") + std::to_string(l);
   }
   std::cout << fmt::format(
-      "collective:  {} {}{}, {} ranks ({}), {}{}\n", coll::operation_name(spec.op),
-      coll::algorithm_name(spec.algorithm), levels.empty() ? "" : " " + levels, n, group_text,
-      format_bytes(spec.size), spec.chunks > 1 ? fmt::format(", {} chunks", spec.chunks) : "");
+      "collective:  {} {}{}, {} ranks ({}), {}{}{}{}\n", coll::operation_name(spec.op),
+      coll::algorithm_name(resolved.algorithm), levels.empty() ? "" : " " + levels, n, group_text,
+      format_bytes(spec.size),
+      resolved.chunks > 1 ? fmt::format(", {} chunks", resolved.chunks) : "",
+      resolved.channels > 1 ? fmt::format(", {} channels", resolved.channels) : "",
+      tuned ? " (fastest of the tuner's candidates)" : "");
   std::cout << fmt::format("topology:    {} ({}, {} devices)\n", topology.name(),
                            topo::family_name(topology.family()), n_devices);
+  if (network.calibrated()) {
+    std::cout << fmt::format("model:       {}: protocol {}, base latency {}\n", model_text(network),
+                             topo::protocol_name(result.protocol),
+                             precise_time(result.base_latency.to_seconds()));
+  }
   if (groups.size() > 1) {
     std::cout << fmt::format("concurrent:  {} groups ({}); fastest group {}\n", groups.size(),
                              concurrent_text, precise_time(fastest.to_seconds()));
   }
   std::cout << fmt::format("simulated:   {}\n", precise_time(simulated));
   std::cout << fmt::format(
-      "closed form: {} ({} steps: latency {} + bandwidth {}; bottleneck {})\n",
-      precise_time(closed.seconds), closed.steps, precise_time(closed.latency_seconds),
-      precise_time(closed.bandwidth_seconds), format_bandwidth(closed.bottleneck));
+      "closed form: {} ({} steps: {}latency {} + bandwidth {}; bottleneck {})\n",
+      precise_time(closed.seconds), closed.steps,
+      closed.base_latency_seconds > 0 ? "base " + precise_time(closed.base_latency_seconds) + " + "
+                                      : std::string(),
+      precise_time(closed.latency_seconds), precise_time(closed.bandwidth_seconds),
+      format_bandwidth(closed.bottleneck));
   // Each step's closed form rounds on its own: a picosecond per step is rounding, not a cause.
   const double rounding = 1e-12 * std::max<std::uint32_t>(1, closed.steps);
   const char* cause = difference > rounding    ? "contention"

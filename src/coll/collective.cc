@@ -12,17 +12,19 @@ namespace nest::coll {
 namespace {
 
 constexpr std::array kOperations = {
-    Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather,
-    Operation::kAllToAll,  Operation::kBroadcast,     Operation::kSend,
+    Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather, Operation::kAllToAll,
+    Operation::kBroadcast, Operation::kSend,          Operation::kReduce,    Operation::kGather,
+    Operation::kScatter,   Operation::kSendRecv,
 };
 constexpr std::array kAlgorithms = {
     Algorithm::kRing,     Algorithm::kTree,         Algorithm::kHalvingDoubling, Algorithm::kDirect,
-    Algorithm::kPairwise, Algorithm::kHierarchical, Algorithm::kTorus,
+    Algorithm::kPairwise, Algorithm::kHierarchical, Algorithm::kTorus,           Algorithm::kNvls,
 };
 
 constexpr std::array kAllReduceAlgorithms = {
     Algorithm::kRing,   Algorithm::kTree,         Algorithm::kHalvingDoubling,
     Algorithm::kDirect, Algorithm::kHierarchical, Algorithm::kTorus,
+    Algorithm::kNvls,
 };
 constexpr std::array kScatterGatherAlgorithms = {
     Algorithm::kRing,         Algorithm::kHalvingDoubling, Algorithm::kDirect,
@@ -32,6 +34,7 @@ constexpr std::array kAllToAllAlgorithms = {Algorithm::kPairwise, Algorithm::kDi
 constexpr std::array kBroadcastAlgorithms = {Algorithm::kRing, Algorithm::kTree,
                                              Algorithm::kDirect};
 constexpr std::array kSendAlgorithms = {Algorithm::kDirect};
+constexpr std::array kReduceAlgorithms = {Algorithm::kRing, Algorithm::kDirect};
 
 // Lower-case, with '-' read as '_'.
 std::string normalize(std::string_view text) {
@@ -76,6 +79,14 @@ std::string_view operation_name(Operation op) noexcept {
       return "broadcast";
     case Operation::kSend:
       return "send";
+    case Operation::kReduce:
+      return "reduce";
+    case Operation::kGather:
+      return "gather";
+    case Operation::kScatter:
+      return "scatter";
+    case Operation::kSendRecv:
+      return "sendrecv";
   }
   return "?";
 }
@@ -96,6 +107,8 @@ std::string_view algorithm_name(Algorithm algorithm) noexcept {
       return "hierarchical";
     case Algorithm::kTorus:
       return "torus";
+    case Algorithm::kNvls:
+      return "nvls";
   }
   return "?";
 }
@@ -109,6 +122,7 @@ Operation parse_operation(std::string_view text) {
   if (s == "allgather") return Operation::kAllGather;
   if (s == "alltoall") return Operation::kAllToAll;
   if (s == "all_reduce") return Operation::kAllReduce;
+  if (s == "send_recv") return Operation::kSendRecv;
   throw Error::input("unknown operation", {.key = "--op",
                                            .value = std::string(text),
                                            .expected = name_list(kOperations, operation_name)});
@@ -129,6 +143,9 @@ Algorithm default_algorithm(Operation op) noexcept {
     case Operation::kAllToAll:
       return Algorithm::kPairwise;
     case Operation::kSend:
+    case Operation::kGather:
+    case Operation::kScatter:
+    case Operation::kSendRecv:
       return Algorithm::kDirect;
     default:
       return Algorithm::kRing;
@@ -147,7 +164,12 @@ std::span<const Algorithm> algorithms_for(Operation op) noexcept {
     case Operation::kBroadcast:
       return kBroadcastAlgorithms;
     case Operation::kSend:
+    case Operation::kGather:
+    case Operation::kScatter:
+    case Operation::kSendRecv:
       return kSendAlgorithms;
+    case Operation::kReduce:
+      return kReduceAlgorithms;
   }
   return {};
 }
@@ -160,9 +182,13 @@ double bus_bandwidth_factor(Operation op, int ranks) noexcept {
     case Operation::kReduceScatter:
     case Operation::kAllGather:
     case Operation::kAllToAll:
+    case Operation::kGather:
+    case Operation::kScatter:
       return (n - 1) / n;
     case Operation::kBroadcast:
     case Operation::kSend:
+    case Operation::kReduce:
+    case Operation::kSendRecv:
       return 1;
   }
   return 1;
@@ -200,24 +226,46 @@ void validate(const CollectiveSpec& spec, int ranks, std::string_view key_prefix
   if (ranks < 1) {
     throw Error::input("empty group", {.key = prefix + "group", .expected = "at least 1 device"});
   }
-  // Pieces of at least one byte. The smallest piece: size / chunks for a broadcast (the whole
-  // buffer goes down the chain or tree), size / (2 · chunks) for a tree allreduce (each tree
-  // takes half), size / (ranks · chunks) for the ring family (a rank's segment in pieces).
+  if (spec.channels < 1 || (spec.channels > 1 && (spec.algorithm != Algorithm::kRing ||
+                                                  (spec.op != Operation::kAllReduce &&
+                                                   spec.op != Operation::kReduceScatter &&
+                                                   spec.op != Operation::kAllGather)))) {
+    throw Error::input("bad channel count for " + std::string(operation_name(spec.op)) + " " +
+                           std::string(algorithm_name(spec.algorithm)),
+                       {.key = prefix + "channels",
+                        .value = std::to_string(spec.channels),
+                        .expected = spec.channels < 1 ? "an integer >= 1"
+                                                      : "1 (only ring allreduce, reduce_scatter "
+                                                        "and all_gather run several rings)"});
+  }
+  if (spec.ranks_per_node < 0 || (spec.ranks_per_node > 0 && (spec.channels == 1 || ranks < 1 ||
+                                                              ranks % spec.ranks_per_node != 0))) {
+    throw Error::internal("ranks_per_node " + std::to_string(spec.ranks_per_node) +
+                          " does not fit " + std::to_string(spec.channels) + " channels over " +
+                          std::to_string(ranks) + " ranks");
+  }
+  // Pieces of at least one byte. The smallest piece: size / chunks for a broadcast or a reduce
+  // (the whole buffer goes down or up the chain or tree), size / (2 · chunks) for a tree
+  // allreduce (each tree takes half), size / (channels · ranks · chunks) for the ring family (a
+  // rank's segment in pieces).
   if (spec.chunks > 1) {
-    const std::int64_t parts = spec.op == Operation::kBroadcast     ? 1
-                               : spec.algorithm == Algorithm::kTree ? 2
+    const std::int64_t parts = spec.op == Operation::kBroadcast || spec.op == Operation::kReduce ? 1
+                               : spec.algorithm == Algorithm::kTree                              ? 2
                                                                     : ranks;
-    const std::int64_t most = std::max<std::int64_t>(1, spec.size.count() / parts);
+    const std::int64_t most =
+        std::max<std::int64_t>(1, spec.size.count() / parts / std::max(1, spec.channels));
     if (spec.chunks > most) {
       throw Error::input(
           "more pieces than bytes",
           {.key = prefix + "chunks",
            .value = std::to_string(spec.chunks),
-           .expected = fmt::format("at most {} for {} B {} (pieces of at least 1 B)", most,
-                                   spec.size.count(),
-                                   parts == 1   ? std::string("broadcast")
-                                   : parts == 2 ? std::string("in two trees")
-                                                : fmt::format("over {} ranks", ranks))});
+           .expected = fmt::format(
+               "at most {} for {} B {} (pieces of at least 1 B)", most, spec.size.count(),
+               parts == 1   ? std::string(operation_name(spec.op))
+               : parts == 2 ? std::string("in two trees")
+               : spec.channels > 1
+                   ? fmt::format("over {} ranks in {} channels", ranks, spec.channels)
+                   : fmt::format("over {} ranks", ranks))});
     }
   }
   if (!spec.levels.empty() && spec.algorithm != Algorithm::kHierarchical &&

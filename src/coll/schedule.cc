@@ -156,6 +156,18 @@ void lower_direct(Builder& b, const CollectiveSpec& spec, int n) {
     case Operation::kSend:
       b.emit(0, 1, 0, 0, s);
       return;
+    case Operation::kReduce:
+      for (int i = 1; i < n; ++i) b.emit(i, 0, 0, 0, s);
+      return;
+    case Operation::kGather:
+      for (int i = 1; i < n; ++i) b.emit(i, 0, 0, 0, split_bytes(s, n, i));
+      return;
+    case Operation::kScatter:
+      for (int j = 1; j < n; ++j) b.emit(0, j, 0, 0, split_bytes(s, n, j));
+      return;
+    case Operation::kSendRecv:
+      for (int i = 0; i < n; ++i) b.emit(i, (i + 1) % n, 0, 0, s);
+      return;
     case Operation::kBroadcast:
       for (int j = 1; j < n; ++j) b.emit(0, j, 0, 0, s);
       return;
@@ -263,6 +275,21 @@ void lower_ring_broadcast(Builder& b, const CollectiveSpec& spec, int n) {
   }
 }
 
+// The chain 1 -> 2 -> ... -> n-1 -> 0: each rank adds its buffer to what it receives and passes
+// it on, piece by piece, so the reduction arrives at the root (rank 0) last.
+void lower_ring_reduce(Builder& b, const CollectiveSpec& spec, int n) {
+  for (int r = 1; r < n; ++r) {
+    b.emit_pieces(r, (r + 1) % n, static_cast<std::uint64_t>(r - 1), spec.chunks, 0, spec.size);
+  }
+}
+
+// NVLink SHARP allreduce by its port loads: rank i's switch port carries S + S/n each way.
+void lower_nvls(Builder& b, const CollectiveSpec& spec, int n) {
+  for (int i = 0; i < n; ++i) {
+    b.emit(i, (i + 1) % n, 0, 0, spec.size + split_bytes(spec.size, n, i));
+  }
+}
+
 // Exact transfer count of a lowering, to refuse schedules that do not fit before building.
 std::uint64_t count_transfers_of(const CollectiveSpec& spec, int ranks) {
   const auto n = static_cast<std::uint64_t>(ranks);
@@ -272,7 +299,10 @@ std::uint64_t count_transfers_of(const CollectiveSpec& spec, int ranks) {
     case Algorithm::kRing:
     case Algorithm::kHierarchical:
     case Algorithm::kTorus: {
-      if (spec.op == Operation::kBroadcast) return (n - 1) * c;
+      if (spec.op == Operation::kBroadcast || spec.op == Operation::kReduce) return (n - 1) * c;
+      if (spec.channels > 1) {
+        return phases * (n - 1) * n * c * static_cast<std::uint64_t>(spec.channels);
+      }
       std::uint64_t sum = 0;
       for (int d : spec.levels.empty() ? std::vector<int>{ranks} : spec.levels) {
         sum += (static_cast<std::uint64_t>(d) - 1) * n * c;
@@ -286,11 +316,23 @@ std::uint64_t count_transfers_of(const CollectiveSpec& spec, int ranks) {
       return phases * p * static_cast<std::uint64_t>(std::countr_zero(p)) + 2 * (n - p);
     }
     case Algorithm::kDirect:
-      if (spec.op == Operation::kSend) return 1;
-      if (spec.op == Operation::kBroadcast) return n - 1;
-      return phases * n * (n - 1);
+      switch (spec.op) {
+        case Operation::kSend:
+          return 1;
+        case Operation::kBroadcast:
+        case Operation::kReduce:
+        case Operation::kGather:
+        case Operation::kScatter:
+          return n - 1;
+        case Operation::kSendRecv:
+          return n;
+        default:
+          return phases * n * (n - 1);
+      }
     case Algorithm::kPairwise:
       return n * (n - 1);
+    case Algorithm::kNvls:
+      return n;
   }
   return 0;
 }
@@ -439,6 +481,86 @@ class RingProgram final : public Program {
   std::uint32_t steps_ = 0;
 };
 
+// A flat ring in `channels` rings (NCCL's channels), channel c carrying split_bytes(size,
+// channels, c) around the ring orders[c] (position p sends to position p + 1). Transfer id =
+// step·(channels·n) + c·n + p; its gate is the same id: position p of channel c at that step,
+// waiting for its own and its predecessor's sends of the step before, as in one ring.
+class ChannelRingProgram final : public Program {
+ public:
+  ChannelRingProgram(const CollectiveSpec& spec, int ranks,
+                     std::vector<std::vector<std::uint32_t>> orders)
+      : n_(ranks),
+        channels_(spec.channels),
+        size_(spec.size),
+        chunks_(spec.chunks),
+        orders_(std::move(orders)) {
+    const auto ring_steps =
+        static_cast<std::uint64_t>(n_ - 1) * static_cast<std::uint64_t>(chunks_);
+    scatter_steps_ = spec.op == Operation::kAllGather ? 0 : ring_steps;
+    const std::uint64_t gather_steps = spec.op == Operation::kReduceScatter ? 0 : ring_steps;
+    steps_ = static_cast<std::uint32_t>(scatter_steps_ + gather_steps);
+  }
+
+  int ranks() const noexcept override { return n_; }
+  std::uint64_t transfer_count() const noexcept override {
+    return static_cast<std::uint64_t>(steps_) * per_step();
+  }
+  std::uint32_t steps() const noexcept override { return steps_; }
+  std::uint64_t dense_gates() const noexcept override { return 0; }
+  void initial_gates(std::vector<GateId>& out) const override {
+    if (steps_ == 0) return;
+    for (std::uint64_t g = 0; g < per_step(); ++g) out.push_back(g);
+  }
+  std::uint32_t waits(GateId gate) const override { return gate < per_step() ? 0 : 2; }
+  void sends(GateId gate, std::vector<TransferId>& out) const override { out.push_back(gate); }
+
+  Transfer transfer(TransferId id) const override {
+    const std::uint64_t step = id / per_step();
+    const std::uint64_t within = id % per_step();
+    const auto c = static_cast<std::size_t>(within / rank_count());
+    const auto p = static_cast<std::int64_t>(within % rank_count());
+    const bool scatter = step < scatter_steps_;
+    const auto into = static_cast<std::int64_t>(scatter ? step : step - scatter_steps_);
+    const std::int64_t k = into / chunks_;
+    const std::int64_t j = into % chunks_;
+    const auto chunk = static_cast<std::int64_t>(positive_mod(scatter ? p - k - 1 : p - k, n_));
+    const Bytes piece = split_bytes(
+        split_bytes(split_bytes(size_, channels_, static_cast<std::int64_t>(c)), n_, chunk),
+        chunks_, j);
+    const auto next = static_cast<std::size_t>((p + 1) % n_);
+    return Transfer{orders_[c][static_cast<std::size_t>(p)], orders_[c][next],
+                    static_cast<std::uint32_t>(step), static_cast<std::uint16_t>(c), piece};
+  }
+
+  std::array<GateId, 2> successors(TransferId id) const override {
+    const std::uint64_t step = id / per_step();
+    if (step + 1 >= steps_) return {kNoGateId, kNoGateId};
+    const std::uint64_t within = id % per_step();
+    const std::uint64_t c = within / rank_count();
+    const std::uint64_t p = within % rank_count();
+    const std::uint64_t next = (step + 1) * per_step() + c * rank_count();
+    return {next + p, next + (p + 1) % rank_count()};
+  }
+
+  void for_each_transfer(const std::function<void(const Transfer&)>& visit) const override {
+    for (std::uint64_t id = 0; id < transfer_count(); ++id) visit(transfer(id));
+  }
+
+ private:
+  std::uint64_t rank_count() const noexcept { return static_cast<std::uint64_t>(n_); }
+  std::uint64_t per_step() const noexcept {
+    return rank_count() * static_cast<std::uint64_t>(channels_);
+  }
+
+  int n_;
+  int channels_;
+  Bytes size_;
+  int chunks_;
+  std::vector<std::vector<std::uint32_t>> orders_;
+  std::uint64_t scatter_steps_ = 0;
+  std::uint32_t steps_ = 0;
+};
+
 bool ring_family(const CollectiveSpec& spec) {
   const bool ring_algorithm = spec.algorithm == Algorithm::kRing ||
                               spec.algorithm == Algorithm::kHierarchical ||
@@ -561,10 +683,20 @@ Schedule lower(const CollectiveSpec& spec, int ranks) {
   const std::uint64_t count = count_transfers_of(spec, ranks);
   check_count(spec, ranks, count, "transfers");
   Builder b(count);
+  if (spec.channels > 1) {
+    // Several rings: the transfers of the implicit program, stored.
+    const auto program = ring_program(spec, ranks);
+    std::vector<Transfer> transfers;
+    transfers.reserve(count);
+    program->for_each_transfer([&](const Transfer& t) { transfers.push_back(t); });
+    return Schedule(ranks, std::move(transfers));
+  }
   switch (spec.algorithm) {
     case Algorithm::kRing:
       if (spec.op == Operation::kBroadcast) {
         lower_ring_broadcast(b, spec, ranks);
+      } else if (spec.op == Operation::kReduce) {
+        lower_ring_reduce(b, spec, ranks);
       } else {
         CollectiveSpec flat = spec;
         flat.levels = {ranks};
@@ -586,6 +718,9 @@ Schedule lower(const CollectiveSpec& spec, int ranks) {
       break;
     case Algorithm::kPairwise:
       lower_pairwise(b, spec, ranks);
+      break;
+    case Algorithm::kNvls:
+      lower_nvls(b, spec, ranks);
       break;
   }
   return Schedule(ranks, b.take());
@@ -615,6 +750,10 @@ std::shared_ptr<const Program> ring_program(const CollectiveSpec& spec, int rank
     throw Error::internal("ring_program: not a ring-family collective (" +
                           std::string(operation_name(spec.op)) + " " +
                           std::string(algorithm_name(spec.algorithm)) + ")");
+  }
+  if (spec.channels > 1) {
+    return std::make_shared<const ChannelRingProgram>(
+        spec, ranks, ring_orders(ranks, spec.channels, spec.ranks_per_node));
   }
   CollectiveSpec flat = spec;
   if (flat.algorithm == Algorithm::kRing) flat.levels = {std::max(ranks, 1)};
@@ -650,6 +789,39 @@ std::vector<std::vector<int>> double_binary_tree(int n) {
     second[static_cast<std::size_t>(map(p))] = parent < 0 ? -1 : map(parent);
   }
   return {first, second};
+}
+
+std::vector<std::vector<std::uint32_t>> ring_orders(int ranks, int channels, int ranks_per_node) {
+  const int n = std::max(ranks, 1);
+  const int k = ranks_per_node > 0 ? ranks_per_node : n;
+  const int nodes = n / k;
+  std::vector<std::vector<std::uint32_t>> orders(static_cast<std::size_t>(channels));
+  for (int c = 0; c < channels; ++c) {
+    auto& order = orders[static_cast<std::size_t>(c)];
+    order.reserve(static_cast<std::size_t>(n));
+    if (nodes == 1) {
+      for (int p = 0; p < n; ++p) order.push_back(static_cast<std::uint32_t>((p + c) % n));
+      continue;
+    }
+    // The local index (rail) at which the ring enters node t: c, c+1, c, c+1, ... so that every
+    // node is left on the rail the next one is entered on; an odd count of nodes ends on c+2
+    // when there are three rails to choose from.
+    std::vector<int> entry(static_cast<std::size_t>(nodes));
+    for (int t = 0; t < nodes; ++t) entry[static_cast<std::size_t>(t)] = (c + t % 2) % k;
+    if (nodes % 2 == 1 && k >= 3) entry.back() = (c + 2) % k;
+    for (int t = 0; t < nodes; ++t) {
+      const int e = entry[static_cast<std::size_t>(t)];
+      const int x = entry[static_cast<std::size_t>((t + 1) % nodes)];
+      const auto at = [&](int local) { return static_cast<std::uint32_t>(t * k + local); };
+      order.push_back(at(e));
+      for (int i = 1; i < k; ++i) {
+        const int local = (e + i) % k;
+        if (local != x) order.push_back(at(local));
+      }
+      if (x != e) order.push_back(at(x));
+    }
+  }
+  return orders;
 }
 
 }  // namespace nest::coll

@@ -47,6 +47,13 @@ std::vector<LinkUse> busiest(std::vector<LinkUse> uses, int count) {
   return uses;
 }
 
+// The run of `programs` on `topology` (contention-free evaluation, else events), `result` holding
+// the flow count already.
+SimulationResult run(const topo::Topology& topology,
+                     const std::vector<std::shared_ptr<const Program>>& programs,
+                     std::span<const std::vector<topo::DeviceId>> groups,
+                     const SimulationOptions& options, SimulationResult result);
+
 }  // namespace
 
 std::vector<int> hierarchy_levels(const topo::Topology& topology,
@@ -91,25 +98,133 @@ std::vector<int> hierarchy_levels(const topo::Topology& topology,
   return levels;
 }
 
-CollectiveSpec resolve(const CollectiveSpec& spec, const topo::Topology& topology,
+int rail_block(const topo::Topology& topology, std::span<const topo::DeviceId> group) {
+  const auto d0 = static_cast<std::uint32_t>(topology.domain_sizes().front());
+  if (group.empty()) return 0;
+  std::size_t k = 1;
+  while (k < group.size() && group[k] / d0 == group[0] / d0) ++k;
+  if (k == group.size() || group.size() % k != 0) return 0;
+  std::vector<std::uint32_t> domains;
+  for (std::size_t b = 0; b < group.size(); b += k) {
+    const std::uint32_t domain = group[b] / d0;
+    for (std::size_t i = 0; i < k; ++i) {
+      if (group[b + i] / d0 != domain || group[b + i] % d0 != group[i] % d0) return 0;
+    }
+    domains.push_back(domain);
+  }
+  std::sort(domains.begin(), domains.end());
+  if (std::adjacent_find(domains.begin(), domains.end()) != domains.end()) return 0;
+  return static_cast<int>(k);
+}
+
+std::optional<topo::NodeId> nvls_switch(const topo::Topology& topology,
+                                        std::span<const topo::DeviceId> group) {
+  if (!topology.nvlink_sharp() || group.empty()) return std::nullopt;
+  const auto links_to = [&](topo::NodeId w, topo::DeviceId d) {
+    return topology.find_link(d, w).has_value();
+  };
+  for (const topo::LinkId l : topology.out_links(group.front())) {
+    const topo::NodeId w = topology.link(l).dst;
+    if (topology.is_device(w)) continue;
+    const auto out = topology.out_links(w);
+    const bool scale_up = std::all_of(out.begin(), out.end(), [&](topo::LinkId x) {
+      return topology.is_device(topology.link(x).dst);
+    });
+    if (!scale_up) continue;
+    if (std::all_of(group.begin(), group.end(), [&](topo::DeviceId d) { return links_to(w, d); })) {
+      return w;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// NCCL's Simple protocol moves a channel's data in steps of its buffer over NCCL_STEPS:
+// 4 MiB / 8 (src/include/device.h, NCCL_STEPS 8; default NCCL_BUFFSIZE 4 MiB).
+constexpr std::int64_t kPipelinePiece = 512 * 1024;
+constexpr std::int64_t kMaxPieces = 16;
+
+int auto_chunks(const CollectiveSpec& spec, bool calibrated) {
+  if (!calibrated) return 1;
+  const bool chain = spec.algorithm == Algorithm::kRing &&
+                     (spec.op == Operation::kBroadcast || spec.op == Operation::kReduce);
+  if (!chain && spec.algorithm != Algorithm::kTree) return 1;
+  // A tree allreduce sends half the buffer down each of its two trees.
+  const std::int64_t per_path =
+      spec.algorithm == Algorithm::kTree && spec.op == Operation::kAllReduce ? spec.size.count() / 2
+                                                                             : spec.size.count();
+  return static_cast<int>(
+      std::clamp<std::int64_t>((per_path + kPipelinePiece - 1) / kPipelinePiece, 1, kMaxPieces));
+}
+
+}  // namespace
+
+CollectiveSpec resolve(const CollectiveSpec& spec, const CalibratedNetwork& network,
                        std::span<const topo::DeviceId> group) {
+  const topo::Topology& topology = network.physical();
   check_group(topology, group);
   CollectiveSpec out = spec;
   if ((spec.algorithm == Algorithm::kHierarchical || spec.algorithm == Algorithm::kTorus) &&
       spec.levels.empty()) {
     out.levels = hierarchy_levels(topology, group);
   }
+  if (out.chunks == 0) out.chunks = auto_chunks(out, network.calibrated());
+  const bool ring = spec.algorithm == Algorithm::kRing &&
+                    (spec.op == Operation::kAllReduce || spec.op == Operation::kReduceScatter ||
+                     spec.op == Operation::kAllGather);
+  const int block = ring ? rail_block(topology, group) : 0;
+  if (out.channels == 0) {
+    out.channels = network.calibrated() && block > 0 ? std::min(network.channels(), block) : 1;
+  }
+  out.ranks_per_node = out.channels > 1 ? block : 0;
+  if (out.algorithm == Algorithm::kNvls && group.size() > 1 && !nvls_switch(topology, group)) {
+    throw Error::input(
+        "nvls needs the whole group on one NVLink SHARP switch",
+        {.key = "--algorithm",
+         .value = "nvls",
+         .expected = topology.nvlink_sharp()
+                         ? "a group inside one scale-up domain"
+                         : "a topology with nvlink_sharp: true (in-switch reduction)"});
+  }
   validate(out, static_cast<int>(group.size()));
   return out;
+}
+
+CollectiveSpec resolve(const CollectiveSpec& spec, const topo::Topology& topology,
+                       std::span<const topo::DeviceId> group) {
+  return resolve(spec, CalibratedNetwork(topology, true), group);
 }
 
 SimulationResult simulate(const topo::Topology& topology, const CollectiveSpec& spec,
                           std::span<const std::vector<topo::DeviceId>> groups,
                           const SimulationOptions& options) {
-  std::vector<bool> used(topology.num_devices(), false);
+  return simulate(CalibratedNetwork(topology, options.ideal), spec, groups, options);
+}
+
+ClosedForm closed_form(const CalibratedNetwork& network, const CollectiveSpec& spec,
+                       std::span<const topo::DeviceId> group, std::uint64_t seed) {
+  const CollectiveSpec resolved = resolve(spec, network, group);
+  const topo::Protocol protocol = network.protocol(resolved.algorithm, resolved.size);
+  topo::Router router(network.topology(protocol, resolved.algorithm == Algorithm::kNvls), seed);
+  ClosedForm cf =
+      closed_form(*lower_program(resolved, static_cast<int>(group.size())), group, router, seed);
+  if (group.size() > 1) {
+    cf.base_latency_seconds =
+        network.base_latency(resolved.op, resolved.algorithm, protocol).to_seconds();
+    cf.seconds += cf.base_latency_seconds;
+  }
+  return cf;
+}
+
+SimulationResult simulate(const CalibratedNetwork& network, const CollectiveSpec& spec,
+                          std::span<const std::vector<topo::DeviceId>> groups,
+                          const SimulationOptions& options) {
+  const topo::Topology& physical = network.physical();
+  std::vector<bool> used(physical.num_devices(), false);
   std::vector<CollectiveSpec> resolved;
   for (const auto& group : groups) {
-    resolved.push_back(resolve(spec, topology, group));
+    resolved.push_back(resolve(spec, network, group));
     for (topo::DeviceId d : group) {
       if (used[d]) {
         throw Error::input("concurrent groups overlap",
@@ -121,17 +236,117 @@ SimulationResult simulate(const topo::Topology& topology, const CollectiveSpec& 
     }
   }
 
-  // One schedule per distinct (group size, levels): concurrent copies share it.
+  // One schedule per distinct (group size, levels, chunks, channels): concurrent copies share it.
   std::map<std::pair<int, std::string>, std::shared_ptr<const Program>> schedules;
   std::vector<std::shared_ptr<const Program>> programs;
   SimulationResult result;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const int n = static_cast<int>(groups[g].size());
-    auto& schedule = schedules[{n, levels_text(resolved[g].levels)}];
+    const CollectiveSpec& r = resolved[g];
+    auto& schedule =
+        schedules[{n, levels_text(r.levels) + "/" + std::to_string(r.chunks) + "/" +
+                          std::to_string(r.channels) + "/" + std::to_string(r.ranks_per_node)}];
     if (!schedule) schedule = lower_program(resolved[g], n);
     result.flows += schedule->transfer_count();
     programs.push_back(schedule);
   }
+  SimulationResult out = run(network.topology(network.protocol(spec.algorithm, spec.size),
+                                              spec.algorithm == Algorithm::kNvls),
+                             programs, groups, options, std::move(result));
+  out.calibrated = network.calibrated();
+  out.protocol = network.protocol(spec.algorithm, spec.size);
+  // A group of one device runs nothing and pays nothing.
+  out.base_latency = network.base_latency(spec.op, spec.algorithm, out.protocol);
+  out.makespan = Time::zero();
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].size() > 1) out.durations[g] += out.base_latency;
+    out.makespan = std::max(out.makespan, out.durations[g]);
+  }
+  return out;
+}
+
+std::vector<Algorithm> tuner_candidates(const CalibratedNetwork& network, Operation op, Bytes size,
+                                        std::span<const topo::DeviceId> group) {
+  const topo::Topology& topology = network.physical();
+  const bool torus = topology.family() == topo::Family::kTorus;
+  // Hierarchical runs only on a group that spans domains evenly (and so has two levels or more).
+  const auto leveled = [&] {
+    try {
+      return hierarchy_levels(topology, group).size() >= 2;
+    } catch (const Error&) {
+      return false;
+    }
+  };
+  // NCCL's tree is a chain through the GPUs of a node with a double binary tree between nodes:
+  // inside one domain it is no faster than the ring, so it only competes across domains.
+  const auto d0 = static_cast<std::uint32_t>(topology.domain_sizes().front());
+  const bool spans = !group.empty() && std::any_of(group.begin(), group.end(), [&](auto d) {
+    return d / d0 != group.front() / d0;
+  });
+  std::vector<Algorithm> out;
+  switch (op) {
+    case Operation::kAllReduce:
+      out = {Algorithm::kRing};
+      if (spans) out.push_back(Algorithm::kTree);
+      if (network.protocol(size) == topo::Protocol::kSimple && nvls_switch(topology, group)) {
+        out.push_back(Algorithm::kNvls);
+      }
+      if (leveled()) out.push_back(Algorithm::kHierarchical);
+      if (torus) out.push_back(Algorithm::kTorus);
+      break;
+    case Operation::kReduceScatter:
+    case Operation::kAllGather:
+      out = {Algorithm::kRing};
+      if (leveled()) out.push_back(Algorithm::kHierarchical);
+      if (torus) out.push_back(Algorithm::kTorus);
+      break;
+    case Operation::kAllToAll:
+      out = {Algorithm::kPairwise, Algorithm::kDirect};
+      break;
+    case Operation::kBroadcast:
+      out = {Algorithm::kRing};
+      if (spans) out.push_back(Algorithm::kTree);
+      break;
+    case Operation::kReduce:
+      out = {Algorithm::kRing};
+      break;
+    case Operation::kSend:
+    case Operation::kGather:
+    case Operation::kScatter:
+    case Operation::kSendRecv:
+      out = {Algorithm::kDirect};
+      break;
+  }
+  return out;
+}
+
+TunedRun simulate_fastest(const CalibratedNetwork& network, const CollectiveSpec& spec,
+                          std::span<const std::vector<topo::DeviceId>> groups,
+                          const SimulationOptions& options) {
+  if (groups.empty()) throw Error::internal("simulate_fastest: no group");
+  std::optional<TunedRun> best;
+  for (const Algorithm a : tuner_candidates(network, spec.op, spec.size, groups.front())) {
+    CollectiveSpec candidate = spec;
+    candidate.algorithm = a;
+    candidate.levels.clear();
+    if (a != Algorithm::kRing) candidate.channels = std::min(candidate.channels, 1);
+    const bool pipelines = a == Algorithm::kRing || a == Algorithm::kTree ||
+                           a == Algorithm::kHierarchical || a == Algorithm::kTorus;
+    if (!pipelines) candidate.chunks = 1;
+    SimulationResult r = simulate(network, candidate, groups, options);
+    if (!best || r.makespan < best->result.makespan) {
+      best = TunedRun{resolve(candidate, network, groups.front()), std::move(r)};
+    }
+  }
+  return std::move(*best);
+}
+
+namespace {
+
+SimulationResult run(const topo::Topology& topology,
+                     const std::vector<std::shared_ptr<const Program>>& programs,
+                     std::span<const std::vector<topo::DeviceId>> groups,
+                     const SimulationOptions& options, SimulationResult result) {
   topo::Router router(topology, options.seed);
 
   if (!options.events_only) {
@@ -176,5 +391,7 @@ SimulationResult simulate(const topo::Topology& topology, const CollectiveSpec& 
   }
   return result;
 }
+
+}  // namespace
 
 }  // namespace nest::coll

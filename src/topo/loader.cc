@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -69,7 +71,7 @@ Error locate(const Error& e, const config::Node& root) {
 Topology fat_tree(const config::Node& r, std::string name) {
   r.expect_keys({"kind", "name", "description", "k", "link_bandwidth", "link_latency",
                  "edge_oversubscription", "aggregation_oversubscription", "devices_per_host",
-                 "scale_up_bandwidth", "scale_up_latency"});
+                 "scale_up_bandwidth", "scale_up_latency", "collectives", "nvlink_sharp"});
   FatTreeParams p;
   p.k = count(r, "k", 2);
   p.link_bandwidth = r.at("link_bandwidth").as_bandwidth();
@@ -90,7 +92,8 @@ Topology fat_tree(const config::Node& r, std::string name) {
 
 Topology spine_leaf(const config::Node& r, std::string name) {
   r.expect_keys({"kind", "name", "description", "leaves", "spines", "hosts_per_leaf",
-                 "host_bandwidth", "host_latency", "uplink_bandwidth", "uplink_latency"});
+                 "host_bandwidth", "host_latency", "uplink_bandwidth", "uplink_latency",
+                 "collectives", "nvlink_sharp"});
   SpineLeafParams p;
   p.leaves = count(r, "leaves");
   p.spines = count(r, "spines");
@@ -103,7 +106,8 @@ Topology spine_leaf(const config::Node& r, std::string name) {
 }
 
 Topology torus(const config::Node& r, std::string name) {
-  r.expect_keys({"kind", "name", "description", "dims", "link_bandwidth", "link_latency"});
+  r.expect_keys({"kind", "name", "description", "dims", "link_bandwidth", "link_latency",
+                 "collectives", "nvlink_sharp"});
   TorusParams p;
   p.dims = ints(r.at("dims"));
   p.link_bandwidth = r.at("link_bandwidth").as_bandwidth();
@@ -114,7 +118,7 @@ Topology torus(const config::Node& r, std::string name) {
 Topology rail_optimized(const config::Node& r, std::string name) {
   r.expect_keys({"kind", "name", "description", "nodes", "gpus_per_node", "nodes_per_leaf",
                  "spines", "nvlink_bandwidth", "nvlink_latency", "nic_bandwidth", "nic_latency",
-                 "spine_bandwidth", "spine_latency"});
+                 "spine_bandwidth", "spine_latency", "collectives", "nvlink_sharp"});
   RailOptimizedParams p;
   p.nodes = count(r, "nodes");
   p.gpus_per_node = count(r, "gpus_per_node");
@@ -131,7 +135,7 @@ Topology rail_optimized(const config::Node& r, std::string name) {
 
 Topology hierarchical(const config::Node& r, std::string name) {
   r.expect_keys({"kind", "name", "description", "devices_per_level", "bandwidth_per_level",
-                 "latency_per_level"});
+                 "latency_per_level", "collectives", "nvlink_sharp"});
   HierarchicalParams p;
   p.devices_per_level = ints(r.at("devices_per_level"));
   p.bandwidth_per_level = bandwidths(r.at("bandwidth_per_level"));
@@ -142,7 +146,8 @@ Topology hierarchical(const config::Node& r, std::string name) {
 Topology dragonfly(const config::Node& r, std::string name) {
   r.expect_keys({"kind", "name", "description", "groups", "routers_per_group", "hosts_per_router",
                  "global_links_per_router", "host_bandwidth", "host_latency", "local_bandwidth",
-                 "local_latency", "global_bandwidth", "global_latency"});
+                 "local_latency", "global_bandwidth", "global_latency", "collectives",
+                 "nvlink_sharp"});
   DragonflyParams p;
   p.groups = count(r, "groups");
   p.routers_per_group = count(r, "routers_per_group");
@@ -158,7 +163,8 @@ Topology dragonfly(const config::Node& r, std::string name) {
 }
 
 Topology explicit_graph(const config::Node& r, std::string name) {
-  r.expect_keys({"kind", "name", "description", "nodes", "links", "domain_sizes"});
+  r.expect_keys({"kind", "name", "description", "nodes", "links", "domain_sizes", "collectives",
+                 "nvlink_sharp"});
   const std::vector<config::Node> nodes = r.at("nodes").elements();
   const std::vector<config::Node> links = r.at("links").elements();
 
@@ -254,6 +260,18 @@ Topology explicit_graph(const config::Node& r, std::string name) {
   return t;
 }
 
+// The keys every kind takes besides its own: the collective model (nest/topo/collective_model.h,
+// files relative to the topology's folder) and whether the scale-up switches reduce in the
+// switch (NVLink SHARP).
+void collective_keys(const config::Node& root, Topology& t) {
+  if (const auto n = root.find("nvlink_sharp")) t.set_nvlink_sharp(n->as_bool());
+  if (const auto n = root.find("collectives")) {
+    const std::string folder = std::filesystem::path(root.file()).parent_path().string();
+    t.set_collective_model(
+        std::make_shared<const CollectiveModel>(parse_collective_model(*n, folder)));
+  }
+}
+
 std::string stem(const std::string& path) {
   const std::size_t slash = path.find_last_of('/');
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -262,9 +280,7 @@ std::string stem(const std::string& path) {
   return base;
 }
 
-}  // namespace
-
-Topology load_topology(const config::Node& root) {
+Topology load_kind(const config::Node& root) {
   if (!root.is_map()) throw root.error("expected a map", "a topology with a kind: key");
   const std::string kind =
       root.at("kind").as_choice({"fat_tree", "spine_leaf", "torus", "rail_optimized",
@@ -283,6 +299,14 @@ Topology load_topology(const config::Node& root) {
   } catch (const Error& e) {
     throw locate(e, root);
   }
+}
+
+}  // namespace
+
+Topology load_topology(const config::Node& root) {
+  Topology t = load_kind(root);
+  collective_keys(root, t);
+  return t;
 }
 
 Topology load_topology(const std::string& path) {

@@ -102,4 +102,26 @@ void Topology::set_domain_sizes(std::vector<int> sizes) {
   domains_set_ = true;
 }
 
+Topology Topology::with_links(std::vector<Link> links) const {
+  if (links.size() != links_.size()) {
+    throw Error::internal("with_links: link count differs in topology " + name_);
+  }
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    if (links[i].src != links_[i].src || links[i].dst != links_[i].dst) {
+      throw Error::internal("with_links: link endpoints differ in topology " + name_);
+    }
+  }
+  Topology t(name_, family_);
+  t.params_ = params_;
+  t.num_devices_ = num_devices_;
+  t.nodes_ = nodes_;
+  t.links_ = std::move(links);
+  t.out_ = out_;
+  t.domain_sizes_ = domain_sizes_;
+  t.domains_set_ = domains_set_;
+  t.collective_model_ = collective_model_;
+  t.nvlink_sharp_ = nvlink_sharp_;
+  return t;
+}
+
 }  // namespace nest::topo

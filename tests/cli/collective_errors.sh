@@ -29,9 +29,9 @@ expect_error 'nest collective: --size: message size must be positive (got "0 B";
   --op allreduce --size 0B
 expect_error 'nest collective: --size: missing unit (got "100"; expected a size like "80 GiB" (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; b, Kb, Mb, Gb for bits))' \
   --op allreduce --size 100
-expect_error 'nest collective: --op: unknown operation (got "gather"; expected allreduce, reduce_scatter, all_gather, all_to_all, broadcast, send)' \
-  --op gather --size 1MiB
-expect_error 'nest collective: --algorithm: unknown algorithm (got "butterfly"; expected ring, tree, halving_doubling, direct, pairwise, hierarchical, torus)' \
+expect_error 'nest collective: --op: unknown operation (got "gatherv"; expected allreduce, reduce_scatter, all_gather, all_to_all, broadcast, send, reduce, gather, scatter, sendrecv)' \
+  --op gatherv --size 1MiB
+expect_error 'nest collective: --algorithm: unknown algorithm (got "butterfly"; expected ring, tree, halving_doubling, direct, pairwise, hierarchical, torus, nvls)' \
   --op allreduce --algorithm butterfly --size 1MiB
 expect_error 'nest collective: --algorithm: algorithm not valid for all_to_all (got "ring"; expected one of pairwise, direct)' \
   --op all_to_all --algorithm ring --size 1MiB
@@ -91,5 +91,17 @@ expect_error 'nest collective: --csv: choose one output format (expected --csv o
   --op allreduce --sizes 8:1M --csv --json
 expect_error 'nest collective: --sizes: simulated time out of range (got "1152921504606846976 B"; expected events within 2^62 ps (4.6e6 s) of simulated time: a smaller size or faster links)' \
   --op send --sizes 1T:1048576T:1024 --group 0,1
+
+# Algorithms and options the collective model brings.
+expect_error 'nest collective: --algorithm: nvls needs the whole group on one NVLink SHARP switch (got "nvls"; expected a topology with nvlink_sharp: true (in-switch reduction))' \
+  --op allreduce --algorithm nvls --size 1MiB --group 0-1
+expect_error 'nest collective: --channels: bad channel count for allreduce tree (got "2"; expected 1 (only ring allreduce, reduce_scatter and all_gather run several rings))' \
+  --op allreduce --algorithm tree --size 1MiB --channels 2
+expect_error 'nest collective: --channels: bad channel count (got "0"; expected an integer >= 1)' \
+  --op allreduce --size 1MiB --channels 0
+expect_error 'nest collective: --levels: --levels fixes a hierarchical algorithm (got "2,2"; expected --algorithm hierarchical or torus with --levels)' \
+  --op allreduce --algorithm auto --size 1MiB --levels 2,2
+expect_error 'nest collective: --algorithm: algorithm not valid for gather (got "ring"; expected one of direct)' \
+  --op gather --algorithm ring --size 1MiB
 
 exit $failed

@@ -112,9 +112,37 @@ import json, sys; print(json.loads(sys.argv[1])["rows"][0]["count"])' "$json")"
 text=$("$nest" collective --topology "$dir/star8.yaml" --op allreduce --sizes 1M:2M)
 expected='collective:  allreduce ring, 8 ranks (0-7), sizes 1M:2M (2 sizes)
 topology:    star8 (explicit, 8 devices)
-      size (B)        count    time (us) algbw (GB/s) busbw (GB/s)  closed (us) difference
-       1048576       262144        32.35        32.41        56.72        32.35     +0.00%
-       2097152       524288        50.70        41.36        72.39        50.70     +0.00%'
+model:       ideal (line rates and latencies of the topology)
+      size (B)        count        algorithm  proto    time (us) algbw (GB/s) busbw (GB/s)  closed (us) difference
+       1048576       262144             ring      -        32.35        32.41        56.72        32.35     +0.00%
+       2097152       524288             ring      -        50.70        41.36        72.39        50.70     +0.00%'
 check "sweep text" "$expected" "$text"
+
+# A collective model inline: Simple at 80% of the line rate, 2 us per link, 10 us per
+# collective. Ring allreduce of 8 MB: 10 us + 14 x (4 us + 1 MB at 80 GB/s) = 241 us, simulated
+# and closed form alike; --ideal ignores the model (154 us, as above).
+{
+  cat "$dir/star8.yaml"
+  echo "collectives:"
+  echo "  name: eighty"
+  echo "  protocols:"
+  echo "    Simple: {base_latency: 10 us, scale_up: {efficiency: 0.8, latency: 2 us}}"
+} >"$dir/star8-model.yaml"
+json=$("$nest" collective --topology "$dir/star8-model.yaml" --op allreduce --algorithm ring \
+  --size 8MB --json)
+check "calibrated simulated_s" 0.000241 "$(field "$json" simulated_s)"
+check "calibrated closed_form_s" 0.000241 "$(python3 -c "print(round($(field "$json" closed_form_s), 12))")"
+check "calibrated protocol" Simple "$(field "$json" protocol)"
+check "calibrated base latency" 1e-05 "$(python3 -c "print(round($(field "$json" base_latency_s), 12))")"
+check "calibrated model" eighty "$(field "$json" model)"
+json=$("$nest" collective --topology "$dir/star8-model.yaml" --op allreduce --size 8MB --ideal \
+  --json)
+check "--ideal simulated_s" 0.000154 "$(field "$json" simulated_s)"
+check "--ideal algorithm" ring "$(field "$json" algorithm)"
+# Under the model the default algorithm is the tuner's choice (the ring: no other candidate
+# applies on one switch without in-switch reduction).
+json=$("$nest" collective --topology "$dir/star8-model.yaml" --op allreduce --size 8MB --json)
+check "tuned" True "$(field "$json" tuned)"
+check "tuned algorithm" ring "$(field "$json" algorithm)"
 
 exit $failed

@@ -23,7 +23,7 @@ expect_error() {  # file, expected stderr line
 bw_expected='expected a bandwidth like "400 GB/s" or "400 Gb/s" (B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, ..., b/s, Kb/s, Mb/s, Gb/s, Tb/s, Gbps)'
 
 expect_error unknown_key.yaml \
-  'nest topology: unknown_key.yaml:5: colour: unknown key "colour" (expected one of kind, name, description, dims, link_bandwidth, link_latency)'
+  'nest topology: unknown_key.yaml:5: colour: unknown key "colour" (expected one of kind, name, description, dims, link_bandwidth, link_latency, collectives, nvlink_sharp)'
 expect_error negative_bandwidth.yaml \
   "nest topology: negative_bandwidth.yaml:7: uplink_bandwidth: negative quantity (got \"-400 Gb/s\"; $bw_expected)"
 expect_error missing_unit.yaml \

@@ -40,11 +40,13 @@ namespace nest::coll {
 
 /// The closed-form time of a schedule and its parts.
 struct ClosedForm {
-  double seconds = 0;            ///< total: latency_seconds + bandwidth_seconds
-  double latency_seconds = 0;    ///< sum over steps of alpha_k
-  double bandwidth_seconds = 0;  ///< sum over steps of L_k / beta_k
-  std::uint32_t steps = 0;       ///< steps with at least one transfer
-  Time max_alpha;                ///< largest per-step latency
+  /// total: base_latency_seconds + latency_seconds + bandwidth_seconds
+  double seconds = 0;
+  double base_latency_seconds = 0;  ///< a collective model's per-collective latency (or 0)
+  double latency_seconds = 0;       ///< sum over steps of alpha_k
+  double bandwidth_seconds = 0;     ///< sum over steps of L_k / beta_k
+  std::uint32_t steps = 0;          ///< steps with at least one transfer
+  Time max_alpha;                   ///< largest per-step latency
   /// Smallest beta_k (the rate of the route or port that set a step's bandwidth term) over the
   /// steps that move bytes; zero when none does.
   Bandwidth bottleneck;

@@ -112,14 +112,16 @@ class Schedule final : public Program {
 /// 2·p·log2(p) + 2(n-p) with p = 2^floor(log2 n) (the n-p extra ranks fold into partners
 /// first and get the result back last); direct n(n-1) per phase; pairwise n(n-1); ring and
 /// tree broadcast (n-1)·c; direct broadcast n-1; send 1; hierarchical and torus the sum of
-/// their rings. Time and memory linear in the transfers. Throws `Error` (input) when the
-/// schedule would exceed 2^32 - 1 transfers.
+/// their rings; ring reduce (n-1)·c (the chain 1 -> 2 -> ... -> n-1 -> 0); direct reduce, gather
+/// and scatter n-1; direct sendrecv n; nvls n (one step: rank i -> i+1, S + S/n bytes through
+/// the switch); a ring of k channels k times a ring's. Time and memory linear in the transfers.
+/// Throws `Error` (input) when the schedule would exceed 2^32 - 1 transfers.
 [[nodiscard]] Schedule lower(const CollectiveSpec& spec, int ranks);
 
-/// The ring family (ring, hierarchical and torus allreduce, reduce-scatter and all-gather) as an
-/// implicit program: transfers and gates are computed from their ids, so memory is O(ranks)
-/// whatever the group size, at the cost of a hash-map counter per pending gate in an
-/// execution. Gives the same transfers, gates and dependencies as `lower` (gate and transfer
+/// The ring family (ring, hierarchical and torus allreduce, reduce-scatter and all-gather; rings
+/// of several channels) as an implicit program: transfers and gates are computed from their ids, so
+/// memory is O(ranks) whatever the group size, at the cost of a hash-map counter per pending gate
+/// in an execution. Gives the same transfers, gates and dependencies as `lower` (gate and transfer
 /// ids differ). `spec` must be a valid ring-family spec with levels filled in (or empty for a
 /// flat ring). Throws `Error` (internal) for other algorithms.
 [[nodiscard]] std::shared_ptr<const Program> ring_program(const CollectiveSpec& spec, int ranks);
@@ -133,6 +135,19 @@ class Schedule final : public Program {
 
 /// Number of transfers `lower(spec, ranks)` makes, without making them. O(levels).
 [[nodiscard]] std::uint64_t transfer_count(const CollectiveSpec& spec, int ranks);
+
+/// The ring of each channel of a multi-channel ring, as ranks by position (position p sends to
+/// position p + 1 mod n). Without `ranks_per_node` (0) or within one node, channel c is the
+/// group order rotated by c. With ranks_per_node = k (the group is n / k nodes of k ranks, rank
+/// node·k + i being local device i of its node, on rail i), channel c visits the nodes in order
+/// and crosses from each node to the next on one rail: it enters node t at local rank e_t and
+/// leaves it at e_{t+1}, visiting the node's other ranks in between, with e_t = c, c+1, c, c+1,
+/// ... (mod k) and, for an odd number of nodes, c+2 for the last one when k >= 3 (k = 2 with an
+/// odd count of nodes leaves one crossing between rails). So every node-crossing hop joins the
+/// same local rank of two nodes (one rail), and for channels <= k every node's channels leave it
+/// on distinct rails. O(channels · n).
+[[nodiscard]] std::vector<std::vector<std::uint32_t>> ring_orders(int ranks, int channels,
+                                                                  int ranks_per_node);
 
 /// The two binary trees of NCCL's double binary tree over n ranks, as parent arrays (-1 for
 /// the root): tree 0 is NCCL's in-order tree rooted at rank 0 (whose only child is the largest

@@ -5,10 +5,13 @@
 /// the derivation of hierarchical levels from a topology's domains.
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
 
+#include "nest/coll/calibration.h"
+#include "nest/coll/closed_form.h"
 #include "nest/coll/collective.h"
 #include "nest/core/units.h"
 #include "nest/topo/topology.h"
@@ -24,9 +27,30 @@ namespace nest::coll {
 [[nodiscard]] std::vector<int> hierarchy_levels(const topo::Topology& topology,
                                                 std::span<const topo::DeviceId> group);
 
-/// `spec` with levels filled in from the topology when the algorithm is hierarchical or torus
-/// and none were given, then validated against the group size (see `validate`). Also checks
-/// the group: non-empty, devices < topology.num_devices(), no duplicates (key "--group").
+/// The devices per scale-up domain of a group that spans several domains rail by rail: it lists
+/// whole blocks of k devices, each block inside one innermost domain (a different one for each
+/// block), with the same local devices (device mod domain size) in the same order in every
+/// block. 0 when the group does not (or lies in one domain). O(n).
+[[nodiscard]] int rail_block(const topo::Topology& topology, std::span<const topo::DeviceId> group);
+
+/// The switch through which all of `group` reduces in NVLink SHARP: a switch that every device
+/// of the group links to and whose links all lead to devices, on a topology with
+/// `nvlink_sharp()`; none otherwise. O(n · degree).
+[[nodiscard]] std::optional<topo::NodeId> nvls_switch(const topo::Topology& topology,
+                                                      std::span<const topo::DeviceId> group);
+
+/// `spec` made concrete for `group` on `network`, then validated against the group size (see
+/// `validate`): levels from the topology when the algorithm is hierarchical or torus and none
+/// were given; chunks 0 -> under a collective model, a pipelined tree, ring broadcast and ring
+/// reduce in pieces of 512 KiB (NCCL's Simple step: 4 MiB buffer / 8 steps), at most 16 pieces
+/// (per tree: size / 2), else 1; channels 0 -> under a model, ring allreduce, reduce-scatter and
+/// all-gather on a group that spans domains rail by rail (`rail_block` k > 0) use min(model's
+/// channels, k) rings, else 1; with channels > 1, ranks_per_node = the rail block. Also checks
+/// the group: non-empty, devices < topology.num_devices(), no duplicates (key "--group"), and
+/// that nvls has its switch (key "--algorithm").
+[[nodiscard]] CollectiveSpec resolve(const CollectiveSpec& spec, const CalibratedNetwork& network,
+                                     std::span<const topo::DeviceId> group);
+/// `resolve` on the ideal network of `topology` (its collective model ignored).
 [[nodiscard]] CollectiveSpec resolve(const CollectiveSpec& spec, const topo::Topology& topology,
                                      std::span<const topo::DeviceId> group);
 
@@ -51,6 +75,12 @@ struct SimulationResult {
   /// ran (also for runs where a flow starts on a link in the picosecond another drains there).
   /// The numbers are the same either way.
   bool contention_free = false;
+  /// The protocol the collective ran with (Simple on the ideal network).
+  topo::Protocol protocol = topo::Protocol::kSimple;
+  /// The collective model's base latency, included in `durations` and `makespan` (zero ideal).
+  Time base_latency;
+  /// True when a collective model calibrated the run.
+  bool calibrated = false;
 };
 
 /// Knobs of `simulate`.
@@ -60,6 +90,8 @@ struct SimulationOptions {
   /// Skip the contention-free evaluation and always run the event simulation (for tests and
   /// benchmarks of the simulator; the result is the same).
   bool events_only = false;
+  /// Ignore the topology's collective model: line rates and the topology's latencies.
+  bool ideal = false;
 };
 
 /// Simulates `spec` on every group of `groups` at once, all starting at time zero, on a fresh
@@ -72,8 +104,50 @@ struct SimulationOptions {
 /// exactly what the simulator computes, at O(transfers + hops) with no events
 /// (`contention_free`); the first flow that fails abandons it, and the event simulation runs
 /// instead (cost: the simulator's).
+///
+/// Under a collective model (the topology's, unless `options.ideal`) the run is calibrated as
+/// nest/coll/calibration.h says: it runs on the copy of the topology for its protocol and every
+/// duration includes the base latency.
 [[nodiscard]] SimulationResult simulate(const topo::Topology& topology, const CollectiveSpec& spec,
                                         std::span<const std::vector<topo::DeviceId>> groups,
                                         const SimulationOptions& options = {});
+/// The same on `network` (its model, or none); `options.ideal` is not read. A network built once
+/// serves any number of calls (a sweep) without rebuilding the calibrated copies.
+[[nodiscard]] SimulationResult simulate(const CalibratedNetwork& network,
+                                        const CollectiveSpec& spec,
+                                        std::span<const std::vector<topo::DeviceId>> groups,
+                                        const SimulationOptions& options = {});
+
+/// The algorithms NCCL's tuner would weigh for `op` on `group` (each valid there), in order of
+/// preference on ties: allreduce ring, tree (only when the group spans scale-up domains: NCCL's
+/// tree is a chain inside a node, no faster than its ring there), nvls (when the group sits on one
+/// NVLink SHARP switch and `size` uses the Simple protocol, the only one NVLS runs), hierarchical
+/// (when the group spans scale-up domains evenly); reduce-scatter and all-gather ring,
+/// hierarchical; all-to-all pairwise, direct; broadcast ring, tree (across domains); reduce ring;
+/// send, gather, scatter and sendrecv direct. On a torus, torus is added to the ring family's list.
+[[nodiscard]] std::vector<Algorithm> tuner_candidates(const CalibratedNetwork& network,
+                                                      Operation op, Bytes size,
+                                                      std::span<const topo::DeviceId> group);
+
+/// What the tuner chose.
+struct TunedRun {
+  CollectiveSpec spec;  ///< the chosen algorithm, resolved for the first group
+  SimulationResult result;
+};
+
+/// Simulates `spec` with every algorithm of `tuner_candidates` (spec.algorithm is ignored) on
+/// all `groups` at once and keeps the fastest (smallest makespan; ties: the earlier candidate),
+/// as NCCL's tuner picks the algorithm its model says is fastest. Cost: one simulation per
+/// candidate.
+[[nodiscard]] TunedRun simulate_fastest(const CalibratedNetwork& network,
+                                        const CollectiveSpec& spec,
+                                        std::span<const std::vector<topo::DeviceId>> groups,
+                                        const SimulationOptions& options = {});
+
+/// The closed form (nest/coll/closed_form.h) of `spec` on `group` alone on `network`: the
+/// protocol's base latency (in `base_latency_seconds`) plus the step-by-step sum on the copy of
+/// the topology the protocol runs on, with the flow keys of `seed`. `spec` is resolved here.
+[[nodiscard]] ClosedForm closed_form(const CalibratedNetwork& network, const CollectiveSpec& spec,
+                                     std::span<const topo::DeviceId> group, std::uint64_t seed = 0);
 
 }  // namespace nest::coll

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "nest/core/units.h"
+#include "nest/topo/collective_model.h"
 #include "nest/topo/params.h"
 
 namespace nest::topo {
@@ -128,6 +129,25 @@ class Topology {
   /// equals num_devices(). Sizes of 1 and repeats are dropped.
   void set_domain_sizes(std::vector<int> sizes);
 
+  /// The collective model the topology's file names (`collectives:`), or null: collectives then
+  /// run at line rate with the topology's latencies (the ideal model). Shared, immutable.
+  [[nodiscard]] const std::shared_ptr<const CollectiveModel>& collective_model() const noexcept {
+    return collective_model_;
+  }
+  void set_collective_model(std::shared_ptr<const CollectiveModel> model) {
+    collective_model_ = std::move(model);
+  }
+  /// True when the scale-up switches reduce in the switch (NVLink SHARP, the file's
+  /// `nvlink_sharp: true`): allreduce may then use the `nvls` algorithm inside a scale-up
+  /// domain whose devices all hang off one switch.
+  [[nodiscard]] bool nvlink_sharp() const noexcept { return nvlink_sharp_; }
+  void set_nvlink_sharp(bool on) noexcept { nvlink_sharp_ = on; }
+
+  /// A copy with the same nodes, parameters, domains, model and switch features whose directed
+  /// link i is `links[i]` (same endpoints; rates and latencies may differ): what a collective
+  /// model calibrates. Throws Error (internal) when the links do not match. O(nodes + links).
+  [[nodiscard]] Topology with_links(std::vector<Link> links) const;
+
  private:
   std::string name_;
   Family family_;
@@ -138,6 +158,8 @@ class Topology {
   std::vector<std::vector<LinkId>> out_;  // directed links leaving each node
   std::vector<int> domain_sizes_;         // {num_devices_} until set_domain_sizes
   bool domains_set_ = false;
+  std::shared_ptr<const CollectiveModel> collective_model_;
+  bool nvlink_sharp_ = false;
 };
 
 }  // namespace nest::topo

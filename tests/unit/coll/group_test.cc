@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "nest/coll/collective.h"
 #include "nest/core/error.h"
+#include "nest/topo/collective_model.h"
 
 namespace nest::coll {
 namespace {
@@ -173,22 +175,33 @@ TEST(ParseSizeSweep, RejectsBadRangesWithOneLineMessages) {
 }
 
 TEST(Names, ParseAndPrintRoundTrip) {
-  for (Operation op : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather,
-                       Operation::kAllToAll, Operation::kBroadcast, Operation::kSend}) {
+  for (Operation op :
+       {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather,
+        Operation::kAllToAll, Operation::kBroadcast, Operation::kSend, Operation::kReduce,
+        Operation::kGather, Operation::kScatter, Operation::kSendRecv}) {
     EXPECT_EQ(parse_operation(operation_name(op)), op);
+    // A collective model may give each of them its own base latency.
+    const auto names = topo::collective_operation_names();
+    EXPECT_NE(std::find(names.begin(), names.end(), operation_name(op)), names.end());
   }
   EXPECT_EQ(parse_operation("all-gather"), Operation::kAllGather);
   EXPECT_EQ(parse_operation("alltoall"), Operation::kAllToAll);
   EXPECT_EQ(parse_algorithm("halving-doubling"), Algorithm::kHalvingDoubling);
-  EXPECT_EQ(error_of([] { (void)parse_operation("gather"); }),
-            "--op: unknown operation (got \"gather\"; expected allreduce, reduce_scatter, "
-            "all_gather, all_to_all, broadcast, send)");
+  EXPECT_EQ(parse_operation("send-recv"), Operation::kSendRecv);
+  EXPECT_EQ(error_of([] { (void)parse_operation("gatherv"); }),
+            "--op: unknown operation (got \"gatherv\"; expected allreduce, reduce_scatter, "
+            "all_gather, all_to_all, broadcast, send, reduce, gather, scatter, sendrecv)");
   EXPECT_EQ(error_of([] { (void)parse_algorithm("butterfly"); }),
             "--algorithm: unknown algorithm (got \"butterfly\"; expected ring, tree, "
-            "halving_doubling, direct, pairwise, hierarchical, torus)");
+            "halving_doubling, direct, pairwise, hierarchical, torus, nvls)");
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Operation::kAllReduce, 8), 1.75);
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Operation::kAllGather, 8), 0.875);
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Operation::kBroadcast, 8), 1.0);
+  // nccl-tests src/{reduce,gather,scatter,sendrecv}.cu: 1, (n-1)/n, (n-1)/n, 1.
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Operation::kReduce, 8), 1.0);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Operation::kGather, 8), 0.875);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Operation::kScatter, 8), 0.875);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Operation::kSendRecv, 8), 1.0);
 }
 
 }  // namespace

@@ -73,6 +73,7 @@ TEST(Uncontended, EqualsTheEventSimulationOnEveryAlgorithmAndTopology) {
   };
   std::vector<Case> cases;
   cases.push_back({"star16", testing::star(16)});
+  cases.back().topology.set_nvlink_sharp(true);
   cases.push_back({"ring8", testing::ring(8)});
   cases.push_back({"fat-tree k=4", fat_tree(4, 1)});
   cases.push_back({"fat-tree k=4 2:1", fat_tree(4, 2)});
@@ -82,9 +83,12 @@ TEST(Uncontended, EqualsTheEventSimulationOnEveryAlgorithmAndTopology) {
   int contended = 0;
   for (const Case& c : cases) {
     const int devices = static_cast<int>(c.topology.num_devices());
-    for (Operation op : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather,
-                         Operation::kAllToAll, Operation::kBroadcast, Operation::kSend}) {
+    for (Operation op :
+         {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather,
+          Operation::kAllToAll, Operation::kBroadcast, Operation::kSend, Operation::kReduce,
+          Operation::kGather, Operation::kScatter, Operation::kSendRecv}) {
       for (Algorithm a : algorithms_for(op)) {
+        if (a == Algorithm::kNvls && !c.topology.nvlink_sharp()) continue;
         for (int n : {2, 3, 4, 8}) {
           for (int chunks : {1, 2}) {
             for (std::int64_t size : {std::int64_t{5}, std::int64_t{1000003}}) {
