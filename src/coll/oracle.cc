@@ -5,11 +5,13 @@
 #include <bit>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
 
 #include "coll/uncontended.h"
+#include "nest/coll/calibration.h"
 #include "nest/coll/execution.h"
 #include "nest/coll/schedule.h"
 #include "nest/coll/simulate.h"
@@ -73,29 +75,52 @@ struct Part {
   std::vector<topo::DeviceId> group;
 };
 
-}  // namespace
-
-struct CollectiveOracle::Impl {
-  Impl(const topo::Topology& t, std::uint64_t s)
-      : topology(t), seed(s), router(t, s), evaluator(t) {}
-
+// The machinery of one topology (the physical one, or a calibrated copy): its router, the
+// contention-free evaluator, a simulator reset between runs, and the link labels of a digest.
+struct Engine {
+  Engine(const topo::Topology& t, std::uint64_t seed)
+      : topology(t), router(t, seed), evaluator(t) {}
   const topo::Topology& topology;
-  std::uint64_t seed;
   topo::Router router;
   detail::UncontendedEvaluator evaluator;
   // One simulator for every query, reset in between: a fresh one would allocate and clear the
   // whole link table each time (12.5 MB on a 16,384-GPU rail cluster).
   std::unique_ptr<net::Simulator> simulator;
+  std::vector<std::uint32_t> label;  // per link: order of first use in a digest, or max
+};
+
+}  // namespace
+
+struct CollectiveOracle::Impl {
+  Impl(const topo::Topology& t, OracleSettings s)
+      : topology(t), seed(s.seed), network(t, s.ideal) {}
+
+  const topo::Topology& topology;
+  std::uint64_t seed;
+  CalibratedNetwork network;
+  // By protocol, and NVLS last; only slot 0 on the ideal network (every slot is the topology).
+  std::array<std::unique_ptr<Engine>, topo::kProtocols + 1> engines;
   OracleStats stats;
   std::unordered_map<QueryKey, OracleAnswer, QueryKeyHash> by_query;
+  // Answers without the base latency: calibrated copies may coincide link for link.
   std::unordered_map<Digest, OracleAnswer, DigestHash> by_structure;
   std::unordered_map<std::uint64_t, std::vector<Pair>> pairs_by_shape;
-  std::vector<std::uint32_t> label;  // per link: order of first use in a digest, or max
+
+  Engine& engine(topo::Protocol protocol, bool nvls) {
+    const std::size_t slot = !network.calibrated() ? 0
+                             : nvls                ? topo::kProtocols
+                                                   : static_cast<std::size_t>(protocol);
+    auto& e = engines[slot];
+    if (!e) e = std::make_unique<Engine>(network.topology(protocol, nvls), seed);
+    return *e;
+  }
 
   std::uint64_t shape_of(const CollectiveSpec& spec, std::size_t n) const {
     std::uint64_t h = hash_mix(0xC0111EC7ULL, static_cast<std::uint64_t>(spec.op));
     h = hash_mix(h, static_cast<std::uint64_t>(spec.algorithm));
     h = hash_mix(h, static_cast<std::uint64_t>(spec.chunks));
+    h = hash_mix(h, static_cast<std::uint64_t>(spec.channels));
+    h = hash_mix(h, static_cast<std::uint64_t>(spec.ranks_per_node));
     h = hash_mix(h, n);
     for (int l : spec.levels) h = hash_mix(h, static_cast<std::uint64_t>(l));
     return h;
@@ -116,9 +141,9 @@ struct CollectiveOracle::Impl {
 
   // The layout as the simulator sees it: schedules, routes with links renamed in order of first
   // use, and the renamed links' rates and latencies.
-  Digest structure(std::vector<Part>& parts) {
-    if (label.size() != topology.num_links()) {
-      label.assign(topology.num_links(), std::numeric_limits<std::uint32_t>::max());
+  Digest structure(std::vector<Part>& parts, Engine& e) {
+    if (e.label.size() != e.topology.num_links()) {
+      e.label.assign(e.topology.num_links(), std::numeric_limits<std::uint32_t>::max());
     }
     std::vector<topo::LinkId> used;
     Digest d;
@@ -129,50 +154,50 @@ struct CollectiveOracle::Impl {
       for (const Pair& p : pairs(part)) {
         const topo::DeviceId src = part.group[p.src];
         const topo::DeviceId dst = part.group[p.dst];
-        const auto route = router.route(src, dst, flow_key(src, dst, p.channel, seed));
+        const auto route = e.router.route(src, dst, flow_key(src, dst, p.channel, seed));
         d.add(route.size());
         for (topo::LinkId l : route) {
-          if (label[l] == std::numeric_limits<std::uint32_t>::max()) {
-            label[l] = static_cast<std::uint32_t>(used.size());
+          if (e.label[l] == std::numeric_limits<std::uint32_t>::max()) {
+            e.label[l] = static_cast<std::uint32_t>(used.size());
             used.push_back(l);
           }
-          d.add(label[l]);
+          d.add(e.label[l]);
         }
       }
     }
     for (topo::LinkId l : used) {
-      const topo::Link& link = topology.link(l);
+      const topo::Link& link = e.topology.link(l);
       d.add(std::bit_cast<std::uint64_t>(link.bandwidth.bytes_per_s()));
       d.add(static_cast<std::uint64_t>(link.latency.ps()));
-      label[l] = std::numeric_limits<std::uint32_t>::max();
+      e.label[l] = std::numeric_limits<std::uint32_t>::max();
     }
     return d;
   }
 
-  OracleAnswer simulate_parts(std::vector<Part>& parts) {
+  OracleAnswer simulate_parts(std::vector<Part>& parts, Engine& e) {
     std::vector<detail::GroupProgram> programs;
     for (Part& part : parts) {
       lower_part(part);
       programs.push_back({part.schedule.get(), part.group});
     }
-    if (const auto run = evaluator.evaluate(router, programs, seed)) {
+    if (const auto run = e.evaluator.evaluate(e.router, programs, seed)) {
       ++stats.simulations;
       ++stats.contention_free;
       return {run->durations.front(),
               *std::max_element(run->durations.begin(), run->durations.end())};
     }
-    if (simulator) {
-      simulator->reset();
+    if (e.simulator) {
+      e.simulator->reset();
     } else {
-      simulator = std::make_unique<net::Simulator>(topology);
+      e.simulator = std::make_unique<net::Simulator>(e.topology);
     }
     std::vector<std::unique_ptr<Execution>> runs;
     for (Part& part : parts) {
       runs.push_back(
-          std::make_unique<Execution>(*simulator, router, part.schedule, part.group, seed));
+          std::make_unique<Execution>(*e.simulator, e.router, part.schedule, part.group, seed));
     }
     for (auto& run : runs) run->start();
-    simulator->run();
+    e.simulator->run();
     OracleAnswer answer;
     for (std::size_t i = 0; i < runs.size(); ++i) {
       if (!runs[i]->finished()) throw Error::internal("oracle: collective did not finish");
@@ -183,27 +208,32 @@ struct CollectiveOracle::Impl {
     return answer;
   }
 
-  OracleAnswer answer(QueryKey key, std::vector<Part>& parts) {
+  // `base` is added to every group that runs something (all but one-device groups).
+  OracleAnswer answer(QueryKey key, std::vector<Part>& parts, Engine& e, Time base) {
     if (auto it = by_query.find(key); it != by_query.end()) {
       ++stats.exact_hits;
       return it->second;
     }
-    const Digest digest = structure(parts);
+    const Digest digest = structure(parts, e);
     OracleAnswer result;
     if (auto it = by_structure.find(digest); it != by_structure.end()) {
       ++stats.structural_hits;
       result = it->second;
     } else {
-      result = simulate_parts(parts);
+      result = simulate_parts(parts, e);
       by_structure.emplace(digest, result);
     }
+    if (parts.front().group.size() > 1) result.first += base;
+    result.slowest += base;
     by_query.emplace(std::move(key), result);
     return result;
   }
 };
 
 CollectiveOracle::CollectiveOracle(const topo::Topology& topology, std::uint64_t seed)
-    : impl_(std::make_unique<Impl>(topology, seed)) {}
+    : CollectiveOracle(topology, OracleSettings{.seed = seed}) {}
+CollectiveOracle::CollectiveOracle(const topo::Topology& topology, OracleSettings settings)
+    : impl_(std::make_unique<Impl>(topology, settings)) {}
 CollectiveOracle::~CollectiveOracle() = default;
 CollectiveOracle::CollectiveOracle(CollectiveOracle&&) noexcept = default;
 CollectiveOracle& CollectiveOracle::operator=(CollectiveOracle&&) noexcept = default;
@@ -223,6 +253,7 @@ OracleAnswer CollectiveOracle::collective(const CollectiveSpec& spec,
                static_cast<std::uint64_t>(spec.op),
                static_cast<std::uint64_t>(spec.algorithm),
                static_cast<std::uint64_t>(spec.chunks),
+               static_cast<std::uint64_t>(spec.channels),
                static_cast<std::uint64_t>(spec.size.count()),
                spec.levels.size()};
   for (int l : spec.levels) key.push_back(static_cast<std::uint64_t>(l));
@@ -240,7 +271,7 @@ OracleAnswer CollectiveOracle::collective(const CollectiveSpec& spec,
   std::vector<Part> parts;
   for (const auto& g : groups) {
     Part part;
-    part.spec = resolve(spec, m.topology, g);
+    part.spec = resolve(spec, m.network, g);
     for (topo::DeviceId d : g) {
       if (used[d]) {
         throw Error::input("concurrent groups overlap",
@@ -255,7 +286,9 @@ OracleAnswer CollectiveOracle::collective(const CollectiveSpec& spec,
     part.group = g;
     parts.push_back(std::move(part));
   }
-  return m.answer(std::move(key), parts);
+  const topo::Protocol protocol = m.network.protocol(spec.algorithm, spec.size);
+  return m.answer(std::move(key), parts, m.engine(protocol, spec.algorithm == Algorithm::kNvls),
+                  m.network.base_latency(spec.op, spec.algorithm, protocol));
 }
 
 Time CollectiveOracle::collective(const CollectiveSpec& spec,
@@ -318,8 +351,60 @@ Time CollectiveOracle::transfers(Bytes size, std::span<const topo::DeviceId> fro
       std::make_shared<const Schedule>(static_cast<int>(part.group.size()), std::move(list));
   std::vector<Part> parts;
   parts.push_back(std::move(part));
-  return m.answer(std::move(key), parts).slowest;
+  const topo::Protocol protocol = m.network.protocol(size);
+  return m
+      .answer(std::move(key), parts, m.engine(protocol, false),
+              m.network.base_latency(Operation::kSend, Algorithm::kDirect, protocol))
+      .slowest;
 }
+
+OracleChoice CollectiveOracle::fastest(const CollectiveSpec& spec,
+                                       std::span<const std::vector<topo::DeviceId>> groups) {
+  Impl& m = *impl_;
+  if (groups.empty()) throw Error::internal("oracle: fastest of no group");
+  std::optional<OracleChoice> best;
+  std::optional<Error> first_error;
+  for (const Algorithm a : tuner_candidates(m.network, spec.op, spec.size, groups.front())) {
+    CollectiveSpec candidate = spec;
+    candidate.algorithm = a;
+    candidate.levels.clear();
+    const bool pipelines = a == Algorithm::kRing || a == Algorithm::kTree ||
+                           a == Algorithm::kHierarchical || a == Algorithm::kTorus;
+    candidate.chunks = pipelines ? 0 : 1;
+    candidate.channels = a == Algorithm::kRing ? 0 : 1;
+    OracleChoice c;
+    try {
+      c = priced(candidate, groups);
+    } catch (const Error& e) {
+      // A candidate the first group takes but another does not (levels, NVLS) is skipped.
+      if (e.kind() != ErrorKind::kInput) throw;
+      if (!first_error) first_error = e;
+      continue;
+    }
+    const bool faster =
+        !best || c.answer.slowest < best->answer.slowest ||
+        (c.answer.slowest == best->answer.slowest && c.answer.first < best->answer.first);
+    if (faster) best = c;
+  }
+  if (!best) throw *first_error;
+  return *best;
+}
+
+OracleChoice CollectiveOracle::priced(const CollectiveSpec& spec,
+                                      std::span<const std::vector<topo::DeviceId>> groups) {
+  Impl& m = *impl_;
+  OracleChoice c;
+  c.answer = collective(spec, groups);
+  c.algorithm = spec.algorithm;
+  c.protocol = m.network.calibrated() ? m.network.protocol(spec.algorithm, spec.size)
+                                      : topo::Protocol::kSimple;
+  if (!groups.empty() && groups.front().size() > 1 && spec.size.count() > 0) {
+    c.channels = resolve(spec, m.network, groups.front()).channels;
+  }
+  return c;
+}
+
+bool CollectiveOracle::calibrated() const noexcept { return impl_->network.calibrated(); }
 
 const OracleStats& CollectiveOracle::stats() const noexcept { return impl_->stats; }
 

@@ -8,6 +8,7 @@
 
 #include "nest/coll/closed_form.h"
 #include "nest/core/error.h"
+#include "nest/core/rng.h"
 #include "nest/topo/metrics.h"
 #include "nest/topo/router.h"
 
@@ -51,7 +52,7 @@ void check_range(const GroupLayout& layout, const topo::Topology& topology) {
 
 OracleCommCost::OracleCommCost(const topo::Topology& topology, OracleOptions options)
     : topology_(topology),
-      oracle_(topology, options.seed),
+      oracle_(topology, coll::OracleSettings{.seed = options.seed, .ideal = options.ideal}),
       options_(options),
       injection_bound_(largest_injection(topology)) {
   const int d0 = topology.domain_sizes().front();
@@ -127,26 +128,110 @@ Time OracleCommCost::exit_bound(const std::vector<double>& out,
   return Time::picoseconds(static_cast<std::int64_t>(std::floor(seconds * 1e12 * (1 - 1e-9))));
 }
 
+std::optional<coll::Algorithm> OracleCommCost::fixed_algorithm(workload::CollectiveOp op) const {
+  std::optional<coll::Algorithm> fixed;
+  coll::Operation operation = coll::Operation::kAllReduce;
+  switch (op) {
+    case workload::CollectiveOp::kAllReduce:
+      fixed = options_.allreduce;
+      break;
+    case workload::CollectiveOp::kAllGather:
+      fixed = options_.all_gather;
+      operation = coll::Operation::kAllGather;
+      break;
+    case workload::CollectiveOp::kReduceScatter:
+      fixed = options_.reduce_scatter;
+      operation = coll::Operation::kReduceScatter;
+      break;
+    case workload::CollectiveOp::kAllToAll:
+      fixed = options_.all_to_all;
+      operation = coll::Operation::kAllToAll;
+      break;
+  }
+  if (!fixed && !oracle_.calibrated()) fixed = coll::default_algorithm(operation);
+  return fixed;
+}
+
+// Under a collective model the algorithm is the tuner's (or runs in several channels), so the
+// bounds hold for every algorithm: what information must cross. Allreduce: every rank receives
+// at least (n-1)/n of the buffer (the flat all-gather bound), and every domain a group spans,
+// when it spans several, imports and exports at least the whole buffer (each element of its
+// result needs the others' contributions, theirs its own). All-gather (reduce-scatter): a
+// domain imports (exports) the chunks of the members outside it. All-to-all: exactly the bytes
+// its members send out of (receive into) it, which also bound each device's own links.
+Time OracleCommCost::calibrated_bound(workload::CollectiveOp op, Bytes size,
+                                      const GroupLayout& layout) {
+  const workload::CollectiveOp flat_op =
+      op == workload::CollectiveOp::kAllReduce ? workload::CollectiveOp::kAllGather : op;
+  const Time flat = CommCost::collective_bound(flat_op, size, layout);
+  const int n = layout.group_size();
+  if (domain_size_ == 0 || n <= 1 || size.count() <= 0) return flat;
+  if (layout.end() > topology_.num_devices()) return flat;
+  std::vector<double> out(exit_out_.size(), 0);
+  std::vector<double> in(exit_in_.size(), 0);
+  double device = 0;
+  const auto d0 = static_cast<std::uint32_t>(domain_size_);
+  const double s = size.as_double();
+  std::vector<int> members(exit_out_.size(), 0);
+  for (int g = 0; g < layout.group_count(); ++g) {
+    std::vector<std::uint32_t> touched;
+    for (int m = 0; m < n; ++m) {
+      const auto x = layout.device(g, m) / d0;
+      if (members[x]++ == 0) touched.push_back(x);
+    }
+    for (const auto x : touched) {
+      const double outside = static_cast<double>(n - members[x]) / n;
+      if (outside > 0) {
+        switch (op) {
+          case workload::CollectiveOp::kAllReduce:
+            out[x] += s;
+            in[x] += s;
+            break;
+          case workload::CollectiveOp::kAllGather:
+            in[x] += outside * s;
+            break;
+          case workload::CollectiveOp::kReduceScatter:
+            out[x] += outside * s;
+            break;
+          case workload::CollectiveOp::kAllToAll:
+            out[x] += members[x] * outside * s;
+            in[x] += members[x] * outside * s;
+            break;
+        }
+      }
+      members[x] = 0;
+    }
+    if (op != workload::CollectiveOp::kAllToAll) continue;
+    for (int m = 0; m < n; ++m) {
+      const auto a = layout.device(g, m);
+      double crossing = 0;
+      for (int k = 0; k < n; ++k) {
+        if (k != m && layout.device(g, k) / d0 != a / d0) crossing += s / n;
+      }
+      device = std::max(device, device_seconds(a, a, crossing, crossing));
+    }
+  }
+  const Time by_device =
+      Time::picoseconds(static_cast<std::int64_t>(std::floor(device * 1e12 * (1 - 1e-9))));
+  return std::max({flat, exit_bound(out, in), by_device});
+}
+
 Time OracleCommCost::collective_bound(workload::CollectiveOp op, Bytes size,
                                       const GroupLayout& layout) {
+  if (oracle_.calibrated()) return calibrated_bound(op, size, layout);
   const Time flat = CommCost::collective_bound(op, size, layout);
   const int n = layout.group_size();
   if (domain_size_ == 0 || n <= 1 || size.count() <= 0) return flat;
   if (layout.end() > topology_.num_devices()) return flat;
   const bool ring_family = op != workload::CollectiveOp::kAllToAll;
-  coll::Algorithm algorithm = options_.all_to_all;
+  const coll::Algorithm algorithm = *fixed_algorithm(op);
   double per_hop = 0;
   switch (op) {
     case workload::CollectiveOp::kAllReduce:
-      algorithm = options_.allreduce;
       per_hop = 2.0 * (n - 1) / n * size.as_double();
       break;
     case workload::CollectiveOp::kAllGather:
-      algorithm = options_.all_gather;
-      per_hop = 1.0 * (n - 1) / n * size.as_double();
-      break;
     case workload::CollectiveOp::kReduceScatter:
-      algorithm = options_.reduce_scatter;
       per_hop = 1.0 * (n - 1) / n * size.as_double();
       break;
     case workload::CollectiveOp::kAllToAll:
@@ -211,9 +296,26 @@ Time OracleCommCost::transfer_bound(Bytes size, const GroupLayout& from, const G
   return std::max({flat, exit_bound(out, in), by_device});
 }
 
-Time OracleCommCost::exact_collective(const coll::CollectiveSpec& spec, const GroupLayout& layout) {
+Time OracleCommCost::exact_collective(workload::CollectiveOp op, const coll::CollectiveSpec& spec,
+                                      const GroupLayout& layout) {
   const auto groups = layout.expand();
-  return oracle_.collective(spec, groups).slowest;
+  const std::optional<coll::Algorithm> fixed = fixed_algorithm(op);
+  GroupChoice choice{op, spec.size, layout};
+  coll::OracleChoice c;
+  if (fixed) {
+    coll::CollectiveSpec s = spec;
+    s.algorithm = *fixed;
+    c = oracle_.priced(s, groups);
+  } else {
+    c = oracle_.fastest(spec, groups);
+    choice.tuned = true;
+  }
+  choice.algorithm = c.algorithm;
+  choice.protocol = c.protocol;
+  choice.channels = c.channels;
+  choice.time = c.answer.slowest;
+  choices_.insert_or_assign(ChoiceKey{static_cast<int>(op), spec.size.count(), layout}, choice);
+  return choice.time;
 }
 
 Time OracleCommCost::collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) {
@@ -223,30 +325,51 @@ Time OracleCommCost::collective(workload::CollectiveOp op, Bytes size, const Gro
   switch (op) {
     case workload::CollectiveOp::kAllReduce:
       spec.op = coll::Operation::kAllReduce;
-      spec.algorithm = options_.allreduce;
       break;
     case workload::CollectiveOp::kAllGather:
       spec.op = coll::Operation::kAllGather;
-      spec.algorithm = options_.all_gather;
       break;
     case workload::CollectiveOp::kReduceScatter:
       spec.op = coll::Operation::kReduceScatter;
-      spec.algorithm = options_.reduce_scatter;
       break;
     case workload::CollectiveOp::kAllToAll:
       spec.op = coll::Operation::kAllToAll;
-      spec.algorithm = options_.all_to_all;
       break;
+  }
+  spec.algorithm = coll::default_algorithm(spec.op);
+  // Under a collective model resolve chooses pipelining and channels as NCCL would.
+  if (oracle_.calibrated()) {
+    spec.chunks = 0;
+    spec.channels = 0;
   }
   if (!options_.interpolate_sizes) {
     spec.size = size;
-    return exact_collective(spec, layout);
+    return exact_collective(op, spec, layout);
   }
   spec.size = kLowSize;
-  const Time low = exact_collective(spec, layout);
+  const Time low = exact_collective(op, spec, layout);
   spec.size = kHighSize;
-  const Time high = exact_collective(spec, layout);
+  const Time high = exact_collective(op, spec, layout);
+  if (auto it = choices_.find(ChoiceKey{static_cast<int>(op), kHighSize.count(), layout});
+      it != choices_.end()) {
+    GroupChoice c = it->second;
+    c.size = size;
+    c.time = on_line(low, high, size);
+    choices_.insert_or_assign(ChoiceKey{static_cast<int>(op), size.count(), layout}, c);
+  }
   return on_line(low, high, size);
+}
+
+std::optional<GroupChoice> OracleCommCost::choice(workload::CollectiveOp op, Bytes size,
+                                                  const GroupLayout& layout) const {
+  const auto it = choices_.find(ChoiceKey{static_cast<int>(op), size.count(), layout});
+  if (it == choices_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::size_t OracleCommCost::ChoiceKeyHash::operator()(const ChoiceKey& k) const noexcept {
+  return hash_mix(hash_mix(k.layout.hash(), static_cast<std::uint64_t>(k.op)),
+                  static_cast<std::uint64_t>(k.size));
 }
 
 Time OracleCommCost::exact_transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) {

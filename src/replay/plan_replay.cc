@@ -3,15 +3,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <utility>
 #include <vector>
 
+#include "nest/coll/calibration.h"
 #include "nest/coll/closed_form.h"
 #include "nest/coll/collective.h"
 #include "nest/coll/execution.h"
+#include "nest/coll/oracle.h"
 #include "nest/coll/schedule.h"
+#include "nest/coll/simulate.h"
 #include "nest/core/error.h"
 #include "nest/net/simulator.h"
 #include "nest/topo/router.h"
@@ -208,35 +212,114 @@ ReplayInput replay_input(const placer::Plan& plan, const workload::LayerProfile&
   return in;
 }
 
+namespace {
+
+// A program whose every transfer carries `factor` times the bytes (rounded up): NVLS in a
+// network calibrated for Simple (its routes are scale-up only, where the NVLS rate is the
+// Simple rate x the NVLS efficiency).
+class ScaledProgram final : public coll::Program {
+ public:
+  ScaledProgram(std::shared_ptr<const coll::Program> inner, double factor)
+      : inner_(std::move(inner)), factor_(factor) {}
+  int ranks() const noexcept override { return inner_->ranks(); }
+  std::uint64_t transfer_count() const noexcept override { return inner_->transfer_count(); }
+  std::uint32_t steps() const noexcept override { return inner_->steps(); }
+  std::uint64_t dense_gates() const noexcept override { return inner_->dense_gates(); }
+  void initial_gates(std::vector<coll::GateId>& out) const override { inner_->initial_gates(out); }
+  std::uint32_t waits(coll::GateId gate) const override { return inner_->waits(gate); }
+  void sends(coll::GateId gate, std::vector<coll::TransferId>& out) const override {
+    inner_->sends(gate, out);
+  }
+  coll::Transfer transfer(coll::TransferId id) const override {
+    coll::Transfer t = inner_->transfer(id);
+    t.bytes = Bytes(static_cast<std::int64_t>(std::ceil(t.bytes.as_double() * factor_)));
+    return t;
+  }
+  std::array<coll::GateId, 2> successors(coll::TransferId id) const override {
+    return inner_->successors(id);
+  }
+  void for_each_transfer(const std::function<void(const coll::Transfer&)>& visit) const override {
+    for (std::uint64_t id = 0; id < transfer_count(); ++id) visit(transfer(id));
+  }
+
+ private:
+  std::shared_ptr<const coll::Program> inner_;
+  double factor_;
+};
+
+// One bucket's collective, as it runs on every launch of its (group, size).
+struct Bucket {
+  coll::CollectiveSpec spec;  // resolved for the group
+  std::shared_ptr<const coll::Program> program;
+  Time base_latency;
+};
+
+}  // namespace
+
 RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& profile,
                       const topo::Topology& topology, const PlanReplayOptions& options) {
   const ReplayInput input = replay_input(plan, profile, options);
-  net::Simulator sim(topology);
-  topo::Router router(topology, options.seed);
-  // Lowered ring allreduces, one per (group size, bucket size), shared by every execution.
-  std::map<std::pair<int, std::int64_t>, std::shared_ptr<const coll::Schedule>> schedules;
+  const coll::CalibratedNetwork network(topology, options.ideal);
+  // The replay's network: the Simple protocol's calibrated copy (the topology when ideal).
+  const topo::Topology& fabric = network.topology(topo::Protocol::kSimple);
+  net::Simulator sim(fabric);
+  topo::Router router(fabric, options.seed);
+  coll::CollectiveOracle tuner(topology,
+                               coll::OracleSettings{.seed = options.seed, .ideal = options.ideal});
+  // Each bucket (group, size) is lowered once and shared by every execution.
+  std::map<std::pair<std::vector<topo::DeviceId>, std::int64_t>, Bucket> buckets;
   std::vector<std::unique_ptr<coll::Execution>> running;
-  auto schedule_for = [&](int ranks, Bytes size) {
-    auto& slot = schedules[{ranks, size.count()}];
-    if (!slot) {
-      coll::CollectiveSpec spec;
-      spec.op = coll::Operation::kAllReduce;
-      spec.algorithm = coll::Algorithm::kRing;
-      spec.size = size;
-      slot = std::make_shared<const coll::Schedule>(coll::lower(spec, ranks));
+  auto bucket_for = [&](std::span<const topo::DeviceId> group, Bytes size) -> const Bucket& {
+    std::vector<topo::DeviceId> devices(group.begin(), group.end());
+    auto [it, fresh] = buckets.try_emplace({devices, size.count()});
+    if (!fresh) return it->second;
+    coll::CollectiveSpec spec;
+    spec.op = coll::Operation::kAllReduce;
+    spec.size = size;
+    if (network.calibrated()) {
+      spec.chunks = 0;
+      spec.channels = 0;
     }
-    return slot;
+    if (options.data_parallel_algorithm) {
+      spec.algorithm = *options.data_parallel_algorithm;
+    } else if (network.calibrated()) {
+      const std::vector<std::vector<topo::DeviceId>> alone{devices};
+      spec.algorithm = tuner.fastest(spec, alone).algorithm;
+    }
+    Bucket& b = it->second;
+    b.spec = coll::resolve(spec, network, devices);
+    b.program = coll::lower_program(b.spec, static_cast<int>(devices.size()));
+    const topo::Protocol protocol = network.protocol(b.spec.algorithm, size);
+    b.base_latency = network.base_latency(b.spec.op, b.spec.algorithm, protocol);
+    if (b.spec.algorithm == coll::Algorithm::kNvls && network.model()->nvls) {
+      b.program = std::make_shared<ScaledProgram>(b.program, 1 / network.model()->nvls->efficiency);
+    }
+    return b;
   };
   const AllreduceLauncher allreduce = [&](std::span<const topo::DeviceId> group, Bytes size,
                                           std::function<void()> done) {
+    const Bucket& b = bucket_for(group, size);
     auto exec = std::make_unique<coll::Execution>(
-        sim, router, schedule_for(static_cast<int>(group.size()), size),
-        std::vector<topo::DeviceId>(group.begin(), group.end()), options.seed);
-    exec->start([done = std::move(done)](Time) { done(); });
+        sim, router, b.program, std::vector<topo::DeviceId>(group.begin(), group.end()),
+        options.seed);
+    coll::Execution* e = exec.get();
     running.push_back(std::move(exec));
+    auto start = [e, done = std::move(done)] { e->start([done](Time) { done(); }); };
+    if (b.base_latency > Time::zero()) {
+      sim.schedule(sim.now() + b.base_latency, std::move(start));
+    } else {
+      start();
+    }
+    return std::string(coll::algorithm_name(b.spec.algorithm));
   };
   ReplayOptions ro;
   ro.seed = options.seed;
+  if (network.calibrated()) {
+    ro.transfer_latency = [&network](Bytes size) {
+      return network.base_latency(coll::Operation::kSend, coll::Algorithm::kDirect,
+                                  network.protocol(size));
+    };
+  }
   RunRecord record = replay(input, sim, allreduce, ro);
 
   // Buckets repeat the same (group, size) every iteration step: price each pair once.
@@ -244,8 +327,8 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
   for (auto& c : record.collectives) {
     auto [it, fresh] = closed_forms.try_emplace({c.group, c.size.count()});
     if (fresh) {
-      const auto schedule = schedule_for(static_cast<int>(c.group.size()), c.size);
-      it->second = Time::seconds(coll::closed_form(*schedule, c.group, router).seconds);
+      const Bucket& b = bucket_for(c.group, c.size);
+      it->second = Time::seconds(coll::closed_form(network, b.spec, c.group, options.seed).seconds);
     }
     c.closed_form = it->second;
   }

@@ -208,13 +208,22 @@ void Engine::transfer(std::size_t r, Op op, std::size_t to_chunk) {
     at(start, std::move(arrived));
     return;
   }
-  auto left = std::make_shared<std::size_t>(src.size());
-  for (std::size_t k = 0; k < src.size(); ++k) {
-    const std::uint64_t flow =
-        (static_cast<std::uint64_t>(op.microbatch) << 20) ^ (op.chunk << 8) ^ r;
-    sim_.start_flow(router_.route(src[k], dst[k], flow), size, [left, arrived](net::FlowId, Time) {
-      if (--*left == 0) arrived();
-    });
+  auto launch = [this, src, dst, size, op, r, arrived = std::move(arrived)] {
+    auto left = std::make_shared<std::size_t>(src.size());
+    for (std::size_t k = 0; k < src.size(); ++k) {
+      const std::uint64_t flow =
+          (static_cast<std::uint64_t>(op.microbatch) << 20) ^ (op.chunk << 8) ^ r;
+      sim_.start_flow(router_.route(src[k], dst[k], flow), size,
+                      [left, arrived](net::FlowId, Time) {
+                        if (--*left == 0) arrived();
+                      });
+    }
+  };
+  const Time latency = options_.transfer_latency ? options_.transfer_latency(size) : Time::zero();
+  if (latency > Time::zero()) {
+    at(start + latency, std::move(launch));
+  } else {
+    launch();
   }
 }
 
@@ -237,14 +246,16 @@ void Engine::start_bucket(std::size_t s) {
   const Time start = sim_.now();
   const std::size_t shard_count = shards(s, 0).size();
   auto left = std::make_shared<std::size_t>(shard_count);
-  auto done = [this, s, b, k, start, left, size] {
+  // Each shard's reduction records the algorithm its launcher chose.
+  auto algorithms = std::make_shared<std::vector<std::string>>(shard_count, "ring");
+  auto done = [this, s, b, k, start, left, size, algorithms] {
     if (--*left > 0) return;
     const Time now = sim_.now();
     for (std::size_t r = 0; r < replicas_; ++r) {
       row(s, r, s, Stream::kNetwork, TaskKind::kGradientSync, -1, start, now);
     }
     for (std::size_t shard = 0; shard < shards(s, 0).size(); ++shard) {
-      CollectiveRow c{"allreduce", "ring", {}, size, start, now, Time::zero()};
+      CollectiveRow c{"allreduce", (*algorithms)[shard], {}, size, start, now, Time::zero()};
       for (std::size_t r = 0; r < replicas_; ++r) c.group.push_back(shards(s, r)[shard]);
       record_.collectives.push_back(std::move(c));
     }
@@ -265,7 +276,7 @@ void Engine::start_bucket(std::size_t s) {
     }
     std::vector<topo::DeviceId> group;
     for (std::size_t r = 0; r < replicas_; ++r) group.push_back(shards(s, r)[shard]);
-    allreduce_(group, size, done);
+    (*algorithms)[shard] = allreduce_(group, size, done);
   }
 }
 

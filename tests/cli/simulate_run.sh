@@ -57,7 +57,7 @@ expect_error "nest simulate: topologies/small_explicit.yaml: devices: the plan n
 # A stage over memory: four times the micro-batch, four times the activations.
 sed -e 's/^  micro_batch: 1$/  micro_batch: 4/' -e 's/^microbatches: 1024$/microbatches: 256/' \
   "$tmp/run/plan.yaml" >"$tmp/big.yaml"
-expect_error "nest simulate: $tmp/big.yaml: partition[0]: stage 0 needs 167.6 GiB per device, more than the 80 GiB of memory" \
+expect_error "nest simulate: $tmp/big.yaml: partition[0]: stage 0 needs 175 GiB per device, more than the 80 GiB of memory" \
   "$tmp/big.h5" --plan "$tmp/big.yaml" -o "$tmp/big.h5"
 
 # An unknown key in the plan file.

@@ -13,7 +13,13 @@
 ///    simulation, so the second one costs routing (one route per distinct device pair) but no
 ///    simulation. The structural key is a 128-bit hash.
 /// So no symmetry of the topology is assumed: only layouts the router sees as identical share
-/// an answer. Times are not interpolated in size: every size is simulated. A simulation is
+/// an answer.
+///
+/// Under a collective model (the topology's, unless `OracleSettings::ideal`) every answer is
+/// calibrated as `simulate` calibrates (nest/coll/calibration.h): the query runs on the copy of
+/// the topology for its protocol and pays the base latency once; `fastest` picks, per query,
+/// the fastest of the tuner's candidates (`tuner_candidates`), as NCCL's tuner does per
+/// communicator. Times are not interpolated in size: every size is simulated. A simulation is
 /// first tried without events, as in `simulate` (exact when every link carries its flows one after
 /// another).
 ///
@@ -26,6 +32,7 @@
 
 #include "nest/coll/collective.h"
 #include "nest/core/units.h"
+#include "nest/topo/collective_model.h"
 #include "nest/topo/topology.h"
 
 namespace nest::coll {
@@ -47,10 +54,26 @@ struct OracleStats {
   std::uint64_t trivial = 0;          ///< zero size or one-device groups: answered 0
 };
 
+/// How an oracle prices.
+struct OracleSettings {
+  std::uint64_t seed = 0;  ///< ECMP seed (as in `SimulationOptions`)
+  bool ideal = false;      ///< ignore the topology's collective model
+};
+
+/// What `fastest` chose.
+struct OracleChoice {
+  Algorithm algorithm = Algorithm::kRing;
+  topo::Protocol protocol = topo::Protocol::kSimple;  ///< Simple on the ideal network
+  int channels = 1;                                   ///< rings of a ring (resolved, group 0)
+  OracleAnswer answer;
+};
+
 class CollectiveOracle {
  public:
   /// `topology` must outlive the oracle. `seed` is the ECMP seed (as in `SimulationOptions`).
+  /// Prices under the topology's collective model when it has one.
   explicit CollectiveOracle(const topo::Topology& topology, std::uint64_t seed = 0);
+  CollectiveOracle(const topo::Topology& topology, OracleSettings settings);
   ~CollectiveOracle();
   CollectiveOracle(CollectiveOracle&&) noexcept;
   CollectiveOracle& operator=(CollectiveOracle&&) noexcept;
@@ -62,6 +85,21 @@ class CollectiveOracle {
                                         std::span<const std::vector<topo::DeviceId>> groups);
   /// `spec` on one group alone.
   [[nodiscard]] Time collective(const CollectiveSpec& spec, std::span<const topo::DeviceId> group);
+
+  /// `collective(spec, groups)` with what it ran: the algorithm, its protocol and the channels
+  /// `resolve` gave the first group.
+  [[nodiscard]] OracleChoice priced(const CollectiveSpec& spec,
+                                    std::span<const std::vector<topo::DeviceId>> groups);
+
+  /// The fastest (slowest group first, then the first group; ties: the earlier candidate) of
+  /// `tuner_candidates` for `spec.op` and `spec.size` on the first group, each run on all
+  /// `groups` as `collective` runs it (spec.algorithm and levels are ignored; chunks and
+  /// channels 0 let `resolve` choose). One query per candidate, memoized like any other.
+  [[nodiscard]] OracleChoice fastest(const CollectiveSpec& spec,
+                                     std::span<const std::vector<topo::DeviceId>> groups);
+
+  /// True when a collective model calibrates the answers.
+  [[nodiscard]] bool calibrated() const noexcept;
 
   /// Time until every from[i] has sent `size` bytes to to[i], all pairs started at once (pairs
   /// with from[i] == to[i] are local and cost nothing). from and to have equal lengths; a device

@@ -2,12 +2,18 @@
 /// \file
 /// The network as the flow-level simulator sees it: a `CommCost` whose answers come from
 /// `coll::CollectiveOracle` (every group of a layout simulated together, memoized exactly and by
-/// structure). Collectives use coll's default algorithm of their operation (ring for
-/// allreduce, all-gather and reduce-scatter; pairwise for all-to-all) unless told otherwise;
-/// stage-to-stage transfers are point-to-point flows between the paired devices, all at once.
+/// structure). Under the topology's collective model (nest/topo/collective_model.h) every
+/// answer is calibrated and each group's collective uses the fastest algorithm of NCCL's
+/// tuner's candidates on its actual devices (ring, rail rings, tree, NVLink SHARP,
+/// hierarchical, ...; `coll::tuner_candidates`), unless an option fixes it; on the ideal
+/// network (no model, or `ideal`) the defaults are today's: ring for allreduce, all-gather and
+/// reduce-scatter, pairwise for all-to-all. Stage-to-stage transfers are point-to-point flows
+/// between the paired devices, all at once.
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "nest/coll/collective.h"
@@ -19,10 +25,16 @@ namespace nest::placer {
 
 /// How the oracle is asked.
 struct OracleOptions {
-  coll::Algorithm allreduce = coll::Algorithm::kRing;
-  coll::Algorithm all_gather = coll::Algorithm::kRing;
-  coll::Algorithm reduce_scatter = coll::Algorithm::kRing;
-  coll::Algorithm all_to_all = coll::Algorithm::kPairwise;
+  /// The algorithm of each operation; none: the tuner's choice per group under a collective
+  /// model, coll's default (ring; pairwise for all-to-all) on the ideal network. A fixed
+  /// algorithm runs as `resolve` makes it (chunks and channels chosen under the model).
+  std::optional<coll::Algorithm> allreduce;
+  std::optional<coll::Algorithm> all_gather;
+  std::optional<coll::Algorithm> reduce_scatter;
+  std::optional<coll::Algorithm> all_to_all;
+  /// Ignore the topology's collective model: line rates and the topology's latencies, fixed
+  /// algorithms (what `nest collective --ideal` prices).
+  bool ideal = false;
   /// Price every size of a (operation, layout) on the line through the simulated times at
   /// 64 MiB and 256 MiB (two simulations per layout instead of one per size; off by default:
   /// the search rarely asks one layout for more than two sizes). In the flow model a
@@ -31,6 +43,18 @@ struct OracleOptions {
   /// measures the error on the rail-optimized cluster.
   bool interpolate_sizes = false;
   std::uint64_t seed = 0;  ///< ECMP seed
+};
+
+/// One group layout's collective as the oracle priced it.
+struct GroupChoice {
+  workload::CollectiveOp op = workload::CollectiveOp::kAllReduce;
+  Bytes size;
+  GroupLayout layout;
+  coll::Algorithm algorithm = coll::Algorithm::kRing;
+  topo::Protocol protocol = topo::Protocol::kSimple;  ///< Simple on the ideal network
+  int channels = 1;                                   ///< rings of a ring
+  bool tuned = false;                                 ///< chosen by the tuner, not fixed
+  Time time;                                          ///< the layout's time
 };
 
 class OracleCommCost final : public CommCost {
@@ -59,12 +83,24 @@ class OracleCommCost final : public CommCost {
 
   /// The oracle's counters (queries, memo hits, simulations).
   [[nodiscard]] const coll::OracleStats& stats() const noexcept { return oracle_.stats(); }
+  /// What `collective(op, size, layout)` chose and took, if it was asked (interpolated sizes:
+  /// the choice at the larger of the two sizes priced). O(1).
+  [[nodiscard]] std::optional<GroupChoice> choice(workload::CollectiveOp op, Bytes size,
+                                                  const GroupLayout& layout) const;
+  /// True when the topology's collective model calibrates the answers.
+  [[nodiscard]] bool calibrated() const noexcept { return oracle_.calibrated(); }
   [[nodiscard]] const topo::Topology& topology() const noexcept { return topology_; }
 
  private:
-  [[nodiscard]] Time exact_collective(const coll::CollectiveSpec& spec, const GroupLayout& layout);
+  [[nodiscard]] Time exact_collective(workload::CollectiveOp op, const coll::CollectiveSpec& spec,
+                                      const GroupLayout& layout);
+  // The operation's fixed algorithm, or none (the tuner's choice).
+  [[nodiscard]] std::optional<coll::Algorithm> fixed_algorithm(workload::CollectiveOp op) const;
   [[nodiscard]] Time exact_transfer(Bytes size, const GroupLayout& from, const GroupLayout& to);
 
+  // The bound under a collective model (any algorithm, any channel count).
+  [[nodiscard]] Time calibrated_bound(workload::CollectiveOp op, Bytes size,
+                                      const GroupLayout& layout);
   // Bytes crossing domain boundaries (per domain, out and in) to a time bound.
   [[nodiscard]] Time exit_bound(const std::vector<double>& out,
                                 const std::vector<double>& in) const;
@@ -82,6 +118,16 @@ class OracleCommCost final : public CommCost {
   std::vector<double> exit_in_;     // per domain: capacity of the links entering it, B/s
   std::vector<double> device_out_;  // per device: its links leaving its domain, B/s (or empty)
   std::vector<double> device_in_;   // per device: its links entering from outside, B/s
+  struct ChoiceKey {
+    int op = 0;
+    std::int64_t size = 0;
+    GroupLayout layout;
+    friend bool operator==(const ChoiceKey&, const ChoiceKey&) = default;
+  };
+  struct ChoiceKeyHash {
+    std::size_t operator()(const ChoiceKey& k) const noexcept;
+  };
+  std::unordered_map<ChoiceKey, GroupChoice, ChoiceKeyHash> choices_;
 };
 
 /// The flat network that stands for `topology` in the topology-agnostic baseline: every device

@@ -6,7 +6,9 @@
 /// schedule make it differ.
 
 #include <cstdint>
+#include <optional>
 
+#include "nest/coll/collective.h"
 #include "nest/placer/plan.h"
 #include "nest/replay/replay.h"
 #include "nest/replay/run_record.h"
@@ -22,6 +24,13 @@ struct PlanReplayOptions {
   int virtual_stages = 2;
   int gradient_buckets = 4;
   std::uint64_t seed = 0;
+  /// Ignore the topology's collective model (line rates, the topology's latencies, ring
+  /// buckets): today's replay.
+  bool ideal = false;
+  /// The algorithm of the data-parallel buckets; none: under a collective model the fastest of
+  /// the tuner's candidates for each group alone (as NCCL's tuner picks per communicator), on
+  /// the ideal network the ring.
+  std::optional<coll::Algorithm> data_parallel_algorithm;
 };
 
 /// The replay's input for `plan` (evaluated on `profile`). Per stage: forward = Σ forward of its
@@ -38,9 +47,16 @@ struct PlanReplayOptions {
                                        const workload::LayerProfile& profile,
                                        const PlanReplayOptions& options);
 
-/// Replays `plan` on `topology` (data-parallel reductions as ring allreduces through
-/// nest/coll), and fills the record's links (every directed link that carried bytes) and the
-/// collectives' closed forms. Meta is left to the caller.
+/// Replays `plan` on `topology` (data-parallel reductions as allreduces through nest/coll), and
+/// fills the record's links (every directed link that carried bytes; utilization against line
+/// rate) and the collectives' closed forms and algorithms. Meta is left to the caller.
+///
+/// Under the topology's collective model (unless `ideal`) the network runs at the Simple
+/// protocol's calibrated rates and latencies (its transfers and buckets are megabytes to
+/// gigabytes), each bucket starts after its protocol's base latency and each stage-to-stage
+/// transfer after the send base latency, and each bucket's algorithm is the tuner's choice
+/// for its group (or `data_parallel_algorithm`); an NVLS bucket's bytes are scaled by
+/// 1 / (NVLS efficiency), which on its scale-up-only routes is exactly NVLS's rate.
 [[nodiscard]] RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& profile,
                                     const topo::Topology& topology,
                                     const PlanReplayOptions& options);

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "nest/core/units.h"
@@ -76,16 +77,20 @@ struct ReplayInput {
   FlopRate peak_flop_rate;    ///< per device (0 if unknown)
 };
 
-/// Starts an allreduce of `size` bytes over `group` at the simulator's current time and calls
-/// `done` when it completes; bound to the collective layer (nest/coll) by the caller.
-using AllreduceLauncher = std::function<void(std::span<const topo::DeviceId> group, Bytes size,
-                                             std::function<void()> done)>;
+/// Starts an allreduce of `size` bytes over `group` at the simulator's current time, calls
+/// `done` when it completes, and returns the name of the algorithm it runs (recorded in the
+/// collective rows); bound to the collective layer (nest/coll) by the caller.
+using AllreduceLauncher = std::function<std::string(std::span<const topo::DeviceId> group,
+                                                    Bytes size, std::function<void()> done)>;
 
 /// How to replay.
 struct ReplayOptions {
   /// Transfers and reductions take no time (the reference run for "exposed communication").
   bool zero_network = false;
   std::uint64_t seed = 0;  ///< ECMP path choice of the transfers
+  /// Latency before a stage-to-stage transfer of the given size starts moving (a collective
+  /// model's send base latency); none: zero.
+  std::function<Time(Bytes)> transfer_latency;
 };
 
 /// Replays one iteration on `sim` (which must be idle, at time 0, over the plan's topology).

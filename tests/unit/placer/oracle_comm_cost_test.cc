@@ -1,11 +1,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "nest/placer/comm_cost.h"
 #include "nest/placer/oracle_comm_cost.h"
 #include "nest/topo/generators.h"
+#include "nest/topo/loader.h"
 #include "unit/placer/printers.h"
 
 namespace nest::placer {
@@ -116,6 +118,76 @@ TEST(OracleCommCost, LowerBoundsNeverExceedTheSimulation) {
       oracle.collective_bound(CollectiveOp::kAllReduce, Bytes::gibibytes(1), groups[0]);
   EXPECT_NEAR(bound.to_seconds(), 2.0 * 127 / 128 * (1 << 30) / 50e9, 1e-9);
   EXPECT_LE(bound, oracle.collective(CollectiveOp::kAllReduce, Bytes::gibibytes(1), groups[0]));
+}
+
+// Eight DGX H100 nodes with the bundled NCCL model (nvlink4 + ndr) and NVLink SHARP.
+topo::Topology calibrated_cluster() {
+  return topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_64.yaml");
+}
+
+// Under the model every group gets the tuner's choice on its own devices: a tensor group of a
+// node runs NVLS on large buffers and an LL ring on small ones; data-parallel groups across
+// nodes run rings. A fixed option wins, and `ideal` prices today's line-rate ring.
+TEST(OracleCommCost, CalibratedGroupsGetTheTunersChoice) {
+  const topo::Topology t = calibrated_cluster();
+  OracleCommCost oracle(t);
+  ASSERT_TRUE(oracle.calibrated());
+  const GroupLayout tp{.member = {8, 1}, .groups = {{{8, 8}, {1, 0}, {1, 0}}}};
+  const GroupLayout dp{.member = {8, 8}, .groups = {{{8, 1}, {1, 0}, {1, 0}}}};
+  const Time big = oracle.collective(CollectiveOp::kAllReduce, Bytes::gibibytes(1), tp);
+  const auto nvls = oracle.choice(CollectiveOp::kAllReduce, Bytes::gibibytes(1), tp);
+  ASSERT_TRUE(nvls.has_value());
+  EXPECT_EQ(nvls->algorithm, coll::Algorithm::kNvls);
+  EXPECT_EQ(nvls->protocol, topo::Protocol::kSimple);
+  EXPECT_TRUE(nvls->tuned);
+  EXPECT_EQ(nvls->time, big);
+  (void)oracle.collective(CollectiveOp::kAllReduce, Bytes::kibibytes(64), tp);
+  const auto small = oracle.choice(CollectiveOp::kAllReduce, Bytes::kibibytes(64), tp);
+  EXPECT_EQ(small->algorithm, coll::Algorithm::kRing);
+  EXPECT_EQ(small->protocol, topo::Protocol::kLL);
+  (void)oracle.collective(CollectiveOp::kAllReduce, Bytes::gibibytes(1), dp);
+  const auto across = oracle.choice(CollectiveOp::kAllReduce, Bytes::gibibytes(1), dp);
+  EXPECT_EQ(across->algorithm, coll::Algorithm::kRing);
+  EXPECT_EQ(across->channels, 1);  // one GPU per node: one NIC per group member
+  EXPECT_FALSE(oracle.choice(CollectiveOp::kAllGather, Bytes::gibibytes(1), dp).has_value());
+
+  OracleCommCost fixed(t, {.allreduce = coll::Algorithm::kRing});
+  const Time ring = fixed.collective(CollectiveOp::kAllReduce, Bytes::gibibytes(1), tp);
+  EXPECT_EQ(fixed.choice(CollectiveOp::kAllReduce, Bytes::gibibytes(1), tp)->algorithm,
+            coll::Algorithm::kRing);
+  EXPECT_FALSE(fixed.choice(CollectiveOp::kAllReduce, Bytes::gibibytes(1), tp)->tuned);
+  EXPECT_GT(ring, big);  // NVLS moves 9/8 of the buffer per port, the ring 14/8
+
+  // Ideal: the line-rate ring, 14 x (1 us + 128 MiB / 450 GB/s).
+  OracleCommCost ideal(t, {.ideal = true});
+  EXPECT_FALSE(ideal.calibrated());
+  const Time line = ideal.collective(CollectiveOp::kAllReduce, Bytes::gibibytes(1), tp);
+  EXPECT_NEAR(line.to_seconds(), 14e-6 + 14.0 / 8 * (1 << 30) / 450e9, 1e-10);
+  EXPECT_EQ(ideal.choice(CollectiveOp::kAllReduce, Bytes::gibibytes(1), tp)->algorithm,
+            coll::Algorithm::kRing);
+}
+
+// The calibrated bounds hold whatever the tuner picks (NVLS, rail rings, hierarchical, trees).
+TEST(OracleCommCost, CalibratedLowerBoundsNeverExceedTheSimulation) {
+  const topo::Topology t = calibrated_cluster();
+  const std::vector<GroupLayout> groups = {
+      {.member = {64, 1}},
+      {.member = {8, 8}, .groups = {{{8, 1}, {1, 0}, {1, 0}}}},
+      {.member = {8, 1}, .groups = {{{8, 8}, {1, 0}, {1, 0}}}},
+      {.member = {4, 1}, .groups = {{{16, 4}, {1, 0}, {1, 0}}}},
+      {.member = {16, 4}, .groups = {{{4, 1}, {1, 0}, {1, 0}}}},
+  };
+  OracleCommCost oracle(t);
+  for (const GroupLayout& g : groups) {
+    for (const auto op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather,
+                          CollectiveOp::kReduceScatter, CollectiveOp::kAllToAll}) {
+      for (const Bytes size : {Bytes::kibibytes(64), Bytes::mebibytes(64), Bytes::gibibytes(1)}) {
+        EXPECT_LE(oracle.collective_bound(op, size, g), oracle.collective(op, size, g))
+            << "op " << static_cast<int>(op) << " group size " << g.group_size() << " size "
+            << size.count();
+      }
+    }
+  }
 }
 
 }  // namespace

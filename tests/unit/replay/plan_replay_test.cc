@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "nest/placer/comm_cost.h"
 #include "nest/placer/cost_model.h"
 #include "nest/placer/oracle_comm_cost.h"
+#include "nest/topo/collective_model.h"
 #include "nest/topo/generators.h"
 
 namespace nest::replay {
@@ -95,6 +98,50 @@ TEST(PlanReplay, TransfersAndReductionsOnARealNetworkCostTime) {
   for (const auto& col : r.collectives) {
     EXPECT_EQ(col.group.size(), 2u);
     EXPECT_GE(col.end - col.start, col.closed_form);
+  }
+}
+
+// Under a collective model each gradient bucket runs the tuner's algorithm for its group: four
+// replicas on one NVLink SHARP switch reduce 4 MB buckets with NVLS (1 us + 2 us + 5 MB at
+// 90 GB/s = 58.6 us) rather than the ring (5 us + 6 x 2 us + 6 MB at 100 GB/s = 77 us); a fixed
+// algorithm and the ideal network are kept.
+TEST(PlanReplay, BucketsRunTheTunersAlgorithmUnderACollectiveModel) {
+  const auto profile = uniform_profile(Bytes(0), 16);
+  placer::PlanChoice c;
+  c.boundaries = {0, 8};
+  c.data_parallel = 4;
+  topo::Topology topology = hierarchy(4);
+  topology.set_nvlink_sharp(true);
+  auto model = std::make_shared<topo::CollectiveModel>();
+  auto& simple = model->protocols[static_cast<std::size_t>(topo::Protocol::kSimple)];
+  simple.enabled = true;
+  simple.base_latency = Time::microseconds(5);
+  model->nvls = topo::NvlsModel{0.9, Time::microseconds(1)};
+  topology.set_collective_model(model);
+  placer::ZeroCommCost zero;
+  placer::CostOptions o;
+  o.devices = 4;
+  const placer::Plan plan = placer::evaluate(profile, c, zero, o);
+  const RunRecord tuned = replay_plan(plan, profile, topology, {});
+  ASSERT_EQ(tuned.collectives.size(), 4u);  // one per bucket
+  for (const auto& col : tuned.collectives) {
+    EXPECT_EQ(col.algorithm, "nvls");
+    EXPECT_EQ(col.size, Bytes(4'000'000));
+    EXPECT_EQ(col.closed_form, Time::nanoseconds(58'555) + Time::picoseconds(556));
+    EXPECT_GE(col.end - col.start, col.closed_form);
+  }
+  PlanReplayOptions ring;
+  ring.data_parallel_algorithm = coll::Algorithm::kRing;
+  const RunRecord fixed = replay_plan(plan, profile, topology, ring);
+  for (const auto& col : fixed.collectives) {
+    EXPECT_EQ(col.algorithm, "ring");
+    EXPECT_EQ(col.closed_form, Time::microseconds(77));
+  }
+  PlanReplayOptions ideal;
+  ideal.ideal = true;
+  for (const auto& col : replay_plan(plan, profile, topology, ideal).collectives) {
+    EXPECT_EQ(col.algorithm, "ring");
+    EXPECT_EQ(col.closed_form, Time::microseconds(6 * 2 + 60));  // no base latency, line rate
   }
 }
 

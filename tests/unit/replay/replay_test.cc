@@ -27,8 +27,8 @@ topo::Topology chain(int n, Time latency) {
 // A two-rank ring allreduce written out by hand: two steps, each rank sends size/2 to the other.
 AllreduceLauncher two_rank_ring(net::Simulator& sim, topo::Router& router) {
   return [&sim, &router](std::span<const topo::DeviceId> group, Bytes size,
-                         std::function<void()> done) {
-    ASSERT_EQ(group.size(), 2u);
+                         std::function<void()> done) -> std::string {
+    EXPECT_EQ(group.size(), 2u);
     const topo::DeviceId a = group[0], b = group[1];
     const Bytes half(size.count() / 2);
     // The step holds itself only weakly (a strong self-capture is a cycle that is never freed);
@@ -47,6 +47,7 @@ AllreduceLauncher two_rank_ring(net::Simulator& sim, topo::Router& router) {
       sim.start_flow(router.route(b, a), half, next);
     };
     (*step)(0);
+    return "hand-written ring";
   };
 }
 
@@ -168,6 +169,7 @@ TEST(Replay, GradientBucketsOverlapTheLastBackward) {
   EXPECT_EQ(r.summary.iteration_time, Time::microseconds(40));
   EXPECT_EQ(r.collectives.size(), 2u);
   EXPECT_EQ(r.collectives[0].start, Time::microseconds(15));
+  EXPECT_EQ(r.collectives[0].algorithm, "hand-written ring");  // the launcher's name
   EXPECT_EQ(r.collectives[1].end, Time::microseconds(35));
 }
 
