@@ -44,6 +44,7 @@ validate::ValidationInputs resolve_inputs(const std::string& reference, const st
   if (!reference.empty()) {
     in.nest_table = fs::path(reference) / "nest-artifact" / "expected-nest.tsv";
     in.nest_profiles = fs::path(reference) / "nest-artifact";
+    in.measured = fs::path(reference) / "measured";
     if (!is_file(in.nest_table)) {
       throw Error::input("no nest-artifact/expected-nest.tsv in the reference folder",
                          {.key = "--reference",
@@ -60,6 +61,7 @@ validate::ValidationInputs resolve_inputs(const std::string& reference, const st
   }
   in.nest_table = reference_dir / "nest-artifact" / "expected-nest.tsv";
   in.nest_profiles = in.workloads_root / "workloads" / "profiles";
+  in.measured = in.workloads_root / "tests" / "validation" / "reference" / "measured";
   return in;
 }
 

@@ -5,14 +5,17 @@
 #include <cmath>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
+#include "nest/coll/calibration.h"
 #include "nest/coll/collective.h"
 #include "nest/coll/simulate.h"
 #include "nest/core/error.h"
 #include "nest/placer/comm_cost.h"
 #include "nest/placer/search.h"
 #include "nest/topo/generators.h"
+#include "nest/topo/loader.h"
 #include "nest/workload/accelerator.h"
 #include "nest/workload/model.h"
 #include "nest/workload/model_profile.h"
@@ -142,6 +145,133 @@ void nccl_cases(std::vector<ValidationCase>& out) {
          fmt::format("ring {} bus bandwidth n=8 on 50 GB/s links (B/s)", coll::operation_name(op)),
          rate.bytes_per_s(), busbw, 1e-3, source});
   }
+}
+
+// One row of a measured nccl-tests table: size and time.
+struct MeasuredPoint {
+  std::int64_t bytes = 0;
+  double seconds = 0;
+};
+
+std::vector<MeasuredPoint> read_measured_curve(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) {
+    throw Error::input(
+        "cannot open the measured NCCL curve",
+        {.file = file.string(), .expected = "nccl-allreduce-dgx-h100.tsv (see --reference)"});
+  }
+  std::vector<MeasuredPoint> points;
+  std::string line;
+  int number = 0;
+  bool header = false;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty() || line[0] == '#') continue;
+    if (!header) {
+      if (line.rfind("size_bytes\ttime_us", 0) != 0) {
+        throw Error::input("unexpected header", {.file = file.string(),
+                                                 .line = number,
+                                                 .value = line,
+                                                 .expected = "size_bytes, time_us, ..."});
+      }
+      header = true;
+      continue;
+    }
+    std::istringstream fields(line);
+    MeasuredPoint p;
+    double us = 0;
+    if (!(fields >> p.bytes >> us) || p.bytes < 1 || !(us > 0)) {
+      throw Error::input("malformed row", {.file = file.string(),
+                                           .line = number,
+                                           .value = line,
+                                           .expected = "size_bytes and time_us > 0"});
+    }
+    p.seconds = us * 1e-6;
+    points.push_back(p);
+  }
+  if (points.empty()) {
+    throw Error::input("no measurements", {.file = file.string(), .expected = "rows of sizes"});
+  }
+  return points;
+}
+
+// The collective as NCCL runs it under the topology's model: the tuner's choice, with chunks
+// and channels left to resolve.
+coll::TunedRun tuned_allreduce(const coll::CalibratedNetwork& network, Bytes size, int n,
+                               std::optional<coll::Algorithm> fixed = std::nullopt) {
+  coll::CollectiveSpec spec{.op = coll::Operation::kAllReduce,
+                            .algorithm = fixed.value_or(coll::Algorithm::kRing),
+                            .size = size,
+                            .chunks = 0};
+  spec.channels = 0;
+  const std::vector<std::vector<topo::DeviceId>> groups = {first_devices(n)};
+  if (fixed) {
+    return {coll::resolve(spec, network, groups.front()), coll::simulate(network, spec, groups)};
+  }
+  return coll::simulate_fastest(network, spec, groups);
+}
+
+double busbw_of(const coll::TunedRun& run, int n) {
+  return run.spec.size.as_double() / run.result.makespan.to_seconds() *
+         coll::bus_bandwidth_factor(coll::Operation::kAllReduce, n);
+}
+
+void measured_collective_cases(std::vector<ValidationCase>& out, const ValidationInputs& inputs) {
+  const std::filesystem::path topologies = inputs.workloads_root / "topologies";
+  const std::filesystem::path curve_file = inputs.measured / "nccl-allreduce-dgx-h100.tsv";
+  const std::string curve_source =
+      "NVIDIA/dgxc-benchmarking nccl-tests all_reduce_perf, via " + curve_file.filename().string();
+  const std::string figures =
+      "NCCL bus bandwidths of NVIDIA engineers (NCCL issues), via measured/README.md";
+  const topo::Topology dgx = topo::load_topology((topologies / "dgx_h100.yaml").string());
+  const coll::CalibratedNetwork h100(dgx);
+  // Each size within 10% from 64 KiB up, 25% below; then the worst size of each range.
+  struct Worst {
+    ValidationCase c;
+    double ratio = -1;  // error / tolerance
+  };
+  Worst above;
+  Worst below;
+  for (const MeasuredPoint& p : read_measured_curve(curve_file)) {
+    const coll::TunedRun run = tuned_allreduce(h100, Bytes(p.bytes), 8);
+    const bool large = p.bytes >= 64 * 1024;
+    ValidationCase c{"collective-measured",
+                     fmt::format("dgx-h100 allreduce {} B (us, {} {})", p.bytes,
+                                 coll::algorithm_name(run.spec.algorithm),
+                                 topo::protocol_name(run.result.protocol)),
+                     p.seconds * 1e6,
+                     run.result.makespan.to_seconds() * 1e6,
+                     large ? 0.10 : 0.25,
+                     curve_source};
+    Worst& w = large ? above : below;
+    if (c.error() / c.tolerance > w.ratio) w = {c, c.error() / c.tolerance};
+    out.push_back(std::move(c));
+  }
+  for (Worst* w : {&below, &above}) {
+    if (w->ratio < 0) continue;
+    w->c.name = fmt::format("dgx-h100 allreduce curve {}, worst size: {}",
+                            w == &above ? "from 64 KiB" : "below 64 KiB", w->c.name);
+    out.push_back(w->c);
+  }
+  // Ring bus bandwidth inside one node at 16 GiB (nccl-tests' largest sizes).
+  const Bytes large = Bytes::gibibytes(16);
+  out.push_back({"collective-measured", "dgx-h100 ring allreduce bus bandwidth, 16 GiB (B/s)",
+                 370e9, busbw_of(tuned_allreduce(h100, large, 8, coll::Algorithm::kRing), 8), 0.05,
+                 figures});
+  const topo::Topology a100 = topo::load_topology((topologies / "dgx_a100.yaml").string());
+  const coll::CalibratedNetwork a100_network(a100);
+  out.push_back({"collective-measured", "dgx-a100 ring allreduce bus bandwidth, 16 GiB (B/s)",
+                 230e9,
+                 busbw_of(tuned_allreduce(a100_network, large, 8, coll::Algorithm::kRing), 8), 0.05,
+                 figures});
+  // Eight nodes: the tuner's allreduce over all 64 GPUs reaches 8 NICs' worth (46-49 GB/s each).
+  const topo::Topology rail = topo::load_topology((topologies / "h100_rail_64.yaml").string());
+  const coll::CalibratedNetwork rail_network(rail);
+  const coll::TunedRun cluster = tuned_allreduce(rail_network, large, 64);
+  out.push_back({"collective-measured",
+                 fmt::format("h100-rail-64 allreduce bus bandwidth, 16 GiB, {} x{} (B/s)",
+                             coll::algorithm_name(cluster.spec.algorithm), cluster.spec.channels),
+                 8 * 47.5e9, busbw_of(cluster, 64), 0.10, figures});
 }
 
 void parameter_cases(std::vector<ValidationCase>& out, const std::filesystem::path& models) {
@@ -294,6 +424,7 @@ std::vector<ValidationCase> run_validation(const ValidationInputs& inputs) {
   parameter_cases(out, workloads / "models");
   activation_and_flops_cases(out, workloads);
   nest_cases(out, inputs);
+  measured_collective_cases(out, inputs);
   return out;
 }
 

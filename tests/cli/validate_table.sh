@@ -15,7 +15,7 @@ out=$(cd "$src" && "$nest" validate)
 status=$?
 [ "$status" -eq 0 ] || fail "validate exited $status"
 echo "$out" | grep -q ' 0 out of tolerance$' || fail "summary: $(echo "$out" | tail -2)"
-for group in collective nccl parameters activation flops nest; do
+for group in collective nccl parameters activation flops nest collective-measured; do
   n=$(echo "$out" | grep -c "^$group: .*  ok  ")
   [ "$n" -ge 2 ] || fail "group $group has $n passing cases"
 done
@@ -25,6 +25,7 @@ echo "$out" | grep -q '^nest: gpt3-175b-h100.yaml on 128 devices, best iteration
 
 # 2. A published time moved by 1%: that case fails, the command exits 1.
 mkdir -p "$tmp/ref/nest-artifact"
+cp -r "$src/tests/validation/reference/measured" "$tmp/ref/"
 cp "$src"/workloads/profiles/gpt3-175b-*.yaml "$tmp/ref/nest-artifact/"
 sed 's/245184.584/247636.430/' "$src/tests/validation/reference/nest-artifact/expected-nest.tsv" \
   >"$tmp/ref/nest-artifact/expected-nest.tsv"
@@ -35,9 +36,20 @@ status=$?
 echo "$out" | grep -q '^nest: gpt3-175b-h100.yaml on 128 devices.* FAIL ' || fail "wrong case failed"
 echo "$out" | grep -q ' 1 out of tolerance$' || fail "summary after a failure"
 
+# 2b. A measured NCCL time moved by 30% (4 MiB): its case and the curve's worst size fail.
+sed -i 's/^4194304\t54.19\t/4194304\t70.45\t/' "$tmp/ref/measured/nccl-allreduce-dgx-h100.tsv"
+sed -i 's/247636.430/245184.584/' "$tmp/ref/nest-artifact/expected-nest.tsv"
+out=$("$nest" validate --reference "$tmp/ref" --source "$src" --failures-only)
+status=$?
+[ "$status" -eq 1 ] || fail "a measured case out of tolerance: exit $status, expected 1"
+[ "$(echo "$out" | grep -c 'FAIL')" -eq 2 ] || fail "expected two FAIL lines: $out"
+echo "$out" | grep -q '^collective-measured: dgx-h100 allreduce curve from 64 KiB, worst size: dgx-h100 allreduce 4194304 B .* FAIL ' ||
+  fail "the worst size is not reported: $out"
+
 # 3. From another tree: its shipped copies are used.
 mkdir -p "$tmp/tree/tests"
 ln -s "$src/workloads" "$tmp/tree/workloads"
+ln -s "$src/topologies" "$tmp/tree/topologies"
 ln -s "$src/tests/validation" "$tmp/tree/tests/validation"
 out=$("$nest" validate --source "$tmp/tree")
 status=$?

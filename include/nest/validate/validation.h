@@ -16,6 +16,12 @@
 /// | flops      | Narayanan et al. 2021 FLOPs per iteration with recomputation              |
 /// | nest       | the published NEST iteration times (expected-nest.tsv) under the          |
 /// |            | nest-artifact rules                                                       |
+/// | collective-measured | the calibrated collectives (topologies/collectives/) against   |
+/// |            | NCCL measurements: the DGX H100 all_reduce_perf curve (each size within   |
+/// |            | 10% from 64 KiB up, 25% below; the worst size of each range reported),    |
+/// |            | ring bus bandwidth of 8 A100 (~230 GB/s) and 8 H100 (~370 GB/s) within    |
+/// |            | 5%, and an 8-node H100 rail cluster's allreduce bus bandwidth within 10%   |
+/// |            | of 8 NDR NICs at 47.5 GB/s each                                           |
 ///
 /// The expected value of every case is computed from the published formula or read from the
 /// published table, never from NEST's own code paths.
@@ -48,6 +54,9 @@ struct ValidationInputs {
   /// The published NEST table (expected-nest.tsv) and the folder of the profiles it names.
   std::filesystem::path nest_table;
   std::filesystem::path nest_profiles;
+  /// The folder of measurements (tests/validation/reference/measured/:
+  /// nccl-allreduce-dgx-h100.tsv).
+  std::filesystem::path measured;
 };
 
 /// Runs every check. Throws `Error` (input) when an input file is missing or malformed; a case
