@@ -238,8 +238,9 @@ void validate(const CollectiveSpec& spec, int ranks, std::string_view key_prefix
                                                       : "1 (only ring allreduce, reduce_scatter "
                                                         "and all_gather run several rings)"});
   }
-  if (spec.ranks_per_node < 0 || (spec.ranks_per_node > 0 && (spec.channels == 1 || ranks < 1 ||
-                                                              ranks % spec.ranks_per_node != 0))) {
+  if (spec.ranks_per_node < 0 ||
+      (spec.ranks_per_node > 0 &&
+       (spec.algorithm != Algorithm::kRing || ranks < 1 || ranks % spec.ranks_per_node != 0))) {
     throw Error::internal("ranks_per_node " + std::to_string(spec.ranks_per_node) +
                           " does not fit " + std::to_string(spec.channels) + " channels over " +
                           std::to_string(ranks) + " ranks");

@@ -121,6 +121,7 @@ struct CollectiveOracle::Impl {
     h = hash_mix(h, static_cast<std::uint64_t>(spec.chunks));
     h = hash_mix(h, static_cast<std::uint64_t>(spec.channels));
     h = hash_mix(h, static_cast<std::uint64_t>(spec.ranks_per_node));
+    h = hash_mix(h, spec.forward_on_arrival ? 1U : 0U);
     h = hash_mix(h, n);
     for (int l : spec.levels) h = hash_mix(h, static_cast<std::uint64_t>(l));
     return h;

@@ -300,7 +300,7 @@ std::uint64_t count_transfers_of(const CollectiveSpec& spec, int ranks) {
     case Algorithm::kHierarchical:
     case Algorithm::kTorus: {
       if (spec.op == Operation::kBroadcast || spec.op == Operation::kReduce) return (n - 1) * c;
-      if (spec.channels > 1) {
+      if (spec.channels > 1 || spec.ranks_per_node > 0) {
         return phases * (n - 1) * n * c * static_cast<std::uint64_t>(spec.channels);
       }
       std::uint64_t sum = 0;
@@ -345,6 +345,7 @@ class RingProgram final : public Program {
       : n_(ranks),
         size_(spec.size),
         chunks_(spec.chunks),
+        own_(!spec.forward_on_arrival),
         h_(spec.levels.empty() ? std::vector<int>{ranks} : spec.levels) {
     const bool scatter = spec.op == Operation::kAllReduce || spec.op == Operation::kReduceScatter;
     const bool gather = spec.op == Operation::kAllReduce || spec.op == Operation::kAllGather;
@@ -378,8 +379,11 @@ class RingProgram final : public Program {
     if (steps_ == 0) return;
     for (int r = 0; r < n_; ++r) out.push_back(static_cast<GateId>(r));
   }
-  std::uint32_t waits(GateId gate) const override { return gate < rank_count() ? 0 : 2; }
+  std::uint32_t waits(GateId gate) const override {
+    return gate < rank_count() ? 0 : (own_ ? 2 : 1);
+  }
   void sends(GateId gate, std::vector<TransferId>& out) const override { out.push_back(gate); }
+  bool waits_for_own_sends() const noexcept override { return own_; }
 
   Transfer transfer(TransferId id) const override {
     const auto step = static_cast<std::uint32_t>(id / rank_count());
@@ -451,7 +455,7 @@ class RingProgram final : public Program {
     const std::uint64_t next_step = (step + 1) * rank_count();
     const auto dst =
         static_cast<std::uint64_t>(next_rank(rank, phases_[phase_of_step_[step]].level));
-    return {next_step + static_cast<std::uint64_t>(rank), next_step + dst};
+    return {own_ ? next_step + static_cast<std::uint64_t>(rank) : kNoGateId, next_step + dst};
   }
 
   void for_each_transfer(const std::function<void(const Transfer&)>& visit) const override {
@@ -475,6 +479,7 @@ class RingProgram final : public Program {
   int n_;
   Bytes size_;
   int chunks_;
+  bool own_;  // a rank's step waits for its own previous send too
   Hierarchy h_;
   std::vector<Phase> phases_;
   std::vector<std::uint16_t> phase_of_step_;
@@ -493,6 +498,7 @@ class ChannelRingProgram final : public Program {
         channels_(spec.channels),
         size_(spec.size),
         chunks_(spec.chunks),
+        own_(!spec.forward_on_arrival),
         orders_(std::move(orders)) {
     const auto ring_steps =
         static_cast<std::uint64_t>(n_ - 1) * static_cast<std::uint64_t>(chunks_);
@@ -511,8 +517,9 @@ class ChannelRingProgram final : public Program {
     if (steps_ == 0) return;
     for (std::uint64_t g = 0; g < per_step(); ++g) out.push_back(g);
   }
-  std::uint32_t waits(GateId gate) const override { return gate < per_step() ? 0 : 2; }
+  std::uint32_t waits(GateId gate) const override { return gate < per_step() ? 0 : (own_ ? 2 : 1); }
   void sends(GateId gate, std::vector<TransferId>& out) const override { out.push_back(gate); }
+  bool waits_for_own_sends() const noexcept override { return own_; }
 
   Transfer transfer(TransferId id) const override {
     const std::uint64_t step = id / per_step();
@@ -539,7 +546,7 @@ class ChannelRingProgram final : public Program {
     const std::uint64_t c = within / rank_count();
     const std::uint64_t p = within % rank_count();
     const std::uint64_t next = (step + 1) * per_step() + c * rank_count();
-    return {next + p, next + (p + 1) % rank_count()};
+    return {own_ ? next + p : kNoGateId, next + (p + 1) % rank_count()};
   }
 
   void for_each_transfer(const std::function<void(const Transfer&)>& visit) const override {
@@ -556,6 +563,7 @@ class ChannelRingProgram final : public Program {
   int channels_;
   Bytes size_;
   int chunks_;
+  bool own_;  // a rank's step waits for its own previous send too
   std::vector<std::vector<std::uint32_t>> orders_;
   std::uint64_t scatter_steps_ = 0;
   std::uint32_t steps_ = 0;
@@ -679,12 +687,15 @@ void check_count(const CollectiveSpec& spec, int ranks, std::uint64_t count, con
 }  // namespace
 
 Schedule lower(const CollectiveSpec& spec, int ranks) {
+  if (spec.forward_on_arrival && ranks > 1) {
+    throw Error::internal("lower: a ring that forwards on arrival has no stored schedule");
+  }
   if (ranks <= 1) return Schedule(std::max(ranks, 1), {});
   const std::uint64_t count = count_transfers_of(spec, ranks);
   check_count(spec, ranks, count, "transfers");
   Builder b(count);
-  if (spec.channels > 1) {
-    // Several rings: the transfers of the implicit program, stored.
+  if (spec.channels > 1 || spec.ranks_per_node > 0) {
+    // Several rings, or rings along rails: the transfers of the implicit program, stored.
     const auto program = ring_program(spec, ranks);
     std::vector<Transfer> transfers;
     transfers.reserve(count);
@@ -751,7 +762,7 @@ std::shared_ptr<const Program> ring_program(const CollectiveSpec& spec, int rank
                           std::string(operation_name(spec.op)) + " " +
                           std::string(algorithm_name(spec.algorithm)) + ")");
   }
-  if (spec.channels > 1) {
+  if (spec.channels > 1 || spec.ranks_per_node > 0) {
     return std::make_shared<const ChannelRingProgram>(
         spec, ranks, ring_orders(ranks, spec.channels, spec.ranks_per_node));
   }
@@ -765,7 +776,7 @@ std::shared_ptr<const Program> lower_program(const CollectiveSpec& spec, int ran
   if (ranks > 1 && ring_family(spec)) {
     // Every rank sends once per step in the ring family: steps = transfers / ranks.
     const std::uint64_t count = count_transfers_of(spec, ranks);
-    if (count > implicit_above) {
+    if (count > implicit_above || spec.forward_on_arrival) {
       check_count(spec, ranks, count / static_cast<std::uint64_t>(ranks), "steps");
       return ring_program(spec, ranks);
     }

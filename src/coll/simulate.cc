@@ -177,7 +177,15 @@ CollectiveSpec resolve(const CollectiveSpec& spec, const CalibratedNetwork& netw
   if (out.channels == 0) {
     out.channels = network.calibrated() && block > 0 ? std::min(network.channels(), block) : 1;
   }
-  out.ranks_per_node = out.channels > 1 ? block : 0;
+  // Rings follow the rails whenever they run several, and always under a model (NCCL's rings
+  // never leave a rail between nodes).
+  out.ranks_per_node = out.channels > 1 || network.calibrated() ? block : 0;
+  const bool ring_family =
+      (out.algorithm == Algorithm::kRing || out.algorithm == Algorithm::kHierarchical ||
+       out.algorithm == Algorithm::kTorus) &&
+      (out.op == Operation::kAllReduce || out.op == Operation::kReduceScatter ||
+       out.op == Operation::kAllGather);
+  if (network.calibrated() && ring_family) out.forward_on_arrival = true;
   if (out.algorithm == Algorithm::kNvls && group.size() > 1 && !nvls_switch(topology, group)) {
     throw Error::input(
         "nvls needs the whole group on one NVLink SHARP switch",

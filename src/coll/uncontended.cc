@@ -36,6 +36,7 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
                                           std::uint64_t salt, UncontendedRun& run) {
   const Program& program = *group.program;
   const std::uint64_t count = program.transfer_count();
+  const bool own_sends = program.waits_for_own_sends();
   const RankState fresh;
   for (auto& channel : ranks_) channel.assign(group.group.size(), fresh);
   Time end;
@@ -61,7 +62,7 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
       // A new gate: after the previous sending step's sends and every earlier receive.
       Time received = sender.received_before;
       if (sender.recv_step != t.step) received = std::max(received, sender.received_at);
-      sender.open = std::max(sender.sent, received);
+      sender.open = own_sends ? std::max(sender.sent, received) : received;
       sender.sent = Time::zero();
       sender.send_step = t.step;
     }

@@ -84,11 +84,19 @@ struct CollectiveSpec {
   /// at most the group's devices per scale-up domain, when the group spans domains rail by rail;
   /// else 1). See `ring_orders` in nest/coll/schedule.h for the ring of each channel.
   int channels = 1;
-  /// With channels > 1: the group's devices per scale-up domain when the group lists whole
-  /// domains rail by rail (the same local devices in the same order in every domain; set by
-  /// `resolve`), so that each ring crosses domains on one rail; 0: rings are rotations of the
-  /// group order.
+  /// Ring allreduce, reduce-scatter, all-gather: the group's devices per scale-up domain when
+  /// the group lists whole domains rail by rail (the same local devices in the same order in
+  /// every domain), so that each ring crosses domains on one rail (`ring_orders`); set by
+  /// `resolve` with channels > 1 and always under a collective model. 0: rings are rotations
+  /// of the group order.
   int ranks_per_node = 0;
+  /// Ring family (ring, hierarchical, torus allreduce, reduce-scatter, all-gather): a rank's
+  /// step waits only for what it forwards (what it received the step before), not for its own
+  /// previous send to have arrived, as NCCL's rings forward each slice as it arrives (their
+  /// flow control, 8 slots per connection, never binds in a flow model). So a step's latency is
+  /// paid along the ring, not by every step at its slowest hop. Set by `resolve` under a
+  /// collective model; the closed form (bulk-synchronous) is then an upper bound.
+  bool forward_on_arrival = false;
 
   friend bool operator==(const CollectiveSpec&, const CollectiveSpec&) = default;
 };

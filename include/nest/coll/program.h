@@ -70,6 +70,10 @@ class Program {
   [[nodiscard]] virtual std::array<GateId, 2> successors(TransferId id) const = 0;
   /// Calls `visit` on every transfer, in nondecreasing step order.
   virtual void for_each_transfer(const std::function<void(const Transfer&)>& visit) const = 0;
+  /// False when a rank's sends of a step wait only for what it received in earlier steps, not
+  /// for its own previous sends to arrive (rule (1) of nest/coll/schedule.h dropped): rings with
+  /// `CollectiveSpec::forward_on_arrival`.
+  [[nodiscard]] virtual bool waits_for_own_sends() const noexcept { return true; }
 
  protected:
   // Derived programs may be copied and moved; a Program itself is never sliced.

@@ -116,6 +116,8 @@ class Schedule final : public Program {
 /// and scatter n-1; direct sendrecv n; nvls n (one step: rank i -> i+1, S + S/n bytes through
 /// the switch); a ring of k channels k times a ring's. Time and memory linear in the transfers.
 /// Throws `Error` (input) when the schedule would exceed 2^32 - 1 transfers.
+/// A ring with `forward_on_arrival` has no stored form (its gates wait for one transfer, which a
+/// `Schedule`'s rule does not express): throws `Error` (internal); `lower_program` gives it.
 [[nodiscard]] Schedule lower(const CollectiveSpec& spec, int ranks);
 
 /// The ring family (ring, hierarchical and torus allreduce, reduce-scatter and all-gather; rings
@@ -127,9 +129,9 @@ class Schedule final : public Program {
 [[nodiscard]] std::shared_ptr<const Program> ring_program(const CollectiveSpec& spec, int ranks);
 
 /// `lower`, or `ring_program` for ring-family collectives of more than `implicit_above`
-/// transfers (memory O(ranks) instead of ~60 bytes per transfer; also faster end to end at that
-/// size: building and reading a stored schedule of 2.1M transfers cost ~30% of a 1,024-rank
-/// ring allreduce's simulation, see results/coll_bench.md).
+/// transfers or that forward on arrival (memory O(ranks) instead of ~60 bytes per transfer; also
+/// faster end to end at that size: building and reading a stored schedule of 2.1M transfers cost
+/// ~30% of a 1,024-rank ring allreduce's simulation, see results/coll_bench.md).
 [[nodiscard]] std::shared_ptr<const Program> lower_program(const CollectiveSpec& spec, int ranks,
                                                            std::uint64_t implicit_above = 100'000);
 

@@ -236,6 +236,38 @@ TEST(Calibration, RailRingsMatchTheirClosedForm) {
   }
 }
 
+// Under a model a ring forwards each piece as it arrives: its latency is paid along the ring,
+// not by every step at its slowest hop. Two nodes of 4 GPUs, one rail ring (entering node 0 at
+// GPU 0 and leaving at GPU 1, node 1 the other way round): 6 NVLink hops of 2 us and 2 NIC hops
+// of 10 us. The 14 steps of an 8-byte allreduce reach their last rank after the worst run of 14
+// consecutive hops: one lap (32 us) and 6 more holding both NIC hops (28 us) = 60 us; the
+// bulk-synchronous closed form pays 14 x 10 us.
+TEST(Calibration, RingsForwardOnArrivalUnderAModel) {
+  topo::CollectiveModel m;
+  m.channels = 1;
+  auto& simple = m.protocols[static_cast<std::size_t>(Protocol::kSimple)];
+  simple.enabled = true;
+  simple.links[static_cast<std::size_t>(LinkClass::kScaleUp)] =
+      topo::LinkCalibration{1, Time::microseconds(1)};
+  simple.links[static_cast<std::size_t>(LinkClass::kNic)] =
+      topo::LinkCalibration{1, Time::microseconds(5)};
+  const topo::Topology t = with_model(rail(2, 4, 1), m);
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(8)};
+  spec.channels = 0;  // the model's one channel, along the rails
+  const CollectiveSpec r = resolve(spec, CalibratedNetwork(t), iota_group(8));
+  EXPECT_TRUE(r.forward_on_arrival);
+  EXPECT_EQ(r.channels, 1);
+  EXPECT_EQ(r.ranks_per_node, 4);
+  const SimulationResult sim = testing::simulate_both(t, spec, Groups{iota_group(8)});
+  // One-byte pieces drain in picoseconds.
+  EXPECT_NEAR(static_cast<double>(sim.makespan.ps()), 60e6, 1000);
+  const ClosedForm cf = closed_form(CalibratedNetwork(t), spec, iota_group(8));
+  EXPECT_NEAR(cf.seconds, 140e-6, 1e-9);
+  // The ideal network keeps the step-by-step rule and the group order.
+  EXPECT_FALSE(resolve(spec, t, iota_group(8)).forward_on_arrival);
+  EXPECT_EQ(resolve(spec, t, iota_group(8)).ranks_per_node, 0);
+}
+
 TEST(Calibration, ResolveChoosesChannelsAndPiecesUnderAModel) {
   topo::CollectiveModel m = simple_model();
   m.channels = 8;
