@@ -314,7 +314,8 @@ Time OracleCommCost::exact_collective(workload::CollectiveOp op, const coll::Col
   choice.protocol = c.protocol;
   choice.channels = c.channels;
   choice.time = c.answer.slowest;
-  choices_.insert_or_assign(ChoiceKey{static_cast<int>(op), spec.size.count(), layout}, choice);
+  const ChoiceKey key{static_cast<int>(op), spec.size.count(), layout};
+  if (choices_.insert_or_assign(key, choice).second) asked_.push_back(key);
   return choice.time;
 }
 
@@ -355,7 +356,8 @@ Time OracleCommCost::collective(workload::CollectiveOp op, Bytes size, const Gro
     GroupChoice c = it->second;
     c.size = size;
     c.time = on_line(low, high, size);
-    choices_.insert_or_assign(ChoiceKey{static_cast<int>(op), size.count(), layout}, c);
+    const ChoiceKey key{static_cast<int>(op), size.count(), layout};
+    if (choices_.insert_or_assign(key, c).second) asked_.push_back(key);
   }
   return on_line(low, high, size);
 }
@@ -365,6 +367,13 @@ std::optional<GroupChoice> OracleCommCost::choice(workload::CollectiveOp op, Byt
   const auto it = choices_.find(ChoiceKey{static_cast<int>(op), size.count(), layout});
   if (it == choices_.end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<GroupChoice> OracleCommCost::choices() const {
+  std::vector<GroupChoice> out;
+  out.reserve(asked_.size());
+  for (const ChoiceKey& k : asked_) out.push_back(choices_.at(k));
+  return out;
 }
 
 std::size_t OracleCommCost::ChoiceKeyHash::operator()(const ChoiceKey& k) const noexcept {

@@ -5,7 +5,11 @@
 // - pairwise all-to-all with 1 MiB per pair over 512 devices of a k = 16 fat-tree (512 MiB
 //   per rank in all, nccl-tests convention): 512·511 = 261,632 flows (the issue counts the
 //   512 local copies too: 262,144);
-// - the oracle on a repeated and on a shifted layout (memo and structural memo).
+// - the oracle on a repeated and on a shifted layout (memo and structural memo);
+// - calibrated collectives (the bundled NCCL models): nccl-tests' 30-size allreduce sweep
+//   8 B..4 GiB on one DGX H100 (topologies/dgx_h100.yaml), the tuner's choice at each size, as
+//   `nest collective --sizes 8:4G` runs it; and the calibrated oracle's tuned first query for
+//   the 8 data-parallel groups of 8 on eight DGX H100 (topologies/h100_rail_64.yaml).
 // 400 Gb/s links, 1 us per cable, ECMP seed 0. Counters: flows, simulator events, flows per
 // second of CPU time, the simulated time (ms), the process's peak resident memory so far (MB)
 // and whether the contention-free evaluation answered (1) or the event simulation (0). The
@@ -22,10 +26,13 @@
 #include <string>
 #include <vector>
 
+#include "nest/coll/calibration.h"
+#include "nest/coll/group.h"
 #include "nest/coll/oracle.h"
 #include "nest/coll/schedule.h"
 #include "nest/coll/simulate.h"
 #include "nest/topo/generators.h"
+#include "nest/topo/loader.h"
 
 namespace {
 
@@ -142,6 +149,45 @@ void BM_OracleRepeatedQuery(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(oracle.collective(spec, layout).slowest);
 }
 BENCHMARK(BM_OracleRepeatedQuery)->Unit(benchmark::kMicrosecond);
+
+nest::topo::Topology bundled(const std::string& name) {
+  return nest::topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/" + name + ".yaml");
+}
+
+void BM_CalibratedSweepDgxH100(benchmark::State& state) {
+  const nest::topo::Topology dgx = bundled("dgx_h100");
+  const auto sizes = nest::coll::parse_size_sweep("8:4G");
+  const std::vector<std::vector<DeviceId>> node = {{0, 1, 2, 3, 4, 5, 6, 7}};
+  double last = 0;
+  for (auto _ : state) {
+    const nest::coll::CalibratedNetwork network(dgx);
+    for (const Bytes size : sizes) {
+      CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, size, 0};
+      spec.channels = 0;
+      last = nest::coll::simulate_fastest(network, spec, node).result.makespan.to_seconds();
+    }
+  }
+  state.counters["sizes"] = static_cast<double>(sizes.size());
+  state.counters["sim_4GiB_us"] = last * 1e6;
+}
+BENCHMARK(BM_CalibratedSweepDgxH100)->Unit(benchmark::kMillisecond);
+
+void BM_CalibratedOracleTunedFirstQuery(benchmark::State& state) {
+  const nest::topo::Topology rail = bundled("h100_rail_64");
+  std::vector<std::vector<DeviceId>> groups;
+  for (DeviceId g = 0; g < 8; ++g) {
+    std::vector<DeviceId> members;
+    for (DeviceId m = 0; m < 8; ++m) members.push_back(g + 8 * m);
+    groups.push_back(std::move(members));
+  }
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes::mebibytes(256), 0};
+  spec.channels = 0;
+  for (auto _ : state) {
+    nest::coll::CollectiveOracle oracle(rail);
+    benchmark::DoNotOptimize(oracle.fastest(spec, groups).answer.slowest);
+  }
+}
+BENCHMARK(BM_CalibratedOracleTunedFirstQuery)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

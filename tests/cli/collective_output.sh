@@ -145,4 +145,16 @@ json=$("$nest" collective --topology "$dir/star8-model.yaml" --op allreduce --si
 check "tuned" True "$(field "$json" tuned)"
 check "tuned algorithm" ring "$(field "$json" algorithm)"
 
+# The sweep's CSV draws against a measured curve (scripts/plot_collective.py).
+"$nest" collective --topology "$dir/star8.yaml" --op allreduce --sizes 8:16G:4 --csv >"$dir/sweep.csv"
+/usr/bin/python3 "$2/scripts/plot_collective.py" \
+  "$2/tests/validation/reference/measured/nccl-allreduce-dgx-h100.tsv" "$dir/sweep.csv" \
+  "$dir/sweep.png" --ideal "$dir/sweep.csv"
+check "plot status" 0 $?
+[ -s "$dir/sweep.png" ] || { echo "FAIL plot_collective.py wrote no PNG"; failed=1; }
+check "plot of a non-sweep" "plot_collective.py: $dir/star8.yaml: not \`nest collective --sizes ... --csv\` output" \
+  "$(/usr/bin/python3 "$2/scripts/plot_collective.py" \
+    "$2/tests/validation/reference/measured/nccl-allreduce-dgx-h100.tsv" "$dir/star8.yaml" \
+    "$dir/x.png" 2>&1)"
+
 exit $failed

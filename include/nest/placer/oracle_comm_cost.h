@@ -87,6 +87,8 @@ class OracleCommCost final : public CommCost {
   /// the choice at the larger of the two sizes priced). O(1).
   [[nodiscard]] std::optional<GroupChoice> choice(workload::CollectiveOp op, Bytes size,
                                                   const GroupLayout& layout) const;
+  /// Every (operation, size, layout) asked so far with its choice, in the order first asked.
+  [[nodiscard]] std::vector<GroupChoice> choices() const;
   /// True when the topology's collective model calibrates the answers.
   [[nodiscard]] bool calibrated() const noexcept { return oracle_.calibrated(); }
   [[nodiscard]] const topo::Topology& topology() const noexcept { return topology_; }
@@ -128,6 +130,7 @@ class OracleCommCost final : public CommCost {
     std::size_t operator()(const ChoiceKey& k) const noexcept;
   };
   std::unordered_map<ChoiceKey, GroupChoice, ChoiceKeyHash> choices_;
+  std::vector<ChoiceKey> asked_;  // the keys of choices_ in the order first asked
 };
 
 /// The flat network that stands for `topology` in the topology-agnostic baseline: every device
