@@ -24,6 +24,11 @@
 ///   reverse_latency (the b -> a direction; default: the same)}; optional `domain_sizes:`.
 ///   Devices are numbered in the order they are listed, switches follow.
 ///
+/// Every kind also takes `collectives:` (a collective model: a `kind: collective_model` file, a
+/// list of them merged, or an inline map, files relative to the topology file's folder; see
+/// nest/topo/collective_model.h; `Topology::collective_model()`) and `nvlink_sharp:` (true when
+/// the scale-up switches reduce in the switch; `Topology::nvlink_sharp()`).
+///
 /// The parameter meanings and device numbering are those of nest/topo/params.h.
 
 #include <string>

@@ -134,6 +134,7 @@ class Topology {
   [[nodiscard]] const std::shared_ptr<const CollectiveModel>& collective_model() const noexcept {
     return collective_model_;
   }
+  /// Sets the collective model (null: ideal); the loader does this for `collectives:`.
   void set_collective_model(std::shared_ptr<const CollectiveModel> model) {
     collective_model_ = std::move(model);
   }
@@ -141,6 +142,7 @@ class Topology {
   /// `nvlink_sharp: true`): allreduce may then use the `nvls` algorithm inside a scale-up
   /// domain whose devices all hang off one switch.
   [[nodiscard]] bool nvlink_sharp() const noexcept { return nvlink_sharp_; }
+  /// Sets whether the scale-up switches reduce (the loader does this for `nvlink_sharp:`).
   void set_nvlink_sharp(bool on) noexcept { nvlink_sharp_ = on; }
 
   /// A copy with the same nodes, parameters, domains, model and switch features whose directed
