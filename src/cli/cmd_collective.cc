@@ -214,8 +214,7 @@ nlohmann::ordered_json sweep_row_json(int n, const Row& r) {
 
 }  // namespace
 
-int run_collective(std::span<char* const> args) {
-  po::options_description options("options");
+int run_collective(std::span<char* const> args, const Context&) {
   std::string file;
   std::string op_text;
   std::string algorithm_text;
@@ -228,46 +227,55 @@ int run_collective(std::span<char* const> args) {
   int channels = 0;
   std::uint64_t seed = 0;
   int links = 5;
-  options.add_options()("topology", po::value(&file)->required(), "topology YAML file")(
-      "op", po::value(&op_text)->required(),
-      "allreduce, reduce_scatter, all_gather, all_to_all, broadcast, send, reduce, gather, scatter "
-      "or sendrecv")(
-      "size", po::value(&size_text),
-      "message size with its unit (1GiB), as nccl-tests counts it: allreduce and broadcast the "
-      "buffer, all_gather and reduce_scatter the full gathered buffer, all_to_all what each "
-      "rank sends")("sizes", po::value(&sizes_text),
-                    "a sweep in nccl-tests' -b/-e/-f notation, MIN:MAX[:FACTOR] (binary K, M, G; "
-                    "factor 2 by default), e.g. 8:4G or 1K:1G:4: one row per size")(
-      "algorithm", po::value(&algorithm_text),
-      "ring, tree, halving_doubling, direct, pairwise, hierarchical, torus, nvls, or auto (the "
-      "fastest of what NCCL's tuner weighs on the group; the default under a collective model; "
-      "ideal default: ring; pairwise for all_to_all; direct for send, gather, scatter, "
-      "sendrecv)")(
-      "group", po::value(&group_text),
-      "devices in rank order, ids and inclusive ranges: 0-7,16-23 (default: every device); the "
-      "first is the broadcast root and the sender of send")(
-      "chunks", po::value(&chunks),
-      "pipeline pieces per step (ring, tree, hierarchical, torus; default: pieces of 512 KiB for "
-      "trees and chains under a collective model, else 1)")(
-      "channels", po::value(&channels),
-      "rings of a ring allreduce, reduce_scatter or all_gather (default: the collective model's, "
-      "at most the group's devices per node, when the group spans nodes rail by rail; else 1)")(
-      "ideal", "ignore the topology's collective model: line rates, the topology's latencies")(
-      "levels", po::value(&levels_text),
-      "hierarchical/torus level sizes, innermost first (default: from the topology's domains)")(
-      "concurrent", po::value(&concurrent_text),
-      "copies running at the same time: none (default), stride:S (the group shifted by S, 2S, "
-      "... while devices last) or stride:S:K (K groups in all)")("seed", po::value(&seed),
-                                                                 "ECMP seed (default 0)")(
-      "links", po::value(&links), "how many of the busiest links to list (default 5)")(
-      "events",
-      "always run the event simulation (by default a run in which every link carries its flows "
-      "one after another is evaluated without events, with the same result)")(
-      "json", "print one JSON object instead of text")("csv",
-                                                       "print the rows as CSV (with --sizes)");
-  po::positional_options_description positional;
-  po::variables_map vm;
-  if (!parse_options(args, kUsage, options, positional, vm)) return 0;
+  bool ideal = false;
+  bool events = false;
+  bool json = false;
+  bool csv = false;
+  Options o(kUsage);
+  o.add("topology", &file, "topology YAML file or name (topologies/)")
+      .add("op", &op_text,
+           "allreduce, reduce_scatter, all_gather, all_to_all, broadcast, send, reduce, gather, "
+           "scatter or sendrecv")
+      .add("size", &size_text,
+           "message size with its unit (1GiB), as nccl-tests counts it: allreduce and broadcast "
+           "the buffer, all_gather and reduce_scatter the full gathered buffer, all_to_all what "
+           "each rank sends")
+      .add("sizes", &sizes_text,
+           "a sweep in nccl-tests' -b/-e/-f notation, MIN:MAX[:FACTOR] (binary K, M, G; factor 2 "
+           "by default), e.g. 8:4G or 1K:1G:4: one row per size")
+      .add("algorithm", &algorithm_text,
+           "ring, tree, halving_doubling, direct, pairwise, hierarchical, torus, nvls, or auto "
+           "(the fastest of what NCCL's tuner weighs on the group; the default under a collective "
+           "model; ideal default: ring; pairwise for all_to_all; direct for send, gather, "
+           "scatter, sendrecv)")
+      .add("group", &group_text,
+           "devices in rank order, ids and inclusive ranges: 0-7,16-23 (default: every device); "
+           "the first is the broadcast root and the sender of send")
+      .add("chunks", &chunks,
+           "pipeline pieces per step (ring, tree, hierarchical, torus; 0: pieces of 512 KiB for "
+           "trees and chains under a collective model, else 1)")
+      .add("channels", &channels,
+           "rings of a ring allreduce, reduce_scatter or all_gather (0: the collective model's, "
+           "at most the group's devices per node, when the group spans nodes rail by rail; else "
+           "1)")
+      .add("ideal", &ideal,
+           "ignore the topology's collective model: line rates, the topology's latencies")
+      .add("levels", &levels_text,
+           "hierarchical/torus level sizes, innermost first (default: from the topology's "
+           "domains)")
+      .add("concurrent", &concurrent_text,
+           "copies running at the same time: none (default), stride:S (the group shifted by S, "
+           "2S, ... while devices last) or stride:S:K (K groups in all)")
+      .add("seed", &seed, "ECMP seed")
+      .add("links", &links, "how many of the busiest links to list")
+      .add("events", &events,
+           "always run the event simulation (by default a run in which every link carries its "
+           "flows one after another is evaluated without events, with the same result)")
+      .add("json", &json, "print one JSON object instead of text")
+      .add("csv", &csv, "print the rows as CSV (with --sizes)");
+  if (!o.parse(args)) return 0;
+  if (file.empty()) throw Error::input("missing --topology", {.key = "--topology"});
+  if (op_text.empty()) throw Error::input("missing --op", {.key = "--op"});
 
   if (size_text.empty() == sizes_text.empty()) {
     throw Error::input("give exactly one of --size and --sizes",
@@ -275,11 +283,11 @@ int run_collective(std::span<char* const> args) {
                         .expected = "--size SIZE (one collective) or --sizes MIN:MAX[:FACTOR]"});
   }
   const bool sweep = !sizes_text.empty();
-  if (vm.count("csv") != 0 && !sweep) {
+  if (csv && !sweep) {
     throw Error::input("--csv prints a sweep",
                        {.key = "--csv", .expected = "--sizes MIN:MAX[:FACTOR] with --csv"});
   }
-  if (vm.count("csv") != 0 && vm.count("json") != 0) {
+  if (csv && json) {
     throw Error::input("choose one output format", {.key = "--csv", .expected = "--csv or --json"});
   }
   coll::CollectiveSpec spec;
@@ -300,12 +308,12 @@ int run_collective(std::span<char* const> args) {
   spec.size = sizes.front();
   spec.chunks = chunks;
   spec.channels = channels;
-  if (vm.count("chunks") != 0 && chunks < 1) {
+  if (o.given("chunks") && chunks < 1) {
     throw Error::input(
         "bad chunk count",
         {.key = "--chunks", .value = std::to_string(chunks), .expected = "an integer >= 1"});
   }
-  if (vm.count("channels") != 0 && channels < 1) {
+  if (o.given("channels") && channels < 1) {
     throw Error::input(
         "bad channel count",
         {.key = "--channels", .value = std::to_string(channels), .expected = "an integer >= 1"});
@@ -318,7 +326,7 @@ int run_collective(std::span<char* const> args) {
 
   const topo::Topology topology = topo::load_topology(find_topology(file));
   const std::size_t n_devices = topology.num_devices();
-  if (vm.count("group") == 0) {
+  if (!o.given("group")) {
     group_text = "0-" + std::to_string(n_devices - 1);
   } else if (group_text.empty()) {
     throw Error::input("empty group",
@@ -328,7 +336,7 @@ int run_collective(std::span<char* const> args) {
   const auto groups = coll::concurrent_groups(group, concurrent_text, n_devices);
   const int n = static_cast<int>(group.size());
 
-  const coll::CalibratedNetwork network(topology, vm.count("ideal") != 0);
+  const coll::CalibratedNetwork network(topology, ideal);
   // Under a collective model the default is what NCCL does: the fastest algorithm for the group.
   const bool tuned = auto_algorithm || (algorithm_text.empty() && network.calibrated());
   if (tuned && !levels_text.empty()) {
@@ -337,13 +345,12 @@ int run_collective(std::span<char* const> args) {
                         .value = levels_text,
                         .expected = "--algorithm hierarchical or torus with --levels"});
   }
-  RunInputs inputs{
-      network,
-      tuned,
-      groups,
-      {.seed = seed, .busiest_links = sweep ? 0 : links, .events_only = vm.count("events") != 0},
-      sweep ? "--sizes" : "--size",
-      sweep ? sizes_text : size_text};
+  RunInputs inputs{network,
+                   tuned,
+                   groups,
+                   {.seed = seed, .busiest_links = sweep ? 0 : links, .events_only = events},
+                   sweep ? "--sizes" : "--size",
+                   sweep ? sizes_text : size_text};
   if (sweep) {
     std::vector<Row> rows;
     rows.reserve(sizes.size());
@@ -352,9 +359,9 @@ int run_collective(std::span<char* const> args) {
       inputs.size_text = std::to_string(size.count()) + " B";
       rows.push_back(run_row(inputs, spec));
     }
-    if (vm.count("csv") != 0) {
+    if (csv) {
       print_sweep_csv(n, rows);
-    } else if (vm.count("json") != 0) {
+    } else if (json) {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();
       for (const Row& r : rows) list.push_back(sweep_row_json(n, r));
       const nlohmann::ordered_json j = {{"topology", topology.name()},
@@ -386,7 +393,7 @@ int run_collective(std::span<char* const> args) {
   const bool leveled = resolved.algorithm == coll::Algorithm::kHierarchical ||
                        resolved.algorithm == coll::Algorithm::kTorus;
 
-  if (vm.count("json") != 0) {
+  if (json) {
     nlohmann::ordered_json busiest = nlohmann::ordered_json::array();
     for (const coll::LinkUse& u : result.busiest) {
       const topo::Link& l = topology.link(u.link);

@@ -61,7 +61,7 @@ validate::ValidationInputs resolve_inputs(const std::string& reference, const st
   }
   in.nest_table = reference_dir / "nest-artifact" / "expected-nest.tsv";
   in.nest_profiles = in.workloads_root / "workloads" / "profiles";
-  in.measured = in.workloads_root / "tests" / "validation" / "reference" / "measured";
+  in.measured = reference_dir / "measured";
   return in;
 }
 
