@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "nest/coll/collective.h"
 #include "nest/placer/plan.h"
 
 namespace nest::cli {
@@ -73,6 +74,13 @@ void add_job_options(Options& o, JobArgs& a) {
            "baselines")
       .add("fixed", &s.fixed_plan, "a plan file to evaluate as the `fixed` baseline")
       .add("seed", &s.seed, "routing (ECMP) seed of the oracle and the replay", "seed")
+      .add("ideal", &s.ideal,
+           "ignore the topology's collective model: line rates, the topology's latencies, ring "
+           "collectives (the closed-form checks' network)")
+      .add("algorithm", &a.algorithm,
+           "one algorithm for every allreduce, all-gather and reduce-scatter (ring, tree, "
+           "hierarchical, nvls, ...) instead of the tuner's choice per group",
+           "algorithm")
       .add("anneal-seed", &s.anneal_seed, "seed of the anneal baseline", "anneal_seed")
       .add("anneal-steps", &s.anneal_steps, "steps of the anneal baseline", "anneal_steps");
 }
@@ -94,6 +102,15 @@ job::JobSpec job_spec(JobArgs& a) {
     }
   }
   s.workload.build.precision = a.precision;
+  if (!a.algorithm.empty()) {
+    try {
+      s.algorithm = coll::parse_algorithm(a.algorithm);
+    } catch (const Error& e) {
+      throw Error::input(
+          e.message(),
+          {.key = "--algorithm", .value = a.algorithm, .expected = e.context().expected});
+    }
+  }
   s.workload.candidates.micro_batches = parse_int_list(a.micro_batches, "--micro-batches");
   s.search.orders.clear();
   for (const std::string& item : split(a.orders)) {

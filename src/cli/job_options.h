@@ -18,6 +18,7 @@ struct JobArgs {
   std::string orders = "tp-pp-dp,tp-dp-pp";
   std::string baselines = "all";
   std::string precision = "bf16";
+  std::string algorithm;  // empty: the tuner's choice per group
 };
 
 /// Binds the job options of `args` to `options`.

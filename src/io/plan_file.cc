@@ -180,6 +180,8 @@ Json plan_document(const PlanInputs& in, const Plan& plan,
   }
   inputs["seed"] = in.seed;
   inputs["anneal_seed"] = in.anneal_seed;
+  inputs["ideal"] = in.ideal;
+  if (!in.algorithm.empty()) inputs["algorithm"] = in.algorithm;
 
   const VariantDegrees& v = plan.degrees;
   doc["variant"] = {
@@ -292,7 +294,7 @@ PlanRecord parse_plan(std::string_view text, const std::string& name) {
   const config::Node in = root.at("inputs");
   in.expect_keys({"profile", "model", "accelerator", "topology", "hashes", "network",
                   "flat_bandwidth", "flat_latency", "rules", "devices", "memory_bandwidth", "build",
-                  "seed", "anneal_seed"});
+                  "seed", "anneal_seed", "ideal", "algorithm"});
   if (auto n = in.find("profile")) r.inputs.profile = n->as_string();
   if (auto n = in.find("model")) r.inputs.model = n->as_string();
   if (auto n = in.find("accelerator")) r.inputs.accelerator = n->as_string();
@@ -334,6 +336,8 @@ PlanRecord parse_plan(std::string_view text, const std::string& name) {
   if (auto n = in.find("anneal_seed")) {
     r.inputs.anneal_seed = static_cast<std::uint64_t>(n->as_int(0));
   }
+  if (auto n = in.find("ideal")) r.inputs.ideal = n->as_bool();
+  if (auto n = in.find("algorithm")) r.inputs.algorithm = n->as_string();
 
   const config::Node v = root.at("variant");
   v.expect_keys({"tensor_parallel", "expert_parallel", "context_parallel", "sequence_parallel",

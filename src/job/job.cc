@@ -215,12 +215,19 @@ struct Job::Impl {
     }
     switch (network) {
       case NetworkModel::kOracle: {
-        auto o = std::make_unique<placer::OracleCommCost>(*topology,
-                                                          placer::OracleOptions{.seed = spec.seed});
+        auto o = std::make_unique<placer::OracleCommCost>(
+            *topology, placer::OracleOptions{.allreduce = spec.algorithm,
+                                             .all_gather = spec.algorithm,
+                                             .reduce_scatter = spec.algorithm,
+                                             .ideal = spec.ideal,
+                                             .seed = spec.seed});
         oracle = o.get();
         comm = std::move(o);
-        nest::log(log, LogLevel::kDebug, "oracle: one collective oracle on {} (routing seed {})",
-                  topology_name, spec.seed);
+        nest::log(log, LogLevel::kDebug,
+                  "oracle: one collective oracle on {} (routing seed {}, {})", topology_name,
+                  spec.seed,
+                  oracle->calibrated() ? "calibrated by " + topology->collective_model()->name
+                                       : std::string("ideal network"));
         break;
       }
       case NetworkModel::kFlat:
@@ -365,6 +372,8 @@ replay::RunRecord Job::simulate(const placer::Plan& plan, const SimulateOptions&
   const auto start = Clock::now();
   replay::PlanReplayOptions replay = options.replay;
   replay.seed = m.spec.seed;
+  replay.ideal = m.spec.ideal;
+  if (m.spec.algorithm) replay.data_parallel_algorithm = m.spec.algorithm;
   replay::RunRecord run = replay::replay_plan(plan, *m.profile, *m.topology, replay);
   nest::log(m.log, LogLevel::kInfo, "replay: {} timeline rows, {} links in {:.3f} s",
             run.timeline.size(), run.links.size(), seconds_since(start));
@@ -403,6 +412,8 @@ io::PlanInputs Job::plan_inputs(const fs::path& plan_path) const {
   }
   in.seed = m.spec.seed;
   in.anneal_seed = m.spec.anneal_seed;
+  in.ideal = m.spec.ideal;
+  if (m.spec.algorithm) in.algorithm = std::string(coll::algorithm_name(*m.spec.algorithm));
   return in;
 }
 
@@ -463,6 +474,17 @@ PlannedJob load_plan(const fs::path& path, const PlanOverrides& overrides, const
   if (in.memory_bandwidth.bytes_per_s() > 0) spec.memory_bandwidth = in.memory_bandwidth;
   spec.seed = overrides.seed.value_or(in.seed);
   spec.anneal_seed = in.anneal_seed;
+  spec.ideal = in.ideal;
+  if (!in.algorithm.empty()) {
+    try {
+      spec.algorithm = coll::parse_algorithm(in.algorithm);
+    } catch (const Error& e) {
+      throw Error::input(e.message(), {.file = path.string(),
+                                       .key = "inputs.algorithm",
+                                       .value = in.algorithm,
+                                       .expected = e.context().expected});
+    }
+  }
   spec.baselines.clear();
   for (const auto& [kind, hash] : in.hashes) {
     for (const auto& [key, file] :

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "nest/coll/collective.h"
 #include "nest/core/catalog.h"
 #include "nest/core/error.h"
 #include "nest/core/unit_parse.h"
@@ -160,6 +161,8 @@ job::JobSpec spec_of(const py::dict& kw) {
   s.flat_latency = time_of(kw, "flat_latency");
   s.memory_bandwidth = rate_of(kw, "memory_bandwidth");
   if (auto v = number_of<std::uint64_t>(kw, "seed")) s.seed = *v;
+  if (auto v = number_of<bool>(kw, "ideal")) s.ideal = *v;
+  if (auto v = text_of(kw, "algorithm")) s.algorithm = coll::parse_algorithm(*v);
   if (auto v = number_of<std::uint64_t>(kw, "anneal_seed")) s.anneal_seed = *v;
   if (auto v = number_of<int>(kw, "anneal_steps")) s.anneal_steps = *v;
   if (auto v = text_of(kw, "fixed_plan")) s.fixed_plan = *v;

@@ -3,9 +3,10 @@
 /// Plan files (YAML): everything a replay needs to rebuild the run — the inputs (profile or
 /// model + accelerator and how it was built, topology, network model, rules, device budget, the
 /// seeds), the chosen variant's degrees, the partition, d, ZeRO stage, recomputation mode (none,
-/// selective, full), virtual stages, placement order and the device of every (stage, replica, shard) — plus the predicted figures and the
-/// baselines', for people. Written with yaml-cpp's emitter; figures use the key names of the
-/// commands' `--json` output (seconds as `_s`, exact to the picosecond; bytes as `_bytes`).
+/// selective, full), virtual stages, placement order and the device of every (stage, replica,
+/// shard) — plus the predicted figures and the baselines', for people. Written with yaml-cpp's
+/// emitter; figures use the key names of the commands' `--json` output (seconds as `_s`, exact to
+/// the picosecond; bytes as `_bytes`).
 ///
 /// ```yaml
 /// kind: plan
@@ -25,6 +26,8 @@
 ///           global_batch: 1536}                  # * model only
 ///   seed: 0                                      # * routing seed (default 0)
 ///   anneal_seed: 1                               # * the anneal baseline's (default 1)
+///   ideal: false                                 # * collective model ignored (default false)
+///   algorithm: ring                              # * one fixed algorithm (default: per group)
 /// variant: {tensor_parallel: 4, expert_parallel: 1, context_parallel: 1,
 ///           sequence_parallel: true, micro_batch: 1, devices_per_replica: 4}
 /// stages: 8
@@ -91,6 +94,8 @@ struct PlanInputs {
   workload::BuildOptions build;
   std::uint64_t seed = 0;         ///< routing (ECMP) seed of the oracle and the replay
   std::uint64_t anneal_seed = 1;  ///< the anneal baseline's seed
+  bool ideal = false;             ///< the topology's collective model ignored
+  std::string algorithm;          ///< one fixed collective algorithm; empty: chosen per group
 };
 
 /// A baseline's figures as a plan file records them.

@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "nest/coll/collective.h"
 #include "nest/coll/oracle.h"
 #include "nest/core/catalog.h"
 #include "nest/core/log.h"
@@ -94,6 +95,13 @@ struct JobSpec {
   std::optional<Bandwidth> memory_bandwidth;
   /// The routing (ECMP) seed of every simulation of the job: the oracle's and the replay's.
   std::uint64_t seed = 0;
+  /// Ignore the topology's collective model (line rates, the topology's latencies, coll's
+  /// default algorithms): the uncalibrated network of the closed-form checks.
+  bool ideal = false;
+  /// One algorithm for every allreduce, all-gather and reduce-scatter of the job (the plan's
+  /// groups in the search and the replay's data-parallel buckets) instead of the tuner's choice
+  /// per group.
+  std::optional<coll::Algorithm> algorithm;
   /// The search's options; `search.cost` is filled in by the Job.
   placer::SearchOptions search;
   /// Baselines to compute beside the plan (names of `kBaselineNames`).

@@ -128,7 +128,7 @@ TEST(PlanFile, WritesTheRecomputationModeAndReadsTheOlderBooleans) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
-                 "old.yaml:23: recompute: unknown value (got \"sometimes\"; expected one of none, "
+                 "old.yaml:24: recompute: unknown value (got \"sometimes\"; expected one of none, "
                  "selective, full, true, false)");
   }
 }
