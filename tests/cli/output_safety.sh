@@ -99,10 +99,11 @@ cmp -s "$tmp/s.json" "$tmp/second/trace.json" || fail "a full disk damaged the p
 expect_failure "nest simulate: $tmp/s.h5: cannot write the output file: File too large" \
   limited 100 "$nest" simulate --plan "$tmp/second/plan.yaml" -o "$tmp/s.h5"
 cmp -s "$tmp/s.h5" "$tmp/second/run.h5" || fail "a full disk damaged the previous run.h5"
-cp "$tmp/second/plan.yaml" "$tmp/p.yaml"
-expect_failure "nest place: $tmp/p.yaml: cannot write the output file: File too large" \
-  limited 1 "$nest" place "${run_args[@]}" -o "$tmp/p.yaml"
-cmp -s "$tmp/p.yaml" "$tmp/second/plan.yaml" || fail "a full disk damaged the previous plan"
+mkdir -p "$tmp/pp" # beside second/, so that the copy's relative input paths hold
+cp "$tmp/second/plan.yaml" "$tmp/pp/p.yaml"
+expect_failure "nest place: $tmp/pp/p.yaml: cannot write the output file: File too large" \
+  limited 1 "$nest" place "${run_args[@]}" -o "$tmp/pp/p.yaml"
+cmp -s "$tmp/pp/p.yaml" "$tmp/second/plan.yaml" || fail "a full disk damaged the previous plan"
 no_temporaries "$tmp"
 
 # The sweep table: a limit just below the finished results.h5 (each row adds ~0.5 KB) stops
@@ -158,22 +159,22 @@ else
 fi
 
 # --- Outputs that are inputs, or each other, are refused before any work. --------------------
-expect_failure "nest simulate: --output: the output would replace the input --plan (got \"$tmp/p.yaml\"; expected a file that is not an input)" \
-  "$nest" simulate --plan "$tmp/p.yaml" -o "$tmp/p.yaml"
-cmp -s "$tmp/p.yaml" "$tmp/second/plan.yaml" || fail "the refused simulate changed the plan"
+expect_failure "nest simulate: --output: the output would replace the input --plan (got \"$tmp/pp/p.yaml\"; expected a file that is not an input)" \
+  "$nest" simulate --plan "$tmp/pp/p.yaml" -o "$tmp/pp/p.yaml"
+cmp -s "$tmp/pp/p.yaml" "$tmp/second/plan.yaml" || fail "the refused simulate changed the plan"
 expect_failure "nest simulate: --trace: the same file as --output (got \"$tmp/x\"; expected a file of its own for each output)" \
-  "$nest" simulate --plan "$tmp/p.yaml" -o "$tmp/x" --trace "$tmp/x" --csv "$tmp/x"
+  "$nest" simulate --plan "$tmp/pp/p.yaml" -o "$tmp/x" --trace "$tmp/x" --csv "$tmp/x"
 expect_failure "nest simulate: --output: the output would replace the input inputs.topology (got \"./topologies/h100_rail_1024.yaml\"; expected a file that is not an input)" \
-  "$nest" simulate --plan "$tmp/p.yaml" -o ./topologies/h100_rail_1024.yaml
+  "$nest" simulate --plan "$tmp/pp/p.yaml" -o ./topologies/h100_rail_1024.yaml
 expect_failure "nest simulate: --csv: the output would replace the input inputs.model (got \"workloads/models/llama2-7b.yaml\"; expected a file that is not an input)" \
-  "$nest" simulate --plan "$tmp/p.yaml" -o "$tmp/y.h5" --csv workloads/models/llama2-7b.yaml
+  "$nest" simulate --plan "$tmp/pp/p.yaml" -o "$tmp/y.h5" --csv workloads/models/llama2-7b.yaml
 [ -e "$tmp/x" ] && fail "a refused simulate wrote $tmp/x"
 
 # --- A planted symlink under the old predictable temporary name is not followed. ------------
 echo precious >"$tmp/victim"
 # `exec` keeps the shell's pid, so $$ is the pid nest runs as: <out>.tmp.<pid> was the name.
 sh -c 'ln -s "$1" "$2.tmp.$$" && ln -s "$1" "$2.nest-tmp-0123456789abcdef" && exec "$3" simulate --plan "$4" -o "$2"' \
-  _ "$tmp/victim" "$tmp/sym.h5" "$nest" "$tmp/p.yaml" >/dev/null 2>&1 || fail "simulate beside symlinks"
+  _ "$tmp/victim" "$tmp/sym.h5" "$nest" "$tmp/pp/p.yaml" >/dev/null 2>&1 || fail "simulate beside symlinks"
 [ "$(cat "$tmp/victim")" = precious ] || fail "a planted symlink was written through"
 [ -L "$tmp/sym.h5.nest-tmp-0123456789abcdef" ] && fail "a planted name in the pattern was kept"
 [ "$(head -c 4 "$tmp/sym.h5" | tail -c 3)" = HDF ] || fail "no run file written beside the symlinks"
@@ -208,7 +209,7 @@ compgen -G "$tmp/killed.nest-tmp-*" >/dev/null || fail "SIGKILL: the staging fol
 no_temporaries "$tmp"
 # A stale file temporary (a simulate killed while writing) is removed by the next write.
 touch "$tmp/s.h5.nest-tmp-00000000deadbeef"
-"$nest" simulate --plan "$tmp/p.yaml" -o "$tmp/s.h5" >/dev/null 2>&1 || fail "simulate"
+"$nest" simulate --plan "$tmp/pp/p.yaml" -o "$tmp/s.h5" >/dev/null 2>&1 || fail "simulate"
 no_temporaries "$tmp"
 
 # --- A sweep folder is locked while a sweep writes into it. ----------------------------------
@@ -220,6 +221,8 @@ no_temporaries "$tmp"
 background "$nest" sweep "$tmp/lock.yaml" --output "$tmp/locked" --progress never >/dev/null 2>&1
 pid=$!
 wait_for "$tmp/locked/.nest-lock" || fail "no lock file appeared"
+# The holder writes its pid just after taking the lock: wait for it, then freeze the holder.
+for _ in $(seq 2000); do [ -s "$tmp/locked/.nest-lock" ] && break; sleep 0.01; done
 kill -STOP "$pid" # holds the lock for as long as the test needs
 expect_failure "nest sweep: --output: nest process $pid is writing into this folder (got \"$tmp/locked\"; expected a folder no other sweep is using (the lock: $tmp/locked/.nest-lock))" \
   "$nest" sweep "$tmp/lock.yaml" --output "$tmp/locked" --force --progress never

@@ -54,11 +54,13 @@ expect_error() {
 expect_error "nest simulate: topologies/small_explicit.yaml: devices: the plan needs 64 devices, the topology has 4" \
   "$tmp/small.h5" --plan "$tmp/run/plan.yaml" -o "$tmp/small.h5" --topology topologies/small_explicit.yaml
 
-# A stage over memory: four times the micro-batch, four times the activations.
+# A stage over memory: four times the micro-batch, four times the activations. (Edited plans go
+# into a folder beside the run's, so that their relative input paths still hold.)
+mkdir -p "$tmp/edit"
 sed -e 's/^  micro_batch: 1$/  micro_batch: 4/' -e 's/^microbatches: 1024$/microbatches: 256/' \
-  "$tmp/run/plan.yaml" >"$tmp/big.yaml"
-expect_error "nest simulate: $tmp/big.yaml: partition[0]: stage 0 needs 175 GiB per device, more than the 80 GiB of memory" \
-  "$tmp/big.h5" --plan "$tmp/big.yaml" -o "$tmp/big.h5"
+  "$tmp/run/plan.yaml" >"$tmp/edit/big.yaml"
+expect_error "nest simulate: $tmp/edit/big.yaml: partition[0]: stage 0 needs 175 GiB per device, more than the 80 GiB of memory" \
+  "$tmp/big.h5" --plan "$tmp/edit/big.yaml" -o "$tmp/big.h5"
 
 # An unknown key in the plan file.
 sed -e 's/^recompute: none$/recompute: none\nrecomputation: true/' "$tmp/run/plan.yaml" >"$tmp/key.yaml"
