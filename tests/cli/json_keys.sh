@@ -25,6 +25,7 @@ run() {  # name, then the command; stores stdout in $tmp/<name>.json
   "$@" >"$tmp/$name.json" 2>"$tmp/$name.err" || { echo "FAIL $name: $(cat "$tmp/$name.err")"; }
 }
 run topology_describe "$nest" topology describe h100_rail_1024 --json
+run topology_describe_nodes "$nest" topology describe small_explicit --nodes --json
 run topology_validate "$nest" topology validate small_explicit --json
 run collective "$nest" collective --topology small_explicit --op allreduce --size 1MiB --json
 run profile "$nest" profile --model gpt3-175b --accelerator h100 --json
@@ -48,6 +49,9 @@ expected = {
     "topology_describe": ["name", "kind", "devices", "switches", "links", "directed_links",
                           "diameter_hops", "injection_bytes_per_s", "bisection_bytes_per_s",
                           "bisection_method", "domain_sizes"],
+    "topology_describe_nodes": ["name", "kind", "devices", "switches", "links", "directed_links",
+                                "diameter_hops", "injection_bytes_per_s", "bisection_bytes_per_s",
+                                "bisection_method", "domain_sizes", "topology"],
     "topology_validate": ["file", "valid", "name", "kind", "devices", "switches", "links"],
     "collective": ["topology", "op", "algorithm", "ranks", "groups", "size_bytes", "chunks",
                    "levels", "simulated_s", "fastest_group_s", "closed_form_s",
@@ -76,6 +80,12 @@ nested = {
                               "sequences_per_second", "tokens_per_second", "mfu",
                               "bubble_fraction", "exposed_communication_s", "peak_memory_bytes"],
     ("run", "plan"): plan,
+    ("topology_describe_nodes", "topology"): ["nodes", "links"],
+}
+# The rows of the tables (the first of each).
+rows = {
+    ("topology_describe_nodes", "nodes"): ["id", "name", "kind", "tier"],
+    ("topology_describe_nodes", "links"): ["src", "dst", "bandwidth_bytes_per_s", "latency_s"],
 }
 ok = True
 docs = {}
@@ -93,6 +103,11 @@ for (name, key), keys in nested.items():
     got = list(docs.get(name, {}).get(key, {}))
     if got != keys:
         print(f"FAIL {name}.{key}: keys {got}, expected {keys}")
+        ok = False
+for (name, key), keys in rows.items():
+    table = docs.get(name, {}).get("topology", {}).get(key) or [{}]
+    if list(table[0]) != keys:
+        print(f"FAIL {name}.topology.{key}[0]: keys {list(table[0])}, expected {keys}")
         ok = False
 sys.exit(0 if ok else 1)
 PY
