@@ -18,7 +18,8 @@ nest_add_module(workload DEPS nest_config PRIVATE_DEPS Boost::graph)
 nest_add_module(placer DEPS nest_coll nest_workload)
 nest_add_module(replay DEPS nest_placer nest_coll nest_net)
 nest_add_module(io DEPS nest_replay nest_placer nest_config
-                PRIVATE_DEPS hdf5::hdf5_cpp hdf5::hdf5 nlohmann_json::nlohmann_json yaml-cpp::yaml-cpp)
+                PRIVATE_DEPS hdf5::hdf5_cpp hdf5::hdf5 nlohmann_json::nlohmann_json yaml-cpp::yaml-cpp
+                             ZLIB::ZLIB)
 nest_add_module(job DEPS nest_io nest_replay nest_placer)
 nest_add_module(validate DEPS nest_placer nest_coll nest_workload)
 nest_add_module(sweep DEPS nest_job nest_io nest_replay Threads::Threads)

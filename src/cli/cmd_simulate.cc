@@ -32,14 +32,14 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 constexpr const char* kSimulateUsage =
-    "nest simulate --plan plan.yaml -o run.h5 [--trace run.json] [--csv run.csv] "
-    "[--topology FILE] [--schedule 1f1b|gpipe|interleaved] [--virtual-stages V] [--buckets N] "
-    "[--seed N] [--json]";
+    "nest simulate --plan plan.yaml -o run.h5 [--trace run.json] [--trace-gzip] [--all-devices] "
+    "[--csv run.csv] [--topology FILE] [--schedule 1f1b|gpipe|interleaved] [--virtual-stages V] "
+    "[--buckets N] [--seed N] [--json]";
 
 constexpr const char* kRunUsage =
     "nest run [place options] [--output-dir DIR] [--force] [--schedule 1f1b|gpipe|interleaved] "
-    "[--virtual-stages V] [--buckets N] [--json] "
-    "(writes DIR/plan.yaml, DIR/run.h5, DIR/trace.json, DIR/summary.csv)";
+    "[--virtual-stages V] [--buckets N] [--trace-gzip] [--all-devices] [--json] "
+    "(writes DIR/plan.yaml, DIR/run.h5, DIR/trace.json (.json.gz), DIR/summary.csv)";
 
 replay::Schedule parse_schedule(const std::string& text) {
   if (text == "1f1b") return replay::Schedule::kOneFOneB;
@@ -124,7 +124,14 @@ struct Outputs {
   std::string hdf5;
   std::string trace;  // empty: none
   std::string csv;    // empty: none
+  io::TraceOptions trace_options;
 };
+
+void add_trace_options(Options& o, io::TraceOptions& t) {
+  o.add("trace-gzip", &t.gzip, "gzip the trace (Perfetto opens .json.gz as it is)")
+      .add("all-devices", &t.all_devices,
+           "one trace process per device (default: one per stage replica, its shards folded)");
+}
 
 // Writes the run's files; every one is complete on disk before any is put in place, so a failure
 // (a full disk) leaves all of the previous ones. Returns the names written.
@@ -134,7 +141,7 @@ std::vector<std::string> write_outputs(const replay::RunRecord& run, const Outpu
   io::write_hdf5(run, files.back());
   if (!out.trace.empty()) {
     files.emplace_back(out.trace);
-    io::write_trace_json(run, files.back());
+    io::write_trace_json(run, files.back(), out.trace_options);
   }
   if (!out.csv.empty()) {
     files.emplace_back(out.csv);
@@ -192,11 +199,13 @@ int run_simulate(std::span<char* const> args, const Context& context) {
       .add("seed", &seed, "routing (ECMP) seed (default: the plan's)", "seed")
       .add("json", &json, "print the summary as JSON");
   add_replay_options(o, r);
+  add_trace_options(o, out.trace_options);
   if (!o.parse(args)) return 0;
   return o.run([&] {
     if (plan_file.empty()) throw Error::input("missing --plan", {.key = "--plan"});
     if (out.hdf5.empty()) throw Error::input("missing --output", {.key = "--output"});
-    const replay::PlanReplayOptions replay = replay_options(r);
+    replay::PlanReplayOptions replay = replay_options(r);
+    if (!out.trace.empty()) replay.utilization_links = io::kTraceBusiestLinks;
     job::PlannedJob planned =
         job::load_plan(plan_file, {.topology = topology, .seed = seed}, catalog(), context.log);
     // An output that would replace an input (or another output) is refused before any work.
@@ -235,23 +244,27 @@ int run_run(std::span<char* const> args, const Context& context) {
   bool force = false;
   bool json = false;
   Options o(kRunUsage);
+  io::TraceOptions trace;
   add_job_options(o, a);
   add_replay_options(o, r);
+  add_trace_options(o, trace);
   o.add("output-dir", &output_dir, "folder for plan.yaml, run.h5, trace.json and summary.csv")
       .add("force", &force, "replace the run files of an output folder that holds some")
       .add("json", &json, "print the plan and the replay's summary as JSON");
   if (!o.parse(args)) return 0;
   return o.run([&] {
-    const replay::PlanReplayOptions replay = replay_options(r);
+    replay::PlanReplayOptions replay = replay_options(r);
+    replay.utilization_links = io::kTraceBusiestLinks;
+    const std::string trace_name = trace.gzip ? "trace.json.gz" : "trace.json";
     // The set is written into a staging folder beside the output folder and takes its place
     // only when every file is complete (nest/core/staged_folder.h): a failure or an interrupt
     // leaves the folder as it was.
-    StagedFolder set(output_dir, {"plan.yaml", "run.h5", "trace.json", "summary.csv"},
+    StagedFolder set(output_dir, {"plan.yaml", "run.h5", trace_name, "summary.csv"},
                      {.replace = force, .key = "--output-dir"});
     const fs::path dir = output_dir;
     const fs::path plan_path = dir / "plan.yaml";
     const std::vector<std::string> written = {plan_path.string(), (dir / "run.h5").string(),
-                                              (dir / "trace.json").string(),
+                                              (dir / trace_name).string(),
                                               (dir / "summary.csv").string()};
     try {
       Progress progress("nest run", 3);
@@ -267,8 +280,9 @@ int run_run(std::span<char* const> args, const Context& context) {
       progress.advance();
       write_text_atomically(set.path("plan.yaml"), plan_yaml);
       (void)write_outputs(run, {.hdf5 = set.path("run.h5").string(),
-                                .trace = set.path("trace.json").string(),
-                                .csv = set.path("summary.csv").string()});
+                                .trace = set.path(trace_name).string(),
+                                .csv = set.path("summary.csv").string(),
+                                .trace_options = trace});
       set.commit();
       progress.finish();
       warn_memory(context.log, run.summary, plan.capacity);

@@ -445,7 +445,7 @@ void describe(const ReplayInput& in, const topo::Topology& topology, RunRecord& 
 RunRecord replay(const ReplayInput& input, net::Simulator& sim, const AllreduceLauncher& allreduce,
                  const ReplayOptions& options) {
   RunRecord record = Engine(input, sim, allreduce, options).run();
-  if (!options.zero_network) {
+  if (!options.zero_network && options.measure_exposed) {
     // The same iteration on a network that costs nothing: what it saves is the exposed
     // communication.
     net::Simulator free_sim(sim.topology());

@@ -86,6 +86,8 @@ struct ReplayOptions {
   /// Transfers and reductions take no time (the reference run for "exposed communication").
   bool zero_network = false;
   std::uint64_t seed = 0;  ///< ECMP path choice of the transfers
+  /// Also replay on a free network to measure the exposed communication (else it is left 0).
+  bool measure_exposed = true;
 };
 
 /// Replays one iteration on `sim` (which must be idle, at time 0, over the plan's topology).

@@ -62,6 +62,21 @@ struct LinkRow {
   double utilization = 0;  ///< bytes / (bandwidth · iteration time), in [0, 1]
 };
 
+/// From `at` on, a link carried `utilization` of its bandwidth (the sum of its flows' rates).
+struct UtilizationPoint {
+  Time at;
+  double utilization = 0;
+};
+
+/// The utilization over time of one directed link: its rate changes in time order, ending
+/// with a point of 0 when the link falls idle.
+struct LinkSeries {
+  std::uint32_t link = 0;  ///< directed link id (index into `TopologyTable::links`)
+  std::uint32_t src = 0;   ///< topology node ids
+  std::uint32_t dst = 0;
+  std::vector<UtilizationPoint> points;
+};
+
 /// One collective (or point-to-point transfer) the iteration ran.
 struct CollectiveRow {
   std::string op;         ///< "allreduce", "all-gather", ..., "send"
@@ -136,6 +151,9 @@ struct RunRecord {
   TopologyTable topology;
   std::vector<StageReplica> placement;  ///< by stage, then replica
   std::vector<StageRow> stages;         ///< by (virtual) stage
+  /// The busiest links' utilization over time, busiest first; empty unless asked for
+  /// (`PlanReplayOptions::utilization_links`). Not written to HDF5.
+  std::vector<LinkSeries> link_series;
 };
 
 /// Stable lower-case names, as written to files: "forward", "compute", "weights", ...
