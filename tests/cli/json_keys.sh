@@ -32,6 +32,8 @@ run profile "$nest" profile --model gpt3-175b --accelerator h100 --json
 run place "$nest" place "${job[@]}" --json
 run simulate_plan "$nest" place "${small[@]}" -o "$tmp/plan.yaml"
 run simulate "$nest" simulate --plan "$tmp/plan.yaml" -o "$tmp/run.h5" --json
+run simulate_chakra "$nest" simulate --plan "$tmp/plan.yaml" -o "$tmp/c.h5" --chakra "$tmp/et"
+run profile_chakra "$nest" profile --chakra "$tmp/et" --json
 run run "$nest" run "${small[@]}" --output-dir "$tmp/run" --json
 run sweep "$nest" sweep "$tmp/study.yaml" --output "$tmp/sweep" --json
 run sweep_dry "$nest" sweep "$tmp/study.yaml" --dry-run --json
@@ -62,6 +64,9 @@ expected = {
                 "flops_per_iteration", "hbm_bytes", "peak_flops_per_s", "tensor_parallel",
                 "sequence_parallel", "context_parallel", "expert_parallel", "micro_batch",
                 "devices_per_replica", "microbatches", "layers", "variants"],
+    "profile_chakra": ["folder", "ranks", "empty_ranks", "nodes", "dependencies", "groups",
+                       "compute_max_s", "compute_min_s", "end_s", "send_bytes",
+                       "collective_bytes", "stages"],
     "place": plan,
     "simulate": ["summary", "written"],
     "run": ["plan", "summary", "written"],
@@ -109,5 +114,10 @@ for (name, key), keys in rows.items():
     if list(table[0]) != keys:
         print(f"FAIL {name}.topology.{key}[0]: keys {list(table[0])}, expected {keys}")
         ok = False
+stage_keys = ["stage", "first_layer", "last_layer", "ranks", "forward_s", "backward_s"]
+got = list((docs.get("profile_chakra", {}).get("stages") or [{}])[0])
+if got != stage_keys:
+    print(f"FAIL profile_chakra.stages[0]: keys {got}, expected {stage_keys}")
+    ok = False
 sys.exit(0 if ok else 1)
 PY
