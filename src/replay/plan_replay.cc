@@ -155,6 +155,48 @@ std::vector<StageSpec> chunk_specs(const placer::Plan& plan, const workload::Var
   return out;
 }
 
+// The record's topology table: the nodes and directed links of `topology` (the user's, as its
+// file describes it).
+void describe(const topo::Topology& topology, RunRecord& record) {
+  record.topology.name = topology.name();
+  record.topology.nodes.clear();
+  record.topology.nodes.reserve(topology.num_nodes());
+  for (topo::NodeId id = 0; id < topology.num_nodes(); ++id) {
+    record.topology.nodes.push_back(topology.node(id));
+  }
+  record.topology.links.assign(topology.links().begin(), topology.links().end());
+}
+
+// The `count` directed links that carried the most bytes for their bandwidth (utilization over
+// the iteration; ties: the lower link id first).
+std::vector<topo::LinkId> busiest(const net::Simulator& sim, const topo::Topology& topology,
+                                  int count) {
+  std::vector<std::pair<double, topo::LinkId>> used;
+  for (topo::LinkId id = 0; id < topology.num_links(); ++id) {
+    const double bytes = sim.link_stats(id).bytes;
+    const double rate = topology.link(id).bandwidth.bytes_per_s();
+    if (bytes > 0 && rate > 0) used.emplace_back(bytes / rate, id);
+  }
+  std::stable_sort(used.begin(), used.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<topo::LinkId> out;
+  for (std::size_t i = 0; i < used.size() && i < static_cast<std::size_t>(count); ++i) {
+    out.push_back(used[i].second);
+  }
+  return out;
+}
+
+// The utilization over time of link `id`, from the simulator's recording.
+LinkSeries series_of(const net::Simulator& sim, const topo::Topology& topology, topo::LinkId id) {
+  const topo::Link& link = topology.link(id);
+  LinkSeries s{id, link.src, link.dst, {}};
+  const double rate = link.bandwidth.bytes_per_s();
+  for (const net::UtilizationSample& p : sim.utilization(id)) {
+    s.points.push_back({p.at, rate > 0 ? p.rate.bytes_per_s() / rate : 0.0});
+  }
+  return s;
+}
+
 }  // namespace
 
 ReplayInput replay_input(const placer::Plan& plan, const workload::LayerProfile& profile,
@@ -208,30 +250,16 @@ ReplayInput replay_input(const placer::Plan& plan, const workload::LayerProfile&
   return in;
 }
 
-namespace {
-
-// Replays `input` on `sim` with ring allreduces through nest/coll; `schedules` holds the lowered
-// rings, one per (group size, bucket size), shared by every execution and every call.
-class PlanRunner {
- public:
-  PlanRunner(const topo::Topology& topology, std::uint64_t seed)
-      : router_(topology, seed), seed_(seed) {}
-
-  RunRecord run(const ReplayInput& input, net::Simulator& sim, const ReplayOptions& options) {
-    std::vector<std::unique_ptr<coll::Execution>> running;
-    const AllreduceLauncher allreduce = [&](std::span<const topo::DeviceId> group, Bytes size,
-                                            std::function<void()> done) {
-      auto exec = std::make_unique<coll::Execution>(
-          sim, router_, schedule_for(static_cast<int>(group.size()), size),
-          std::vector<topo::DeviceId>(group.begin(), group.end()), seed_);
-      exec->start([done = std::move(done)](Time) { done(); });
-      running.push_back(std::move(exec));
-    };
-    return replay(input, sim, allreduce, options);
-  }
-
-  std::shared_ptr<const coll::Schedule> schedule_for(int ranks, Bytes size) {
-    auto& slot = schedules_[{ranks, size.count()}];
+RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& profile,
+                      const topo::Topology& topology, const PlanReplayOptions& options) {
+  const ReplayInput input = replay_input(plan, profile, options);
+  net::Simulator sim(topology);
+  topo::Router router(topology, options.seed);
+  // Lowered ring allreduces, one per (group size, bucket size), shared by every execution.
+  std::map<std::pair<int, std::int64_t>, std::shared_ptr<const coll::Schedule>> schedules;
+  std::vector<std::unique_ptr<coll::Execution>> running;
+  auto schedule_for = [&](int ranks, Bytes size) {
+    auto& slot = schedules[{ranks, size.count()}];
     if (!slot) {
       coll::CollectiveSpec spec;
       spec.op = coll::Operation::kAllReduce;
@@ -240,74 +268,31 @@ class PlanRunner {
       slot = std::make_shared<const coll::Schedule>(coll::lower(spec, ranks));
     }
     return slot;
-  }
-
-  topo::Router& router() { return router_; }
-
- private:
-  topo::Router router_;
-  std::uint64_t seed_;
-  std::map<std::pair<int, std::int64_t>, std::shared_ptr<const coll::Schedule>> schedules_;
-};
-
-// A directed link that carried bytes, and its utilization over the iteration.
-struct UsedLink {
-  topo::LinkId id;
-  double utilization;
-};
-
-// The `count` busiest of `used` (by utilization, then link id), their series recorded in a
-// second replay of `input`.
-std::vector<LinkSeries> busiest_series(std::vector<UsedLink> used, const ReplayInput& input,
-                                       const topo::Topology& topology, PlanRunner& runner,
-                                       std::uint64_t seed, int count) {
-  std::stable_sort(used.begin(), used.end(), [](const UsedLink& a, const UsedLink& b) {
-    return a.utilization > b.utilization;
-  });
-  used.resize(std::min(used.size(), static_cast<std::size_t>(count)));
-  std::vector<LinkSeries> out;
-  if (used.empty()) return out;
-  net::Simulator sim(topology);
-  sim.record_utilization(true);
+  };
+  const AllreduceLauncher allreduce = [&](std::span<const topo::DeviceId> group, Bytes size,
+                                          std::function<void()> done) {
+    auto exec = std::make_unique<coll::Execution>(
+        sim, router, schedule_for(static_cast<int>(group.size()), size),
+        std::vector<topo::DeviceId>(group.begin(), group.end()), options.seed);
+    exec->start([done = std::move(done)](Time) { done(); });
+    running.push_back(std::move(exec));
+  };
   ReplayOptions ro;
-  ro.seed = seed;
-  ro.measure_exposed = false;
-  (void)runner.run(input, sim, ro);
-  for (const UsedLink& u : used) {
-    const topo::Link& link = topology.link(u.id);
-    LinkSeries series{u.id, link.src, link.dst, {}};
-    const double capacity = link.bandwidth.bytes_per_s();
-    for (const net::UtilizationSample& p : sim.utilization(u.id)) {
-      series.points.push_back({p.at, capacity > 0 ? p.rate.bytes_per_s() / capacity : 0.0});
-    }
-    out.push_back(std::move(series));
-  }
-  return out;
-}
-
-}  // namespace
-
-RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& profile,
-                      const topo::Topology& topology, const PlanReplayOptions& options) {
-  const ReplayInput input = replay_input(plan, profile, options);
-  net::Simulator sim(topology);
-  PlanRunner runner(topology, options.seed);
-  ReplayOptions ro;
+  sim.record_utilization(!options.series_links.empty());
   ro.seed = options.seed;
-  RunRecord record = runner.run(input, sim, ro);
+  RunRecord record = replay(input, sim, allreduce, ro);
 
   // Buckets repeat the same (group, size) every iteration step: price each pair once.
   std::map<std::pair<std::vector<topo::DeviceId>, std::int64_t>, Time> closed_forms;
   for (auto& c : record.collectives) {
     auto [it, fresh] = closed_forms.try_emplace({c.group, c.size.count()});
     if (fresh) {
-      const auto schedule = runner.schedule_for(static_cast<int>(c.group.size()), c.size);
-      it->second = Time::seconds(coll::closed_form(*schedule, c.group, runner.router()).seconds);
+      const auto schedule = schedule_for(static_cast<int>(c.group.size()), c.size);
+      it->second = Time::seconds(coll::closed_form(*schedule, c.group, router).seconds);
     }
     c.closed_form = it->second;
   }
   const double seconds = record.summary.iteration_time.to_seconds();
-  std::vector<UsedLink> used;
   for (topo::LinkId id = 0; id < topology.num_links(); ++id) {
     const net::LinkStats& st = sim.link_stats(id);
     if (st.bytes <= 0) continue;
@@ -315,11 +300,20 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
     const double capacity = link.bandwidth.bytes_per_s() * seconds;
     record.links.push_back(
         {link.src, link.dst, st.bytes, st.busy, capacity > 0 ? st.bytes / capacity : 0.0});
-    used.push_back({id, record.links.back().utilization});
+  }
+  describe(topology, record);
+  for (const topo::LinkId id : options.series_links) {
+    record.link_series.push_back(series_of(sim, topology, id));
   }
   if (options.utilization_links > 0) {
-    record.link_series = busiest_series(std::move(used), input, topology, runner, options.seed,
-                                        options.utilization_links);
+    // The busiest links' series come from a second replay with the recording on, so that this
+    // one runs exactly as without them.
+    PlanReplayOptions again = options;
+    again.utilization_links = 0;
+    again.series_links = busiest(sim, topology, options.utilization_links);
+    if (!again.series_links.empty()) {
+      record.link_series = replay_plan(plan, profile, topology, again).link_series;
+    }
   }
   return record;
 }

@@ -416,15 +416,9 @@ RunRecord Engine::run() {
   return std::move(record_);
 }
 
-// The tables that make the record self-describing: the topology's nodes and links, which
-// devices run each stage replica, and what each stage holds and sends.
-void describe(const ReplayInput& in, const topo::Topology& topology, RunRecord& record) {
-  record.topology.name = topology.name();
-  record.topology.nodes.reserve(topology.num_nodes());
-  for (topo::NodeId id = 0; id < topology.num_nodes(); ++id) {
-    record.topology.nodes.push_back(topology.node(id));
-  }
-  record.topology.links.assign(topology.links().begin(), topology.links().end());
+// The tables that make the record self-describing: which devices run each stage replica, and
+// what each stage holds and sends.
+void describe(const ReplayInput& in, RunRecord& record) {
   const std::size_t groups = in.devices[0].size();
   for (std::size_t g = 0; g < groups; ++g) {
     for (std::size_t r = 0; r < in.devices.size(); ++r) {
@@ -445,7 +439,7 @@ void describe(const ReplayInput& in, const topo::Topology& topology, RunRecord& 
 RunRecord replay(const ReplayInput& input, net::Simulator& sim, const AllreduceLauncher& allreduce,
                  const ReplayOptions& options) {
   RunRecord record = Engine(input, sim, allreduce, options).run();
-  if (!options.zero_network && options.measure_exposed) {
+  if (!options.zero_network) {
     // The same iteration on a network that costs nothing: what it saves is the exposed
     // communication.
     net::Simulator free_sim(sim.topology());
@@ -454,7 +448,7 @@ RunRecord replay(const ReplayInput& input, net::Simulator& sim, const AllreduceL
     const Time reference = Engine(input, free_sim, allreduce, free).run().summary.iteration_time;
     record.summary.exposed_communication = record.summary.iteration_time - reference;
   }
-  describe(input, sim.topology(), record);
+  describe(input, record);
   // Per-device peaks from the trace: the sum of the categories' levels, at each change.
   std::vector<std::pair<topo::DeviceId, std::size_t>> order;
   std::vector<MemoryRow>& m = record.memory;

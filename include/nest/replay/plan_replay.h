@@ -21,13 +21,16 @@ struct PlanReplayOptions {
   /// Model chunks per device group under `Schedule::kInterleaved` (>= 2).
   int virtual_stages = 2;
   int gradient_buckets = 4;
-  std::uint64_t seed = 0;
   /// Record the utilization over time of this many of the busiest links (by utilization over
   /// the iteration) into `RunRecord::link_series`, for a trace's counter tracks. 0: none. The
-  /// series come from a second replay of the same iteration with the simulator's utilization
-  /// recording on (which shares bandwidth through another, equivalent path: equal up to
-  /// floating rounding), so the record's other figures are the same with or without it.
+  /// series come from a second replay of the same iteration with `series_links` set, so this
+  /// replay's figures are the same with or without them.
   int utilization_links = 0;
+  /// Record these links' utilization series (the simulator's recording, which shares bandwidth
+  /// through another, equivalent path of max-min filling: figures equal up to floating
+  /// rounding).
+  std::vector<topo::LinkId> series_links;
+  std::uint64_t seed = 0;
 };
 
 /// The replay's input for `plan` (evaluated on `profile`). Per stage: forward = Σ forward of its
@@ -45,9 +48,8 @@ struct PlanReplayOptions {
                                        const PlanReplayOptions& options);
 
 /// Replays `plan` on `topology` (data-parallel reductions as ring allreduces through
-/// nest/coll), and fills the record's links (every directed link that carried bytes), the
-/// collectives' closed forms and, when asked, the busiest links' series. Meta is left to the
-/// caller.
+/// nest/coll), and fills the record's links (every directed link that carried bytes) and the
+/// collectives' closed forms. Meta is left to the caller.
 [[nodiscard]] RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& profile,
                                     const topo::Topology& topology,
                                     const PlanReplayOptions& options);

@@ -86,15 +86,13 @@ struct ReplayOptions {
   /// Transfers and reductions take no time (the reference run for "exposed communication").
   bool zero_network = false;
   std::uint64_t seed = 0;  ///< ECMP path choice of the transfers
-  /// Also replay on a free network to measure the exposed communication (else it is left 0).
-  bool measure_exposed = true;
 };
 
 /// Replays one iteration on `sim` (which must be idle, at time 0, over the plan's topology).
-/// Fills the timeline, memory, peaks, collectives, summary, topology, placement and stages of
-/// the record; links and meta are the caller's (it owns the simulator). Throws `Error` (input) when
-/// `input` is inconsistent (no stage, a replica without devices, shard counts differing between
-/// stages, a device out of range).
+/// Fills the timeline, memory, peaks, collectives, summary, placement and stages of the record;
+/// links, the topology table and meta are the caller's (it owns the simulator). Throws `Error`
+/// (input) when `input` is inconsistent (no stage, a replica without devices, shard counts
+/// differing between stages, a device out of range).
 [[nodiscard]] RunRecord replay(const ReplayInput& input, net::Simulator& sim,
                                const AllreduceLauncher& allreduce, const ReplayOptions& options);
 

@@ -115,7 +115,8 @@ struct Meta {
 };
 
 /// The topology the iteration ran on, so that the node ids of `LinkRow` and `TimelineRow` can be
-/// named: node id = index into `nodes`, directed link id = index into `links`.
+/// named: node id = index into `nodes`, directed link id = index into `links`. `replay_plan`
+/// fills it with the topology it was given.
 struct TopologyTable {
   std::string name;
   std::vector<topo::Node> nodes;

@@ -87,6 +87,14 @@ TEST(PlanReplay, BusiestLinksSeriesCarryTheirBytesAndLeaveTheRecordAsItWas) {
   options.utilization_links = 3;
   const RunRecord r = replay_plan(plan, profile, topology, options);
   EXPECT_TRUE(plain.link_series.empty());
+  // The topology table: every node and directed link of the topology, as given.
+  ASSERT_EQ(r.topology.nodes.size(), topology.num_nodes());
+  ASSERT_EQ(r.topology.links.size(), topology.num_links());
+  EXPECT_EQ(r.topology.name, topology.name());
+  EXPECT_EQ(r.topology.nodes[4].name, topology.node(4).name);
+  EXPECT_EQ(r.topology.nodes[4].kind, topo::NodeKind::kSwitch);
+  EXPECT_EQ(r.topology.links[3].dst, topology.link(3).dst);
+  EXPECT_EQ(r.topology.links[3].bandwidth, topology.link(3).bandwidth);
   EXPECT_EQ(r.summary.iteration_time, plain.summary.iteration_time);
   ASSERT_EQ(r.timeline.size(), plain.timeline.size());
   for (std::size_t i = 0; i < r.timeline.size(); ++i) {

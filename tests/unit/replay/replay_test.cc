@@ -171,7 +171,7 @@ TEST(Replay, GradientBucketsOverlapTheLastBackward) {
   EXPECT_EQ(r.collectives[1].end, Time::microseconds(35));
 }
 
-TEST(Replay, RecordDescribesTheTopologyThePlacementAndTheStages) {
+TEST(Replay, RecordDescribesThePlacementAndTheStages) {
   // Two replicas of a two-stage pipeline on a chain of 4: replica r, stage g on device 2r + g.
   const auto t = chain(4, Time::microseconds(1));
   ReplayInput in;
@@ -185,13 +185,7 @@ TEST(Replay, RecordDescribesTheTopologyThePlacementAndTheStages) {
   in.devices = {{{0}, {1}}, {{2}, {3}}};
   in.microbatches = {1, 1};
   const RunRecord r = run(in, t);
-  EXPECT_EQ(r.topology.name, "chain");
-  ASSERT_EQ(r.topology.nodes.size(), 4u);
-  EXPECT_EQ(r.topology.nodes[3].name, "d3");
-  ASSERT_EQ(r.topology.links.size(), 6u);  // 3 cables, both directions
-  EXPECT_EQ(r.topology.links[5].src, 3u);
-  EXPECT_EQ(r.topology.links[5].dst, 2u);
-  EXPECT_EQ(r.topology.links[5].latency, Time::microseconds(1));
+  EXPECT_TRUE(r.topology.nodes.empty());  // the caller's (replay_plan fills it)
   // By stage, then replica.
   ASSERT_EQ(r.placement.size(), 4u);
   EXPECT_EQ(r.placement[1].stage, 0);
