@@ -18,7 +18,28 @@ nest_add_module(workload DEPS nest_config PRIVATE_DEPS Boost::graph)
 nest_add_module(placer DEPS nest_coll nest_workload)
 nest_add_module(replay DEPS nest_placer nest_coll nest_net)
 nest_add_module(io DEPS nest_replay nest_placer nest_config
-                PRIVATE_DEPS hdf5::hdf5_cpp hdf5::hdf5 nlohmann_json::nlohmann_json yaml-cpp::yaml-cpp)
+                PRIVATE_DEPS hdf5::hdf5_cpp hdf5::hdf5 nlohmann_json::nlohmann_json yaml-cpp::yaml-cpp
+                             ZLIB::ZLIB)
+# Chakra execution traces (include/nest/chakra/chakra.h): protobuf code generated from the vendored
+# schema (third_party/chakra/et_def.proto) is compiled once, into this module, and its headers stay
+# in src/chakra/.
+nest_add_module(chakra DEPS nest_replay
+                PRIVATE_DEPS protobuf::libprotobuf nlohmann_json::nlohmann_json)
+if(TARGET nest_chakra)
+  set(_chakra_gen ${PROJECT_BINARY_DIR}/generated/chakra)
+  set(_chakra_proto ${PROJECT_SOURCE_DIR}/third_party/chakra/et_def.proto)
+  file(MAKE_DIRECTORY ${_chakra_gen})
+  add_custom_command(
+    OUTPUT ${_chakra_gen}/et_def.pb.cc ${_chakra_gen}/et_def.pb.h
+    COMMAND protobuf::protoc --cpp_out=${_chakra_gen} -I ${PROJECT_SOURCE_DIR}/third_party/chakra
+            ${_chakra_proto}
+    DEPENDS ${_chakra_proto} protobuf::protoc
+    COMMENT "protoc: Chakra ET schema")
+  target_sources(nest_chakra PRIVATE ${_chakra_gen}/et_def.pb.cc)
+  # Generated code is not held to the project's warnings.
+  set_source_files_properties(${_chakra_gen}/et_def.pb.cc PROPERTIES COMPILE_OPTIONS "-w")
+  target_include_directories(nest_chakra SYSTEM PRIVATE ${_chakra_gen})
+endif()
 nest_add_module(job DEPS nest_io nest_replay nest_placer)
 nest_add_module(validate DEPS nest_placer nest_coll nest_workload)
 nest_add_module(sweep DEPS nest_job nest_io nest_replay Threads::Threads)

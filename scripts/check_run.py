@@ -25,6 +25,8 @@ FIELDS = {
     "/collectives/table": {"op": "u4", "algorithm": "u4", "group_offset": "u8",
                            "group_size": "u4", "bytes": "i8", "start": "i8", "end": "i8",
                            "closed_form": "i8"},
+    "/topology/nodes": {"id": "u4", "name": "O", "kind": "u1", "tier": "i4"},
+    "/topology/links": {"src": "u4", "dst": "u4", "bandwidth": "f8", "latency": "i8"},
 }
 UNITS = {
     "/timeline": {"start": "ps", "end": "ps"},
@@ -32,6 +34,8 @@ UNITS = {
     "/memory/peak": {"peak_bytes": "B"},
     "/links": {"bytes": "B", "busy": "ps", "utilization": "1"},
     "/collectives/table": {"bytes": "B", "start": "ps", "end": "ps", "closed_form": "ps"},
+    "/topology/nodes": {},
+    "/topology/links": {"bandwidth": "B/s", "latency": "ps"},
 }
 SUMMARY = ["iteration_time_s", "estimate_s", "estimate_error", "sequences_per_s", "tokens_per_s",
            "bubble_fraction", "exposed_communication_s", "peak_memory_bytes",
@@ -51,6 +55,37 @@ def plan_numbers(path):
     return get("stages"), get("data_parallel"), get("microbatches"), per_replica
 
 
+def check_topology(f, timeline):
+    """The node and link tables: ids in order, unique names, devices first, every /links row a
+    directed link of the table, every timeline device a device node."""
+    topo = nest_h5.topology(f)
+    nodes, links = topo["nodes"], topo["links"]
+    n = len(nodes["id"])
+    if not topo["name"]:
+        fail("/topology: attribute name is empty")
+    if list(nodes["id"]) != list(range(n)):
+        fail("/topology/nodes: ids are not 0..n-1 in order")
+    if len(set(nodes["name"])) != n:
+        fail("/topology/nodes: names are not unique")
+    kinds = list(nodes["kind"])
+    devices = kinds.count("device")
+    if kinds != ["device"] * devices + ["switch"] * (n - devices):
+        fail("/topology/nodes: devices do not come first")
+    if ((nodes["tier"] == 0) != (nodes["kind"] == "device")).any():
+        fail("/topology/nodes: a device with a tier or a switch at tier 0")
+    if (links["src"] >= n).any() or (links["dst"] >= n).any():
+        fail("/topology/links: a node id outside /topology/nodes")
+    if (links["bandwidth"] <= 0).any() or (links["latency"] <= 0).any():
+        fail("/topology/links: a link without bandwidth or latency")
+    table = set(zip(links["src"].tolist(), links["dst"].tolist()))
+    used = f["/links"][()]
+    for src, dst in zip(used["src"].tolist(), used["dst"].tolist()):
+        if (src, dst) not in table:
+            fail(f"/links: {src} -> {dst} is not a link of /topology/links")
+    if len(timeline) and int(timeline["device"].max()) >= devices:
+        fail("/timeline: a device id that is not a device of /topology/nodes")
+
+
 def main():
     run, plan = sys.argv[1], sys.argv[2]
     stages, replicas, microbatches, shards = plan_numbers(plan)
@@ -63,6 +98,11 @@ def main():
                 if name not in ds.dtype.names:
                     fail(f"{path}: field {name} missing")
                 base = ds.dtype[name].base if ds.dtype[name].subdtype else ds.dtype[name]
+                if kind == "O":  # a variable-length UTF-8 string
+                    info = h5py.check_string_dtype(base)
+                    if info is None or info.encoding != "utf-8" or info.length is not None:
+                        fail(f"{path}.{name}: not a variable-length UTF-8 string")
+                    continue
                 if base.str.lstrip("<>|=") != kind:
                     fail(f"{path}.{name}: type {base.str}, expected {kind}")
             for name, unit in UNITS[path].items():
@@ -115,6 +155,7 @@ def main():
         members = f["/collectives/members"][()]
         if len(table) and int(table["group_offset"][-1] + table["group_size"][-1]) != len(members):
             fail("/collectives: members do not add up to the groups")
+        check_topology(f, t)
     print(f"check_run: {run} follows the schema ({devices} devices, {len(t)} timeline rows)")
 
 

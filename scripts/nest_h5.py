@@ -89,3 +89,50 @@ def memory_trace(f):
         "bytes": rows["bytes"].astype(np.float64),
         "category": np.array([categories[c] for c in rows["category"]]),
     }
+
+
+def topology(f):
+    """The topology of a run file: {"name", "nodes", "links"}, the tables as numpy arrays.
+    nodes: id, name (str), kind ("device"/"switch"), tier; links (directed, link id = row):
+    src, dst (node ids), bandwidth (B/s), latency (s). None for files written before the
+    tables existed."""
+    if "topology" not in f:
+        return None
+    g = f["/topology"]
+    nodes = g["nodes"]
+    rows = nodes[()]
+    kinds = enum_names(nodes, "kind")
+    links = g["links"][()]
+    return {
+        "name": text(g.attrs["name"]),
+        "nodes": {
+            "id": rows["id"],
+            "name": np.array([text(v) for v in rows["name"]], dtype=object),
+            "kind": np.array([kinds[k] for k in rows["kind"]], dtype=object),
+            "tier": rows["tier"],
+        },
+        "links": {
+            "src": links["src"],
+            "dst": links["dst"],
+            "bandwidth": links["bandwidth"],
+            "latency": links["latency"] / PS_PER_S,
+        },
+    }
+
+
+def link_use(f):
+    """/links (the directed links that carried bytes) with their ends named: src, dst (ids),
+    src_name, dst_name, bytes, busy (s), utilization."""
+    rows = f["/links"][()]
+    t = topology(f)
+    names = t["nodes"]["name"] if t is not None else None
+    name = (lambda i: names[i]) if names is not None else (lambda i: str(i))
+    return {
+        "src": rows["src"],
+        "dst": rows["dst"],
+        "src_name": np.array([name(i) for i in rows["src"]], dtype=object),
+        "dst_name": np.array([name(i) for i in rows["dst"]], dtype=object),
+        "bytes": rows["bytes"],
+        "busy": rows["busy"] / PS_PER_S,
+        "utilization": rows["utilization"],
+    }

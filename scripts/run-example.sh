@@ -16,4 +16,4 @@ build/nest run --model gpt3-175b --accelerator h100 --topology topologies/h100_r
 /usr/bin/python3 scripts/plot_memory.py "$out/run.h5" "$out/memory.png"
 echo "wrote $out/timeline.png"
 echo "wrote $out/memory.png"
-echo "open $out/trace.json in https://ui.perfetto.dev for every device's timeline"
+echo "open $out/trace.json in https://ui.perfetto.dev: a process per stage replica, memory and link counters"

@@ -6,7 +6,8 @@ set -euo pipefail
 packages=(
   build-essential cmake ccache clang-format
   libboost-graph-dev libboost-program-options-dev libboost-mpi-dev libopenmpi-dev openmpi-bin
-  libyaml-cpp-dev libhdf5-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
+  libyaml-cpp-dev libhdf5-dev libfmt-dev libspdlog-dev nlohmann-json3-dev zlib1g-dev
+  libprotobuf-dev protobuf-compiler python3-protobuf
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-h5py python3-matplotlib python3-pandas
   python3-dev python3-pybind11 pybind11-dev

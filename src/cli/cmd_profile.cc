@@ -1,5 +1,6 @@
 // `nest profile`: shows a workload's per-layer profile, built from a model and an accelerator
-// under one parallel configuration, or read from a layer-profile file.
+// under one parallel configuration, or read from a layer-profile file; or checks and summarizes
+// a folder of Chakra execution traces (--chakra).
 
 #include <fmt/format.h>
 
@@ -13,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "nest/chakra/chakra.h"
 #include "nest/core/error.h"
 #include "nest/core/unit_parse.h"
 #include "nest/workload/accelerator.h"
@@ -35,7 +37,7 @@ constexpr const char* kUsage =
     "nest profile --model M --accelerator A [--tp N] [--sp] [--ep N] [--cp N] "
     "[--micro-batch N] [--global-batch N] [--seq N] [--precision P] [--flash-attention] "
     "[--operators] [--json]\n       nest profile --profile FILE [--tp N] [--ep N] [--cp N] "
-    "[--sp] [--json]";
+    "[--sp] [--json]\n       nest profile --chakra DIR [--json]";
 
 const char* op_name(CollectiveOp op) {
   switch (op) {
@@ -298,7 +300,68 @@ int run_unchecked(const Options& o, const std::string& profile_name, std::string
 
 }  // namespace
 
+// A Chakra ET folder: read and checked (chakra::read_folder), then counted.
+int print_chakra(const std::string& dir, bool json) {
+  const chakra::Trace trace = chakra::read_folder(dir);
+  const chakra::Summary s = chakra::summarize(trace);
+  if (json) {
+    nlohmann::ordered_json nodes = nlohmann::ordered_json::object();
+    for (const auto& [type, n] : s.nodes) nodes[chakra::to_string(type)] = n;
+    nlohmann::ordered_json bytes = nlohmann::ordered_json::object();
+    for (const auto& [type, b] : s.collective_bytes) bytes[chakra::to_string(type)] = b.count();
+    nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+    for (const auto& st : s.stages) {
+      stages.push_back({{"stage", st.stage},
+                        {"first_layer", st.first_layer},
+                        {"last_layer", st.last_layer},
+                        {"ranks", st.ranks},
+                        {"forward_s", st.forward.to_seconds()},
+                        {"backward_s", st.backward.to_seconds()}});
+    }
+    const nlohmann::ordered_json j = {{"folder", dir},
+                                      {"ranks", s.ranks},
+                                      {"empty_ranks", s.empty_ranks},
+                                      {"nodes", nodes},
+                                      {"dependencies", s.dependencies},
+                                      {"groups", s.groups},
+                                      {"compute_max_s", s.max_compute.to_seconds()},
+                                      {"compute_min_s", s.min_compute.to_seconds()},
+                                      {"end_s", s.end.to_seconds()},
+                                      {"send_bytes", s.send_bytes.count()},
+                                      {"collective_bytes", bytes},
+                                      {"stages", stages}};
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  std::size_t total = 0;
+  for (const auto& [type, n] : s.nodes) total += n;
+  std::cout << fmt::format("chakra       {}: {} ranks ({} without nodes), {} process groups\n", dir,
+                           s.ranks, s.empty_ranks, s.groups);
+  std::cout << fmt::format("nodes        {} with {} dependencies:", total, s.dependencies);
+  for (const auto& [type, n] : s.nodes)
+    std::cout << fmt::format(" {} {}", n, chakra::to_string(type));
+  std::cout << "\n";
+  std::cout << fmt::format("compute      {} to {} per rank; the last node ends at {}\n",
+                           format_time(s.min_compute), format_time(s.max_compute),
+                           format_time(s.end));
+  std::cout << fmt::format("traffic      {} sent point to point", format_bytes(s.send_bytes));
+  for (const auto& [type, b] : s.collective_bytes) {
+    std::cout << fmt::format(", {} in {}", format_bytes(b), chakra::to_string(type));
+  }
+  std::cout << "\n";
+  if (s.stages.empty()) return 0;
+  std::cout << fmt::format("\n{:<6} {:<10} {:>6} {:>12} {:>12}\n", "stage", "layers", "ranks",
+                           "forward", "backward");
+  for (const auto& st : s.stages) {
+    std::cout << fmt::format("{:<6} {:<10} {:>6} {:>12} {:>12}\n", st.stage,
+                             fmt::format("{}-{}", st.first_layer, st.last_layer - 1), st.ranks,
+                             format_time(st.forward), format_time(st.backward));
+  }
+  return 0;
+}
+
 int run_profile(std::span<char* const> args, const Context&) {
+  std::string chakra_dir;
   std::string profile;
   std::string model;
   std::string accelerator;
@@ -322,9 +385,18 @@ int run_profile(std::span<char* const> args, const Context&) {
       .add("precision", &build.precision, "compute precision", "precision")
       .add("flash-attention", &build.flash_attention, "fused attention (no s x s activations)")
       .add("operators", &operators, "also print each layer kind's operators")
+      .add("chakra", &chakra_dir,
+           "check and summarize a folder of Chakra ET files (per rank; per stage for NEST's)")
       .add("json", &json, "print one JSON object instead of tables");
   if (!o.parse(args)) return 0;
   return o.run([&] {
+    if (!chakra_dir.empty()) {
+      if (!profile.empty() || !model.empty() || !accelerator.empty()) {
+        throw Error::input("--chakra excludes --profile, --model and --accelerator",
+                           {.key = "--chakra", .expected = "--chakra DIR alone (with --json)"});
+      }
+      return print_chakra(chakra_dir, json);
+    }
     return run_unchecked(o, profile, model, accelerator, config, build, operators, json);
   });
 }

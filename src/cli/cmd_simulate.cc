@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -15,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/job_options.h"
 #include "cli/options.h"
+#include "nest/chakra/chakra.h"
 #include "nest/core/atomic_file.h"
 #include "nest/core/error.h"
 #include "nest/core/output_paths.h"
@@ -32,14 +35,15 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 constexpr const char* kSimulateUsage =
-    "nest simulate --plan plan.yaml -o run.h5 [--trace run.json] [--csv run.csv] "
-    "[--topology FILE] [--schedule 1f1b|gpipe|interleaved] [--virtual-stages V] [--buckets N] "
-    "[--seed N] [--json]";
+    "nest simulate --plan plan.yaml -o run.h5 [--trace run.json] [--trace-gzip] [--all-devices] "
+    "[--csv run.csv] [--chakra DIR] [--topology FILE] [--schedule 1f1b|gpipe|interleaved] "
+    "[--virtual-stages V] "
+    "[--buckets N] [--seed N] [--json]";
 
 constexpr const char* kRunUsage =
     "nest run [place options] [--output-dir DIR] [--force] [--schedule 1f1b|gpipe|interleaved] "
-    "[--virtual-stages V] [--buckets N] [--json] "
-    "(writes DIR/plan.yaml, DIR/run.h5, DIR/trace.json, DIR/summary.csv)";
+    "[--virtual-stages V] [--buckets N] [--trace-gzip] [--all-devices] [--chakra DIR] [--json] "
+    "(writes DIR/plan.yaml, DIR/run.h5, DIR/trace.json (.json.gz), DIR/summary.csv)";
 
 replay::Schedule parse_schedule(const std::string& text) {
   if (text == "1f1b") return replay::Schedule::kOneFOneB;
@@ -124,7 +128,38 @@ struct Outputs {
   std::string hdf5;
   std::string trace;  // empty: none
   std::string csv;    // empty: none
+  io::TraceOptions trace_options;
+  std::string chakra;  // a folder of Chakra ET files; empty: none
 };
+
+// Whether `path` is `folder` or lies inside it (spelled either way).
+bool inside(const fs::path& path, const fs::path& folder) {
+  const fs::path p = fs::weakly_canonical(fs::absolute(path));
+  const fs::path f = fs::weakly_canonical(fs::absolute(folder));
+  auto [a, b] = std::mismatch(f.begin(), f.end(), p.begin(), p.end());
+  return a == f.end();
+}
+
+// The Chakra ET folder of `run`, written into its staging folder (nest/core/staged_folder.h):
+// the folder must be missing or empty, and appears whole at `commit`.
+std::unique_ptr<StagedFolder> stage_chakra(const replay::RunRecord& run, const std::string& dir) {
+  if (dir.empty()) return nullptr;
+  const chakra::Trace trace = chakra::from_run(run);
+  auto set = std::make_unique<StagedFolder>(dir, chakra::file_names(trace),
+                                            StagedFolder::Options{.key = "--chakra"});
+  try {
+    chakra::write_files(trace, set->staging());
+  } catch (const Error& e) {
+    throw set->final_error(e);
+  }
+  return set;
+}
+
+void add_trace_options(Options& o, io::TraceOptions& t) {
+  o.add("trace-gzip", &t.gzip, "gzip the trace (Perfetto opens .json.gz as it is)")
+      .add("all-devices", &t.all_devices,
+           "one trace process per device (default: one per stage replica, its shards folded)");
+}
 
 // Writes the run's files; every one is complete on disk before any is put in place, so a failure
 // (a full disk) leaves all of the previous ones. Returns the names written.
@@ -134,17 +169,22 @@ std::vector<std::string> write_outputs(const replay::RunRecord& run, const Outpu
   io::write_hdf5(run, files.back());
   if (!out.trace.empty()) {
     files.emplace_back(out.trace);
-    io::write_trace_json(run, files.back());
+    io::write_trace_json(run, files.back(), out.trace_options);
   }
   if (!out.csv.empty()) {
     files.emplace_back(out.csv);
     io::write_summary_csv(run.summary, files.back());
   }
+  std::unique_ptr<StagedFolder> chakra = stage_chakra(run, out.chakra);
   for (auto& f : files) f.finish();
   std::vector<std::string> written;
   for (auto& f : files) {
     f.commit();
     written.push_back(f.target().string());
+  }
+  if (chakra) {
+    chakra->commit();
+    written.push_back(out.chakra);
   }
   return written;
 }
@@ -187,24 +227,30 @@ int run_simulate(std::span<char* const> args, const Context& context) {
       .add("output,o", &out.hdf5, "HDF5 file to write")
       .add("trace", &out.trace, "also write a Perfetto/Chrome trace JSON")
       .add("csv", &out.csv, "also write a one-line CSV summary")
+      .add("chakra", &out.chakra,
+           "also write the iteration as Chakra ET files, one per rank, into this new folder")
       .add("topology", &topology, "replay on this topology (file or name) instead of the plan's",
            "topology")
       .add("seed", &seed, "routing (ECMP) seed (default: the plan's)", "seed")
       .add("json", &json, "print the summary as JSON");
   add_replay_options(o, r);
+  add_trace_options(o, out.trace_options);
   if (!o.parse(args)) return 0;
   return o.run([&] {
     if (plan_file.empty()) throw Error::input("missing --plan", {.key = "--plan"});
     if (out.hdf5.empty()) throw Error::input("missing --output", {.key = "--output"});
-    const replay::PlanReplayOptions replay = replay_options(r);
+    replay::PlanReplayOptions replay = replay_options(r);
+    if (!out.trace.empty()) replay.utilization_links = io::kTraceBusiestLinks;
     job::PlannedJob planned =
         job::load_plan(plan_file, {.topology = topology, .seed = seed}, catalog(), context.log);
     // An output that would replace an input (or another output) is refused before any work.
     std::vector<NamedPath> inputs = plan_inputs(planned.job.spec(), !topology.empty());
     inputs.push_back({"--plan", plan_file});
-    check_outputs(
-        std::vector<NamedPath>{{"--output", out.hdf5}, {"--trace", out.trace}, {"--csv", out.csv}},
-        inputs);
+    check_outputs(std::vector<NamedPath>{{"--output", out.hdf5},
+                                         {"--trace", out.trace},
+                                         {"--csv", out.csv},
+                                         {"--chakra", out.chakra}},
+                  inputs);
     const replay::RunRecord run = [&] {
       try {
         return planned.job.simulate(
@@ -235,24 +281,37 @@ int run_run(std::span<char* const> args, const Context& context) {
   bool force = false;
   bool json = false;
   Options o(kRunUsage);
+  io::TraceOptions trace;
+  std::string chakra_dir;
   add_job_options(o, a);
   add_replay_options(o, r);
+  add_trace_options(o, trace);
   o.add("output-dir", &output_dir, "folder for plan.yaml, run.h5, trace.json and summary.csv")
       .add("force", &force, "replace the run files of an output folder that holds some")
+      .add("chakra", &chakra_dir,
+           "also write the iteration as Chakra ET files, one per rank, into this new folder")
       .add("json", &json, "print the plan and the replay's summary as JSON");
   if (!o.parse(args)) return 0;
   return o.run([&] {
-    const replay::PlanReplayOptions replay = replay_options(r);
+    replay::PlanReplayOptions replay = replay_options(r);
+    replay.utilization_links = io::kTraceBusiestLinks;
+    const std::string trace_name = trace.gzip ? "trace.json.gz" : "trace.json";
+    if (!chakra_dir.empty() && inside(chakra_dir, output_dir)) {
+      // The run's folder holds only files (a sub-folder would block --force later).
+      throw Error::input(
+          "the Chakra folder is inside the output folder",
+          {.key = "--chakra", .value = chakra_dir, .expected = "a folder outside --output-dir"});
+    }
     // The set is written into a staging folder beside the output folder and takes its place
     // only when every file is complete (nest/core/staged_folder.h): a failure or an interrupt
     // leaves the folder as it was.
-    StagedFolder set(output_dir, {"plan.yaml", "run.h5", "trace.json", "summary.csv"},
+    StagedFolder set(output_dir, {"plan.yaml", "run.h5", trace_name, "summary.csv"},
                      {.replace = force, .key = "--output-dir"});
     const fs::path dir = output_dir;
     const fs::path plan_path = dir / "plan.yaml";
-    const std::vector<std::string> written = {plan_path.string(), (dir / "run.h5").string(),
-                                              (dir / "trace.json").string(),
-                                              (dir / "summary.csv").string()};
+    std::vector<std::string> written = {plan_path.string(), (dir / "run.h5").string(),
+                                        (dir / trace_name).string(),
+                                        (dir / "summary.csv").string()};
     try {
       Progress progress("nest run", 3);
       job::Job job(job_spec(a), catalog(), context.log);
@@ -267,9 +326,16 @@ int run_run(std::span<char* const> args, const Context& context) {
       progress.advance();
       write_text_atomically(set.path("plan.yaml"), plan_yaml);
       (void)write_outputs(run, {.hdf5 = set.path("run.h5").string(),
-                                .trace = set.path("trace.json").string(),
-                                .csv = set.path("summary.csv").string()});
+                                .trace = set.path(trace_name).string(),
+                                .csv = set.path("summary.csv").string(),
+                                .trace_options = trace});
+      // The Chakra folder is its own set, put in place right after the run's.
+      std::unique_ptr<StagedFolder> chakra = stage_chakra(run, chakra_dir);
       set.commit();
+      if (chakra) {
+        chakra->commit();
+        written.push_back(chakra_dir);
+      }
       progress.finish();
       warn_memory(context.log, run.summary, plan.capacity);
       if (json) {

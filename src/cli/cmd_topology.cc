@@ -1,5 +1,6 @@
 // `nest topology describe|validate FILE`: loads a topology file and reports its size, diameter,
-// injection and bisection bandwidth, or just checks it.
+// injection and bisection bandwidth (and with --nodes its node and link tables, as run files
+// hold them under /topology), or just checks it.
 
 #include <fmt/format.h>
 
@@ -19,7 +20,8 @@ namespace nest::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "nest topology describe FILE|NAME [--json]\n       nest topology validate FILE|NAME [--json]";
+    "nest topology describe FILE|NAME [--nodes] [--json]\n"
+    "       nest topology validate FILE|NAME [--json]";
 
 std::string join(const std::vector<int>& v) {
   std::string out;
@@ -27,11 +29,50 @@ std::string join(const std::vector<int>& v) {
   return out;
 }
 
+const char* kind_name(topo::NodeKind kind) {
+  return kind == topo::NodeKind::kDevice ? "device" : "switch";
+}
+
+// The node and link tables, as /topology/nodes and /topology/links of a run file.
+nlohmann::ordered_json tables_json(const topo::Topology& t) {
+  auto nodes = nlohmann::ordered_json::array();
+  for (topo::NodeId id = 0; id < t.num_nodes(); ++id) {
+    const topo::Node& n = t.node(id);
+    nodes.push_back({{"id", id}, {"name", n.name}, {"kind", kind_name(n.kind)}, {"tier", n.tier}});
+  }
+  auto links = nlohmann::ordered_json::array();
+  for (const topo::Link& l : t.links()) {
+    links.push_back({{"src", l.src},
+                     {"dst", l.dst},
+                     {"bandwidth_bytes_per_s", l.bandwidth.bytes_per_s()},
+                     {"latency_s", l.latency.to_seconds()}});
+  }
+  return {{"nodes", std::move(nodes)}, {"links", std::move(links)}};
+}
+
+void print_tables(const topo::Topology& t) {
+  std::cout << fmt::format("\n{:>6}  {:<24} {:<7} {}\n", "node", "name", "kind", "tier");
+  for (topo::NodeId id = 0; id < t.num_nodes(); ++id) {
+    const topo::Node& n = t.node(id);
+    std::cout << fmt::format("{:>6}  {:<24} {:<7} {}\n", id, n.name, kind_name(n.kind), n.tier);
+  }
+  std::cout << fmt::format("\n{:>6}  {:<24} {:<24} {:>12} {:>10}\n", "link", "from", "to",
+                           "bandwidth", "latency");
+  for (topo::LinkId id = 0; id < t.num_links(); ++id) {
+    const topo::Link& l = t.link(id);
+    std::cout << fmt::format("{:>6}  {:<24} {:<24} {:>12} {:>10}\n", id, t.node(l.src).name,
+                             t.node(l.dst).name, format_bandwidth(l.bandwidth),
+                             format_time(l.latency));
+  }
+}
+
 int describe(std::span<char* const> args) {
   std::string file;
   bool json = false;
+  bool tables = false;
   Options o(kUsage);
   o.positional("file", &file, "topology YAML file or name (topologies/)")
+      .add("nodes", &tables, "also list every node (id, name, kind, tier) and directed link")
       .add("json", &json, "print one JSON object instead of text");
   if (!o.parse(args)) return 0;
   file = find_topology(file, "file");
@@ -39,7 +80,7 @@ int describe(std::span<char* const> args) {
   const topo::TopologySummary s = topo::summarize(t);
   const char* method = s.bisection_exact_form ? "closed_form" : "max_flow";
   if (json) {
-    const nlohmann::ordered_json j = {
+    nlohmann::ordered_json j = {
         {"name", t.name()},
         {"kind", topo::family_name(t.family())},
         {"devices", s.devices},
@@ -52,6 +93,7 @@ int describe(std::span<char* const> args) {
         {"bisection_method", method},
         {"domain_sizes", t.domain_sizes()},
     };
+    if (tables) j["topology"] = tables_json(t);
     std::cout << j.dump() << "\n";
     return 0;
   }
@@ -67,6 +109,7 @@ int describe(std::span<char* const> args) {
       t.name(), topo::family_name(t.family()), s.devices, s.switches, s.cables, t.num_links(),
       s.diameter_hops, format_bandwidth(s.injection), format_bandwidth(s.bisection),
       s.bisection_exact_form ? "closed form" : "max-flow", join(t.domain_sizes()));
+  if (tables) print_tables(t);
   return 0;
 }
 
@@ -80,13 +123,13 @@ int validate(std::span<char* const> args) {
   file = find_topology(file, "file");
   const topo::Topology t = topo::load_topology(file);
   if (json) {
-    const nlohmann::ordered_json j = {{"file", file},
-                                      {"valid", true},
-                                      {"name", t.name()},
-                                      {"kind", topo::family_name(t.family())},
-                                      {"devices", t.num_devices()},
-                                      {"switches", t.num_switches()},
-                                      {"links", t.num_cables()}};
+    nlohmann::ordered_json j = {{"file", file},
+                                {"valid", true},
+                                {"name", t.name()},
+                                {"kind", topo::family_name(t.family())},
+                                {"devices", t.num_devices()},
+                                {"switches", t.num_switches()},
+                                {"links", t.num_cables()}};
     std::cout << j.dump() << "\n";
     return 0;
   }

@@ -61,6 +61,20 @@ struct CollectiveH5 {
   std::int64_t closed_form;
 };
 
+struct NodeH5 {
+  std::uint32_t id;
+  const char* name;  // variable-length UTF-8
+  std::uint8_t kind;
+  std::int32_t tier;
+};
+
+struct TopologyLinkH5 {
+  std::uint32_t src;
+  std::uint32_t dst;
+  double bandwidth;
+  std::int64_t latency;
+};
+
 // A compound type of `size` bytes; members added by `member`.
 h5::Id compound(std::size_t size) {
   return h5::Id(H5Tcreate(H5T_COMPOUND, size), H5Tclose, "H5Tcreate");
@@ -183,6 +197,50 @@ void write_links(hid_t file, const RunRecord& r) {
   t.close();
 }
 
+// The node and link tables of the topology: /links and /collectives/members name node ids, and
+// these name the nodes.
+void write_topology(hid_t file, const RunRecord& r) {
+  h5::Id group = h5::make_group(file, "/topology");
+  h5::string_attribute(group.get(), "name", r.topology.name);
+  group.close();
+
+  h5::Id kind(H5Tenum_create(H5T_NATIVE_UINT8), H5Tclose, "H5Tenum_create");
+  for (const topo::NodeKind k : {topo::NodeKind::kDevice, topo::NodeKind::kSwitch}) {
+    const auto raw = static_cast<std::uint8_t>(k);
+    h5::check(H5Tenum_insert(kind.get(), replay::to_string(k), &raw), "H5Tenum_insert");
+  }
+  h5::Id text = h5::utf8_type();
+  h5::Id n = compound(sizeof(NodeH5));
+  member(n, "id", HOFFSET(NodeH5, id), H5T_NATIVE_UINT32);
+  member(n, "name", HOFFSET(NodeH5, name), text.get());
+  member(n, "kind", HOFFSET(NodeH5, kind), kind.get());
+  member(n, "tier", HOFFSET(NodeH5, tier), H5T_NATIVE_INT32);
+  std::vector<NodeH5> nodes;
+  nodes.reserve(r.topology.nodes.size());
+  for (std::size_t i = 0; i < r.topology.nodes.size(); ++i) {
+    const topo::Node& x = r.topology.nodes[i];
+    nodes.push_back({static_cast<std::uint32_t>(i), x.name.c_str(),
+                     static_cast<std::uint8_t>(x.kind), static_cast<std::int32_t>(x.tier)});
+  }
+  h5::table_dataset(file, "/topology/nodes", n.get(), nodes.size(), nodes.data()).close();
+  n.close();
+  text.close();
+  kind.close();
+
+  h5::Id l = compound(sizeof(TopologyLinkH5));
+  member(l, "src", HOFFSET(TopologyLinkH5, src), H5T_NATIVE_UINT32);
+  member(l, "dst", HOFFSET(TopologyLinkH5, dst), H5T_NATIVE_UINT32);
+  member(l, "bandwidth", HOFFSET(TopologyLinkH5, bandwidth), H5T_NATIVE_DOUBLE);
+  member(l, "latency", HOFFSET(TopologyLinkH5, latency), H5T_NATIVE_INT64);
+  std::vector<TopologyLinkH5> links;
+  links.reserve(r.topology.links.size());
+  for (const topo::Link& x : r.topology.links) {
+    links.push_back({x.src, x.dst, x.bandwidth.bytes_per_s(), x.latency.ps()});
+  }
+  write_rows(file, "/topology/links", l, links, {{"bandwidth", "B/s"}, {"latency", "ps"}});
+  l.close();
+}
+
 void write_collectives(hid_t file, const RunRecord& r) {
   h5::make_group(file, "/collectives").close();
   h5::Id t = compound(sizeof(CollectiveH5));
@@ -248,6 +306,7 @@ void write_hdf5(const RunRecord& record, OutputFile& out) {
     write_memory(file.get(), record);
     write_links(file.get(), record);
     write_collectives(file.get(), record);
+    write_topology(file.get(), record);
     write_summary(file.get(), record);
     file.write_to(out);
   } catch (const Error& e) {

@@ -159,6 +159,48 @@ std::vector<StageSpec> chunk_specs(const placer::Plan& plan, const workload::Var
   return out;
 }
 
+// The record's topology table: the nodes and directed links of `topology` (the user's, as its
+// file describes it).
+void describe(const topo::Topology& topology, RunRecord& record) {
+  record.topology.name = topology.name();
+  record.topology.nodes.clear();
+  record.topology.nodes.reserve(topology.num_nodes());
+  for (topo::NodeId id = 0; id < topology.num_nodes(); ++id) {
+    record.topology.nodes.push_back(topology.node(id));
+  }
+  record.topology.links.assign(topology.links().begin(), topology.links().end());
+}
+
+// The `count` directed links that carried the most bytes for their bandwidth (utilization over
+// the iteration; ties: the lower link id first).
+std::vector<topo::LinkId> busiest(const net::Simulator& sim, const topo::Topology& topology,
+                                  int count) {
+  std::vector<std::pair<double, topo::LinkId>> used;
+  for (topo::LinkId id = 0; id < topology.num_links(); ++id) {
+    const double bytes = sim.link_stats(id).bytes;
+    const double rate = topology.link(id).bandwidth.bytes_per_s();
+    if (bytes > 0 && rate > 0) used.emplace_back(bytes / rate, id);
+  }
+  std::stable_sort(used.begin(), used.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<topo::LinkId> out;
+  for (std::size_t i = 0; i < used.size() && i < static_cast<std::size_t>(count); ++i) {
+    out.push_back(used[i].second);
+  }
+  return out;
+}
+
+// The utilization over time of link `id`, from the simulator's recording.
+LinkSeries series_of(const net::Simulator& sim, const topo::Topology& topology, topo::LinkId id) {
+  const topo::Link& link = topology.link(id);
+  LinkSeries s{id, link.src, link.dst, {}};
+  const double rate = link.bandwidth.bytes_per_s();
+  for (const net::UtilizationSample& p : sim.utilization(id)) {
+    s.points.push_back({p.at, rate > 0 ? p.rate.bytes_per_s() / rate : 0.0});
+  }
+  return s;
+}
+
 }  // namespace
 
 ReplayInput replay_input(const placer::Plan& plan, const workload::LayerProfile& profile,
@@ -313,6 +355,7 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
     return std::string(coll::algorithm_name(b.spec.algorithm));
   };
   ReplayOptions ro;
+  sim.record_utilization(!options.series_links.empty());
   ro.seed = options.seed;
   if (network.calibrated()) {
     ro.transfer_latency = [&network](Bytes size) {
@@ -340,6 +383,20 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
     const double capacity = link.bandwidth.bytes_per_s() * seconds;
     record.links.push_back(
         {link.src, link.dst, st.bytes, st.busy, capacity > 0 ? st.bytes / capacity : 0.0});
+  }
+  describe(topology, record);
+  for (const topo::LinkId id : options.series_links) {
+    record.link_series.push_back(series_of(sim, topology, id));
+  }
+  if (options.utilization_links > 0) {
+    // The busiest links' series come from a second replay with the recording on, so that this
+    // one runs exactly as without them.
+    PlanReplayOptions again = options;
+    again.utilization_links = 0;
+    again.series_links = busiest(sim, topology, options.utilization_links);
+    if (!again.series_links.empty()) {
+      record.link_series = replay_plan(plan, profile, topology, again).link_series;
+    }
   }
   return record;
 }

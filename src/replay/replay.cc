@@ -427,6 +427,24 @@ RunRecord Engine::run() {
   return std::move(record_);
 }
 
+// The tables that make the record self-describing: which devices run each stage replica, and
+// what each stage holds and sends.
+void describe(const ReplayInput& in, RunRecord& record) {
+  const std::size_t groups = in.devices[0].size();
+  for (std::size_t g = 0; g < groups; ++g) {
+    for (std::size_t r = 0; r < in.devices.size(); ++r) {
+      const auto& shards = in.devices[r][g];
+      record.placement.push_back({static_cast<std::int32_t>(g), static_cast<std::int32_t>(r),
+                                  std::vector<std::uint32_t>(shards.begin(), shards.end())});
+    }
+  }
+  for (std::size_t c = 0; c < in.stages.size(); ++c) {
+    const StageSpec& s = in.stages[c];
+    record.stages.push_back({static_cast<std::int32_t>(c % groups), s.first_layer, s.last_layer,
+                             s.activation_out, s.gradient_out});
+  }
+}
+
 }  // namespace
 
 RunRecord replay(const ReplayInput& input, net::Simulator& sim, const AllreduceLauncher& allreduce,
@@ -441,6 +459,7 @@ RunRecord replay(const ReplayInput& input, net::Simulator& sim, const AllreduceL
     const Time reference = Engine(input, free_sim, allreduce, free).run().summary.iteration_time;
     record.summary.exposed_communication = record.summary.iteration_time - reference;
   }
+  describe(input, record);
   // Per-device peaks from the trace: the sum of the categories' levels, at each change.
   std::vector<std::pair<topo::DeviceId, std::size_t>> order;
   std::vector<MemoryRow>& m = record.memory;

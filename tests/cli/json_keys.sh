@@ -25,12 +25,15 @@ run() {  # name, then the command; stores stdout in $tmp/<name>.json
   "$@" >"$tmp/$name.json" 2>"$tmp/$name.err" || { echo "FAIL $name: $(cat "$tmp/$name.err")"; }
 }
 run topology_describe "$nest" topology describe h100_rail_1024 --json
+run topology_describe_nodes "$nest" topology describe small_explicit --nodes --json
 run topology_validate "$nest" topology validate small_explicit --json
 run collective "$nest" collective --topology small_explicit --op allreduce --size 1MiB --json
 run profile "$nest" profile --model gpt3-175b --accelerator h100 --json
 run place "$nest" place "${job[@]}" --json
 run simulate_plan "$nest" place "${small[@]}" -o "$tmp/plan.yaml"
 run simulate "$nest" simulate --plan "$tmp/plan.yaml" -o "$tmp/run.h5" --json
+run simulate_chakra "$nest" simulate --plan "$tmp/plan.yaml" -o "$tmp/c.h5" --chakra "$tmp/et"
+run profile_chakra "$nest" profile --chakra "$tmp/et" --json
 run run "$nest" run "${small[@]}" --output-dir "$tmp/run" --json
 run sweep "$nest" sweep "$tmp/study.yaml" --output "$tmp/sweep" --json
 run sweep_dry "$nest" sweep "$tmp/study.yaml" --dry-run --json
@@ -48,6 +51,9 @@ expected = {
     "topology_describe": ["name", "kind", "devices", "switches", "links", "directed_links",
                           "diameter_hops", "injection_bytes_per_s", "bisection_bytes_per_s",
                           "bisection_method", "domain_sizes"],
+    "topology_describe_nodes": ["name", "kind", "devices", "switches", "links", "directed_links",
+                                "diameter_hops", "injection_bytes_per_s", "bisection_bytes_per_s",
+                                "bisection_method", "domain_sizes", "topology"],
     "topology_validate": ["file", "valid", "name", "kind", "devices", "switches", "links"],
     "collective": ["topology", "model", "op", "algorithm", "tuned", "protocol", "base_latency_s",
                    "ranks", "groups", "size_bytes", "chunks", "channels",
@@ -59,6 +65,9 @@ expected = {
                 "flops_per_iteration", "hbm_bytes", "peak_flops_per_s", "tensor_parallel",
                 "sequence_parallel", "context_parallel", "expert_parallel", "micro_batch",
                 "devices_per_replica", "microbatches", "layers", "variants"],
+    "profile_chakra": ["folder", "ranks", "empty_ranks", "nodes", "dependencies", "groups",
+                       "compute_max_s", "compute_min_s", "end_s", "send_bytes",
+                       "collective_bytes", "stages"],
     "place": plan,
     "simulate": ["summary", "written"],
     "run": ["plan", "summary", "written"],
@@ -77,6 +86,12 @@ nested = {
                               "sequences_per_second", "tokens_per_second", "mfu",
                               "bubble_fraction", "exposed_communication_s", "peak_memory_bytes"],
     ("run", "plan"): plan,
+    ("topology_describe_nodes", "topology"): ["nodes", "links"],
+}
+# The rows of the tables (the first of each).
+rows = {
+    ("topology_describe_nodes", "nodes"): ["id", "name", "kind", "tier"],
+    ("topology_describe_nodes", "links"): ["src", "dst", "bandwidth_bytes_per_s", "latency_s"],
 }
 ok = True
 docs = {}
@@ -95,5 +110,15 @@ for (name, key), keys in nested.items():
     if got != keys:
         print(f"FAIL {name}.{key}: keys {got}, expected {keys}")
         ok = False
+for (name, key), keys in rows.items():
+    table = docs.get(name, {}).get("topology", {}).get(key) or [{}]
+    if list(table[0]) != keys:
+        print(f"FAIL {name}.topology.{key}[0]: keys {list(table[0])}, expected {keys}")
+        ok = False
+stage_keys = ["stage", "first_layer", "last_layer", "ranks", "forward_s", "backward_s"]
+got = list((docs.get("profile_chakra", {}).get("stages") or [{}])[0])
+if got != stage_keys:
+    print(f"FAIL profile_chakra.stages[0]: keys {got}, expected {stage_keys}")
+    ok = False
 sys.exit(0 if ok else 1)
 PY

@@ -102,7 +102,7 @@ for f in throughput speedup replay; do
 done
 grep -qx '6 points: 3 ok, 1 infeasible, 2 error.' "$tmp/plots/summary.md" ||
   fail "summary: $(tail -4 "$tmp/plots/summary.md")"
-[ "$(grep -c '^| 32 | false | ' "$tmp/plots/summary.md")" -eq 2 ] || fail "summary rows"
+[ "$(grep -c '^| rail | 32 | false | ' "$tmp/plots/summary.md")" -eq 2 ] || fail "summary rows"
 
 run --output "$tmp/b" --threads 2
 cmp -s "$csv" "$tmp/b/results.csv" || fail "CSV differs with 2 threads"

@@ -51,6 +51,40 @@ domains:   2, 4' describe small_explicit.yaml
 expect_out 'ok: small_explicit.yaml: small-explicit (explicit), 4 devices, 4 switches, 8 cables' \
   validate small_explicit.yaml
 
+# --nodes: the node and link tables, as run files hold them under /topology. The asymmetric
+# cable box0 -- core-b is cable 6: directed links 12 (25 GB/s) and 13 (12.5 GB/s back).
+"$nest" topology describe small_explicit.yaml --nodes --json >"${TMPDIR:-/tmp}/nest_describe_$$.json"
+/usr/bin/python3 - "${TMPDIR:-/tmp}/nest_describe_$$.json" <<'PY' || failed=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d["topology"]
+want_nodes = [{"id": 0, "name": "gpu0", "kind": "device", "tier": 0},
+              {"id": 6, "name": "core-a", "kind": "switch", "tier": 2}]
+got = [t["nodes"][0], t["nodes"][6]]
+errors = []
+if len(t["nodes"]) != 8 or got != want_nodes:
+    errors.append(f"nodes: {len(t['nodes'])} rows, {got}")
+want_links = [{"src": 4, "dst": 7, "bandwidth_bytes_per_s": 25e9, "latency_s": 2e-6},
+              {"src": 7, "dst": 4, "bandwidth_bytes_per_s": 12.5e9, "latency_s": 2e-6}]
+if len(t["links"]) != 16 or t["links"][12:14] != want_links:
+    errors.append(f"links: {len(t['links'])} rows, {t['links'][12:14]}")
+if list(d)[-1] != "topology" or d["links"] != 8:
+    errors.append(f"keys {list(d)}")
+for e in errors:
+    print("FAIL topology describe --nodes --json:", e)
+sys.exit(1 if errors else 0)
+PY
+rm -f "${TMPDIR:-/tmp}/nest_describe_$$.json"
+out=$("$nest" topology describe small_explicit.yaml --nodes | sed -n '10,11p;20p;34p')
+expected='  node  name                     kind    tier
+     0  gpu0                     device  0
+  link  from                     to                          bandwidth    latency
+    13  core-b                   box0                        12.5 GB/s       2 us'
+if [ "$out" != "$expected" ]; then
+  printf 'FAIL topology describe --nodes:\n%s\nexpected:\n%s\n' "$out" "$expected"
+  failed=1
+fi
+
 # An unknown subcommand is an input error.
 err=$("$nest" topology draw x.yaml 2>&1 >/dev/null)
 status=$?

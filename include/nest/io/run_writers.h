@@ -22,11 +22,30 @@ void write_hdf5(const replay::RunRecord& record, OutputFile& out);
 /// Writes `record` as HDF5 to `path`.
 void write_hdf5(const replay::RunRecord& record, const std::filesystem::path& path);
 
-/// Writes a Chrome/Perfetto trace (open in ui.perfetto.dev) into `out`: one process per device,
-/// one thread per stream, a complete event per timeline row; timestamps in microseconds.
-void write_trace_json(const replay::RunRecord& record, OutputFile& out);
+/// How many of the busiest links a trace of `nest simulate --trace` and `nest run` shows as
+/// utilization counters (`replay::PlanReplayOptions::utilization_links`).
+inline constexpr int kTraceBusiestLinks = 8;
+
+/// How to write a trace.
+struct TraceOptions {
+  /// One process per device instead of one per stage replica (whose shards compute in
+  /// lockstep, so one of them stands for all).
+  bool all_devices = false;
+  /// Gzip the JSON (Perfetto opens .json.gz as it is). Deterministic: the gzip header holds no
+  /// name and a zero time.
+  bool gzip = false;
+};
+
+/// Writes a Chrome/Perfetto trace (open in ui.perfetto.dev) into `out`, as README.md "Trace
+/// output" describes: one process per stage replica (or per device), in stage order, with its
+/// compute stream and network lanes; a complete event per timeline row, a flow from each
+/// transfer to the compute that waits for it, memory counters per process and the utilization
+/// of `record.link_series`' links. Timestamps are microseconds with picosecond digits.
+void write_trace_json(const replay::RunRecord& record, OutputFile& out,
+                      const TraceOptions& options = {});
 /// Writes the trace of `record` to `path`.
-void write_trace_json(const replay::RunRecord& record, const std::filesystem::path& path);
+void write_trace_json(const replay::RunRecord& record, const std::filesystem::path& path,
+                      const TraceOptions& options = {});
 
 /// The header line of the summary CSV (no newline).
 [[nodiscard]] std::string summary_csv_header();

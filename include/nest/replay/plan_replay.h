@@ -23,6 +23,15 @@ struct PlanReplayOptions {
   /// Model chunks per device group under `Schedule::kInterleaved` (>= 2).
   int virtual_stages = 2;
   int gradient_buckets = 4;
+  /// Record the utilization over time of this many of the busiest links (by utilization over
+  /// the iteration) into `RunRecord::link_series`, for a trace's counter tracks. 0: none. The
+  /// series come from a second replay of the same iteration with `series_links` set, so this
+  /// replay's figures are the same with or without them.
+  int utilization_links = 0;
+  /// Record these links' utilization series (the simulator's recording, which shares bandwidth
+  /// through another, equivalent path of max-min filling: figures equal up to floating
+  /// rounding).
+  std::vector<topo::LinkId> series_links;
   std::uint64_t seed = 0;
   /// Ignore the topology's collective model (line rates, the topology's latencies, ring
   /// buckets): today's replay.

@@ -94,10 +94,10 @@ struct ReplayOptions {
 };
 
 /// Replays one iteration on `sim` (which must be idle, at time 0, over the plan's topology).
-/// Fills the timeline, memory, peaks, collectives and summary of the record; links and meta are
-/// the caller's (it owns the simulator). Throws `Error` (input) when `input` is inconsistent
-/// (no stage, a replica without devices, shard counts differing between stages, a device out of
-/// range).
+/// Fills the timeline, memory, peaks, collectives, summary, placement and stages of the record;
+/// links, the topology table and meta are the caller's (it owns the simulator). Throws `Error`
+/// (input) when `input` is inconsistent (no stage, a replica without devices, shard counts
+/// differing between stages, a device out of range).
 [[nodiscard]] RunRecord replay(const ReplayInput& input, net::Simulator& sim,
                                const AllreduceLauncher& allreduce, const ReplayOptions& options);
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nest/core/units.h"
+#include "nest/topo/topology.h"
 
 namespace nest::replay {
 
@@ -61,6 +62,21 @@ struct LinkRow {
   double utilization = 0;  ///< bytes / (bandwidth · iteration time), in [0, 1]
 };
 
+/// From `at` on, a link carried `utilization` of its bandwidth (the sum of its flows' rates).
+struct UtilizationPoint {
+  Time at;
+  double utilization = 0;
+};
+
+/// The utilization over time of one directed link: its rate changes in time order, ending
+/// with a point of 0 when the link falls idle.
+struct LinkSeries {
+  std::uint32_t link = 0;  ///< directed link id (index into `TopologyTable::links`)
+  std::uint32_t src = 0;   ///< topology node ids
+  std::uint32_t dst = 0;
+  std::vector<UtilizationPoint> points;
+};
+
 /// One collective (or point-to-point transfer) the iteration ran.
 struct CollectiveRow {
   std::string op;         ///< "allreduce", "all-gather", ..., "send"
@@ -98,6 +114,33 @@ struct Meta {
   std::string plan_yaml;
 };
 
+/// The topology the iteration ran on, so that the node ids of `LinkRow` and `TimelineRow` can be
+/// named: node id = index into `nodes`, directed link id = index into `links`. `replay_plan`
+/// fills it with the topology it was given.
+struct TopologyTable {
+  std::string name;
+  std::vector<topo::Node> nodes;
+  std::vector<topo::Link> links;
+};
+
+/// The devices of one stage replica: device group (plan stage) `stage` of data-parallel replica
+/// `replica`, shards in order (shard k sends to shard k of the next stage).
+struct StageReplica {
+  std::int32_t stage = 0;
+  std::int32_t replica = 0;
+  std::vector<std::uint32_t> devices;
+};
+
+/// One (virtual) stage, numbered as `TimelineRow::stage`: what it holds and what each of its
+/// shards sends per microbatch.
+struct StageRow {
+  std::int32_t device_group = 0;  ///< the plan stage whose devices run it (chunk mod S)
+  std::int32_t first_layer = 0;   ///< layer range [first_layer, last_layer)
+  std::int32_t last_layer = 0;
+  Bytes activation_out;  ///< to the next stage, per shard and microbatch
+  Bytes gradient_out;    ///< to the previous stage, per shard and microbatch
+};
+
 struct RunRecord {
   Meta meta;
   Summary summary;
@@ -106,6 +149,12 @@ struct RunRecord {
   std::vector<DevicePeak> peaks;
   std::vector<LinkRow> links;
   std::vector<CollectiveRow> collectives;
+  TopologyTable topology;
+  std::vector<StageReplica> placement;  ///< by stage, then replica
+  std::vector<StageRow> stages;         ///< by (virtual) stage
+  /// The busiest links' utilization over time, busiest first; empty unless asked for
+  /// (`PlanReplayOptions::utilization_links`). Not written to HDF5.
+  std::vector<LinkSeries> link_series;
 };
 
 /// Stable lower-case names, as written to files: "forward", "compute", "weights", ...
@@ -129,6 +178,9 @@ struct RunRecord {
       return "optimizer";
   }
   return "?";
+}
+[[nodiscard]] constexpr const char* to_string(topo::NodeKind kind) noexcept {
+  return kind == topo::NodeKind::kDevice ? "device" : "switch";
 }
 [[nodiscard]] constexpr const char* to_string(Stream stream) noexcept {
   return stream == Stream::kCompute ? "compute" : "network";

@@ -75,6 +75,64 @@ TEST(PlanReplay, UniformStagesOnAZeroCostNetworkMatchTheEstimateExactly) {
   }
 }
 
+TEST(PlanReplay, BusiestLinksSeriesCarryTheirBytesAndLeaveTheRecordAsItWas) {
+  const auto profile = uniform_profile(Bytes(4'000'000), 16);
+  placer::PlanChoice c;
+  c.boundaries = {0, 4, 8};
+  c.data_parallel = 2;
+  const auto topology = hierarchy(4);
+  placer::OracleCommCost oracle(topology);
+  placer::CostOptions o;
+  o.devices = 4;
+  const placer::Plan plan = placer::evaluate(profile, c, oracle, o);
+  const RunRecord plain = replay_plan(plan, profile, topology, {});
+  PlanReplayOptions options;
+  options.utilization_links = 3;
+  const RunRecord r = replay_plan(plan, profile, topology, options);
+  EXPECT_TRUE(plain.link_series.empty());
+  // The topology table: every node and directed link of the topology, as given.
+  ASSERT_EQ(r.topology.nodes.size(), topology.num_nodes());
+  ASSERT_EQ(r.topology.links.size(), topology.num_links());
+  EXPECT_EQ(r.topology.name, topology.name());
+  EXPECT_EQ(r.topology.nodes[4].name, topology.node(4).name);
+  EXPECT_EQ(r.topology.nodes[4].kind, topo::NodeKind::kSwitch);
+  EXPECT_EQ(r.topology.links[3].dst, topology.link(3).dst);
+  EXPECT_EQ(r.topology.links[3].bandwidth, topology.link(3).bandwidth);
+  EXPECT_EQ(r.summary.iteration_time, plain.summary.iteration_time);
+  ASSERT_EQ(r.timeline.size(), plain.timeline.size());
+  for (std::size_t i = 0; i < r.timeline.size(); ++i) {
+    EXPECT_EQ(r.timeline[i].end, plain.timeline[i].end) << "row " << i;
+  }
+  ASSERT_EQ(r.link_series.size(), 3u);
+  const double seconds = r.summary.iteration_time.to_seconds();
+  double previous = 2;
+  for (const LinkSeries& s : r.link_series) {
+    const topo::Link& link = topology.link(s.link);
+    EXPECT_EQ(s.src, link.src);
+    EXPECT_EQ(s.dst, link.dst);
+    // Busiest first, and the series integrates to the bytes the link carried.
+    const LinkRow* row = nullptr;
+    for (const LinkRow& l : r.links) {
+      if (l.src == s.src && l.dst == s.dst) row = &l;
+    }
+    ASSERT_NE(row, nullptr);
+    EXPECT_LE(row->utilization, previous);
+    previous = row->utilization;
+    ASSERT_GE(s.points.size(), 2u);
+    EXPECT_EQ(s.points.back().utilization, 0.0);
+    double bytes = 0;
+    for (std::size_t i = 0; i + 1 < s.points.size(); ++i) {
+      EXPECT_LT(s.points[i].at, s.points[i + 1].at);
+      EXPECT_GE(s.points[i].utilization, 0.0);
+      EXPECT_LE(s.points[i].utilization, 1.0 + 1e-12);
+      bytes += s.points[i].utilization * link.bandwidth.bytes_per_s() *
+               (s.points[i + 1].at - s.points[i].at).to_seconds();
+    }
+    EXPECT_NEAR(bytes, row->bytes, 1e-6 * row->bytes);
+    EXPECT_NEAR(row->utilization, row->bytes / (link.bandwidth.bytes_per_s() * seconds), 1e-12);
+  }
+}
+
 TEST(PlanReplay, TransfersAndReductionsOnARealNetworkCostTime) {
   const auto profile = uniform_profile(Bytes(4'000'000), 16);
   placer::PlanChoice c;

@@ -173,6 +173,35 @@ TEST(Replay, GradientBucketsOverlapTheLastBackward) {
   EXPECT_EQ(r.collectives[1].end, Time::microseconds(35));
 }
 
+TEST(Replay, RecordDescribesThePlacementAndTheStages) {
+  // Two replicas of a two-stage pipeline on a chain of 4: replica r, stage g on device 2r + g.
+  const auto t = chain(4, Time::microseconds(1));
+  ReplayInput in;
+  in.stages = {stage(Time::microseconds(1), Time::microseconds(2)),
+               stage(Time::microseconds(1), Time::microseconds(2))};
+  in.stages[0].last_layer = 3;
+  in.stages[1].first_layer = 3;
+  in.stages[1].last_layer = 5;
+  in.stages[0].activation_out = Bytes(100);
+  in.stages[1].gradient_out = Bytes(100);
+  in.devices = {{{0}, {1}}, {{2}, {3}}};
+  in.microbatches = {1, 1};
+  const RunRecord r = run(in, t);
+  EXPECT_TRUE(r.topology.nodes.empty());  // the caller's (replay_plan fills it)
+  // By stage, then replica.
+  ASSERT_EQ(r.placement.size(), 4u);
+  EXPECT_EQ(r.placement[1].stage, 0);
+  EXPECT_EQ(r.placement[1].replica, 1);
+  EXPECT_EQ(r.placement[1].devices, std::vector<std::uint32_t>{2});
+  EXPECT_EQ(r.placement[2].devices, std::vector<std::uint32_t>{1});
+  ASSERT_EQ(r.stages.size(), 2u);
+  EXPECT_EQ(r.stages[1].device_group, 1);
+  EXPECT_EQ(r.stages[1].first_layer, 3);
+  EXPECT_EQ(r.stages[1].last_layer, 5);
+  EXPECT_EQ(r.stages[0].activation_out, Bytes(100));
+  EXPECT_EQ(r.stages[1].gradient_out, Bytes(100));
+}
+
 TEST(Replay, UnevenMicrobatchesPerReplica) {
   const auto t = chain(2, Time::zero());
   ReplayInput in;
