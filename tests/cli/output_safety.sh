@@ -74,8 +74,11 @@ expect_failure "nest run: --virtual-stages: the interleaved schedule needs at le
 # --- A full disk, as a file-size limit (SIGXFSZ is ignored by nest: the write fails). ---------
 # A limit halfway between run.h5 and the larger trace.json lets the HDF5 through and stops the
 # trace (both measured from the set just written, so the test follows the files' sizes).
-h5_bytes=$(stat -c %s "$tmp/second/run.h5")
-trace_bytes=$(stat -c %s "$tmp/second/trace.json")
+# One process per device (--all-devices) makes the trace the larger file.
+"$nest" run "${run_args[@]}" --buckets 3 --all-devices --output-dir "$tmp/sizes" >/dev/null 2>&1 ||
+  fail "the sizing run"
+h5_bytes=$(stat -c %s "$tmp/sizes/run.h5")
+trace_bytes=$(stat -c %s "$tmp/sizes/trace.json")
 [ "$trace_bytes" -gt $((h5_bytes + 8192)) ] || fail "the test needs trace.json larger than run.h5"
 between=$(((h5_bytes + trace_bytes) / 2 / 1024))
 limited() {
@@ -87,13 +90,13 @@ limited() {
   )
 }
 expect_failure "nest run: $tmp/run/trace.json: cannot write the output file: File too large" \
-  limited "$between" "$nest" run "${run_args[@]}" --force --buckets 3 --output-dir "$tmp/run"
+  limited "$between" "$nest" run "${run_args[@]}" --force --buckets 3 --all-devices --output-dir "$tmp/run"
 same_set "$tmp/run" "$tmp/second" || fail "a full disk in nest run changed the set"
 no_temporaries "$tmp" "$tmp/run"
 cp "$tmp/second/run.h5" "$tmp/s.h5"
 cp "$tmp/second/trace.json" "$tmp/s.json"
 expect_failure "nest simulate: $tmp/s.json: cannot write the output file: File too large" \
-  limited "$between" "$nest" simulate --plan "$tmp/second/plan.yaml" -o "$tmp/s.h5" --trace "$tmp/s.json" --buckets 3
+  limited "$between" "$nest" simulate --plan "$tmp/second/plan.yaml" -o "$tmp/s.h5" --trace "$tmp/s.json" --buckets 3 --all-devices
 cmp -s "$tmp/s.h5" "$tmp/second/run.h5" || fail "simulate replaced run.h5 although the trace failed"
 cmp -s "$tmp/s.json" "$tmp/second/trace.json" || fail "a full disk damaged the previous trace"
 expect_failure "nest simulate: $tmp/s.h5: cannot write the output file: File too large" \

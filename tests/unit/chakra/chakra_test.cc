@@ -43,6 +43,7 @@ replay::AllreduceLauncher two_rank(net::Simulator& sim, topo::Router& router) {
     };
     sim.start_flow(router.route(group[0], group[1]), half, next);
     sim.start_flow(router.route(group[1], group[0]), half, next);
+    return std::string("direct");
   };
 }
 
