@@ -27,7 +27,7 @@ from ._nest import InputError, InternalError
 
 __version__ = _nest.__version__
 __all__ = ["Topology", "Job", "Plan", "Run", "InputError", "InternalError", "topology", "sweep",
-           "list_bundled", "data_roots"]
+           "collective", "collective_sweep", "list_bundled", "data_roots"]
 
 
 def _roots():
@@ -354,3 +354,65 @@ def sweep(study, threads=1, output=None):
         except ImportError:
             data = np.genfromtxt(csv, delimiter=",", names=True, dtype=None, encoding="utf-8")
             return {name: data[name] for name in data.dtype.names}
+
+
+def _topology_of(topology):
+    return topology if isinstance(topology, Topology) else Topology.load(topology)
+
+
+def _size_bytes(size):
+    return _nest.parse_bytes(size) if isinstance(size, str) else int(size)
+
+
+def _group_list(group, devices):
+    if group is None:
+        return []
+    if isinstance(group, str):  # the command line's "0-7,16-23"
+        out = []
+        for part in group.split(","):
+            a, _, b = part.partition("-")
+            out.extend(range(int(a), int(b or a) + 1))
+        return [d for d in out if d < devices] if out else out
+    return [int(d) for d in group]
+
+
+def _collectives(topology, op, sizes, algorithm, group, concurrent, chunks, channels, levels,
+                 seed, ideal, links, events):
+    t = _topology_of(topology)
+    return _nest.collectives(t._core, op, sizes, algorithm or "", _group_list(group, t.devices),
+                             concurrent or "none", chunks, channels, list(levels or []), seed,
+                             ideal, links, events)
+
+
+def collective(topology, op, size, algorithm=None, group=None, concurrent=None, chunks=0,
+               channels=0, levels=None, seed=0, ideal=False, links=5, events=False):
+    """One collective, simulated and in closed form: the same figures as `nest collective
+    --json` (a dict). `topology` is a Topology, a file or a bundled name; `size` a string with
+    its unit ("1 GiB") or bytes; `algorithm` a name, "auto" (the tuner's fastest) or None (the
+    default: the tuner under a collective model, else ring); `group` device ids (or "0-7");
+    `concurrent` "stride:S[:K]"."""
+    return _collectives(topology, op, [_size_bytes(size)], algorithm, group, concurrent, chunks,
+                        channels, levels, seed, ideal, links, events)[0]
+
+
+_SWEEP_COLUMNS = ("size_bytes", "count", "algorithm", "protocol", "channels", "time_s",
+                  "algbw_bytes_per_s", "busbw_bytes_per_s", "closed_form_s", "difference_s",
+                  "base_latency_s", "flows", "events", "method")
+
+
+def collective_sweep(topology, op, sizes="8:4G", algorithm=None, group=None, concurrent=None,
+                     chunks=0, channels=0, levels=None, seed=0, ideal=False, events=False):
+    """An nccl-tests-style sweep in one call: `sizes` in nccl-tests' MIN:MAX[:FACTOR] notation
+    (as `nest collective --sizes`) or a list of sizes. Returns a DataFrame (a dict of numpy
+    arrays without pandas) with nccl-tests' columns: size_bytes, count, time_s, algbw and busbw
+    (bytes/s), the closed form and the difference, the algorithm, protocol and channels."""
+    values = _nest.parse_sizes(sizes) if isinstance(sizes, str) else [_size_bytes(s) for s in sizes]
+    rows = _collectives(topology, op, values, algorithm, group, concurrent, chunks, channels,
+                        levels, seed, ideal, 0, events)
+    columns = {c: [r["simulated_s"] if c == "time_s" else r[c] for r in rows]
+               for c in _SWEEP_COLUMNS}
+    try:
+        import pandas as pd
+        return pd.DataFrame(columns)
+    except ImportError:
+        return {c: np.asarray(v) for c, v in columns.items()}

@@ -18,6 +18,7 @@
 #include "nest/coll/closed_form.h"
 #include "nest/coll/collective.h"
 #include "nest/coll/group.h"
+#include "nest/coll/measure.h"
 #include "nest/coll/schedule.h"
 #include "nest/coll/simulate.h"
 #include "nest/core/error.h"
@@ -71,32 +72,10 @@ std::string link_name(const topo::Topology& t, topo::LinkId id) {
   return t.node(l.src).name + " -> " + t.node(l.dst).name;
 }
 
-// Elements of 4-byte floats as nccl-tests prints them in its `count` column: the buffer for
-// allreduce, broadcast and send, one rank's part for the operations whose size is the whole
-// gathered (or scattered) buffer.
-std::int64_t nccl_count(coll::Operation op, Bytes size, int ranks) {
-  const std::int64_t elements = size.count() / 4;
-  switch (op) {
-    case coll::Operation::kReduceScatter:
-    case coll::Operation::kAllGather:
-    case coll::Operation::kAllToAll:
-      return elements / ranks;
-    default:
-      return elements;
-  }
-}
+using coll::nccl_count;
 
 // One simulated size: what the report prints.
-struct Row {
-  coll::CollectiveSpec spec;  // resolved
-  coll::SimulationResult result;
-  coll::ClosedForm closed;
-  double simulated = 0;
-  double difference = 0;  // simulated - closed form, whole picoseconds
-  double algbw = 0;
-  double busbw = 0;
-  Time fastest;
-};
+using Row = coll::Measurement;
 
 struct RunInputs {
   const coll::CalibratedNetwork& network;
@@ -108,41 +87,16 @@ struct RunInputs {
 };
 
 Row run_row(const RunInputs& in, const coll::CollectiveSpec& spec) {
-  Row row;
   try {
-    if (in.tuned) {
-      coll::TunedRun tuned = coll::simulate_fastest(in.network, spec, in.groups, in.simulation);
-      row.spec = tuned.spec;
-      row.result = std::move(tuned.result);
-    } else {
-      row.spec = coll::resolve(spec, in.network, in.groups.front());
-      row.result = coll::simulate(in.network, spec, in.groups, in.simulation);
-    }
+    return coll::measure(
+        in.network,
+        {.spec = spec, .tuned = in.tuned, .groups = in.groups, .simulation = in.simulation});
   } catch (const Error& e) {
     // The simulator names no input when its times leave its range: the size is what does it.
     if (e.kind() != ErrorKind::kInput || !e.context().key.empty()) throw;
     throw Error::input(
         e.message(), {.key = in.size_key, .value = in.size_text, .expected = e.context().expected});
   }
-  // Closed form: each group alone (no contention); the layout's is the slowest group's.
-  coll::CollectiveSpec chosen = spec;
-  chosen.algorithm = row.spec.algorithm;
-  chosen.chunks = row.spec.chunks;
-  if (in.tuned) chosen.levels.clear();
-  for (const auto& g : in.groups) {
-    const coll::ClosedForm cf = coll::closed_form(in.network, chosen, g, in.simulation.seed);
-    if (cf.seconds >= row.closed.seconds) row.closed = cf;
-  }
-  const int n = static_cast<int>(in.groups.front().size());
-  row.simulated = row.result.makespan.to_seconds();
-  // The simulator keeps whole picoseconds: a difference below that is the closed form's rounding.
-  row.difference =
-      static_cast<double>(row.result.makespan.ps() - std::llround(row.closed.seconds * 1e12)) *
-      1e-12;
-  row.algbw = row.simulated > 0 ? spec.size.as_double() / row.simulated : 0;
-  row.busbw = row.algbw * coll::bus_bandwidth_factor(spec.op, n);
-  row.fastest = *std::min_element(row.result.durations.begin(), row.result.durations.end());
-  return row;
 }
 
 // The sweep as nccl-tests prints it (size, count, time, algbw, busbw), with the closed form and
@@ -175,9 +129,9 @@ void print_sweep_text(const coll::CalibratedNetwork& network, const std::string&
     std::cout << fmt::format(
         "{:>14} {:>12} {:>16} {:>6} {:>12.2f} {:>12.2f} {:>12.2f} {:>12.2f} {:>+9.2f}%\n",
         r.spec.size.count(), nccl_count(r.spec.op, r.spec.size, n),
-        coll::algorithm_name(r.spec.algorithm), protocol_text(r.result), r.simulated * 1e6,
-        r.algbw / 1e9, r.busbw / 1e9, r.closed.seconds * 1e6,
-        r.closed.seconds > 0 ? 100 * r.difference / r.closed.seconds : 0.0);
+        coll::algorithm_name(r.spec.algorithm), protocol_text(r.result), r.simulated_s * 1e6,
+        r.algbw_bytes_per_s / 1e9, r.busbw_bytes_per_s / 1e9, r.closed.seconds * 1e6,
+        r.closed.seconds > 0 ? 100 * r.difference_s / r.closed.seconds : 0.0);
   }
 }
 
@@ -185,13 +139,13 @@ void print_sweep_csv(int n, const std::vector<Row>& rows) {
   std::cout << "size_bytes,count,op,algorithm,protocol,channels,time_s,algbw_bytes_per_s,"
                "busbw_bytes_per_s,closed_form_s,difference_s,base_latency_s,method\n";
   for (const Row& r : rows) {
-    std::cout << fmt::format("{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{}\n",
-                             r.spec.size.count(), nccl_count(r.spec.op, r.spec.size, n),
-                             coll::operation_name(r.spec.op),
-                             coll::algorithm_name(r.spec.algorithm), protocol_text(r.result),
-                             r.spec.channels, r.simulated, r.algbw, r.busbw, r.closed.seconds,
-                             r.difference, r.result.base_latency.to_seconds(),
-                             r.result.contention_free ? "contention-free" : "events");
+    std::cout << fmt::format(
+        "{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{}\n", r.spec.size.count(),
+        nccl_count(r.spec.op, r.spec.size, n), coll::operation_name(r.spec.op),
+        coll::algorithm_name(r.spec.algorithm), protocol_text(r.result), r.spec.channels,
+        r.simulated_s, r.algbw_bytes_per_s, r.busbw_bytes_per_s, r.closed.seconds, r.difference_s,
+        r.result.base_latency.to_seconds(),
+        r.result.contention_free ? "contention-free" : "events");
   }
 }
 
@@ -202,11 +156,11 @@ nlohmann::ordered_json sweep_row_json(int n, const Row& r) {
           {"protocol", protocol_text(r.result)},
           {"channels", r.spec.channels},
           {"base_latency_s", r.result.base_latency.to_seconds()},
-          {"time_s", r.simulated},
-          {"algbw_bytes_per_s", r.algbw},
-          {"busbw_bytes_per_s", r.busbw},
+          {"time_s", r.simulated_s},
+          {"algbw_bytes_per_s", r.algbw_bytes_per_s},
+          {"busbw_bytes_per_s", r.busbw_bytes_per_s},
           {"closed_form_s", r.closed.seconds},
-          {"difference_s", r.difference},
+          {"difference_s", r.difference_s},
           {"flows", r.result.flows},
           {"events", r.result.events},
           {"method", r.result.contention_free ? "contention-free evaluation" : "event simulation"}};
@@ -383,10 +337,10 @@ int run_collective(std::span<char* const> args, const Context&) {
   const coll::CollectiveSpec& resolved = row.spec;
   const coll::SimulationResult& result = row.result;
   const coll::ClosedForm& closed = row.closed;
-  const double simulated = row.simulated;
-  const double difference = row.difference;
-  const double algbw = row.algbw;
-  const double busbw = row.busbw;
+  const double simulated = row.simulated_s;
+  const double difference = row.difference_s;
+  const double algbw = row.algbw_bytes_per_s;
+  const double busbw = row.busbw_bytes_per_s;
   const Time fastest = row.fastest;
   const char* method = result.contention_free ? "contention-free evaluation" : "event simulation";
 

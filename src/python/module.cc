@@ -17,7 +17,10 @@
 #include <utility>
 #include <vector>
 
+#include "nest/coll/calibration.h"
 #include "nest/coll/collective.h"
+#include "nest/coll/group.h"
+#include "nest/coll/measure.h"
 #include "nest/core/catalog.h"
 #include "nest/core/error.h"
 #include "nest/core/unit_parse.h"
@@ -296,6 +299,111 @@ std::vector<std::string> enum_names(const char* (*name)(int), int count) {
   return out;
 }
 
+// --- Collectives ----------------------------------------------------------------------------
+
+// The figures of one size, with the keys of `nest collective --json`.
+py::dict measurement_dict(const coll::Measurement& m, const coll::CollectiveSpec& asked, int ranks,
+                          std::size_t groups, bool tuned, const coll::CalibratedNetwork& network,
+                          const topo::Topology& topology) {
+  const bool leveled = m.spec.algorithm == coll::Algorithm::kHierarchical ||
+                       m.spec.algorithm == coll::Algorithm::kTorus;
+  py::list busiest;
+  for (const coll::LinkUse& u : m.result.busiest) {
+    const topo::Link& l = topology.link(u.link);
+    py::dict link;
+    link["link"] = u.link;
+    link["src"] = topology.node(l.src).name;
+    link["dst"] = topology.node(l.dst).name;
+    link["bytes"] = u.bytes;
+    link["busy_s"] = u.busy.to_seconds();
+    link["peak_flows"] = u.peak_flows;
+    busiest.append(link);
+  }
+  py::dict d;
+  d["topology"] = topology.name();
+  d["model"] = network.calibrated()
+                   ? network.model()->name
+                   : std::string("ideal (line rates and latencies of the topology)");
+  d["op"] = std::string(coll::operation_name(asked.op));
+  d["algorithm"] = std::string(coll::algorithm_name(m.spec.algorithm));
+  d["tuned"] = tuned;
+  d["protocol"] = m.result.calibrated ? std::string(topo::protocol_name(m.result.protocol)) : "-";
+  d["base_latency_s"] = m.result.base_latency.to_seconds();
+  d["ranks"] = ranks;
+  d["groups"] = groups;
+  d["size_bytes"] = asked.size.count();
+  d["count"] = coll::nccl_count(asked.op, asked.size, ranks);
+  d["chunks"] = m.spec.chunks;
+  d["channels"] = m.spec.channels;
+  d["levels"] = leveled ? m.spec.levels : std::vector<int>{};
+  d["simulated_s"] = m.simulated_s;
+  d["fastest_group_s"] = m.fastest.to_seconds();
+  d["closed_form_s"] = m.closed.seconds;
+  d["closed_form_latency_s"] = m.closed.latency_seconds;
+  d["closed_form_bandwidth_s"] = m.closed.bandwidth_seconds;
+  d["closed_form_steps"] = m.closed.steps;
+  d["difference_s"] = m.difference_s;
+  d["algbw_bytes_per_s"] = m.algbw_bytes_per_s;
+  d["busbw_bytes_per_s"] = m.busbw_bytes_per_s;
+  d["flows"] = m.result.flows;
+  d["events"] = m.result.events;
+  d["method"] = m.result.contention_free ? "contention-free evaluation" : "event simulation";
+  d["busiest_links"] = busiest;
+  return d;
+}
+
+py::list collectives(const PyTopology& t, const std::string& op,
+                     const std::vector<std::int64_t>& sizes, const std::string& algorithm,
+                     const std::vector<topo::DeviceId>& group_given, const std::string& concurrent,
+                     int chunks, int channels, const std::vector<int>& levels, std::uint64_t seed,
+                     bool ideal, int links, bool events) {
+  const topo::Topology& topology = *t.topology;
+  coll::CollectiveSpec spec;
+  spec.op = coll::parse_operation(op);
+  const bool auto_algorithm = algorithm == "auto";
+  spec.algorithm = algorithm.empty() || auto_algorithm ? coll::default_algorithm(spec.op)
+                                                       : coll::parse_algorithm(algorithm);
+  spec.chunks = chunks;
+  spec.channels = channels;
+  spec.levels = levels;
+  if (links < 0) {
+    throw Error::input("must not be negative",
+                       {.key = "links", .value = std::to_string(links), .expected = ">= 0"});
+  }
+  std::vector<topo::DeviceId> group = group_given;
+  if (group.empty()) {
+    group.resize(topology.num_devices());
+    for (std::size_t i = 0; i < group.size(); ++i) group[i] = static_cast<topo::DeviceId>(i);
+  }
+  const auto groups = coll::concurrent_groups(group, concurrent, topology.num_devices());
+  const int n = static_cast<int>(group.size());
+  py::list out;
+  std::vector<coll::Measurement> measured;
+  {
+    py::gil_scoped_release release;
+    const coll::CalibratedNetwork network(topology, ideal);
+    const bool tuned = auto_algorithm || (algorithm.empty() && network.calibrated());
+    if (tuned && !levels.empty()) {
+      throw Error::input(
+          "levels fixes a hierarchical algorithm",
+          {.key = "levels", .expected = "algorithm hierarchical or torus with levels"});
+    }
+    const coll::SimulationOptions simulation{
+        .seed = seed, .busiest_links = sizes.size() > 1 ? 0 : links, .events_only = events};
+    for (const std::int64_t size : sizes) {
+      spec.size = Bytes(size);
+      measured.push_back(coll::measure(
+          network, {.spec = spec, .tuned = tuned, .groups = groups, .simulation = simulation}));
+    }
+    py::gil_scoped_acquire acquire;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      spec.size = Bytes(sizes[i]);
+      out.append(measurement_dict(measured[i], spec, n, groups.size(), tuned, network, topology));
+    }
+  }
+  return out;
+}
+
 // --- Errors ---------------------------------------------------------------------------------
 
 // The exception types live in the module (no static state); the translator finds them there.
@@ -500,6 +608,18 @@ PYBIND11_MODULE(_nest, m) {
       .def("write_csv", [](const PyRun& r, const fs::path& path) {
         io::write_summary_csv(r.record.summary, path);
       });
+
+  m.def("collectives", &collectives, py::arg("topology"), py::arg("op"), py::arg("sizes"),
+        py::arg("algorithm"), py::arg("group"), py::arg("concurrent"), py::arg("chunks"),
+        py::arg("channels"), py::arg("levels"), py::arg("seed"), py::arg("ideal"), py::arg("links"),
+        py::arg("events"),
+        "One dict per size, with the keys of `nest collective --json` (and `count`)");
+  m.def("parse_sizes", [](const std::string& text) {
+    std::vector<std::int64_t> out;
+    for (const Bytes b : coll::parse_size_sweep(text)) out.push_back(b.count());
+    return out;
+  });
+  m.def("parse_bytes", [](const std::string& text) { return parse_bytes(text).count(); });
 
   m.def(
       "names",

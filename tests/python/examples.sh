@@ -19,4 +19,6 @@ grep -q '^plan: t=4 stages=8 d=32 ' "$tmp/pipeline_timeline.out" ||
   { echo "FAIL pipeline_timeline plan: $(head -1 "$tmp/pipeline_timeline.out")"; failed=1; }
 [ "$(grep -c ' NEST .* manual ' "$tmp/spine_whatif.out")" -eq 4 ] ||
   { echo "FAIL spine_whatif rows: $(cat "$tmp/spine_whatif.out")"; failed=1; }
+[ "$(grep -cE '^ +[0-9]+ +(ring|nvls|tree|hierarchical) ' "$tmp/busbw_curve.out")" -ge 5 ] ||
+  { echo "FAIL busbw_curve rows: $(cat "$tmp/busbw_curve.out")"; failed=1; }
 exit $failed

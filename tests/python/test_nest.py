@@ -59,6 +59,36 @@ class TopologyTest(unittest.TestCase):
         self.assertEqual(e.exception.value, "3")
 
 
+class CollectiveTest(unittest.TestCase):
+    def test_collective_equals_nest_collective(self):
+        for args in (("dgx_h100", "allreduce", "1 GiB", {}),
+                     ("h100_rail_64", "all_gather", "64 MiB", {"algorithm": "ring"}),
+                     ("small_explicit", "allreduce", "8 MiB", {"ideal": True})):
+            topology, op, size, kw = args
+            got = nest.collective(topology, op, size, **kw)
+            flags = [f"--{k}" if v is True else f"--{k}={v}" for k, v in kw.items()]
+            want = cli("collective", "--topology", topology, "--op", op, "--size",
+                       size.replace(" ", ""), *flags, "--json")
+            for key, value in want.items():
+                self.assertEqual(got[key], value, f"{topology} {key}")
+
+    def test_sweep_rows_equal_nest_collective_sizes(self):
+        df = nest.collective_sweep("dgx_h100", "allreduce", "1K:1G:4")
+        want = cli("collective", "--topology", "dgx_h100", "--op", "allreduce", "--sizes",
+                   "1K:1G:4", "--json")["rows"]
+        self.assertEqual(list(df["size_bytes"]), [r["size_bytes"] for r in want])
+        self.assertEqual(list(df["time_s"]), [r["time_s"] for r in want])
+        self.assertEqual(list(df["busbw_bytes_per_s"]), [r["busbw_bytes_per_s"] for r in want])
+        self.assertEqual(list(df["protocol"]), [r["protocol"] for r in want])
+        # nccl-tests' count: 4-byte floats of the buffer (allreduce).
+        self.assertEqual(list(df["count"]), [s // 4 for s in df["size_bytes"]])
+
+    def test_bad_operation_is_an_input_error(self):
+        with self.assertRaises(nest.InputError) as e:
+            nest.collective("dgx_h100", "allgather_v", "1 MiB")
+        self.assertTrue(str(e.exception).startswith("--op: unknown operation"), str(e.exception))
+
+
 class JobTest(unittest.TestCase):
     def test_place_equals_nest_place(self):
         plan = nest.Job(**SMALL).place()
