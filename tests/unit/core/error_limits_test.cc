@@ -1,10 +1,13 @@
-// What an error line may show (issue 17, defect 6): escape sequences reached the terminal, a
-// whole 10 MB value was echoed.
+// What an error line may show (issue 17, defect 6) and the checked conversions to Time
+// (defect 3: an efficiency of 1e-300 gave negative times through an undefined cast).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "nest/core/error.h"
+#include "nest/core/units.h"
 
 namespace nest {
 namespace {
@@ -53,6 +56,26 @@ TEST(Error, KeepsTheEndOfALongFileNameAndCapsTheLine) {
   EXPECT_EQ(what, "..." + std::string(249, 'd') + "/x.yaml: bad");
   const Error huge = Error::input(std::string(100000, 'm'), {.expected = std::string(100000, 'e')});
   EXPECT_LE(std::string(huge.what()).size(), kMaxLine);
+}
+
+TEST(CheckedTime, ConversionsOutOfRangeAreInputErrors) {
+  EXPECT_EQ(Time::seconds(1.5).ps(), 1'500'000'000'000);
+  EXPECT_THROW((void)Time::seconds(1e7), Error);  // 1e19 ps > 9.2e18
+  EXPECT_THROW((void)Time::seconds(std::nan("")), Error);
+  EXPECT_THROW((void)Time::microseconds(-1e13), Error);
+  // 1 GB at 1 B/s is 1e9 s, past the 2^62 ps (4.6e6 s) that one transfer may take.
+  try {
+    (void)serialization_time(Bytes(1'000'000'000), Bandwidth::bytes_per_second(1));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInput);
+    EXPECT_STREQ(e.what(),
+                 "duration out of range (got \"1e+09 s\"; expected a transfer or computation "
+                 "within 2^62 ps (4.6e6 s, 53 days): smaller sizes or faster rates)");
+  }
+  EXPECT_THROW((void)compute_time(Flops(1e12), FlopRate::per_second(1e-300)), Error);
+  EXPECT_EQ(compute_time(Flops(4.6e6), FlopRate::per_second(1)).ps(), 4'600'000'000'000'000'000);
+  EXPECT_EQ(checked_ps(12.5), 12.5);
 }
 
 }  // namespace
