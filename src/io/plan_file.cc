@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "nest/config/limits.h"
 #include "nest/config/node.h"
 #include "nest/core/atomic_file.h"
 #include "nest/core/error.h"
@@ -289,14 +290,9 @@ PlanRecord parse_plan(std::string_view text, const std::string& name) {
   return r;
 }
 
-PlanRecord read_plan_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error::input("cannot read the plan file", {.file = path, .expected = "a readable file"});
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_plan(text.str(), path);
+PlanRecord read_plan_file(const std::string& path, const config::Limits& limits) {
+  return parse_plan(config::read_input_file(path, limits.max_input_bytes, "a readable plan file"),
+                    path);
 }
 
 }  // namespace nest::io

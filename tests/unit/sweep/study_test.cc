@@ -179,7 +179,8 @@ TEST_F(StudyTest, MalformedStudiesFailNamingFileLineAndKey) {
       {"sweep:\n  points:\n    - {workload: x}\n",
        "s.yaml:26: sweep.points[0].workload: unknown name (got \"x\"; expected one of w)"},
       {"sweep:\n  product:\n    devices: [1]\n    devices: [2]\n",
-       "s.yaml:27: sweep.product.devices: axis \"devices\" given twice (expected each axis once)"},
+       "s.yaml:27: sweep.product.devices: duplicate key \"devices\" (expected each key once in a "
+       "map)"},
       {"sweep:\n  product:\n    devices: []\n",
        "s.yaml:26: sweep.product.devices: empty list (expected at least one value)"},
       {"sweep:\n  product:\n    devices: [0]\n",
