@@ -109,6 +109,7 @@ int run_collective(std::span<char* const> args) {
       "always run the event simulation (by default a run in which every link carries its flows "
       "one after another is evaluated without events, with the same result)")(
       "json", "print one JSON object instead of text");
+  add_limit_options(options);
   po::positional_options_description positional;
   po::variables_map vm;
   if (!parse_options(args, kUsage, options, positional, vm)) return 0;
@@ -129,7 +130,7 @@ int run_collective(std::span<char* const> args) {
                        {.key = "--links", .value = std::to_string(links), .expected = ">= 0"});
   }
 
-  const topo::Topology topology = topo::load_topology(find_topology(file));
+  const topo::Topology topology = topo::load_topology(find_topology(file), limits_of(vm));
   const std::size_t n_devices = topology.num_devices();
   if (vm.count("group") == 0) {
     group_text = "0-" + std::to_string(n_devices - 1);

@@ -19,7 +19,8 @@ namespace nest::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "nest topology describe FILE [--json]\n       nest topology validate FILE";
+    "nest topology describe FILE [--json] [--max-input-size SIZE] [--max-memory SIZE]\n"
+    "       nest topology validate FILE [--max-input-size SIZE] [--max-memory SIZE]";
 
 std::string join(const std::vector<int>& v) {
   std::string out;
@@ -32,12 +33,13 @@ int describe(std::span<char* const> args) {
   std::string file;
   options.add_options()("file", po::value(&file)->required(), "topology YAML file")(
       "json", "print one JSON object instead of text");
+  add_limit_options(options);
   po::positional_options_description positional;
   positional.add("file", 1);
   po::variables_map vm;
   if (!parse_options(args, kUsage, options, positional, vm)) return 0;
 
-  const topo::Topology t = topo::load_topology(file);
+  const topo::Topology t = topo::load_topology(file, limits_of(vm));
   const topo::TopologySummary s = topo::summarize(t);
   const char* method = s.bisection_exact_form ? "closed_form" : "max_flow";
   if (vm.count("json") != 0) {
@@ -76,11 +78,12 @@ int validate(std::span<char* const> args) {
   po::options_description options("options");
   std::string file;
   options.add_options()("file", po::value(&file)->required(), "topology YAML file");
+  add_limit_options(options);
   po::positional_options_description positional;
   positional.add("file", 1);
   po::variables_map vm;
   if (!parse_options(args, kUsage, options, positional, vm)) return 0;
-  const topo::Topology t = topo::load_topology(file);
+  const topo::Topology t = topo::load_topology(file, limits_of(vm));
   std::cout << fmt::format("ok: {}: {} ({}), {} devices, {} switches, {} cables\n", file, t.name(),
                            topo::family_name(t.family()), t.num_devices(), t.num_switches(),
                            t.num_cables());

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "nest/core/error.h"
+#include "nest/core/unit_parse.h"
 
 namespace nest::cli {
 
@@ -26,14 +27,42 @@ std::vector<std::string> search_roots() {
 }
 
 std::string find_topology(const std::string& name) {
-  if (fs::exists(name)) return name;
+  std::error_code ec;  // a name too long for a path is no file, not an internal error
+  if (fs::exists(name, ec)) return name;
   for (const auto& root : search_roots()) {
     const fs::path p = fs::path(root) / "topologies" / (name + ".yaml");
-    if (fs::exists(p)) return p.string();
+    if (fs::exists(p, ec)) return p.string();
   }
   throw Error::input(
       "no such topology file or name",
       {.key = "--topology", .value = name, .expected = "a file or a name of topologies/"});
+}
+
+void add_limit_options(po::options_description& options) {
+  options.add_options()("max-input-size", po::value<std::string>(),
+                        "largest input file to read, e.g. 256MiB (default 64 MiB)")(
+      "max-memory", po::value<std::string>(),
+      "largest estimated memory of a topology, e.g. 64GiB (default: half the machine's)");
+}
+
+config::Limits limits_of(const po::variables_map& vm) {
+  config::Limits limits;
+  const auto size = [&](const char* option, std::int64_t& out) {
+    if (vm.count(option) == 0) return;
+    try {
+      out = parse_bytes(vm[option].as<std::string>()).count();
+    } catch (const Error& e) {
+      throw e.at_key(std::string("--") + option);
+    }
+    if (out < 1) {
+      throw Error::input("must be positive", {.key = std::string("--") + option,
+                                              .value = vm[option].as<std::string>(),
+                                              .expected = "a size > 0, e.g. 64GiB"});
+    }
+  };
+  size("max-input-size", limits.max_input_bytes);
+  size("max-memory", limits.max_memory_bytes);
+  return limits;
 }
 
 bool parse_options(std::span<char* const> args, const std::string& usage,
