@@ -32,13 +32,16 @@ int run_sweep(std::span<char* const> args) {
       "progress", po::value<std::string>()->default_value("auto"),
       "progress bar on stderr: auto (on a terminal), always or never")(
       "dry-run", po::bool_switch(), "read and expand the study, list its points, run nothing");
+  add_limit_options(options);
   po::positional_options_description positional;
   positional.add("study", 1);
   po::variables_map vm;
-  if (!parse_options(args,
-                     "nest sweep STUDY --output DIR [--resume|--force] [--threads N] "
-                     "[--stop-after N] [--progress auto|always|never] [--dry-run]",
-                     options, positional, vm)) {
+  if (!parse_options(
+          args,
+          "nest sweep STUDY --output DIR [--resume|--force] [--threads N] "
+          "[--stop-after N] [--progress auto|always|never] [--dry-run] [--max-input-size SIZE] "
+          "[--max-memory SIZE]",
+          options, positional, vm)) {
     return 0;
   }
   const std::string progress = vm["progress"].as<std::string>();
@@ -56,7 +59,7 @@ int run_sweep(std::span<char* const> args) {
   // the same points everywhere), so nothing but rows crosses the network.
   const sweep::Cluster cluster;
   const auto start = std::chrono::steady_clock::now();
-  const sweep::Study study = sweep::load_study(vm["study"].as<std::string>());
+  const sweep::Study study = sweep::load_study(vm["study"].as<std::string>(), limits_of(vm));
   if (vm["dry-run"].as<bool>()) {
     if (cluster.rank() != 0) return 0;
     std::cout << fmt::format("study {}: {} points\n", study.name, study.points.size());
@@ -77,6 +80,7 @@ int run_sweep(std::span<char* const> args) {
   o.resume = vm["resume"].as<bool>();
   o.overwrite = vm["force"].as<bool>();
   o.threads = vm["threads"].as<int>();
+  sweep::validate(o);
   o.stop_after = vm["stop-after"].as<long long>();
   o.progress = progress == "always"  ? Progress::Mode::kAlways
                : progress == "never" ? Progress::Mode::kNever

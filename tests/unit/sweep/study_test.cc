@@ -246,3 +246,33 @@ TEST(GeneratorParameters, CoverTheKeysOfTheBundledTopologies) {
 
 }  // namespace
 }  // namespace nest::sweep
+
+namespace nest::sweep {
+namespace {
+
+// gpus_per_node: 1e-300 made devices / gpus_per_node a double past int64 that was cast anyway
+// (undefined), and a tiny devices_per_host made the fat-tree sizing loop run forever.
+TEST_F(StudyTest, DerivedSizesPastTheNodeLimitAreThePointsErrors) {
+  const Study s = parse(std::string(kHead) + R"(sweep:
+  points:
+    - {devices: 1024, topology.gpus_per_node: 1e-300}
+    - {devices: 1024, topology: tree, topology.devices_per_host: 1e-300}
+)");
+  const auto error = [&](std::size_t point) {
+    try {
+      (void)topology_parameters(s, s.points[point]);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error(0),
+            "topology.nodes: the device budget needs too large a topology (got \"1.024e+303\"; "
+            "expected at most 16777216)");
+  EXPECT_EQ(error(1),
+            "topology.k: the device budget needs too large a fat-tree (got \"1024 devices\"; "
+            "expected a budget that k <= 1024 holds)");
+}
+
+}  // namespace
+}  // namespace nest::sweep
