@@ -16,13 +16,20 @@
 namespace nest::replay {
 
 /// How to replay a plan.
+/// Most data-parallel gradient buckets per stage.
+inline constexpr int kMaxGradientBuckets = 65'536;
+
 struct PlanReplayOptions {
   Schedule schedule = Schedule::kOneFOneB;
-  /// Model chunks per device group under `Schedule::kInterleaved` (>= 2).
+  /// Model chunks per device group under `Schedule::kInterleaved` (>= 2, at most the layers).
   int virtual_stages = 2;
-  int gradient_buckets = 4;
+  int gradient_buckets = 4;  ///< in [1, kMaxGradientBuckets]
   std::uint64_t seed = 0;
 };
+
+/// Throws `Error` (input, key "--buckets") unless gradient_buckets is in
+/// [1, kMaxGradientBuckets]. `replay_input` calls it.
+void validate(const PlanReplayOptions& options);
 
 /// The replay's input for `plan` (evaluated on `profile`). Per stage: forward = Σ forward of its
 /// layers plus the forward share of its intra-layer collectives; backward = the rest of the
