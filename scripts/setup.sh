@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages NEST needs to build, test and plot. Idempotent and quiet when
+# Installs the Debian packages NEST needs to build, test and plot, and any named as arguments
+# (scripts/test.sh --sanitize adds clang and libclang-rt-14-dev). Idempotent and quiet when
 # everything is already there. Run as root (or with sudo available).
 set -euo pipefail
 
@@ -9,6 +10,7 @@ packages=(
   libyaml-cpp-dev libhdf5-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-h5py python3-matplotlib
+  "$@"
 )
 
 missing=()
