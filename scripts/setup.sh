@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages NEST needs to build, test and plot. Idempotent and quiet when
+# Installs the Debian packages NEST needs to build, test and plot, and any named as arguments
+# (scripts/test.sh --sanitize adds clang and libclang-rt-14-dev). Idempotent and quiet when
 # everything is already there. Run as root (or with sudo available).
 set -euo pipefail
 
@@ -11,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-h5py python3-matplotlib python3-pandas
   python3-dev python3-pybind11 pybind11-dev
+  "$@"
 )
 
 missing=()

@@ -227,7 +227,10 @@ int run_collective(std::span<char* const> args, const Context&) {
            "flows one after another is evaluated without events, with the same result)")
       .add("json", &json, "print one JSON object instead of text")
       .add("csv", &csv, "print the rows as CSV (with --sizes)");
+  LimitArgs limit_args;
+  add_limit_options(o, limit_args);
   if (!o.parse(args)) return 0;
+  const config::Limits limits = limits_of(limit_args);
   if (file.empty()) throw Error::input("missing --topology", {.key = "--topology"});
   if (op_text.empty()) throw Error::input("missing --op", {.key = "--op"});
 
@@ -278,7 +281,7 @@ int run_collective(std::span<char* const> args, const Context&) {
                        {.key = "--links", .value = std::to_string(links), .expected = ">= 0"});
   }
 
-  const topo::Topology topology = topo::load_topology(find_topology(file));
+  const topo::Topology topology = topo::load_topology(find_topology(file), limits);
   const std::size_t n_devices = topology.num_devices();
   if (!o.given("group")) {
     group_text = "0-" + std::to_string(n_devices - 1);

@@ -235,9 +235,10 @@ std::vector<Variant> select_variants(const std::vector<Variant>& all, const Opti
   return out;
 }
 
-int run_unchecked(const Options& o, const std::string& profile_name, std::string model_name,
-                  std::string accelerator_name, const workload::ParallelConfig& config,
-                  const workload::BuildOptions& build, bool operators, bool json) {
+int run_unchecked(const Options& o, const config::Limits& limits, const std::string& profile_name,
+                  std::string model_name, std::string accelerator_name,
+                  const workload::ParallelConfig& config, const workload::BuildOptions& build,
+                  bool operators, bool json) {
   const Catalog data = catalog();
   if (!profile_name.empty()) {
     if (!model_name.empty() || !accelerator_name.empty()) {
@@ -269,7 +270,7 @@ int run_unchecked(const Options& o, const std::string& profile_name, std::string
     const workload::Model model =
         workload::load_model(data.find(DataKind::kModel, model_name, "--model"));
     const workload::Accelerator device = workload::load_accelerator(
-        data.find(DataKind::kAccelerator, accelerator_name, "--accelerator"));
+        data.find(DataKind::kAccelerator, accelerator_name, "--accelerator"), limits);
     if (build.sequence_length < 0 || build.global_batch < 0) {
       throw Error::input("must not be negative",
                          {.key = build.sequence_length < 0 ? "--seq" : "--global-batch",
@@ -388,6 +389,8 @@ int run_profile(std::span<char* const> args, const Context&) {
       .add("chakra", &chakra_dir,
            "check and summarize a folder of Chakra ET files (per rank; per stage for NEST's)")
       .add("json", &json, "print one JSON object instead of tables");
+  LimitArgs limit_args;
+  add_limit_options(o, limit_args);
   if (!o.parse(args)) return 0;
   return o.run([&] {
     if (!chakra_dir.empty()) {
@@ -397,7 +400,8 @@ int run_profile(std::span<char* const> args, const Context&) {
       }
       return print_chakra(chakra_dir, json);
     }
-    return run_unchecked(o, profile, model, accelerator, config, build, operators, json);
+    return run_unchecked(o, limits_of(limit_args), profile, model, accelerator, config, build,
+                         operators, json);
   });
 }
 

@@ -235,14 +235,17 @@ int run_simulate(std::span<char* const> args, const Context& context) {
       .add("json", &json, "print the summary as JSON");
   add_replay_options(o, r);
   add_trace_options(o, out.trace_options);
+  LimitArgs limit_args;
+  add_limit_options(o, limit_args);
   if (!o.parse(args)) return 0;
   return o.run([&] {
     if (plan_file.empty()) throw Error::input("missing --plan", {.key = "--plan"});
     if (out.hdf5.empty()) throw Error::input("missing --output", {.key = "--output"});
     replay::PlanReplayOptions replay = replay_options(r);
     if (!out.trace.empty()) replay.utilization_links = io::kTraceBusiestLinks;
-    job::PlannedJob planned =
-        job::load_plan(plan_file, {.topology = topology, .seed = seed}, catalog(), context.log);
+    job::PlannedJob planned = job::load_plan(
+        plan_file, {.topology = topology, .seed = seed, .limits = limits_of(limit_args)}, catalog(),
+        context.log);
     // An output that would replace an input (or another output) is refused before any work.
     std::vector<NamedPath> inputs = plan_inputs(planned.job.spec(), !topology.empty());
     inputs.push_back({"--plan", plan_file});

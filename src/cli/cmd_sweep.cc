@@ -25,7 +25,7 @@ namespace {
 
 int sweep_unchecked(const std::string& study_file, const std::string& output, bool resume,
                     bool force, int threads, std::int64_t stop_after, const std::string& progress,
-                    bool dry_run, bool json) {
+                    bool dry_run, bool json, const config::Limits& limits) {
   if (output.empty() && !dry_run) throw Error::input("missing --output", {.key = "--output"});
   if (progress != "auto" && progress != "always" && progress != "never") {
     throw Error::input(
@@ -41,7 +41,7 @@ int sweep_unchecked(const std::string& study_file, const std::string& output, bo
   const sweep::Cluster cluster;
   const auto start = std::chrono::steady_clock::now();
   const sweep::Study study =
-      sweep::load_study(catalog().find(DataKind::kStudy, study_file, "study"));
+      sweep::load_study(catalog().find(DataKind::kStudy, study_file, "study"), limits);
   if (dry_run) {
     if (cluster.rank() != 0) return 0;
     if (json) {
@@ -75,6 +75,7 @@ int sweep_unchecked(const std::string& study_file, const std::string& output, bo
   o.resume = resume;
   o.overwrite = force;
   o.threads = threads;
+  sweep::validate(o);
   o.stop_after = stop_after;
   o.progress = progress == "always"  ? Progress::Mode::kAlways
                : progress == "never" ? Progress::Mode::kNever
@@ -134,7 +135,8 @@ int run_sweep(std::span<char* const> args, const Context&) {
   bool json = false;
   Options options(
       "nest sweep STUDY --output DIR [--resume|--force] [--threads N] [--stop-after N] "
-      "[--progress auto|always|never] [--dry-run] [--json]");
+      "[--progress auto|always|never] [--dry-run] [--json] [--max-input-size SIZE] "
+      "[--max-memory SIZE]");
   options.positional("study", &study_file, "the study file (YAML) or name (studies/)")
       .add("output,o", &output, "folder for results.csv and results.h5 (created if missing)")
       .add("resume", &resume, "keep the rows already in the output folder, run the rest")
@@ -145,10 +147,12 @@ int run_sweep(std::span<char* const> args, const Context&) {
       .add("progress", &progress, "progress bar on stderr: auto (on a terminal), always or never")
       .add("dry-run", &dry_run, "read and expand the study, list its points, run nothing")
       .add("json", &json, "print the report (or the points of --dry-run) as JSON");
+  LimitArgs limit_args;
+  add_limit_options(options, limit_args);
   if (!options.parse(args)) return 0;
   return options.run([&] {
     return sweep_unchecked(study_file, output, resume, force, threads, stop_after, progress,
-                           dry_run, json);
+                           dry_run, json, limits_of(limit_args));
   });
 }
 

@@ -20,8 +20,9 @@ namespace nest::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "nest topology describe FILE|NAME [--nodes] [--json]\n"
-    "       nest topology validate FILE|NAME [--json]";
+    "nest topology describe FILE|NAME [--nodes] [--json] [--max-input-size SIZE] [--max-memory "
+    "SIZE]\n"
+    "       nest topology validate FILE|NAME [--json] [--max-input-size SIZE] [--max-memory SIZE]";
 
 std::string join(const std::vector<int>& v) {
   std::string out;
@@ -74,9 +75,11 @@ int describe(std::span<char* const> args) {
   o.positional("file", &file, "topology YAML file or name (topologies/)")
       .add("nodes", &tables, "also list every node (id, name, kind, tier) and directed link")
       .add("json", &json, "print one JSON object instead of text");
+  LimitArgs limit_args;
+  add_limit_options(o, limit_args);
   if (!o.parse(args)) return 0;
   file = find_topology(file, "file");
-  const topo::Topology t = topo::load_topology(file);
+  const topo::Topology t = topo::load_topology(file, limits_of(limit_args));
   const topo::TopologySummary s = topo::summarize(t);
   const char* method = s.bisection_exact_form ? "closed_form" : "max_flow";
   if (json) {
@@ -119,9 +122,11 @@ int validate(std::span<char* const> args) {
   Options o(kUsage);
   o.positional("file", &file, "topology YAML file or name (topologies/)")
       .add("json", &json, "print one JSON object instead of text");
+  LimitArgs limit_args;
+  add_limit_options(o, limit_args);
   if (!o.parse(args)) return 0;
   file = find_topology(file, "file");
-  const topo::Topology t = topo::load_topology(file);
+  const topo::Topology t = topo::load_topology(file, limits_of(limit_args));
   if (json) {
     nlohmann::ordered_json j = {{"file", file},
                                 {"valid", true},

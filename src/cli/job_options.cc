@@ -83,6 +83,7 @@ void add_job_options(Options& o, JobArgs& a) {
            "algorithm")
       .add("anneal-seed", &s.anneal_seed, "seed of the anneal baseline", "anneal_seed")
       .add("anneal-steps", &s.anneal_steps, "steps of the anneal baseline", "anneal_steps");
+  add_limit_options(o, a.limits);
 }
 
 job::JobSpec job_spec(JobArgs& a) {
@@ -102,6 +103,7 @@ job::JobSpec job_spec(JobArgs& a) {
     }
   }
   s.workload.build.precision = a.precision;
+  s.limits = limits_of(a.limits);
   if (!a.algorithm.empty()) {
     try {
       s.algorithm = coll::parse_algorithm(a.algorithm);

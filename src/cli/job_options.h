@@ -19,6 +19,7 @@ struct JobArgs {
   std::string baselines = "all";
   std::string precision = "bf16";
   std::string algorithm;  // empty: the tuner's choice per group
+  LimitArgs limits;
 };
 
 /// Binds the job options of `args` to `options`.

@@ -145,7 +145,8 @@ int main(int argc, char** argv) {
       print_error(fmt::format("nest {}: {}", c.name, e.what()));
       return e.exit_status();
     } catch (const std::exception& e) {
-      print_error(fmt::format("nest {}: internal error: {}", c.name, e.what()));
+      print_error(
+          fmt::format("nest {}: internal error: {}", c.name, nest::printable(e.what(), 512)));
       return 1;
     }
   }

@@ -227,4 +227,29 @@ std::string command_line(std::span<char* const> args) {
   return s;
 }
 
+void add_limit_options(Options& options, LimitArgs& args) {
+  options
+      .add("max-input-size", &args.max_input,
+           "largest input file to read, e.g. 256MiB (default 64 MiB)", "max_input_bytes")
+      .add("max-memory", &args.max_memory,
+           "largest estimated memory of a topology, e.g. 64GiB (default: half the machine's)",
+           "max_memory_bytes");
+}
+
+config::Limits limits_of(const LimitArgs& args) {
+  config::Limits limits;
+  const auto size = [](const char* option, const std::optional<Bytes>& given, std::int64_t& out) {
+    if (!given) return;
+    if (given->count() < 1) {
+      throw Error::input(
+          "must be positive",
+          {.key = option, .value = format_bytes(*given), .expected = "a size > 0, e.g. 64GiB"});
+    }
+    out = given->count();
+  };
+  size("--max-input-size", args.max_input, limits.max_input_bytes);
+  size("--max-memory", args.max_memory, limits.max_memory_bytes);
+  return limits;
+}
+
 }  // namespace nest::cli

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "nest/config/limits.h"
 #include "nest/core/catalog.h"
 #include "nest/core/error.h"
 #include "nest/core/units.h"
@@ -68,5 +69,19 @@ class Options {
 
 /// "nest <args...>", for the metadata of output files.
 [[nodiscard]] std::string command_line(std::span<char* const> args);
+
+/// The input limits a command takes (`--max-input-size`, `--max-memory`; nest/config/limits.h).
+struct LimitArgs {
+  std::optional<Bytes> max_input;
+  std::optional<Bytes> max_memory;
+};
+
+/// Adds `--max-input-size SIZE` and `--max-memory SIZE` to a command that reads input files or
+/// builds topologies.
+void add_limit_options(Options& options, LimitArgs& args);
+
+/// The limits given, the defaults for those not given. Throws `Error` (input, key the option)
+/// for a size that is not positive.
+[[nodiscard]] config::Limits limits_of(const LimitArgs& args);
 
 }  // namespace nest::cli

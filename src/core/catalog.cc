@@ -1,5 +1,7 @@
 #include "nest/core/catalog.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <set>
@@ -124,6 +126,13 @@ fs::path Catalog::locate(const fs::path& relative) const {
 
 std::string Catalog::find(DataKind kind, const std::string& name_or_path,
                           const std::string& key) const {
+  const std::string k = key.empty() ? std::string(to_string(kind)) : key;
+  if (name_or_path.size() >= kMaxPathBytes) {
+    throw Error::input("path too long",
+                       {.key = k,
+                        .value = name_or_path,
+                        .expected = fmt::format("a path of at most {} bytes", kMaxPathBytes - 1)});
+  }
   std::error_code ec;
   if (!name_or_path.empty() && fs::is_regular_file(name_or_path, ec)) return name_or_path;
   // What looks like a path is one: its loader reports it missing, not the catalog.
@@ -144,7 +153,6 @@ std::string Catalog::find(DataKind kind, const std::string& name_or_path,
       }
     }
   }
-  const std::string k = key.empty() ? noun : key;
   if (prefixed.size() == 1) return prefixed.front().second.string();
   if (prefixed.size() > 1) {
     std::vector<std::string> names;

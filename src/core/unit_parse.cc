@@ -27,11 +27,13 @@ constexpr std::array kSizeUnits = {
     Unit{"GB", 1e9},
     Unit{"TB", 1e12},
     Unit{"PB", 1e15},
+    Unit{"EB", 1e18},
     Unit{"KiB", 1024.0},
     Unit{"MiB", 1048576.0},
     Unit{"GiB", 1073741824.0},
     Unit{"TiB", 1099511627776.0},
     Unit{"PiB", 1125899906842624.0},
+    Unit{"EiB", 1152921504606846976.0},
     Unit{"b", 0.125},
     Unit{"Kb", 125.0},
     Unit{"Mb", 125e3},
@@ -171,7 +173,7 @@ std::string format_time(Time t) {
 
 std::string format_bytes(Bytes b) {
   const double v = b.as_double();
-  constexpr std::array kNames = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  constexpr std::array kNames = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   std::size_t i = 0;
   double x = v;
   while (std::abs(x) >= 1024.0 && i + 1 < kNames.size()) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "nest/config/limits.h"
 #include "nest/config/node.h"
 #include "nest/core/atomic_file.h"
 #include "nest/core/error.h"
@@ -438,14 +439,9 @@ PlanRecord parse_plan(std::string_view text, const std::string& name) {
   return r;
 }
 
-PlanRecord read_plan_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error::input("cannot read the plan file", {.file = path, .expected = "a readable file"});
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  PlanRecord r = parse_plan(text.str(), path);
+PlanRecord read_plan_file(const std::string& path, const config::Limits& limits) {
+  PlanRecord r = parse_plan(
+      config::read_input_file(path, limits.max_input_bytes, "a readable plan file"), path);
   r.file = path;
   return r;
 }

@@ -120,7 +120,8 @@ struct Job::Impl {
     } else if (!spec.topology.empty()) {
       spec.topology = catalog.find(DataKind::kTopology, spec.topology, "topology");
       const auto start = Clock::now();
-      topology = std::make_shared<const topo::Topology>(topo::load_topology(spec.topology));
+      topology =
+          std::make_shared<const topo::Topology>(topo::load_topology(spec.topology, spec.limits));
       topology_name = spec.topology;
       nest::log(log, LogLevel::kInfo, "topology {}: {} devices, loaded in {:.3f} s", spec.topology,
                 topology->num_devices(), seconds_since(start));
@@ -173,8 +174,8 @@ struct Job::Impl {
     const auto start = Clock::now();
     if (has_profile) {
       w.profile = catalog.find(DataKind::kProfile, w.profile, "workload.profile");
-      profile =
-          std::make_shared<const workload::LayerProfile>(workload::load_layer_profile(w.profile));
+      profile = std::make_shared<const workload::LayerProfile>(
+          workload::load_layer_profile(w.profile, spec.limits));
     } else {
       if (w.accelerator.empty()) {
         throw Error::input(
@@ -183,8 +184,8 @@ struct Job::Impl {
       }
       w.model = catalog.find(DataKind::kModel, w.model, "workload.model");
       w.accelerator = catalog.find(DataKind::kAccelerator, w.accelerator, "workload.accelerator");
-      const workload::Model model = workload::load_model(w.model);
-      const workload::Accelerator device = workload::load_accelerator(w.accelerator);
+      const workload::Model model = workload::load_model(w.model, spec.limits);
+      const workload::Accelerator device = workload::load_accelerator(w.accelerator, spec.limits);
       if (w.candidates.max_tensor_parallel == 0) w.candidates.max_tensor_parallel = scale_up;
       const auto configs = placer::candidate_configs(model, w.build, w.candidates);
       if (configs.empty()) {
@@ -328,7 +329,7 @@ std::vector<placer::BaselineResult> Job::baselines() {
     nest::log(m.log, LogLevel::kInfo, "baseline {}: {:.3f} s", name, seconds_since(start));
   }
   if (!m.spec.fixed_plan.empty()) {
-    const io::PlanRecord given = io::read_plan_file(m.spec.fixed_plan);
+    const io::PlanRecord given = io::read_plan_file(m.spec.fixed_plan, m.spec.limits);
     placer::PlanChoice choice = given.choice;
     choice.variant = placer::find_variant(*m.profile, given.degrees);
     out.push_back(placer::fixed_baseline(*m.profile, choice, *m.comm, m.search.cost));
@@ -425,7 +426,7 @@ std::string Job::plan_yaml(const placer::Plan& plan,
 
 PlannedJob load_plan(const fs::path& path, const PlanOverrides& overrides, const Catalog& catalog,
                      Logger* log) {
-  io::PlanRecord record = io::read_plan_file(path.string());
+  io::PlanRecord record = io::read_plan_file(path.string(), overrides.limits);
   const io::PlanInputs& in = record.inputs;
   const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   // Inputs resolve against the plan's folder only: the same plan never picks up a different
@@ -456,7 +457,8 @@ PlannedJob load_plan(const fs::path& path, const PlanOverrides& overrides, const
   }
   Prebuilt prebuilt;
   if (!spec.topology.empty()) {
-    prebuilt.topology = std::make_shared<const topo::Topology>(topo::load_topology(spec.topology));
+    prebuilt.topology = std::make_shared<const topo::Topology>(
+        topo::load_topology(spec.topology, overrides.limits));
     prebuilt.topology_name = spec.topology;
     if (prebuilt.topology->num_devices() < static_cast<std::size_t>(in.devices)) {
       throw Error::input(fmt::format("the plan needs {} devices, the topology has {}", in.devices,
@@ -486,6 +488,7 @@ PlannedJob load_plan(const fs::path& path, const PlanOverrides& overrides, const
     }
   }
   spec.baselines.clear();
+  spec.limits = overrides.limits;
   for (const auto& [kind, hash] : in.hashes) {
     for (const auto& [key, file] :
          {std::pair<const char*, const std::string&>{"topology", spec.topology},
@@ -507,8 +510,9 @@ PlannedJob load_plan(const fs::path& path, const PlanOverrides& overrides, const
       throw Error::input("a model needs an accelerator",
                          {.file = path.string(), .key = "inputs.accelerator"});
     }
-    const workload::Model model = workload::load_model(spec.workload.model);
-    const workload::Accelerator device = workload::load_accelerator(spec.workload.accelerator);
+    const workload::Model model = workload::load_model(spec.workload.model, overrides.limits);
+    const workload::Accelerator device =
+        workload::load_accelerator(spec.workload.accelerator, overrides.limits);
     const placer::VariantDegrees& v = record.degrees;
     const workload::ParallelConfig config{.tensor = v.tensor_parallel,
                                           .context = v.context_parallel,

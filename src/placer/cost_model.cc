@@ -160,6 +160,14 @@ Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, C
   }
   const auto& b = plan.stages[static_cast<std::size_t>(plan.bottleneck_stage)].time;
   const std::int64_t k = plan.microbatches_per_replica;
+  // A slow network can make each transfer fit Time and their sum not: check it wide first.
+  const long double wide =
+      (static_cast<long double>(b.compute.ps()) + b.collectives.ps() + b.transfer.ps()) *
+          static_cast<long double>(k) +
+      static_cast<long double>(b.total().ps()) * (S - 1) + sync.ps() + optimizer.ps();
+  if (!(wide < static_cast<long double>(kMaxDurationPs))) {
+    throw_duration_out_of_range(static_cast<double>(wide));
+  }
   plan.breakdown = Breakdown{.compute = b.compute * k,
                              .bubble = b.total() * static_cast<std::int64_t>(S - 1),
                              .collectives = b.collectives * k,

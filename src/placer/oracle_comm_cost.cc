@@ -36,7 +36,7 @@ Time on_line(Time t_low, Time t_high, Bytes size) {
   const double slope =
       static_cast<double>((t_high - t_low).ps()) / (kHighSize - kLowSize).as_double();
   const double t = static_cast<double>(t_low.ps()) + slope * (size - kLowSize).as_double();
-  return Time::picoseconds(std::max<std::int64_t>(0, std::llround(t)));
+  return Time::picoseconds(std::max<std::int64_t>(0, std::llround(checked_ps(t))));
 }
 
 void check_range(const GroupLayout& layout, const topo::Topology& topology) {
@@ -125,7 +125,8 @@ Time OracleCommCost::exit_bound(const std::vector<double>& out,
     if (in[x] > 0 && exit_in_[x] > 0) seconds = std::max(seconds, in[x] / exit_in_[x]);
   }
   // Rounded down (and a billionth below) so that it stays a lower bound.
-  return Time::picoseconds(static_cast<std::int64_t>(std::floor(seconds * 1e12 * (1 - 1e-9))));
+  return Time::picoseconds(
+      static_cast<std::int64_t>(std::floor(checked_ps(seconds * 1e12 * (1 - 1e-9)))));
 }
 
 std::optional<coll::Algorithm> OracleCommCost::fixed_algorithm(workload::CollectiveOp op) const {
@@ -268,8 +269,8 @@ Time OracleCommCost::collective_bound(workload::CollectiveOp op, Bytes size,
       device = std::max(device, device_seconds(a, a, crossing, crossing));
     }
   }
-  const Time by_device =
-      Time::picoseconds(static_cast<std::int64_t>(std::floor(device * 1e12 * (1 - 1e-9))));
+  const Time by_device = Time::picoseconds(
+      static_cast<std::int64_t>(std::floor(checked_ps(device * 1e12 * (1 - 1e-9)))));
   return std::max({flat, exit_bound(out, in), by_device});
 }
 
@@ -291,8 +292,8 @@ Time OracleCommCost::transfer_bound(Bytes size, const GroupLayout& from, const G
       device = std::max(device, device_seconds(a, b, size.as_double(), size.as_double()));
     }
   }
-  const Time by_device =
-      Time::picoseconds(static_cast<std::int64_t>(std::floor(device * 1e12 * (1 - 1e-9))));
+  const Time by_device = Time::picoseconds(
+      static_cast<std::int64_t>(std::floor(checked_ps(device * 1e12 * (1 - 1e-9)))));
   return std::max({flat, exit_bound(out, in), by_device});
 }
 

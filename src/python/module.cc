@@ -653,7 +653,7 @@ PYBIND11_MODULE(_nest, m) {
       "sweep",
       [](const fs::path& study_file, const fs::path& output, int threads,
          const std::vector<fs::path>& roots) {
-        const sweep::Study study = sweep::load_study(study_file.string(), catalog_of(roots));
+        const sweep::Study study = sweep::load_study(study_file.string(), {}, catalog_of(roots));
         const sweep::StudyEvaluator evaluator(study);
         sweep::SweepOptions options{.output = output,
                                     .overwrite = true,

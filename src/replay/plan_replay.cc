@@ -203,6 +203,15 @@ LinkSeries series_of(const net::Simulator& sim, const topo::Topology& topology, 
 
 }  // namespace
 
+void validate(const PlanReplayOptions& options) {
+  if (options.gradient_buckets < 1 || options.gradient_buckets > kMaxGradientBuckets) {
+    throw Error::input("bucket count out of range",
+                       {.key = "--buckets",
+                        .value = std::to_string(options.gradient_buckets),
+                        .expected = fmt::format("an integer in [1, {}]", kMaxGradientBuckets)});
+  }
+}
+
 ReplayInput replay_input(const placer::Plan& plan, const workload::LayerProfile& profile,
                          const PlanReplayOptions& options) {
   if (plan.choice.variant >= profile.variants.size() ||
@@ -213,12 +222,18 @@ ReplayInput replay_input(const placer::Plan& plan, const workload::LayerProfile&
   const int stages = plan.choice.stages();
   const int d = plan.choice.data_parallel;
   ReplayInput in;
+  validate(options);
   if (options.schedule == Schedule::kInterleaved) {
     if (options.virtual_stages < 2) {
       throw Error::input("the interleaved schedule needs at least 2 virtual stages",
                          {.key = "--virtual-stages",
                           .value = std::to_string(options.virtual_stages),
                           .expected = "an integer >= 2"});
+    }
+    if (static_cast<std::size_t>(options.virtual_stages) > variant.layers.size()) {
+      throw Error::input(fmt::format("{} virtual stages for {} layers", options.virtual_stages,
+                                     variant.layers.size()),
+                         {.key = "--virtual-stages", .expected = "at most one layer per chunk"});
     }
     in.stages = chunk_specs(plan, variant, options.virtual_stages);
   } else {

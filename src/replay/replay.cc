@@ -12,6 +12,12 @@
 namespace nest::replay {
 namespace {
 
+// floor(total * i / k) without forming total * i (which overflows for large totals): exact
+// for 0 <= i <= k and k <= 2^31, since (total % k) * i < k^2 fits 64 bits.
+std::int64_t share_of(std::int64_t total, std::int64_t i, std::int64_t k) {
+  return total / k * i + total % k * i / k;
+}
+
 struct Op {
   bool forward = true;
   std::int64_t microbatch = 0;
@@ -152,7 +158,7 @@ void Engine::try_start(std::size_t s, std::size_t r) {
     // Buckets become ready as the last backward pass works back through the stage's layers.
     const int k = std::max(1, in_.gradient_buckets);
     for (int i = 0; i < k; ++i) {
-      const Time ready_at = start + Time::picoseconds(duration.ps() * (i + 1) / k);
+      const Time ready_at = start + Time::picoseconds(share_of(duration.ps(), i + 1, k));
       at(ready_at, [this, s, i] { bucket_ready(s, i); });
     }
   }
@@ -242,7 +248,7 @@ void Engine::start_bucket(std::size_t s) {
   sync.running = true;
   const std::int64_t total = group_sync_[s].count();
   const int b = sync.next_bucket;
-  const Bytes size(total * (b + 1) / k - total * b / k);
+  const Bytes size(share_of(total, b + 1, k) - share_of(total, b, k));
   const Time start = sim_.now();
   const std::size_t shard_count = shards(s, 0).size();
   auto left = std::make_shared<std::size_t>(shard_count);

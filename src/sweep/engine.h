@@ -46,6 +46,8 @@ struct Finished {
 // `work` must not throw. The destructor drops points not started and waits for running ones.
 class WorkerPool {
  public:
+  // Starts `threads` workers; throws Error (input, key "--threads") when the system refuses
+  // one, after stopping those it started.
   WorkerPool(int threads, std::function<std::string(std::size_t)> work);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
@@ -60,6 +62,7 @@ class WorkerPool {
 
  private:
   void loop();
+  void stop();
 
   std::function<std::string(std::size_t)> work_;
   std::mutex mutex_;

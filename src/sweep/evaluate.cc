@@ -81,10 +81,10 @@ double estimated_devices(const Study& study, const Point& point) {
 
 topo::Topology build_topology(const Study& study, const Point& point) {
   const TopologyEntry& entry = study.topology(point);
-  if (entry.kind == "file") return topo::load_topology(entry.file.string());
+  if (entry.kind == "file") return topo::load_topology(entry.file.string(), study.limits);
   const std::string yaml = topology_yaml(entry.kind, entry.name, topology_parameters(study, point));
   try {
-    return topo::load_topology_string(yaml, entry.name);
+    return topo::load_topology_string(yaml, entry.name, study.limits);
   } catch (const Error& e) {
     // The YAML text is made here, so its lines mean nothing to the user: name the parameter.
     const ErrorContext& c = e.context();
@@ -100,10 +100,11 @@ StudyEvaluator::StudyEvaluator(const Study& study) : study_(study) {
     loaded.name = w.name;
     if (!w.profile.empty()) {
       loaded.profile = std::make_shared<const workload::LayerProfile>(
-          workload::load_layer_profile(w.profile.string()));
+          workload::load_layer_profile(w.profile.string(), study.limits));
     } else {
-      const workload::Model model = workload::load_model(w.model.string());
-      const workload::Accelerator device = workload::load_accelerator(w.accelerator.string());
+      const workload::Model model = workload::load_model(w.model.string(), study.limits);
+      const workload::Accelerator device =
+          workload::load_accelerator(w.accelerator.string(), study.limits);
       const workload::BuildOptions build{.precision = w.precision,
                                          .flash_attention = w.flash_attention,
                                          .sequence_length = w.sequence_length,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <exception>
 #include <optional>
+#include <system_error>
 
 #include "nest/core/error.h"
 #include "nest/core/folder_lock.h"
@@ -31,17 +32,34 @@ std::optional<std::size_t> Dispatcher::next() {
 
 WorkerPool::WorkerPool(int threads, std::function<std::string(std::size_t)> work)
     : work_(std::move(work)) {
-  for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { loop(); });
+  workers_.reserve(static_cast<std::size_t>(std::max(threads, 0)));
+  for (int i = 0; i < threads; ++i) {
+    try {
+      workers_.emplace_back([this] { loop(); });
+    } catch (const std::system_error& e) {
+      // The system refused a thread (EAGAIN: a process or memory limit). A constructor that
+      // throws runs no destructor: stop the threads already started, or they abort the process.
+      stop();
+      throw Error::input(
+          fmt::format("cannot start {} threads, the system refused thread {}: {}", threads, i + 1,
+                      e.code().message()),
+          {.key = "--threads", .value = std::to_string(threads), .expected = "fewer threads"});
+    }
+  }
 }
 
-WorkerPool::~WorkerPool() {
+WorkerPool::~WorkerPool() { stop(); }
+
+void WorkerPool::stop() {
   {
     const std::lock_guard lock(mutex_);
     stopping_ = true;
     queue_.clear();
   }
   work_ready_.notify_all();
-  for (auto& t : workers_) t.join();
+  for (auto& t : workers_) {
+    if (t.joinable()) t.join();
+  }
 }
 
 void WorkerPool::submit(std::size_t point) {
@@ -186,6 +204,15 @@ void check_resumed(const Study& study, const ResultsTable& table, const std::str
 
 }  // namespace
 
+void validate(const SweepOptions& options) {
+  if (options.threads < 1 || options.threads > kMaxThreads) {
+    throw Error::input("thread count out of range",
+                       {.key = "--threads",
+                        .value = std::to_string(options.threads),
+                        .expected = fmt::format("an integer in [1, {}]", kMaxThreads)});
+  }
+}
+
 std::vector<Column> results_columns(const Study& study, const PointEvaluator& evaluator) {
   std::vector<Column> columns;
   columns.push_back({"point", ColumnType::kInt, ""});
@@ -205,11 +232,7 @@ SweepReport run_sweep(const Study& study, const PointEvaluator& evaluator,
                       const SweepOptions& options, const Cluster* cluster) {
   const bool distributed = cluster != nullptr && cluster->mpi() && cluster->size() > 1;
   const bool writer = cluster == nullptr || cluster->rank() == 0;
-  if (options.threads < 1) {
-    throw Error::input("at least one thread", {.key = "--threads",
-                                               .value = std::to_string(options.threads),
-                                               .expected = "an integer >= 1"});
-  }
+  validate(options);
   const std::vector<Column> columns = results_columns(study, evaluator);
   const std::size_t outputs = columns.size() - 3 - study.input_columns.size();
   ResultsTable table(columns);

@@ -4,10 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
-#include <sstream>
 
+#include "nest/config/limits.h"
 #include "nest/config/node.h"
 #include "nest/core/catalog.h"
 #include "nest/core/error.h"
@@ -189,17 +188,6 @@ WorkloadEntry parse_workload(const std::string& name, const Node& node,
   return w;
 }
 
-// Throws when a map lists the same axis twice (YAML parsers keep both).
-void check_unique_keys(const Node& map) {
-  std::vector<std::string> seen;
-  for (const auto& [key, node] : map.entries()) {
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
-      throw node.error(fmt::format("axis \"{}\" given twice", key), "each axis once");
-    }
-    seen.push_back(key);
-  }
-}
-
 PlacerSettings parse_placer(const Node& node) {
   node.expect_keys({"baselines", "orders", "zero_stages", "recompute", "max_stages"});
   PlacerSettings p;
@@ -377,7 +365,8 @@ std::vector<std::string> generator_parameters(std::string_view kind) {
 }
 
 Study parse_study(std::string_view text, const std::string& name,
-                  const std::filesystem::path& directory, const Catalog& catalog) {
+                  const std::filesystem::path& directory, const config::Limits& limits,
+                  const Catalog& catalog) {
   const Node root = Node::load_string(text, name);
   root.expect_keys(
       {"kind", "name", "topologies", "workloads", "placer", "defaults", "sweep", "description"});
@@ -385,6 +374,7 @@ Study parse_study(std::string_view text, const std::string& name,
     throw root.at("kind").error("not a study file", "kind: study");
   }
   Study study;
+  study.limits = limits;
   study.file = name;
   study.directory = directory;
   study.text = std::string(text);
@@ -413,7 +403,6 @@ Study parse_study(std::string_view text, const std::string& name,
   base.topology = study.topologies.size() == 1 ? study.topologies.front().name : "";
   base.workload = study.workloads.size() == 1 ? study.workloads.front().name : "";
   if (auto defaults = root.find("defaults")) {
-    check_unique_keys(*defaults);
     for (const auto& [key, node] : defaults->entries()) builder.set(base, key, node);
   }
 
@@ -425,7 +414,6 @@ Study parse_study(std::string_view text, const std::string& name,
     throw sweep.error("expected exactly one of product and points", "product: or points:");
   }
   if (auto product = sweep.find("product")) {
-    check_unique_keys(*product);
     const auto axes = product->entries();
     std::vector<std::vector<Node>> values;
     std::size_t total = 1;
@@ -457,7 +445,6 @@ Study parse_study(std::string_view text, const std::string& name,
     if (list.size() > kMaxPoints) throw points.error("too many points");
     for (const Node& entry : list) {
       if (!entry.is_map()) throw entry.error("expected a map", "a map of axis values");
-      check_unique_keys(entry);
       Point p = base;
       for (const auto& [key, node] : entry.entries()) builder.set(p, key, node);
       expanded.emplace_back(std::move(p), entry);
@@ -498,14 +485,11 @@ Study parse_study(std::string_view text, const std::string& name,
   return study;
 }
 
-Study load_study(const std::string& path, const Catalog& catalog) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error::input("cannot open study file", {.file = path, .expected = "a readable file"});
-  std::ostringstream text;
-  text << in.rdbuf();
+Study load_study(const std::string& path, const config::Limits& limits, const Catalog& catalog) {
+  const std::string text =
+      config::read_input_file(path, limits.max_input_bytes, "a readable study file");
   const std::filesystem::path directory = std::filesystem::path(path).parent_path();
-  return parse_study(text.str(), path, directory.empty() ? "." : directory, catalog);
+  return parse_study(text, path, directory.empty() ? "." : directory, limits, catalog);
 }
 
 std::vector<Parameter> topology_parameters(const Study& study, const Point& point) {
@@ -549,16 +533,36 @@ std::vector<Parameter> topology_parameters(const Study& study, const Point& poin
   const bool size_given = find_parameter(params, size_key) != nullptr;
   if (point.devices && !size_key.empty() && !size_given) {
     const auto devices = static_cast<double>(*point.devices);
+    // Sizes past the generators' node limit (a per-node count of 1e-300) are refused here,
+    // before they are cast to integers; the generator names the exact limit.
+    const auto whole = [&](double v, std::string_view key) {
+      if (!(v <= static_cast<double>(kMaxDevices))) {
+        throw Error::input("the device budget needs too large a topology",
+                           {.key = "topology." + std::string(key),
+                            .value = fmt::format("{:g}", v),
+                            .expected = fmt::format("at most {}", kMaxDevices)});
+      }
+      return static_cast<std::int64_t>(std::ceil(v));
+    };
     std::int64_t size = 0;
     if (entry.kind == "rail_optimized") {
-      size = static_cast<std::int64_t>(std::ceil(devices / number("gpus_per_node")));
+      size = whole(devices / number("gpus_per_node"), "nodes");
     } else if (entry.kind == "spine_leaf") {
-      size = static_cast<std::int64_t>(std::ceil(devices / number("hosts_per_leaf")));
+      size = whole(devices / number("hosts_per_leaf"), "leaves");
     } else {  // fat_tree: the smallest even k with k^3/4 hosts of devices_per_host devices
       const double per_host =
           find_parameter(params, "devices_per_host") ? number("devices_per_host") : 1.0;
+      constexpr std::int64_t kMaxK = 1024;  // the generator's
       size = 2;
-      while (static_cast<double>(size * size * size / 4) * per_host < devices) size += 2;
+      while (static_cast<double>(size * size * size / 4) * per_host < devices && size < kMaxK) {
+        size += 2;
+      }
+      if (static_cast<double>(size * size * size / 4) * per_host < devices) {
+        throw Error::input("the device budget needs too large a fat-tree",
+                           {.key = "topology.k",
+                            .value = std::to_string(*point.devices) + " devices",
+                            .expected = "a budget that k <= 1024 holds"});
+      }
     }
     set_parameter(params, std::string(size_key), Value::scalar(std::to_string(size)));
   }

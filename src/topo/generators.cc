@@ -13,14 +13,15 @@
 
 #include "nest/core/error.h"
 #include "nest/core/unit_parse.h"
+#include "nest/topo/size.h"
 #include "topo/connectivity.h"
 #include "topo/layout.h"
 
 namespace nest::topo {
 namespace {
 
-// Far more than any datacenter, small enough that ids fit 32 bits with room for links.
-constexpr std::int64_t kMaxNodes = std::int64_t{1} << 26;
+// Most torus dimensions and tree levels: more than 26 of size >= 2 pass the node limit anyway.
+constexpr std::size_t kMaxLevels = 32;
 
 void require(bool ok, std::string_view key, const std::string& value, std::string_view expected,
              const char* message = "out of range") {
@@ -42,18 +43,13 @@ void require_latency(Time t, std::string_view key) {
   require(t > Time::zero(), key, format_time(t), "a duration > 0");
 }
 
-void require_size(std::int64_t nodes, std::string_view key) {
-  require(nodes <= kMaxNodes, key, std::to_string(nodes),
-          fmt::format("at most {} nodes in total", kMaxNodes));
-}
-
 void add_devices(Topology& t, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) t.add_device(fmt::format("dev{}", i));
 }
 
 }  // namespace
 
-Topology build_fat_tree(const FatTreeParams& p, std::string name) {
+Topology build_fat_tree(const FatTreeParams& p, std::string name, std::int64_t max_memory_bytes) {
   require(p.k >= 2 && p.k % 2 == 0 && p.k <= 1024, "k", std::to_string(p.k),
           "an even integer in [2, 1024]");
   require_int(p.devices_per_host, 1, "devices_per_host");
@@ -67,8 +63,8 @@ Topology build_fat_tree(const FatTreeParams& p, std::string name) {
     require_rate(p.scale_up_bandwidth, "scale_up_bandwidth");
     require_latency(p.scale_up_latency, "scale_up_latency");
   }
+  check_size(size_of(p), max_memory_bytes, p.devices_per_host > 1 ? "devices_per_host" : "k");
   const detail::FatTreeLayout f(p);
-  require_size(f.num_nodes(), "k");
 
   Topology t(std::move(name), Family::kFatTree);
   add_devices(t, f.devices);
@@ -116,7 +112,8 @@ Topology build_fat_tree(const FatTreeParams& p, std::string name) {
   return t;
 }
 
-Topology build_spine_leaf(const SpineLeafParams& p, std::string name) {
+Topology build_spine_leaf(const SpineLeafParams& p, std::string name,
+                          std::int64_t max_memory_bytes) {
   require_int(p.leaves, 1, "leaves");
   require_int(p.spines, 1, "spines");
   require_int(p.hosts_per_leaf, 1, "hosts_per_leaf");
@@ -124,8 +121,9 @@ Topology build_spine_leaf(const SpineLeafParams& p, std::string name) {
   require_latency(p.host_latency, "host_latency");
   require_rate(p.uplink_bandwidth, "uplink_bandwidth");
   require_latency(p.uplink_latency, "uplink_latency");
+  check_size(size_of(p), max_memory_bytes,
+             p.spines > p.hosts_per_leaf ? "spines" : "hosts_per_leaf");
   const detail::SpineLeafLayout s(p);
-  require_size(s.devices + s.leaves + s.spines, "hosts_per_leaf");
 
   Topology t(std::move(name), Family::kSpineLeaf);
   add_devices(t, s.devices);
@@ -146,16 +144,16 @@ Topology build_spine_leaf(const SpineLeafParams& p, std::string name) {
   return t;
 }
 
-Topology build_torus(const TorusParams& p, std::string name) {
+Topology build_torus(const TorusParams& p, std::string name, std::int64_t max_memory_bytes) {
   require(!p.dims.empty(), "dims", "[]", "at least one dimension");
-  std::int64_t n = 1;
+  require(p.dims.size() <= kMaxLevels, "dims", fmt::format("{} dimensions", p.dims.size()),
+          fmt::format("at most {} dimensions", kMaxLevels));
   for (std::size_t i = 0; i < p.dims.size(); ++i) {
     require_int(p.dims[i], 1, fmt::format("dims[{}]", i));
-    n *= p.dims[i];
-    require_size(n, "dims");
   }
   require_rate(p.link_bandwidth, "link_bandwidth");
   require_latency(p.link_latency, "link_latency");
+  check_size(size_of(p), max_memory_bytes, "dims");
   const detail::TorusLayout tl(p);
 
   Topology t(std::move(name), Family::kTorus);
@@ -183,7 +181,8 @@ Topology build_torus(const TorusParams& p, std::string name) {
   return t;
 }
 
-Topology build_rail_optimized(const RailOptimizedParams& p, std::string name) {
+Topology build_rail_optimized(const RailOptimizedParams& p, std::string name,
+                              std::int64_t max_memory_bytes) {
   require_int(p.nodes, 1, "nodes");
   require_int(p.gpus_per_node, 1, "gpus_per_node");
   require_int(p.nodes_per_leaf, 1, "nodes_per_leaf");
@@ -196,8 +195,8 @@ Topology build_rail_optimized(const RailOptimizedParams& p, std::string name) {
   require_latency(p.nic_latency, "nic_latency");
   require_rate(p.spine_bandwidth, "spine_bandwidth");
   require_latency(p.spine_latency, "spine_latency");
+  check_size(size_of(p), max_memory_bytes, p.spines > p.nodes ? "spines" : "nodes");
   const detail::RailLayout r(p);
-  require_size(r.spine_base + std::int64_t{r.spines}, "nodes");
 
   Topology t(std::move(name), Family::kRailOptimized);
   add_devices(t, r.devices);
@@ -235,23 +234,24 @@ Topology build_rail_optimized(const RailOptimizedParams& p, std::string name) {
   return t;
 }
 
-Topology build_hierarchical(const HierarchicalParams& p, std::string name) {
+Topology build_hierarchical(const HierarchicalParams& p, std::string name,
+                            std::int64_t max_memory_bytes) {
   const std::size_t n = p.devices_per_level.size();
   require(n >= 1, "devices_per_level", "[]", "at least one level");
+  require(n <= kMaxLevels, "devices_per_level", fmt::format("{} levels", n),
+          fmt::format("at most {} levels", kMaxLevels));
   require(p.bandwidth_per_level.size() == n, "bandwidth_per_level",
           std::to_string(p.bandwidth_per_level.size()) + " entries",
           fmt::format("{} entries, one per level of devices_per_level", n), "wrong length");
   require(p.latency_per_level.size() == n, "latency_per_level",
           std::to_string(p.latency_per_level.size()) + " entries",
           fmt::format("{} entries, one per level of devices_per_level", n), "wrong length");
-  std::int64_t total = 1;
   for (std::size_t i = 0; i < n; ++i) {
     require_int(p.devices_per_level[i], 1, fmt::format("devices_per_level[{}]", i));
     require_rate(p.bandwidth_per_level[i], fmt::format("bandwidth_per_level[{}]", i));
     require_latency(p.latency_per_level[i], fmt::format("latency_per_level[{}]", i));
-    total *= p.devices_per_level[i];
-    require_size(2 * total, "devices_per_level");
   }
+  check_size(size_of(p), max_memory_bytes, "devices_per_level");
   const detail::HierarchicalLayout h(p);
 
   Topology t(std::move(name), Family::kHierarchical);
@@ -278,13 +278,16 @@ Topology build_hierarchical(const HierarchicalParams& p, std::string name) {
   return t;
 }
 
-Topology build_dragonfly(const DragonflyParams& p, std::string name) {
+Topology build_dragonfly(const DragonflyParams& p, std::string name,
+                         std::int64_t max_memory_bytes) {
   require_int(p.groups, 1, "groups");
   require_int(p.routers_per_group, 1, "routers_per_group");
   require_int(p.hosts_per_router, 1, "hosts_per_router");
   require_int(p.global_links_per_router, p.groups > 1 ? 1 : 0, "global_links_per_router");
+  // Sizes first: the port count below must not overflow.
+  check_size(size_of(p), max_memory_bytes, "groups");
   if (p.groups > 1) {
-    const int ports = p.routers_per_group * p.global_links_per_router;
+    const std::int64_t ports = std::int64_t{p.routers_per_group} * p.global_links_per_router;
     require(ports % (p.groups - 1) == 0, "global_links_per_router",
             std::to_string(p.global_links_per_router),
             fmt::format("routers_per_group * global_links_per_router ({}) to be a multiple of "
@@ -302,7 +305,6 @@ Topology build_dragonfly(const DragonflyParams& p, std::string name) {
     require_latency(p.global_latency, "global_latency");
   }
   const detail::DragonflyLayout d(p);
-  require_size(d.devices + std::int64_t{d.groups} * d.routers, "groups");
 
   Topology t(std::move(name), Family::kDragonfly);
   add_devices(t, d.devices);

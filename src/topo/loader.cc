@@ -14,6 +14,7 @@
 #include "nest/config/node.h"
 #include "nest/core/error.h"
 #include "nest/topo/generators.h"
+#include "nest/topo/size.h"
 #include "topo/connectivity.h"
 
 namespace nest::topo {
@@ -68,7 +69,7 @@ Error locate(const Error& e, const config::Node& root) {
   return Error::input(e.message(), std::move(c));
 }
 
-Topology fat_tree(const config::Node& r, std::string name) {
+Topology fat_tree(const config::Node& r, std::string name, std::int64_t max_memory) {
   r.expect_keys({"kind", "name", "description", "k", "link_bandwidth", "link_latency",
                  "edge_oversubscription", "aggregation_oversubscription", "devices_per_host",
                  "scale_up_bandwidth", "scale_up_latency", "collectives", "nvlink_sharp"});
@@ -87,10 +88,10 @@ Topology fat_tree(const config::Node& r, std::string name) {
   } else if (const auto n = r.find("scale_up_bandwidth")) {
     throw n->error("only allowed with devices_per_host > 1");
   }
-  return build_fat_tree(p, std::move(name));
+  return build_fat_tree(p, std::move(name), max_memory);
 }
 
-Topology spine_leaf(const config::Node& r, std::string name) {
+Topology spine_leaf(const config::Node& r, std::string name, std::int64_t max_memory) {
   r.expect_keys({"kind", "name", "description", "leaves", "spines", "hosts_per_leaf",
                  "host_bandwidth", "host_latency", "uplink_bandwidth", "uplink_latency",
                  "collectives", "nvlink_sharp"});
@@ -102,20 +103,20 @@ Topology spine_leaf(const config::Node& r, std::string name) {
   p.host_latency = r.at("host_latency").as_time();
   p.uplink_bandwidth = r.at("uplink_bandwidth").as_bandwidth();
   p.uplink_latency = r.at("uplink_latency").as_time();
-  return build_spine_leaf(p, std::move(name));
+  return build_spine_leaf(p, std::move(name), max_memory);
 }
 
-Topology torus(const config::Node& r, std::string name) {
+Topology torus(const config::Node& r, std::string name, std::int64_t max_memory) {
   r.expect_keys({"kind", "name", "description", "dims", "link_bandwidth", "link_latency",
                  "collectives", "nvlink_sharp"});
   TorusParams p;
   p.dims = ints(r.at("dims"));
   p.link_bandwidth = r.at("link_bandwidth").as_bandwidth();
   p.link_latency = r.at("link_latency").as_time();
-  return build_torus(p, std::move(name));
+  return build_torus(p, std::move(name), max_memory);
 }
 
-Topology rail_optimized(const config::Node& r, std::string name) {
+Topology rail_optimized(const config::Node& r, std::string name, std::int64_t max_memory) {
   r.expect_keys({"kind", "name", "description", "nodes", "gpus_per_node", "nodes_per_leaf",
                  "spines", "nvlink_bandwidth", "nvlink_latency", "nic_bandwidth", "nic_latency",
                  "spine_bandwidth", "spine_latency", "collectives", "nvlink_sharp"});
@@ -130,20 +131,20 @@ Topology rail_optimized(const config::Node& r, std::string name) {
   p.nic_latency = r.at("nic_latency").as_time();
   p.spine_bandwidth = r.at("spine_bandwidth").as_bandwidth();
   p.spine_latency = r.at("spine_latency").as_time();
-  return build_rail_optimized(p, std::move(name));
+  return build_rail_optimized(p, std::move(name), max_memory);
 }
 
-Topology hierarchical(const config::Node& r, std::string name) {
+Topology hierarchical(const config::Node& r, std::string name, std::int64_t max_memory) {
   r.expect_keys({"kind", "name", "description", "devices_per_level", "bandwidth_per_level",
                  "latency_per_level", "collectives", "nvlink_sharp"});
   HierarchicalParams p;
   p.devices_per_level = ints(r.at("devices_per_level"));
   p.bandwidth_per_level = bandwidths(r.at("bandwidth_per_level"));
   p.latency_per_level = times(r.at("latency_per_level"));
-  return build_hierarchical(p, std::move(name));
+  return build_hierarchical(p, std::move(name), max_memory);
 }
 
-Topology dragonfly(const config::Node& r, std::string name) {
+Topology dragonfly(const config::Node& r, std::string name, std::int64_t max_memory) {
   r.expect_keys({"kind", "name", "description", "groups", "routers_per_group", "hosts_per_router",
                  "global_links_per_router", "host_bandwidth", "host_latency", "local_bandwidth",
                  "local_latency", "global_bandwidth", "global_latency", "collectives",
@@ -159,14 +160,17 @@ Topology dragonfly(const config::Node& r, std::string name) {
   p.local_latency = r.at("local_latency").as_time();
   p.global_bandwidth = r.at("global_bandwidth").as_bandwidth();
   p.global_latency = r.at("global_latency").as_time();
-  return build_dragonfly(p, std::move(name));
+  return build_dragonfly(p, std::move(name), max_memory);
 }
 
-Topology explicit_graph(const config::Node& r, std::string name) {
+Topology explicit_graph(const config::Node& r, std::string name, std::int64_t max_memory) {
   r.expect_keys({"kind", "name", "description", "nodes", "links", "domain_sizes", "collectives",
                  "nvlink_sharp"});
   const std::vector<config::Node> nodes = r.at("nodes").elements();
   const std::vector<config::Node> links = r.at("links").elements();
+  check_size({.devices = static_cast<std::int64_t>(nodes.size()),
+              .cables = static_cast<std::int64_t>(links.size())},
+             max_memory, "links");
 
   // Devices first (in listed order), then switches; remember each node's entry.
   std::unordered_map<std::string, NodeId> ids;
@@ -280,22 +284,32 @@ std::string stem(const std::string& path) {
   return base;
 }
 
-Topology load_kind(const config::Node& root) {
+Topology load_kind(const config::Node& root, const config::Limits& limits) {
   if (!root.is_map()) throw root.error("expected a map", "a topology with a kind: key");
   const std::string kind =
       root.at("kind").as_choice({"fat_tree", "spine_leaf", "torus", "rail_optimized",
                                  "hierarchical", "dragonfly", "explicit"});
   const auto name_node = root.find("name");
   std::string name = name_node ? name_node->as_string() : stem(root.file());
+  if (!is_utf8(name)) {
+    // Names go into JSON and HDF5 text, which must be UTF-8.
+    throw Error::input(
+        "topology name is not UTF-8",
+        {.file = root.file(),
+         .key = "name",
+         .value = name,
+         .expected = name_node ? "a UTF-8 name" : "a name: key, or a UTF-8 file name"});
+  }
   if (const auto d = root.find("description")) (void)d->as_string();
   try {
-    if (kind == "fat_tree") return fat_tree(root, std::move(name));
-    if (kind == "spine_leaf") return spine_leaf(root, std::move(name));
-    if (kind == "torus") return torus(root, std::move(name));
-    if (kind == "rail_optimized") return rail_optimized(root, std::move(name));
-    if (kind == "hierarchical") return hierarchical(root, std::move(name));
-    if (kind == "dragonfly") return dragonfly(root, std::move(name));
-    return explicit_graph(root, std::move(name));
+    if (kind == "fat_tree") return fat_tree(root, std::move(name), limits.max_memory_bytes);
+    if (kind == "spine_leaf") return spine_leaf(root, std::move(name), limits.max_memory_bytes);
+    if (kind == "torus") return torus(root, std::move(name), limits.max_memory_bytes);
+    if (kind == "rail_optimized")
+      return rail_optimized(root, std::move(name), limits.max_memory_bytes);
+    if (kind == "hierarchical") return hierarchical(root, std::move(name), limits.max_memory_bytes);
+    if (kind == "dragonfly") return dragonfly(root, std::move(name), limits.max_memory_bytes);
+    return explicit_graph(root, std::move(name), limits.max_memory_bytes);
   } catch (const Error& e) {
     throw locate(e, root);
   }
@@ -303,18 +317,19 @@ Topology load_kind(const config::Node& root) {
 
 }  // namespace
 
-Topology load_topology(const config::Node& root) {
-  Topology t = load_kind(root);
+Topology load_topology(const config::Node& root, const config::Limits& limits) {
+  Topology t = load_kind(root, limits);
   collective_keys(root, t);
   return t;
 }
 
-Topology load_topology(const std::string& path) {
-  return load_topology(config::Node::load_file(path));
+Topology load_topology(const std::string& path, const config::Limits& limits) {
+  return load_topology(config::Node::load_file(path, limits.max_input_bytes), limits);
 }
 
-Topology load_topology_string(std::string_view text, const std::string& file_name) {
-  return load_topology(config::Node::load_string(text, file_name));
+Topology load_topology_string(std::string_view text, const std::string& file_name,
+                              const config::Limits& limits) {
+  return load_topology(config::Node::load_string(text, file_name), limits);
 }
 
 }  // namespace nest::topo

@@ -5,6 +5,7 @@
 #include "nest/core/error.h"
 #include "nest/workload/roofline.h"
 #include "workload/layers.h"
+#include "workload/size_check.h"
 
 namespace nest::workload {
 namespace {
@@ -33,6 +34,14 @@ void check_parallel_config(const Model& m, const ParallelConfig& p, const BuildO
   check_degree("context_parallel", p.context);
   check_degree("expert_parallel", p.expert);
   check_degree("micro_batch", p.micro_batch);
+  if (options.sequence_length < 0 || options.sequence_length > kMaxSequenceLength) {
+    throw bad("sequence_length", "out of range", options.sequence_length,
+              fmt::format("an integer in [1, {}] (0: the model's)", kMaxSequenceLength));
+  }
+  if (options.global_batch < 0 || options.global_batch > kMaxGlobalBatch) {
+    throw bad("global_batch", "out of range", options.global_batch,
+              fmt::format("an integer in [1, {}] (0: the model's)", kMaxGlobalBatch));
+  }
   const std::int64_t t = p.tensor;
   if (m.heads % t != 0) {
     throw bad("tensor_parallel", "attention heads not divisible by the tensor-parallel degree", t,
@@ -88,6 +97,7 @@ std::vector<LayerGraph> layer_graphs(const Model& model, const Accelerator& devi
   check_parallel_config(model, config, options);
   const Roofline roofline = Roofline::of(device, options.precision);
   const detail::Dims d = detail::make_dims(model, config, options);
+  detail::check_layer_sizes(model, d, roofline);
   std::vector<LayerGraph> graphs;
   graphs.reserve(3);
   graphs.push_back(detail::embedding_graph(model, d, roofline));
@@ -137,6 +147,7 @@ Variant build_variant(const Model& model, const Accelerator& device, const Paral
   const Layer block = to_layer(graphs[1], pb);
   for (std::int64_t i = 0; i < model.layers; ++i) v.layers.push_back(block);
   v.layers.push_back(to_layer(graphs[2], pb));
+  detail::check_variant_totals(v);
   return v;
 }
 

@@ -9,13 +9,22 @@
 
 #include "nest/config/node.h"
 #include "nest/core/error.h"
+#include "nest/workload/accelerator.h"
+#include "nest/workload/model.h"
+#include "workload/size_check.h"
 
 namespace nest::workload {
 namespace {
 
 using config::Node;
 
-constexpr std::int64_t kMaxRepeat = 1'000'000;
+// Layers of one variant: a model's blocks, its embedding and its head; of all variants together
+// (bounds the memory: a layer is about 170 bytes).
+constexpr std::int64_t kMaxVariantLayers = kMaxLayers + 2;
+constexpr std::int64_t kMaxProfileLayers = 1'000'000;
+constexpr int kMaxDegree = 1 << 20;
+// FLOPs of one layer per microbatch: 1e30 is 10^12 times a GPT-3 block's.
+constexpr double kMaxLayerFlops = 1e30;
 
 // The `time_unit` of a file: its name and picoseconds per unit.
 struct TimeUnit {
@@ -95,7 +104,7 @@ LayerEntry parse_layer(const Node& node, const TimeUnit& unit) {
   LayerEntry e;
   Layer& l = e.layer;
   l.name = node.at("name").as_string();
-  if (auto n = node.find("repeat")) e.repeat = n->as_int(1, kMaxRepeat);
+  if (auto n = node.find("repeat")) e.repeat = n->as_int(1, kMaxVariantLayers);
   l.forward = time_of(node.at("forward"), unit);
   l.backward = time_of(node.at("backward"), unit);
   l.recompute = l.forward;
@@ -105,21 +114,29 @@ LayerEntry parse_layer(const Node& node, const TimeUnit& unit) {
   l.input_bytes = bytes_of(node.at("input_bytes"));
   if (auto n = node.find("output_bytes")) e.output = bytes_of(*n);
   l.parameters = l.parameter_bytes.count() / 2;
-  if (auto n = node.find("parameters")) l.parameters = n->as_int(0);
-  if (auto n = node.find("flops")) l.flops = Flops(n->as_double(0));
+  if (auto n = node.find("parameters")) l.parameters = n->as_int(0, kMaxParameters);
+  if (auto n = node.find("flops")) l.flops = Flops(n->as_double(0, kMaxLayerFlops));
   if (auto n = node.find("collectives")) {
     for (const Node& c : n->elements()) l.collectives.push_back(parse_collective(c));
   }
   return e;
 }
 
-std::vector<Layer> expand_layers(const Node& node, const TimeUnit& unit) {
+// `budget`: the layers the file may still hold, over all its variants.
+std::vector<Layer> expand_layers(const Node& node, const TimeUnit& unit, std::int64_t budget) {
   std::vector<LayerEntry> entries;
   std::int64_t total = 0;
   for (const Node& n : node.elements()) {
     entries.push_back(parse_layer(n, unit));
     total += entries.back().repeat;
-    if (total > kMaxRepeat) throw n.error("too many layers", "at most 1000000 layers in all");
+    if (total > kMaxVariantLayers) {
+      throw n.error("too many layers",
+                    fmt::format("at most {} layers in a variant", kMaxVariantLayers));
+    }
+    if (total > budget) {
+      throw n.error("too many layers",
+                    fmt::format("at most {} layers in all variants together", kMaxProfileLayers));
+    }
   }
   if (entries.empty()) throw node.error("no layers", "a list of at least one layer");
   std::vector<Layer> layers;
@@ -145,27 +162,43 @@ std::vector<Layer> expand_layers(const Node& node, const TimeUnit& unit) {
 }
 
 Variant parse_variant(const Node& node, const TimeUnit& unit, int micro_batch,
-                      std::int64_t global_batch) {
+                      std::int64_t global_batch, std::int64_t budget) {
   node.expect_keys({"tensor_parallel", "expert_parallel", "context_parallel", "sequence_parallel",
                     "devices_per_replica", "microbatches", "source", "layers"});
   Variant v;
-  v.tensor_parallel = static_cast<int>(node.at("tensor_parallel").as_int(1, 1 << 20));
+  v.tensor_parallel = static_cast<int>(node.at("tensor_parallel").as_int(1, kMaxDegree));
   if (auto n = node.find("expert_parallel")) {
-    v.expert_parallel = static_cast<int>(n->as_int(1, 1 << 20));
+    v.expert_parallel = static_cast<int>(n->as_int(1, kMaxDegree));
   }
   if (auto n = node.find("context_parallel")) {
-    v.context_parallel = static_cast<int>(n->as_int(1, 1 << 20));
+    v.context_parallel = static_cast<int>(n->as_int(1, kMaxDegree));
   }
   if (auto n = node.find("sequence_parallel")) v.sequence_parallel = n->as_bool();
   v.micro_batch = micro_batch;
-  v.devices_per_replica = v.tensor_parallel * v.context_parallel * v.expert_parallel;
+  const std::int64_t product =
+      std::int64_t{v.tensor_parallel} * v.context_parallel * v.expert_parallel;
+  if (product > kMaxDegree) {
+    throw node.error("tensor_parallel × context_parallel × expert_parallel too large",
+                     fmt::format("a product of at most {}", kMaxDegree));
+  }
+  v.devices_per_replica = static_cast<int>(product);
   if (auto n = node.find("devices_per_replica")) {
-    v.devices_per_replica = static_cast<int>(n->as_int(1, 1 << 20));
+    v.devices_per_replica = static_cast<int>(n->as_int(1, kMaxDegree));
   }
   v.microbatches = global_batch / micro_batch;
-  if (auto n = node.find("microbatches")) v.microbatches = n->as_int(1);
+  if (auto n = node.find("microbatches")) v.microbatches = n->as_int(1, kMaxGlobalBatch);
   if (auto n = node.find("source")) (void)n->as_string();
-  v.layers = expand_layers(node.at("layers"), unit);
+  v.layers = expand_layers(node.at("layers"), unit, budget);
+  try {
+    detail::check_variant_totals(v);
+  } catch (const Error& e) {
+    const Node layers = node.at("layers");
+    ErrorContext c = e.context();
+    c.file = layers.file();
+    c.line = layers.line();
+    c.key = layers.path();
+    throw Error::input(e.message(), std::move(c));
+  }
   return v;
 }
 
@@ -177,22 +210,34 @@ LayerProfile parse_root(const Node& root) {
   LayerProfile p;
   p.model = root.at("model").as_string();
   p.accelerator = root.at("accelerator").as_string();
-  p.sequence_length = root.at("sequence_length").as_int(1);
-  const int micro_batch = static_cast<int>(root.at("micro_batch").as_int(1, 1 << 20));
+  p.sequence_length = root.at("sequence_length").as_int(1, kMaxSequenceLength);
+  const int micro_batch = static_cast<int>(root.at("micro_batch").as_int(1, kMaxDegree));
   const Node global = root.at("global_batch");
-  p.global_batch = global.as_int(1);
+  p.global_batch = global.as_int(1, kMaxGlobalBatch);
   if (p.global_batch % micro_batch != 0) {
     throw global.error("not a multiple of micro_batch",
                        fmt::format("a multiple of {}", micro_batch));
   }
   const TimeUnit unit = time_unit_of(root.at("time_unit"));
-  p.hbm = root.at("hbm").as_bytes();
+  const Node hbm = root.at("hbm");
+  p.hbm = hbm.as_bytes();
+  if (p.hbm.count() < kMinHbm || p.hbm.count() > kMaxHbm) {
+    throw hbm.error("out of range", "a size in [1 MiB, 1 EiB]");
+  }
   p.recompute_allowed = root.at("activation_recomputation").as_bool();
-  if (auto n = root.find("total_parameters")) p.total_parameters = n->as_int(0);
-  if (auto n = root.find("peak_flop_rate")) p.peak_flop_rate = n->as_flop_rate();
+  if (auto n = root.find("total_parameters")) p.total_parameters = n->as_int(0, kMaxParameters);
+  if (auto n = root.find("peak_flop_rate")) {
+    p.peak_flop_rate = n->as_flop_rate();
+    if (p.peak_flop_rate.flops_per_s() < kMinFlopRate ||
+        p.peak_flop_rate.flops_per_s() > kMaxFlopRate) {
+      throw n->error("out of range", "a compute rate in [1e6 FLOP/s, 1e21 FLOP/s]");
+    }
+  }
   const Node variants = root.at("variants");
+  std::int64_t budget = kMaxProfileLayers;  // layers of all variants together: bounds the memory
   for (const Node& n : variants.elements()) {
-    p.variants.push_back(parse_variant(n, unit, micro_batch, p.global_batch));
+    p.variants.push_back(parse_variant(n, unit, micro_batch, p.global_batch, budget));
+    budget -= static_cast<std::int64_t>(p.variants.back().layers.size());
   }
   if (p.variants.empty()) throw variants.error("no variants", "a list of at least one variant");
   return p;
@@ -200,8 +245,8 @@ LayerProfile parse_root(const Node& root) {
 
 }  // namespace
 
-LayerProfile load_layer_profile(const std::string& path) {
-  return parse_root(Node::load_file(path));
+LayerProfile load_layer_profile(const std::string& path, const config::Limits& limits) {
+  return parse_root(Node::load_file(path, limits.max_input_bytes));
 }
 
 LayerProfile parse_layer_profile(std::string_view text, const std::string& name) {

@@ -93,7 +93,7 @@ hbm: 16 GiB
 hbm_bandwidth: 1 TB/s
 efficiency: {gemm: 1.5, memory: 0.8}
 YAML
-expect_error "nest profile: $tmp/accel.yaml:6: efficiency.gemm: out of range (got \"1.5\"; expected a number in [0, 1])" \
+expect_error "nest profile: $tmp/accel.yaml:6: efficiency.gemm: out of range (got \"1.5\"; expected a number in [0.001, 1])" \
   --model gpt3-175b --accelerator "$tmp/accel.yaml"
 
 if [[ $failures -ne 0 ]]; then

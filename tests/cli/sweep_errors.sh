@@ -45,7 +45,7 @@ study 'sweep: {points: [{devices: 16}]}'
 sed -i 's/llama2-7b.yaml/llama2-8b.yaml/' "$tmp/s.yaml"
 expect_error "nest sweep: $tmp/s.yaml:16: workloads.llama.model: no such file (got \"$src/workloads/models/llama2-8b.yaml\"; expected a readable file (paths are relative to the study file) or a bundled name)" \
   "$tmp/s.yaml" --output "$tmp/out"
-expect_error "nest sweep: $tmp/none.yaml: cannot open study file (expected a readable file)" \
+expect_error "nest sweep: $tmp/none.yaml: cannot open file: No such file or directory (expected a readable study file)" \
   "$tmp/none.yaml" --output "$tmp/out"
 [ -e "$tmp/out" ] && { echo "FAIL a malformed study created the output folder"; failed=1; }
 
@@ -54,8 +54,11 @@ expect_error "nest sweep: --resume: --resume and --force exclude each other (exp
   "$tmp/s.yaml" --output "$tmp/out" --resume --force
 expect_error "nest sweep: --progress: unknown progress mode (got \"sometimes\"; expected auto, always or never)" \
   "$tmp/s.yaml" --output "$tmp/out" --progress sometimes
-expect_error "nest sweep: --threads: at least one thread (got \"0\"; expected an integer >= 1)" \
+expect_error "nest sweep: --threads: thread count out of range (got \"0\"; expected an integer in [1, 1024])" \
   "$tmp/s.yaml" --output "$tmp/out" --threads 0
+# 40,000 threads aborted in the pool's constructor (SIGABRT) before the range.
+expect_error "nest sweep: --threads: thread count out of range (got \"40000\"; expected an integer in [1, 1024])" \
+  "$tmp/s.yaml" --output "$tmp/out" --threads 40000
 "$nest" sweep "$tmp/s.yaml" --output "$tmp/out" >/dev/null || { echo "FAIL a good study"; failed=1; }
 expect_error "nest sweep: --output: the output folder already holds results (got \"$tmp/out\"; expected --resume to continue them or --force to start over)" \
   "$tmp/s.yaml" --output "$tmp/out"

@@ -43,6 +43,6 @@ expect_error zero_latency.yaml \
 expect_error odd_k.yaml \
   'nest topology: odd_k.yaml:2: k: out of range (got "5"; expected an even integer in [2, 1024])'
 expect_error no_such_file.yaml \
-  'nest topology: no_such_file.yaml: cannot open file (expected a readable YAML file)'
+  'nest topology: no_such_file.yaml: cannot open file: No such file or directory (expected a readable YAML file)'
 
 exit $failed

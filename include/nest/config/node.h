@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "nest/config/limits.h"
 #include "nest/core/error.h"
 #include "nest/core/units.h"
 
@@ -22,9 +23,14 @@ namespace nest::config {
 /// A node of a loaded YAML document. Cheap to copy (shares the document).
 class Node {
  public:
-  /// Loads and parses `path`. Throws `Error` (input) when unreadable or malformed, with the line.
-  [[nodiscard]] static Node load_file(const std::string& path);
-  /// Parses `text`; `name` stands for the file name in errors.
+  /// Loads and parses `path` (read by `read_input_file` of nest/config/limits.h: a regular file
+  /// of at most `max_bytes`). Throws `Error` (input) when unreadable or malformed, with the line.
+  [[nodiscard]] static Node load_file(const std::string& path,
+                                      std::int64_t max_bytes = kDefaultMaxInputBytes);
+  /// Parses `text`; `name` stands for the file name in errors. Strict beyond YAML: the text
+  /// must be UTF-8 and one document, map keys scalars and unique, nesting at most
+  /// kMaxYamlDepth (32) levels, and aliases may not expand the tree past one node per byte.
+  /// Each violation is an input error naming the line.
   [[nodiscard]] static Node load_string(std::string_view text, std::string name);
 
   Node(const Node&);

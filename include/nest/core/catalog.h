@@ -11,12 +11,16 @@
 /// `../..` (a build folder inside the source tree); and the install data folder this library was
 /// configured with (`CMAKE_INSTALL_PREFIX/share/nest`).
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace nest {
+
+/// Paths of this many bytes or more are refused (Linux's PATH_MAX).
+inline constexpr std::size_t kMaxPathBytes = 4096;
 
 /// The kinds of bundled file.
 enum class DataKind : unsigned char { kTopology, kModel, kAccelerator, kProfile, kStudy };

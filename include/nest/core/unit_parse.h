@@ -14,7 +14,7 @@ namespace nest {
 /// Parses a duration: units ps, ns, us, ms, s. Throws `Error` (input) naming what was expected.
 [[nodiscard]] Time parse_time(std::string_view text);
 
-/// Parses a size: B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB (and bits: b, Kb, Mb, Gb, Tb,
+/// Parses a size: B, KB, MB, GB, TB, PB, EB, KiB, MiB, GiB, TiB, PiB, EiB (and bits: b, Kb, Mb, Gb, Tb,
 /// which must come to a whole number of bytes). Throws `Error` (input).
 [[nodiscard]] Bytes parse_bytes(std::string_view text);
 

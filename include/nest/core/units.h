@@ -10,16 +10,21 @@
 
 namespace nest {
 
+/// Throws `Error` (input) "duration out of range": a time computed from the inputs does not
+/// fit `Time` (or is not a number). Defined in units.cc so that this header needs no error.h.
+[[noreturn]] void throw_duration_out_of_range(double picoseconds);
+
 /// Simulated time or duration, an integer number of picoseconds (range ±106 days).
 class Time {
  public:
   constexpr Time() noexcept = default;
   [[nodiscard]] static constexpr Time picoseconds(std::int64_t ps) noexcept { return Time(ps); }
-  [[nodiscard]] static constexpr Time nanoseconds(double ns) noexcept { return from_ps(ns * 1e3); }
-  [[nodiscard]] static constexpr Time microseconds(double us) noexcept { return from_ps(us * 1e6); }
-  [[nodiscard]] static constexpr Time milliseconds(double ms) noexcept { return from_ps(ms * 1e9); }
-  /// Rounds to the nearest picosecond.
-  [[nodiscard]] static constexpr Time seconds(double s) noexcept { return from_ps(s * 1e12); }
+  /// These round to the nearest picosecond and throw `Error` (input) for a duration beyond
+  /// ±9.2e18 ps (±106 days) or NaN, instead of the undefined cast.
+  [[nodiscard]] static constexpr Time nanoseconds(double ns) { return from_ps(ns * 1e3); }
+  [[nodiscard]] static constexpr Time microseconds(double us) { return from_ps(us * 1e6); }
+  [[nodiscard]] static constexpr Time milliseconds(double ms) { return from_ps(ms * 1e9); }
+  [[nodiscard]] static constexpr Time seconds(double s) { return from_ps(s * 1e12); }
   [[nodiscard]] static constexpr Time zero() noexcept { return Time(0); }
   [[nodiscard]] static constexpr Time max() noexcept {
     return Time(std::numeric_limits<std::int64_t>::max());
@@ -49,7 +54,8 @@ class Time {
 
  private:
   constexpr explicit Time(std::int64_t ps) noexcept : ps_(ps) {}
-  static constexpr Time from_ps(double ps) noexcept {
+  static constexpr Time from_ps(double ps) {
+    if (!(ps > -9.2e18 && ps < 9.2e18)) throw_duration_out_of_range(ps);
     return Time(static_cast<std::int64_t>(ps < 0 ? ps - 0.5 : ps + 0.5));
   }
   std::int64_t ps_ = 0;
@@ -151,11 +157,21 @@ class FlopRate {
   double f_ = 0;
 };
 
-/// Time to push `size` through a link of rate `rate`, rounded up to 1 ps. `rate` must be > 0.
-[[nodiscard]] Time serialization_time(Bytes size, Bandwidth rate) noexcept;
+/// Longest duration `serialization_time` and `compute_time` return: 2^62 ps (4.6e6 s, 53 days),
+/// the simulator's horizon; sums of a few stay inside `Time`.
+inline constexpr std::int64_t kMaxDurationPs = std::int64_t{1} << 62;
 
-/// Time to execute `work` at `rate`, rounded up to 1 ps. `rate` must be > 0.
-[[nodiscard]] Time compute_time(Flops work, FlopRate rate) noexcept;
+/// `ps` unchanged when it is a number in [-1, kMaxDurationPs]; otherwise throws `Error`
+/// (input) "duration out of range". Guards a conversion of a computed picosecond count.
+[[nodiscard]] double checked_ps(double ps);
+
+/// Time to push `size` through a link of rate `rate`, rounded up to 1 ps. `rate` must be > 0.
+/// Throws `Error` (input) "duration out of range" past kMaxDurationPs.
+[[nodiscard]] Time serialization_time(Bytes size, Bandwidth rate);
+
+/// Time to execute `work` at `rate`, rounded up to 1 ps. `rate` must be > 0. Throws `Error`
+/// (input) "duration out of range" past kMaxDurationPs.
+[[nodiscard]] Time compute_time(Flops work, FlopRate rate);
 
 /// Rate that moves `size` in `duration`; `duration` must be > 0.
 [[nodiscard]] Bandwidth rate_of(Bytes size, Time duration) noexcept;

@@ -65,6 +65,7 @@
 #include <utility>
 #include <vector>
 
+#include "nest/config/limits.h"
 #include "nest/core/units.h"
 #include "nest/placer/plan.h"
 #include "nest/workload/memory.h"
@@ -133,8 +134,9 @@ struct PlanRecord {
 void write_plan_file(const std::string& path, const PlanInputs& inputs, const placer::Plan& plan,
                      const std::vector<placer::BaselineResult>& baselines);
 
-/// Reads a plan file. Throws `Error` (input) naming file, line and key on any problem.
-[[nodiscard]] PlanRecord read_plan_file(const std::string& path);
+/// Reads a plan file (by `config::read_input_file`: a regular file of at most
+/// `limits.max_input_bytes`). Throws `Error` (input) naming file, line and key on any problem.
+[[nodiscard]] PlanRecord read_plan_file(const std::string& path, const config::Limits& limits = {});
 /// Same from text; `name` stands for the file in errors.
 [[nodiscard]] PlanRecord parse_plan(std::string_view text, const std::string& name);
 

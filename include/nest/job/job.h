@@ -32,6 +32,7 @@
 
 #include "nest/coll/collective.h"
 #include "nest/coll/oracle.h"
+#include "nest/config/limits.h"
 #include "nest/core/catalog.h"
 #include "nest/core/log.h"
 #include "nest/core/units.h"
@@ -111,6 +112,8 @@ struct JobSpec {
   /// A plan file to evaluate as the `fixed` baseline ("how good is my configuration"); empty
   /// for none.
   std::string fixed_plan;
+  /// How large an input file may be and how much memory a topology may take.
+  config::Limits limits;
 };
 
 /// Parts a caller already has, so that a Job need not load them again (a sweep builds each
@@ -202,6 +205,7 @@ struct PlannedJob {
 struct PlanOverrides {
   std::string topology;               ///< replay on another topology (file or name)
   std::optional<std::uint64_t> seed;  ///< another routing seed
+  config::Limits limits;              ///< for the plan and every file it names
 };
 
 /// Reads the plan file at `path` and rebuilds its job from the record: input paths resolve

@@ -18,11 +18,14 @@
 namespace nest::replay {
 
 /// How to replay a plan.
+/// Most data-parallel gradient buckets per stage.
+inline constexpr int kMaxGradientBuckets = 65'536;
+
 struct PlanReplayOptions {
   Schedule schedule = Schedule::kOneFOneB;
-  /// Model chunks per device group under `Schedule::kInterleaved` (>= 2).
+  /// Model chunks per device group under `Schedule::kInterleaved` (>= 2, at most the layers).
   int virtual_stages = 2;
-  int gradient_buckets = 4;
+  int gradient_buckets = 4;  ///< in [1, kMaxGradientBuckets]
   /// Record the utilization over time of this many of the busiest links (by utilization over
   /// the iteration) into `RunRecord::link_series`, for a trace's counter tracks. 0: none. The
   /// series come from a second replay of the same iteration with `series_links` set, so this
@@ -41,6 +44,10 @@ struct PlanReplayOptions {
   /// the ideal network the ring.
   std::optional<coll::Algorithm> data_parallel_algorithm;
 };
+
+/// Throws `Error` (input, key "--buckets") unless gradient_buckets is in
+/// [1, kMaxGradientBuckets]. `replay_input` calls it.
+void validate(const PlanReplayOptions& options);
 
 /// The replay's input for `plan` (evaluated on `profile`). Per stage: forward = Σ forward of its
 /// layers plus the forward share of its intra-layer collectives; backward = the rest of the

@@ -54,12 +54,15 @@ class PointEvaluator {
   [[nodiscard]] virtual double cost(const Point& point) const;
 };
 
+/// Most evaluation threads per process.
+inline constexpr int kMaxThreads = 1024;
+
 /// How to run a sweep.
 struct SweepOptions {
   std::filesystem::path output;  ///< folder of results.csv and results.h5 (created if missing)
   bool resume = false;           ///< keep the rows already in `output`, run the others
   bool overwrite = false;        ///< discard rows already in `output`
-  int threads = 1;               ///< evaluation threads per process, >= 1
+  int threads = 1;               ///< evaluation threads per process, in [1, kMaxThreads]
   /// Stop after this many new points (as if interrupted there); negative: no limit.
   std::int64_t stop_after = -1;
   Progress::Mode progress = Progress::Mode::kAuto;
@@ -82,6 +85,9 @@ struct SweepReport {
   std::filesystem::path hdf5;
 };
 
+/// Throws `Error` (input, key "--threads") unless `threads` is in [1, kMaxThreads].
+void validate(const SweepOptions& options);
+
 /// The columns of the results table of `study` evaluated by `evaluator`.
 [[nodiscard]] std::vector<Column> results_columns(const Study& study,
                                                   const PointEvaluator& evaluator);
@@ -90,7 +96,8 @@ struct SweepReport {
 /// runs in this process; with an MPI cluster every rank must call it with the same study, and
 /// rank 0 gathers and writes. Throws `Error` (input) before any work when the output folder
 /// holds results and neither `resume` nor `overwrite` is set, when the existing rows do not
-/// belong to this study, or when `threads` < 1; and when the files cannot be written.
+/// belong to this study, or when `validate(options)` fails (also when the system refuses a
+/// thread); and when the files cannot be written.
 SweepReport run_sweep(const Study& study, const PointEvaluator& evaluator,
                       const SweepOptions& options, const Cluster* cluster = nullptr);
 

@@ -84,6 +84,7 @@
 #include <utility>
 #include <vector>
 
+#include "nest/config/limits.h"
 #include "nest/core/catalog.h"
 #include "nest/placer/plan.h"
 #include "nest/workload/memory.h"
@@ -177,23 +178,26 @@ struct Study {
   /// that any point overrides (first appearance order).
   std::vector<std::string> input_columns;
   std::vector<Point> points;  ///< in expansion order; points[i].index == i
+  /// The limits the study was read with; its evaluation reads and builds under the same.
+  config::Limits limits;
 
   /// The entry a point names (always present in a parsed study).
   [[nodiscard]] const TopologyEntry& topology(const Point& point) const;
   [[nodiscard]] const WorkloadEntry& workload(const Point& point) const;
 };
 
-/// Reads and expands a study file. Throws `Error` (input) naming file, line and key on any
-/// problem listed in the file comment. O(points · axes) plus reading the workload files' YAML.
-/// Bundled names in the study (a topology `file:`, a workload's files) are looked up in
-/// `catalog`.
-[[nodiscard]] Study load_study(const std::string& path,
+/// Reads and expands a study file (read by `config::read_input_file`, at most
+/// `limits.max_input_bytes`). Throws `Error` (input) naming file, line and key on any problem
+/// listed in the file comment. O(points · axes) plus reading the workload files' YAML. Bundled
+/// names in the study (a topology `file:`, a workload's files) are looked up in `catalog`.
+[[nodiscard]] Study load_study(const std::string& path, const config::Limits& limits = {},
                                const Catalog& catalog = Catalog::standard());
 
 /// Parses study YAML; `name` stands for the file name in errors and `directory` resolves the
-/// relative paths in it.
+/// relative paths in it; `limits` is kept in `Study::limits`.
 [[nodiscard]] Study parse_study(std::string_view text, const std::string& name,
                                 const std::filesystem::path& directory,
+                                const config::Limits& limits = {},
                                 const Catalog& catalog = Catalog::standard());
 
 /// "megatron" or "nest-artifact".

@@ -34,6 +34,7 @@
 #include <string>
 #include <string_view>
 
+#include "nest/config/limits.h"
 #include "nest/topo/topology.h"
 
 namespace nest::config {
@@ -42,13 +43,17 @@ class Node;
 
 namespace nest::topo {
 
-/// Loads and validates the topology file at `path`. Throws Error (input) on any problem.
-[[nodiscard]] Topology load_topology(const std::string& path);
+/// Loads and validates the topology file at `path`. Throws Error (input) on any problem: the
+/// file is read by `config::read_input_file` (at most `limits.max_input_bytes`), and a
+/// topology whose node or cable counts or estimated memory pass the limits of
+/// nest/topo/size.h (`limits.max_memory_bytes`) is refused before it is built.
+[[nodiscard]] Topology load_topology(const std::string& path, const config::Limits& limits = {});
 
 /// Same from YAML text; `file_name` stands for the file in messages and gives the default name.
-[[nodiscard]] Topology load_topology_string(std::string_view text, const std::string& file_name);
+[[nodiscard]] Topology load_topology_string(std::string_view text, const std::string& file_name,
+                                            const config::Limits& limits = {});
 
 /// Same from a loaded document (its file name gives the default name).
-[[nodiscard]] Topology load_topology(const config::Node& root);
+[[nodiscard]] Topology load_topology(const config::Node& root, const config::Limits& limits = {});
 
 }  // namespace nest::topo

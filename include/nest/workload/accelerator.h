@@ -19,11 +19,13 @@
 ///   memory: 0.8                # achievable fraction of the HBM bandwidth
 /// ```
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "nest/config/limits.h"
 #include "nest/core/units.h"
 
 namespace nest::workload {
@@ -44,8 +46,20 @@ struct Accelerator {
   [[nodiscard]] FlopRate peak_for(std::string_view precision) const;
 };
 
-/// Reads an accelerator file. Throws `Error` (input) naming file, line and key.
-[[nodiscard]] Accelerator load_accelerator(const std::string& path);
+/// Ranges of the accelerator keys: rates and sizes a device could have, wide enough for any
+/// real one and narrow enough that a layer's time stays a finite number of picoseconds.
+inline constexpr double kMinFlopRate = 1e6;                     ///< FLOP/s, peak and vector rates
+inline constexpr double kMaxFlopRate = 1e21;                    ///< FLOP/s (a zettaFLOP/s)
+inline constexpr double kMinMemoryBandwidth = 1e6;              ///< B/s
+inline constexpr double kMaxMemoryBandwidth = 1e18;             ///< B/s
+inline constexpr std::int64_t kMinHbm = std::int64_t{1} << 20;  ///< bytes (1 MiB)
+inline constexpr std::int64_t kMaxHbm = std::int64_t{1} << 60;  ///< bytes (1 EiB)
+inline constexpr double kMinEfficiency = 1e-3;  ///< gemm and memory efficiency, up to 1
+
+/// Reads an accelerator file (read by `config::read_input_file`). Throws `Error` (input)
+/// naming file, line and key; every rate, size and efficiency must be in its range above.
+[[nodiscard]] Accelerator load_accelerator(const std::string& path,
+                                           const config::Limits& limits = {});
 
 /// Parses accelerator YAML; `name` stands for the file name in errors.
 [[nodiscard]] Accelerator parse_accelerator(std::string_view text, const std::string& name);

@@ -35,7 +35,30 @@
 #include <string>
 #include <string_view>
 
+#include "nest/config/limits.h"
+
 namespace nest::workload {
+
+/// Ranges of the model keys (inclusive; the minimum is 1 unless said). Far above any published
+/// model (the largest hidden size is 25,600, vocabulary 256,000, layers 126), they keep every
+/// count the profile derives inside 64 bits; `check_parallel_config` then checks the sizes of
+/// one configuration's tensors and times (nest/workload/model_profile.h).
+/// Layers: the placer's search grows with the square of the layer count (2,048 layers: 19 s).
+inline constexpr std::int64_t kMaxLayers = 4'096;
+inline constexpr std::int64_t kMaxHidden = std::int64_t{1} << 20;
+inline constexpr std::int64_t kMaxHeads = std::int64_t{1} << 16;  ///< also kv_heads
+inline constexpr std::int64_t kMaxHeadDim = std::int64_t{1} << 16;
+inline constexpr std::int64_t kMaxFfnHidden = std::int64_t{1} << 22;
+inline constexpr std::int64_t kMaxVocabulary = std::int64_t{1} << 24;  ///< also token_types (>= 0)
+inline constexpr std::int64_t kMaxVocabularyPadding = std::int64_t{1} << 20;
+/// Also max_positions and the --seq / sequence_length overrides.
+inline constexpr std::int64_t kMaxSequenceLength = std::int64_t{1} << 24;
+inline constexpr std::int64_t kMaxExperts = std::int64_t{1} << 16;
+/// Also the --global-batch / global_batch overrides.
+inline constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 30;
+/// Most parameters of a whole model, 2^56 (7.2e16, 400,000 times GPT-3): 16 bytes each of
+/// weights, gradients and Adam state stay below 2^60.
+inline constexpr std::int64_t kMaxParameters = std::int64_t{1} << 56;
 
 /// The feed-forward block's non-linearity.
 enum class FfnActivation : std::uint8_t {
@@ -95,15 +118,21 @@ struct ParameterCount {
   std::int64_t active = 0;
 };
 
-/// Counts the parameters of `model`. O(1).
+/// Counts the parameters of `model`, exactly. Throws `Error` (input, key "hidden") when the
+/// total is over kMaxParameters. O(1).
 [[nodiscard]] ParameterCount count_parameters(const Model& model);
 
-/// Throws `Error` (input) unless the model is consistent (positive sizes, top_k in 1..experts,
-/// a learned position table at least as long as the sequence...).
+/// The total parameter count in floating point, right (to rounding) however large. O(1).
+[[nodiscard]] double approximate_parameters(const Model& model);
+
+/// Throws `Error` (input) unless the model is consistent: every key in its range above,
+/// top_k in 1..experts, a learned position table at least as long as the sequence, at most
+/// kMaxParameters parameters.
 void validate_model(const Model& model);
 
-/// Reads a model file (format above). Throws `Error` (input) naming file, line and key.
-[[nodiscard]] Model load_model(const std::string& path);
+/// Reads a model file (format above, read by `config::read_input_file`). Throws `Error`
+/// (input) naming file, line and key.
+[[nodiscard]] Model load_model(const std::string& path, const config::Limits& limits = {});
 
 /// Parses model YAML; `name` stands for the file name in errors.
 [[nodiscard]] Model parse_model(std::string_view text, const std::string& name);

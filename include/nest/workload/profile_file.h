@@ -48,12 +48,20 @@
 #include <string>
 #include <string_view>
 
+#include "nest/config/limits.h"
 #include "nest/workload/layer_profile.h"
 
 namespace nest::workload {
 
-/// Reads a layer-profile file. Throws `Error` (input) naming file, line and key on any problem.
-[[nodiscard]] LayerProfile load_layer_profile(const std::string& path);
+/// Reads a layer-profile file (by `config::read_input_file`). Throws `Error` (input) naming
+/// file, line and key on any problem. Ranges: at most 4,098 layers in a variant and 1,000,000
+/// over all variants together (repeats expanded), sequence_length as a model's, global_batch and
+/// microbatches at most 2^30, degrees and their product at most 2^20, parameters at most 2^56,
+/// flops at most 1e30 per layer, hbm and peak_flop_rate as an accelerator's; and per variant
+/// one iteration on one device (Σ forward + backward + recompute × microbatches) below 2^61
+/// ps and its bytes below 2^62 (see `check_variant_totals` in src/workload/size_check.h).
+[[nodiscard]] LayerProfile load_layer_profile(const std::string& path,
+                                              const config::Limits& limits = {});
 
 /// Parses layer-profile YAML from `text`; `name` stands for the file name in errors.
 [[nodiscard]] LayerProfile parse_layer_profile(std::string_view text, const std::string& name);

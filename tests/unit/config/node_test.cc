@@ -75,8 +75,10 @@ TEST(ConfigNode, ChoiceListsTheOptions) {
 }
 
 TEST(ConfigNode, MissingFile) {
-  EXPECT_EQ(error_of([] { (void)Node::load_file("/nonexistent/x.yaml"); }),
-            "/nonexistent/x.yaml: cannot open file (expected a readable YAML file)");
+  EXPECT_EQ(
+      error_of([] { (void)Node::load_file("/nonexistent/x.yaml"); }),
+      "/nonexistent/x.yaml: cannot open file: No such file or directory (expected a readable YAML "
+      "file)");
 }
 
 }  // namespace

@@ -179,7 +179,8 @@ TEST_F(StudyTest, MalformedStudiesFailNamingFileLineAndKey) {
       {"sweep:\n  points:\n    - {workload: x}\n",
        "s.yaml:26: sweep.points[0].workload: unknown name (got \"x\"; expected one of w)"},
       {"sweep:\n  product:\n    devices: [1]\n    devices: [2]\n",
-       "s.yaml:27: sweep.product.devices: axis \"devices\" given twice (expected each axis once)"},
+       "s.yaml:27: sweep.product.devices: duplicate key \"devices\" (expected each key once in a "
+       "map)"},
       {"sweep:\n  product:\n    devices: []\n",
        "s.yaml:26: sweep.product.devices: empty list (expected at least one value)"},
       {"sweep:\n  product:\n    devices: [0]\n",
@@ -252,6 +253,36 @@ TEST(GeneratorParameters, CoverTheKeysOfTheBundledTopologies) {
   }
   EXPECT_GE(checked, 5);
   EXPECT_TRUE(generator_parameters("mesh").empty());
+}
+
+}  // namespace
+}  // namespace nest::sweep
+
+namespace nest::sweep {
+namespace {
+
+// gpus_per_node: 1e-300 made devices / gpus_per_node a double past int64 that was cast anyway
+// (undefined), and a tiny devices_per_host made the fat-tree sizing loop run forever.
+TEST_F(StudyTest, DerivedSizesPastTheNodeLimitAreThePointsErrors) {
+  const Study s = parse(std::string(kHead) + R"(sweep:
+  points:
+    - {devices: 1024, topology.gpus_per_node: 1e-300}
+    - {devices: 1024, topology: tree, topology.devices_per_host: 1e-300}
+)");
+  const auto error = [&](std::size_t point) {
+    try {
+      (void)topology_parameters(s, s.points[point]);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error(0),
+            "topology.nodes: the device budget needs too large a topology (got \"1.024e+303\"; "
+            "expected at most 16777216)");
+  EXPECT_EQ(error(1),
+            "topology.k: the device budget needs too large a fat-tree (got \"1024 devices\"; "
+            "expected a budget that k <= 1024 holds)");
 }
 
 }  // namespace

@@ -187,8 +187,10 @@ TEST(ProfileFile, ErrorsNameFileLineAndKey) {
             }),
             "p.yaml:22: variants[0].layers[0].collectives[0].op: unknown value (got \"gather\"; "
             "expected one of allreduce, allgather, reducescatter, alltoall)");
-  EXPECT_EQ(error_of([] { (void)load_layer_profile("/nonexistent/p.yaml"); }),
-            "/nonexistent/p.yaml: cannot open file (expected a readable YAML file)");
+  EXPECT_EQ(
+      error_of([] { (void)load_layer_profile("/nonexistent/p.yaml"); }),
+      "/nonexistent/p.yaml: cannot open file: No such file or directory (expected a readable YAML "
+      "file)");
 }
 
 }  // namespace
