@@ -25,7 +25,7 @@ constexpr double kPsPerSecond = 1e12;
 // picosecond; remaining bytes within this fraction of the size are zero.
 constexpr double kAbsoluteTolerancePs = 1e-6;
 constexpr double kRelativeTolerance = 1e-12;
-constexpr std::uint32_t kInlineHops = 6;
+constexpr std::uint32_t kInlineHops = 8;
 // Relative margin below the smallest departed rate under which flows keep their rates.
 constexpr double kLevelMargin = 1e-9;
 constexpr double kNoDeparture = std::numeric_limits<double>::infinity();
@@ -71,9 +71,14 @@ struct FlowRef {
   double rate;
 };
 
-// The fields the searches and fillings read come first: one cache line.
+/// One hop of a flow's route: the link, and the flow's index in that link's list.
+struct Hop {
+  topo::LinkId link;
+  std::uint32_t position;
+};
+
+// The fields the searches and fillings read come first: one cache line, then the route.
 struct Flow {
-  const topo::LinkId* route = nullptr;
   std::uint32_t hops = 0;
   std::uint32_t visited = 0;  // component-search epoch
   std::uint32_t frozen = 0;   // progressive-filling epoch
@@ -87,20 +92,25 @@ struct Flow {
   topo::LinkId bottleneck = kNoCap;
   topo::LinkId new_bottleneck = kNoCap;
   FlowId id = 0;
-  FlowState state = FlowState::kFree;
   double rate = 0;      // bytes per second; 0 until the first rate computation
   double new_rate = 0;  // scratch of the filling
   double size = 0;
   double remaining = 0;  // bytes not yet drained as of `settled`
+  // The route, copied at the start (so the caller's span need not outlive the call): inline for
+  // routes of up to kInlineHops links, which are nearly all, next to the fields above, so that
+  // the searches read a flow's links without a pointer chase.
+  std::array<Hop, kInlineHops> inline_hops{};
   Time settled;
   Time latency;
-  // Index in each hop link's flow list: inline for short routes, which are nearly all.
-  std::array<std::uint32_t, kInlineHops> inline_position{};
-  std::vector<std::uint32_t> long_position;
+  FlowState state = FlowState::kFree;
+  std::vector<Hop> long_hops;
   std::function<void(FlowId, Time)> on_done;
 
-  std::uint32_t* position() noexcept {
-    return hops <= kInlineHops ? inline_position.data() : long_position.data();
+  [[nodiscard]] Hop* path() noexcept {
+    return hops <= kInlineHops ? inline_hops.data() : long_hops.data();
+  }
+  [[nodiscard]] const Hop* path() const noexcept {
+    return hops <= kInlineHops ? inline_hops.data() : long_hops.data();
   }
 };
 
@@ -332,15 +342,16 @@ void Simulator::Impl::remove_from_link(topo::LinkId link, std::uint32_t position
   auto& list = links[link].flows;
   const FlowRef last = list.back();
   list[position] = last;
-  flows[last.slot].position()[last.hop] = position;
+  flows[last.slot].path()[last.hop].position = position;
   list.pop_back();
 }
 
 void Simulator::Impl::finish_draining(std::uint32_t slot) {
   Flow& flow = flows[slot];
+  const Hop* path = flow.path();
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
-    const topo::LinkId link = flow.route[h];
-    remove_from_link(link, flow.position()[h]);
+    const topo::LinkId link = path[h].link;
+    remove_from_link(link, path[h].position);
     LinkTally& tally = tallies[link];
     tally.bytes_done += flow.size;
     if (links[link].flows.empty()) tally.busy_done += now - tally.busy_since;
@@ -562,8 +573,9 @@ void Simulator::Impl::add_links_of(Flow& flow) {
   topo::LinkId cap = kNoCap;
   double cap_capacity = std::numeric_limits<double>::infinity();
   double shared = std::numeric_limits<double>::infinity();
+  const Hop* path = flow.path();
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
-    const topo::LinkId id = flow.route[h];
+    const topo::LinkId id = path[h].link;
     LinkState& next = links[id];
     if (next.flows.size() == 1) {
       if (next.capacity < cap_capacity || (next.capacity == cap_capacity && id < cap)) {
@@ -647,8 +659,9 @@ void Simulator::Impl::collect_upper_component(topo::LinkId seed, double keep_bel
 double Simulator::Impl::arrival_floor(std::uint32_t slot) const noexcept {
   const Flow& flow = flows[slot];
   double floor = kNoDeparture;
+  const Hop* path = flow.path();
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
-    const LinkState& link = links[flow.route[h]];
+    const LinkState& link = links[path[h].link];
     floor = std::min(floor, link.capacity / static_cast<double>(link.flows.size()));
   }
   return floor;
@@ -664,10 +677,11 @@ void Simulator::Impl::fill() {
   if (component_flows.size() == 1) {
     // What the filling gives a lone flow: its slowest link.
     Flow& flow = flows[component_flows.front()];
-    flow.new_bottleneck = flow.route[0];
+    const Hop* path = flow.path();
+    flow.new_bottleneck = path[0].link;
     for (std::uint32_t h = 1; h < flow.hops; ++h) {
-      if (links[flow.route[h]].capacity < links[flow.new_bottleneck].capacity) {
-        flow.new_bottleneck = flow.route[h];
+      if (links[path[h].link].capacity < links[flow.new_bottleneck].capacity) {
+        flow.new_bottleneck = path[h].link;
       }
     }
     flow.new_rate = links[flow.new_bottleneck].capacity;
@@ -725,11 +739,12 @@ void Simulator::Impl::freeze_unshared() {
     double rate = flow.cap_link == kNoCap ? std::numeric_limits<double>::infinity()
                                           : links[flow.cap_link].capacity;
     flow.new_bottleneck = flow.cap_link;
+    const Hop* path = flow.path();
     for (std::uint32_t h = 0; h < flow.hops; ++h) {
-      const LinkState& link = links[flow.route[h]];
+      const LinkState& link = links[path[h].link];
       if (link.flows.size() != 1 && link.spare < rate) {
         rate = link.spare;
-        flow.new_bottleneck = flow.route[h];
+        flow.new_bottleneck = path[h].link;
       }
     }
     flow.new_rate = rate;
@@ -829,8 +844,9 @@ void Simulator::Impl::freeze_flow(std::uint32_t slot, double share, topo::LinkId
   flow.new_rate = share;
   flow.new_bottleneck = bottleneck;
   --unfrozen_flows;
+  const Hop* path = flow.path();
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
-    LinkState& other = links[flow.route[h]];
+    LinkState& other = links[path[h].link];
     if (other.flows.size() == 1) {  // private: at most the flow's cap candidate, now retired
       other.unfrozen = 0;
       continue;
@@ -839,7 +855,7 @@ void Simulator::Impl::freeze_flow(std::uint32_t slot, double share, topo::LinkId
     if (--other.unfrozen == 1) --shared_links;
     if (other.touched != touch_round) {
       other.touched = touch_round;
-      touched.push_back(flow.route[h]);
+      touched.push_back(path[h].link);
     }
   }
 }
@@ -861,9 +877,9 @@ void Simulator::Impl::apply_rates() {
     if (flow.remaining <= flow.size * kRelativeTolerance) flow.remaining = 0;
     flow.settled = now;
     flow.rate = flow.new_rate;
-    const std::uint32_t* position = flow.position();
+    const Hop* path = flow.path();
     for (std::uint32_t h = 0; h < flow.hops; ++h) {
-      links[flow.route[h]].flows[position[h]].rate = flow.rate;
+      links[path[h].link].flows[path[h].position].rate = flow.rate;
     }
     ++flow.version;
     const Time end = later(now, Time::picoseconds(drain_ps(flow.remaining, flow.rate)));
@@ -874,8 +890,9 @@ void Simulator::Impl::apply_rates() {
 void Simulator::Impl::record_series() {
   for (const std::uint32_t slot : component_flows) {
     const Flow& flow = flows[slot];
+    const Hop* path = flow.path();
     for (std::uint32_t h = 0; h < flow.hops; ++h) {
-      if (is_private(flow.route[h])) record_link_series(flow.route[h]);
+      if (is_private(path[h].link)) record_link_series(path[h].link);
     }
   }
   for (const topo::LinkId link : component_links) record_link_series(link);
@@ -928,7 +945,8 @@ void Simulator::Impl::publish_stats() {
     const double drained_now =
         flow.rate * static_cast<double>((now - flow.settled).ps()) / kPsPerSecond;
     const double sent = std::clamp(flow.size - flow.remaining + drained_now, 0.0, flow.size);
-    for (std::uint32_t h = 0; h < flow.hops; ++h) stats[flow.route[h]].bytes += sent;
+    const Hop* path = flow.path();
+    for (std::uint32_t h = 0; h < flow.hops; ++h) stats[path[h].link].bytes += sent;
   }
 }
 
@@ -1059,7 +1077,6 @@ FlowId Simulator::start_flow(std::span<const topo::LinkId> route, Bytes size,
   const FlowId id = s.next_flow_id++;
   ++s.live_flows;
   Flow& flow = s.flows[slot];
-  flow.route = route.data();
   flow.hops = static_cast<std::uint32_t>(route.size());
   flow.id = id;
   ++flow.version;  // no record stamped for the slot's previous flow can match
@@ -1075,14 +1092,14 @@ FlowId Simulator::start_flow(std::span<const topo::LinkId> route, Bytes size,
     return id;
   }
   flow.state = FlowState::kDraining;
-  if (flow.hops > kInlineHops) flow.long_position.resize(flow.hops);
-  std::uint32_t* position = flow.position();
+  if (flow.hops > kInlineHops) flow.long_hops.resize(flow.hops);
+  Hop* path = flow.path();
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
     LinkState& link = s.links[route[h]];
     LinkTally& tally = s.tallies[route[h]];
     if (tally.peak == 0) s.used_links.push_back(route[h]);
     if (link.flows.empty()) tally.busy_since = s.now;
-    position[h] = static_cast<std::uint32_t>(link.flows.size());
+    path[h] = Hop{route[h], static_cast<std::uint32_t>(link.flows.size())};
     link.flows.push_back({slot, h, 0.0});
     tally.peak = std::max(tally.peak, static_cast<std::uint32_t>(link.flows.size()));
     s.dirty.push_back(route[h]);

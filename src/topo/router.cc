@@ -1,6 +1,7 @@
 #include "nest/topo/router.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <memory>
 #include <unordered_map>
@@ -388,6 +389,42 @@ class Arena {
   std::size_t capacity_ = 0;
 };
 
+// The routes `route_into` computed last, direct-mapped by (pair, path index): a fixed
+// kSlots x 64 bytes (256 KiB), so repeated pairs (a ring's neighbours) are copied instead of
+// recomputed while memory stays bounded however many pairs are asked for. Routes longer than
+// kHops links are not kept.
+class RecentRoutes {
+ public:
+  bool find(std::uint64_t pair, std::uint64_t index, std::vector<LinkId>& out) const {
+    if (slots_.empty()) return false;
+    const Slot& s = slots_[hash_mix(pair, index) & (kSlots - 1)];
+    if (s.hops == 0 || s.pair != pair || s.index != index) return false;
+    out.assign(s.links.begin(), s.links.begin() + s.hops);
+    return true;
+  }
+  void insert(std::uint64_t pair, std::uint64_t index, std::span<const LinkId> route) {
+    if (route.empty() || route.size() > kHops) return;
+    if (slots_.empty()) slots_.resize(kSlots);
+    Slot& s = slots_[hash_mix(pair, index) & (kSlots - 1)];
+    s.pair = pair;
+    s.index = index;
+    s.hops = static_cast<std::uint32_t>(route.size());
+    std::copy(route.begin(), route.end(), s.links.begin());
+  }
+
+ private:
+  static constexpr std::size_t kSlots = 4096;
+  static constexpr std::size_t kHops = 11;
+  struct Slot {
+    std::uint64_t pair = 0;
+    std::uint64_t index = 0;
+    std::uint32_t hops = 0;  // 0: empty
+    std::array<LinkId, kHops> links{};
+  };
+  static_assert(sizeof(Slot) == 64);
+  std::vector<Slot> slots_;
+};
+
 }  // namespace
 
 struct Router::Impl {
@@ -404,26 +441,40 @@ struct Router::Impl {
     return std::visit([&](const auto& p) { return p.count(src, dst); }, paths);
   }
 
+  // Appends path `idx` from src to dst (src != dst) to `out`.
+  void compute(DeviceId src, DeviceId dst, std::uint64_t idx, std::vector<LinkId>& out) {
+    if (auto* e = std::get_if<ExplicitPaths>(&paths)) {
+      e->walk(src, dst, out);
+      return;
+    }
+    PathBuilder builder(index, out);
+    std::visit(
+        [&](auto& p) {
+          if constexpr (!std::is_same_v<std::decay_t<decltype(p)>, ExplicitPaths>) {
+            p.walk(src, dst, idx, builder);
+          }
+        },
+        paths);
+  }
+
   std::span<const LinkId> get(DeviceId src, DeviceId dst, std::uint64_t idx) {
     if (src == dst) return {};
     const std::uint64_t pair = (std::uint64_t{src} << 32U) | dst;
     if (const auto* hit = cache.find(pair, idx)) return *hit;
     scratch.clear();
-    if (auto* e = std::get_if<ExplicitPaths>(&paths)) {
-      e->walk(src, dst, scratch);
-    } else {
-      PathBuilder builder(index, scratch);
-      std::visit(
-          [&](auto& p) {
-            if constexpr (!std::is_same_v<std::decay_t<decltype(p)>, ExplicitPaths>) {
-              p.walk(src, dst, idx, builder);
-            }
-          },
-          paths);
-    }
+    compute(src, dst, idx, scratch);
     const std::span<const LinkId> stored = arena.store(scratch);
     cache.insert(pair, idx, stored);
     return stored;
+  }
+
+  void get_into(DeviceId src, DeviceId dst, std::uint64_t idx, std::vector<LinkId>& out) {
+    out.clear();
+    if (src == dst) return;
+    const std::uint64_t pair = (std::uint64_t{src} << 32U) | dst;
+    if (recent.find(pair, idx, out)) return;
+    compute(src, dst, idx, out);
+    recent.insert(pair, idx, out);
   }
 
   const Topology* topo;
@@ -432,6 +483,7 @@ struct Router::Impl {
   Paths paths;
   Arena arena;
   RouteCache cache;
+  RecentRoutes recent;
   std::vector<LinkId> scratch;
 };
 
@@ -454,6 +506,10 @@ std::uint64_t Router::path_index(DeviceId src, DeviceId dst, std::uint64_t flow)
 
 std::span<const LinkId> Router::route(DeviceId src, DeviceId dst, std::uint64_t flow) {
   return impl_->get(src, dst, path_index(src, dst, flow));
+}
+
+void Router::route_into(DeviceId src, DeviceId dst, std::uint64_t flow, std::vector<LinkId>& out) {
+  impl_->get_into(src, dst, path_index(src, dst, flow), out);
 }
 
 std::span<const LinkId> Router::route_path(DeviceId src, DeviceId dst, std::uint64_t index) {
