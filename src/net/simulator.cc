@@ -58,7 +58,9 @@ constexpr std::uint32_t kEpochRenewal = 0xF000'0000U;
 constexpr std::size_t kCompactionThreshold = 1 << 14;
 
 /// A user action waiting in the queue. `generation` stamps its queue record and its handle.
-struct Action {
+/// One cache line per action: the staleness check and the call read one line (a 40-byte
+/// action straddled two for half the slots: two cache misses per event with 2^20 pending).
+struct alignas(64) Action {
   std::function<void()> fn;
   std::uint32_t generation = 0;
 };
@@ -285,6 +287,13 @@ struct Simulator::Impl {
   void record_link_series(topo::LinkId link);
   void compact_queue();
   [[nodiscard]] bool is_stale(const QueuedEvent& event) const noexcept;
+  void prefetch_target(const QueuedEvent& event) const noexcept {
+    if (event.kind == kUserEvent) {
+      __builtin_prefetch(&actions[event.target]);
+    } else {
+      __builtin_prefetch(&flows[event.target]);
+    }
+  }
   void publish_stats();
   void reset();
   std::uint32_t allocate_flow();
@@ -300,7 +309,13 @@ void Simulator::Impl::run_events(Time until) {
     }
     if (queue.empty() || queue.next_time() > until) break;
     now = queue.next_time();
-    while (!queue.empty() && queue.next_time() == now) dispatch(queue.pop());
+    while (!queue.empty() && queue.next_time() == now) {
+      const QueuedEvent event = queue.pop();
+      // The next event's slot is fetched while this one runs: with many events pending, a
+      // slot is rarely still in cache when its event comes up.
+      if (!queue.empty()) prefetch_target(queue.peek());
+      dispatch(event);
+    }
     if (stale > kCompactionThreshold && stale * 2 > queue.size()) compact_queue();
   }
 }
@@ -957,7 +972,7 @@ Time drain_time(Bytes size, Bandwidth rate) {
 // Epoch counters keep running: marks left in link states stay below every future epoch (see
 // `renew_epochs` for the wrap).
 void Simulator::Impl::reset() {
-  queue.erase_if([](const QueuedEvent&) { return true; });
+  queue.clear();
   now = Time::zero();
   events = 0;
   updates = 0;

@@ -114,7 +114,7 @@ class Simulator {
   [[nodiscard]] Time now() const noexcept;
 
   /// Runs `action` at `at` (>= now). Same-time events run by (priority, insertion order), lower
-  /// priority first. O(log events). Throws `Error` (internal) when `at` < now().
+  /// priority first. O(1) amortized (event_queue.h). Throws `Error` (internal) when `at` < now().
   EventHandle schedule(Time at, std::function<void()> action, int priority = 0);
   /// Cancels a pending event; cancelling one that ran or was cancelled is a no-op. O(1).
   void cancel(EventHandle handle);
