@@ -49,7 +49,8 @@ class Router {
   /// instead of the route cache: for routes used once, such as an all-to-all's n(n-1) pairs,
   /// whose spans would hold ~100 bytes each for the router's life. Memory stays bounded: the
   /// last routes computed this way are kept in a fixed 256 KiB table, so repeated pairs (a
-  /// ring's neighbours) are copied rather than recomputed. Same errors as route().
+  /// ring's neighbours) are copied rather than recomputed; fat-tree routes, a few reads of
+  /// per-switch link tables, skip it. Same errors as route().
   void route_into(DeviceId src, DeviceId dst, std::uint64_t flow, std::vector<LinkId>& out);
 
   /// Number of equal-cost minimal paths the router chooses among for (src, dst); >= 1. O(1)
