@@ -55,6 +55,9 @@ constexpr double kCheckMargin = 1e-12;
 // this value every mark is cleared and they restart from zero, so that no stale mark can equal
 // or exceed a new epoch.
 constexpr std::uint32_t kEpochRenewal = 0xF000'0000U;
+// Events queued above which the run loop prefetches the next event's slot (below, the slots
+// are in cache and the peek would only cost).
+constexpr std::size_t kPrefetchAbove = 1 << 12;
 // Stale heap records are purged when they outnumber live ones and exceed this many.
 constexpr std::size_t kCompactionThreshold = 1 << 14;
 
@@ -80,10 +83,11 @@ struct Hop {
   std::uint32_t position;
 };
 
-// The fields the searches and fillings read come first: one cache line (the struct is
-// line-aligned), then the route on the next.
-struct alignas(64) Flow {
+// The fields the searches and fillings read come first, then the route (not line-aligned: at
+// 200 bytes instead of 256, a direct all-to-all with all 261,632 flows in flight was faster).
+struct Flow {
   std::uint32_t hops = 0;
+  std::uint32_t frozen = 0;  // progressive-filling epoch
   // Scratch of the filling: its private link of smallest capacity (ties: lowest id) when that
   // capacity is below each of its shared links' capacities, else kNoCap (see `join_component`).
   topo::LinkId cap_link = kNoCap;
@@ -116,18 +120,16 @@ struct alignas(64) Flow {
 
 // What the scans of a link's flow list read of each flow, by slot, in a dense array apart from
 // `Flow`: a scan over a link's list (the seeds of a verified refilling, `load_set`, `verify`,
-// `freeze`, the component searches) reads 16 bytes per flow, four flows per cache line, and
-// touches a flow's 256-byte state only for the flows it re-rates. At 2,048 devices the scans
+// `freeze`, the component searches) reads 8 bytes per flow, eight flows per cache line, and
+// touches a flow's 200-byte state only for the flows it re-rates. At 2,048 devices the scans
 // read ~70 flows per flow started, most of them of other flows.
 struct FlowMarks {
   std::uint32_t visited = 0;  // component-search epoch
-  std::uint32_t frozen = 0;   // progressive-filling epoch
   // A link where the flow is a max-min bottleneck flow (full, and no flow on it is faster): the
   // one it froze at in its last rate computation.
   topo::LinkId bottleneck = kNoCap;
-  std::uint32_t unused = 0;
 };
-static_assert(sizeof(FlowMarks) == 16);
+static_assert(sizeof(FlowMarks) == 8);
 
 // What the rate computation reads: one cache line per link (the statistics live apart, in
 // `LinkTally`, so that the searches and fillings touch half the memory).
@@ -332,13 +334,13 @@ void Simulator::Impl::run_events(Time until) {
     }
     if (queue.empty() || queue.next_time() > until) break;
     now = queue.next_time();
-    while (!queue.empty() && queue.next_time() == now) {
+    do {
       const QueuedEvent event = queue.pop();
-      // The next event's slot is fetched while this one runs: with many events pending, a
-      // slot is rarely still in cache when its event comes up.
-      if (!queue.empty()) prefetch_target(queue.peek());
+      // With many events pending, an event's slot is rarely still in cache when it comes up:
+      // the next one's is fetched while this one runs.
+      if (queue.size() > kPrefetchAbove) prefetch_target(queue.peek());
       dispatch(event);
-    }
+    } while (!queue.empty() && queue.next_time() == now);
     if (stale > kCompactionThreshold && stale * 2 > queue.size()) compact_queue();
   }
 }
@@ -771,8 +773,8 @@ void Simulator::Impl::fill_loaded() {
 void Simulator::Impl::freeze_unshared() {
   for (const std::uint32_t slot : component_flows) {
     Flow& flow = flows[slot];
-    if (marks[slot].frozen == epoch) continue;
-    marks[slot].frozen = epoch;
+    if (flow.frozen == epoch) continue;
+    flow.frozen = epoch;
     double rate = flow.cap_link == kNoCap ? std::numeric_limits<double>::infinity()
                                           : links[flow.cap_link].capacity;
     flow.new_bottleneck = flow.cap_link;
@@ -865,8 +867,8 @@ void Simulator::Impl::rekey_touched() {
 void Simulator::Impl::freeze(topo::LinkId bottleneck, double share) {
   touched.clear();
   for (const FlowRef ref : links[bottleneck].flows) {
-    const FlowMarks& mark = marks[ref.slot];
-    if (mark.visited != epoch || mark.frozen == epoch) continue;  // fixed load, or frozen
+    if (marks[ref.slot].visited != epoch) continue;  // fixed load
+    if (flows[ref.slot].frozen == epoch) continue;   // frozen
     freeze_flow(ref.slot, share, bottleneck);
   }
   mark_freeze(bottleneck, share);
@@ -877,7 +879,7 @@ void Simulator::Impl::freeze(topo::LinkId bottleneck, double share) {
 void Simulator::Impl::freeze_flow(std::uint32_t slot, double share, topo::LinkId bottleneck) {
   if (touched.empty()) ++touch_round;
   Flow& flow = flows[slot];
-  marks[slot].frozen = epoch;
+  flow.frozen = epoch;
   flow.new_rate = share;
   flow.new_bottleneck = bottleneck;
   --unfrozen_flows;
@@ -1032,10 +1034,8 @@ void Simulator::Impl::renew_epochs() {
     link.visited = 0;
     link.touched = 0;
   }
-  for (FlowMarks& mark : marks) {
-    mark.visited = 0;
-    mark.frozen = 0;
-  }
+  for (FlowMarks& mark : marks) mark.visited = 0;
+  for (Flow& flow : flows) flow.frozen = 0;
   std::fill(freeze_marks.begin(), freeze_marks.end(), FreezeMark{});
   epoch = 0;
   touch_round = 0;
