@@ -85,13 +85,15 @@ ClosedForm closed_form(const Program& program, std::span<const topo::DeviceId> g
   // trees send to the same peer step after step.
   struct LastRoute {
     topo::DeviceId peer = ~topo::DeviceId{0};
-    std::span<const topo::LinkId> route;
+    bool local = false;  // the route is empty
     Time latency;
     double bottleneck = 0;  // bytes/s
     std::uint32_t first_port = 0;
     std::uint32_t last_port = kNoPort;  // kNoPort for a one-link route (its first port)
   };
   std::vector<std::vector<LastRoute>> last(1, std::vector<LastRoute>(group.size()));
+  // Copied out, not cached: an all-to-all's n(n-1) routes would stay in the router for its life.
+  std::vector<topo::LinkId> route;
   constexpr std::size_t kBlock = 1024;
   std::vector<Transfer> batch(kBlock);
   const std::uint64_t count = program.transfer_count();
@@ -111,16 +113,17 @@ ClosedForm closed_form(const Program& program, std::span<const topo::DeviceId> g
     if (r.peer != dst) {
       const topo::DeviceId src = group[t.src];
       r.peer = dst;
-      r.route = router.route(src, dst, flow_key(src, dst, t.channel, flow_salt));
-      if (!r.route.empty()) {
-        const RouteProperties p = route_properties(topology, r.route);
+      router.route_into(src, dst, flow_key(src, dst, t.channel, flow_salt), route);
+      r.local = route.empty();
+      if (!route.empty()) {
+        const RouteProperties p = route_properties(topology, route);
         r.latency = p.latency;
         r.bottleneck = p.bottleneck.bytes_per_s();
-        r.first_port = port(r.route.front());
-        r.last_port = r.route.size() > 1 ? port(r.route.back()) : kNoPort;
+        r.first_port = port(route.front());
+        r.last_port = route.size() > 1 ? port(route.back()) : kNoPort;
       }
     }
-    if (r.route.empty()) continue;
+    if (r.local) continue;
     alpha = std::max(alpha, r.latency);
     const std::int64_t bytes = t.bytes.count();
     if (bytes <= 0) continue;

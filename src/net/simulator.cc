@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -25,7 +26,7 @@ constexpr double kPsPerSecond = 1e12;
 // picosecond; remaining bytes within this fraction of the size are zero.
 constexpr double kAbsoluteTolerancePs = 1e-6;
 constexpr double kRelativeTolerance = 1e-12;
-constexpr std::uint32_t kInlineHops = 6;
+constexpr std::uint32_t kInlineHops = 8;
 // Relative margin below the smallest departed rate under which flows keep their rates.
 constexpr double kLevelMargin = 1e-9;
 constexpr double kNoDeparture = std::numeric_limits<double>::infinity();
@@ -54,11 +55,16 @@ constexpr double kCheckMargin = 1e-12;
 // this value every mark is cleared and they restart from zero, so that no stale mark can equal
 // or exceed a new epoch.
 constexpr std::uint32_t kEpochRenewal = 0xF000'0000U;
+// Events queued above which the run loop prefetches the next event's slot (below, the slots
+// are in cache and the peek would only cost).
+constexpr std::size_t kPrefetchAbove = 1 << 12;
 // Stale heap records are purged when they outnumber live ones and exceed this many.
 constexpr std::size_t kCompactionThreshold = 1 << 14;
 
 /// A user action waiting in the queue. `generation` stamps its queue record and its handle.
-struct Action {
+/// One cache line per action: the staleness check and the call read one line (a 40-byte
+/// action straddled two for half the slots: two cache misses per event with 2^20 pending).
+struct alignas(64) Action {
   std::function<void()> fn;
   std::uint32_t generation = 0;
 };
@@ -71,38 +77,59 @@ struct FlowRef {
   double rate;
 };
 
-// The fields the searches and fillings read come first: one cache line.
+/// One hop of a flow's route: the link, and the flow's index in that link's list.
+struct Hop {
+  topo::LinkId link;
+  std::uint32_t position;
+};
+
+// The fields the searches and fillings read come first, then the route (not line-aligned: at
+// 200 bytes instead of 256, a direct all-to-all with all 261,632 flows in flight was faster).
 struct Flow {
-  const topo::LinkId* route = nullptr;
   std::uint32_t hops = 0;
-  std::uint32_t visited = 0;  // component-search epoch
-  std::uint32_t frozen = 0;   // progressive-filling epoch
+  std::uint32_t frozen = 0;  // progressive-filling epoch
   // Scratch of the filling: its private link of smallest capacity (ties: lowest id) when that
   // capacity is below each of its shared links' capacities, else kNoCap (see `join_component`).
   topo::LinkId cap_link = kNoCap;
   std::uint32_t version = 0;  // stamps the pending drain event; bumped on every reschedule
-  // A link where the flow is a max-min bottleneck flow (full, and no flow on it is faster): the
-  // one it froze at in its last rate computation; `new_bottleneck` is that computation's
-  // scratch, committed by `apply_rates`.
-  topo::LinkId bottleneck = kNoCap;
+  // Scratch of a rate computation: the link the flow froze at, committed to
+  // `FlowMarks::bottleneck` by `apply_rates`.
   topo::LinkId new_bottleneck = kNoCap;
   FlowId id = 0;
-  FlowState state = FlowState::kFree;
   double rate = 0;      // bytes per second; 0 until the first rate computation
   double new_rate = 0;  // scratch of the filling
   double size = 0;
   double remaining = 0;  // bytes not yet drained as of `settled`
+  // The route, copied at the start (so the caller's span need not outlive the call): inline for
+  // routes of up to kInlineHops links, which are nearly all, next to the fields above, so that
+  // the searches read a flow's links without a pointer chase.
+  std::array<Hop, kInlineHops> inline_hops{};
   Time settled;
   Time latency;
-  // Index in each hop link's flow list: inline for short routes, which are nearly all.
-  std::array<std::uint32_t, kInlineHops> inline_position{};
-  std::vector<std::uint32_t> long_position;
+  FlowState state = FlowState::kFree;
+  std::vector<Hop> long_hops;
   std::function<void(FlowId, Time)> on_done;
 
-  std::uint32_t* position() noexcept {
-    return hops <= kInlineHops ? inline_position.data() : long_position.data();
+  [[nodiscard]] Hop* path() noexcept {
+    return hops <= kInlineHops ? inline_hops.data() : long_hops.data();
+  }
+  [[nodiscard]] const Hop* path() const noexcept {
+    return hops <= kInlineHops ? inline_hops.data() : long_hops.data();
   }
 };
+
+// What the scans of a link's flow list read of each flow, by slot, in a dense array apart from
+// `Flow`: a scan over a link's list (the seeds of a verified refilling, `load_set`, `verify`,
+// `freeze`, the component searches) reads 8 bytes per flow, eight flows per cache line, and
+// touches a flow's 200-byte state only for the flows it re-rates. At 2,048 devices the scans
+// read ~70 flows per flow started, most of them of other flows.
+struct FlowMarks {
+  std::uint32_t visited = 0;  // component-search epoch
+  // A link where the flow is a max-min bottleneck flow (full, and no flow on it is faster): the
+  // one it froze at in its last rate computation.
+  topo::LinkId bottleneck = kNoCap;
+};
+static_assert(sizeof(FlowMarks) == 8);
 
 // What the rate computation reads: one cache line per link (the statistics live apart, in
 // `LinkTally`, so that the searches and fillings touch half the memory).
@@ -181,6 +208,8 @@ struct Simulator::Impl {
   explicit Impl(const topo::Topology& t) : topology(&t) {
     const auto all = t.links();
     links.resize(all.size());
+    ends.reserve(all.size());
+    for (const topo::Link& link : all) ends.push_back({link.src, link.dst, link.latency});
     tallies.resize(all.size());
     freeze_marks.resize(all.size());
     stats.resize(all.size());
@@ -200,12 +229,20 @@ struct Simulator::Impl {
   std::vector<std::uint32_t> free_actions;
 
   std::vector<Flow> flows;
+  std::vector<FlowMarks> marks;  // by flow slot, as `flows`
   std::vector<std::uint32_t> free_flows;
   FlowId next_flow_id = 0;
   std::size_t live_flows = 0;
 
   std::vector<LinkState> links;
   std::vector<LinkTally> tallies;  // per link, apart from `links`
+  // Per link, what `start_flow` checks and sums: 16 bytes instead of the topology's links.
+  struct LinkEnds {
+    topo::NodeId src;
+    topo::NodeId dst;
+    Time latency;
+  };
+  std::vector<LinkEnds> ends;
   // Per link, for `verify`: the largest rate the current filling gave a flow that froze there.
   struct FreezeMark {
     double share = 0;
@@ -275,6 +312,13 @@ struct Simulator::Impl {
   void record_link_series(topo::LinkId link);
   void compact_queue();
   [[nodiscard]] bool is_stale(const QueuedEvent& event) const noexcept;
+  void prefetch_target(const QueuedEvent& event) const noexcept {
+    if (event.kind == kUserEvent) {
+      __builtin_prefetch(&actions[event.target]);
+    } else {
+      __builtin_prefetch(&flows[event.target]);
+    }
+  }
   void publish_stats();
   void reset();
   std::uint32_t allocate_flow();
@@ -290,7 +334,13 @@ void Simulator::Impl::run_events(Time until) {
     }
     if (queue.empty() || queue.next_time() > until) break;
     now = queue.next_time();
-    while (!queue.empty() && queue.next_time() == now) dispatch(queue.pop());
+    do {
+      const QueuedEvent event = queue.pop();
+      // With many events pending, an event's slot is rarely still in cache when it comes up:
+      // the next one's is fetched while this one runs.
+      if (queue.size() > kPrefetchAbove) prefetch_target(queue.peek());
+      dispatch(event);
+    } while (!queue.empty() && queue.next_time() == now);
     if (stale > kCompactionThreshold && stale * 2 > queue.size()) compact_queue();
   }
 }
@@ -332,15 +382,16 @@ void Simulator::Impl::remove_from_link(topo::LinkId link, std::uint32_t position
   auto& list = links[link].flows;
   const FlowRef last = list.back();
   list[position] = last;
-  flows[last.slot].position()[last.hop] = position;
+  flows[last.slot].path()[last.hop].position = position;
   list.pop_back();
 }
 
 void Simulator::Impl::finish_draining(std::uint32_t slot) {
   Flow& flow = flows[slot];
+  const Hop* path = flow.path();
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
-    const topo::LinkId link = flow.route[h];
-    remove_from_link(link, flow.position()[h]);
+    const topo::LinkId link = path[h].link;
+    remove_from_link(link, path[h].position);
     LinkTally& tally = tallies[link];
     tally.bytes_done += flow.size;
     if (links[link].flows.empty()) tally.busy_done += now - tally.busy_since;
@@ -373,6 +424,7 @@ std::uint32_t Simulator::Impl::allocate_flow() {
     return slot;
   }
   flows.emplace_back();
+  marks.emplace_back();
   return static_cast<std::uint32_t>(flows.size() - 1);
 }
 
@@ -448,10 +500,10 @@ bool Simulator::Impl::refill_verified() {
   component_flows.clear();
   for (const topo::LinkId seed : dirty) {
     for (const FlowRef ref : links[seed].flows) {
-      Flow& flow = flows[ref.slot];
-      if (flow.visited == epoch) continue;
-      if (ref.rate == 0 || flow.bottleneck == seed) {
-        flow.visited = epoch;
+      FlowMarks& mark = marks[ref.slot];
+      if (mark.visited == epoch) continue;
+      if (ref.rate == 0 || mark.bottleneck == seed) {
+        mark.visited = epoch;
         component_flows.push_back(ref.slot);
       }
     }
@@ -474,10 +526,10 @@ bool Simulator::Impl::refill_verified() {
     if (component_flows.size() + violators.size() > kVerifiedFlowLimit) return false;
     // The set grows: new marks for it and its links.
     ++epoch;
-    for (const std::uint32_t slot : component_flows) flows[slot].visited = epoch;
+    for (const std::uint32_t slot : component_flows) marks[slot].visited = epoch;
     for (const std::uint32_t slot : violators) {
-      if (flows[slot].visited == epoch) continue;
-      flows[slot].visited = epoch;
+      if (marks[slot].visited == epoch) continue;
+      marks[slot].visited = epoch;
       component_flows.push_back(slot);
     }
   }
@@ -495,7 +547,7 @@ void Simulator::Impl::load_set() {
     link.unfrozen = 0;
     link.version = 0;
     for (const FlowRef ref : link.flows) {
-      if (flows[ref.slot].visited == epoch) {
+      if (marks[ref.slot].visited == epoch) {
         ++link.unfrozen;
       } else {
         link.spare -= ref.rate;
@@ -515,8 +567,7 @@ bool Simulator::Impl::verify() {
     double total = 0;
     double fastest = 0;
     for (const FlowRef ref : link.flows) {
-      const Flow& flow = flows[ref.slot];
-      const double rate = flow.visited == epoch ? flow.new_rate : ref.rate;
+      const double rate = marks[ref.slot].visited == epoch ? flows[ref.slot].new_rate : ref.rate;
       total += rate;
       fastest = std::max(fastest, rate);
     }
@@ -525,7 +576,7 @@ bool Simulator::Impl::verify() {
                                              : std::numeric_limits<double>::infinity();
     const bool full = total >= link.capacity * (1 - kCheckMargin);
     for (const FlowRef ref : link.flows) {
-      const Flow& flow = flows[ref.slot];
+      const FlowMarks& flow = marks[ref.slot];
       if (flow.visited == epoch) continue;
       const bool faster_than_frozen = ref.rate > limit;
       const bool lost_bottleneck =
@@ -550,10 +601,9 @@ bool Simulator::Impl::verify() {
 // component link's share never exceeds its capacity, so otherwise that link freezes the flow no
 // later than the cap would (at an equal share, at the same rate).
 void Simulator::Impl::join_component(std::uint32_t slot) {
-  Flow& flow = flows[slot];
-  flow.visited = epoch;
+  marks[slot].visited = epoch;
   component_flows.push_back(slot);
-  add_links_of(flow);
+  add_links_of(flows[slot]);
 }
 
 // Appends `flow`'s shared links not yet marked to `component_links` (marking them) and sets its
@@ -562,8 +612,9 @@ void Simulator::Impl::add_links_of(Flow& flow) {
   topo::LinkId cap = kNoCap;
   double cap_capacity = std::numeric_limits<double>::infinity();
   double shared = std::numeric_limits<double>::infinity();
+  const Hop* path = flow.path();
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
-    const topo::LinkId id = flow.route[h];
+    const topo::LinkId id = path[h].link;
     LinkState& next = links[id];
     if (next.flows.size() == 1) {
       if (next.capacity < cap_capacity || (next.capacity == cap_capacity && id < cap)) {
@@ -593,7 +644,7 @@ void Simulator::Impl::collect_component(topo::LinkId seed) {
   }
   for (std::size_t i = 0; i < component_links.size(); ++i) {
     for (const FlowRef ref : links[component_links[i]].flows) {
-      if (flows[ref.slot].visited != epoch) join_component(ref.slot);
+      if (marks[ref.slot].visited != epoch) join_component(ref.slot);
     }
   }
 }
@@ -635,7 +686,7 @@ void Simulator::Impl::collect_upper_component(topo::LinkId seed, double keep_bel
         continue;
       }
       ++link.unfrozen;
-      if (flows[ref.slot].visited != epoch) join_component(ref.slot);
+      if (marks[ref.slot].visited != epoch) join_component(ref.slot);
     }
     link.spare = std::max(0.0, link.spare);
   }
@@ -647,8 +698,9 @@ void Simulator::Impl::collect_upper_component(topo::LinkId seed, double keep_bel
 double Simulator::Impl::arrival_floor(std::uint32_t slot) const noexcept {
   const Flow& flow = flows[slot];
   double floor = kNoDeparture;
+  const Hop* path = flow.path();
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
-    const LinkState& link = links[flow.route[h]];
+    const LinkState& link = links[path[h].link];
     floor = std::min(floor, link.capacity / static_cast<double>(link.flows.size()));
   }
   return floor;
@@ -664,10 +716,11 @@ void Simulator::Impl::fill() {
   if (component_flows.size() == 1) {
     // What the filling gives a lone flow: its slowest link.
     Flow& flow = flows[component_flows.front()];
-    flow.new_bottleneck = flow.route[0];
+    const Hop* path = flow.path();
+    flow.new_bottleneck = path[0].link;
     for (std::uint32_t h = 1; h < flow.hops; ++h) {
-      if (links[flow.route[h]].capacity < links[flow.new_bottleneck].capacity) {
-        flow.new_bottleneck = flow.route[h];
+      if (links[path[h].link].capacity < links[flow.new_bottleneck].capacity) {
+        flow.new_bottleneck = path[h].link;
       }
     }
     flow.new_rate = links[flow.new_bottleneck].capacity;
@@ -725,11 +778,12 @@ void Simulator::Impl::freeze_unshared() {
     double rate = flow.cap_link == kNoCap ? std::numeric_limits<double>::infinity()
                                           : links[flow.cap_link].capacity;
     flow.new_bottleneck = flow.cap_link;
+    const Hop* path = flow.path();
     for (std::uint32_t h = 0; h < flow.hops; ++h) {
-      const LinkState& link = links[flow.route[h]];
+      const LinkState& link = links[path[h].link];
       if (link.flows.size() != 1 && link.spare < rate) {
         rate = link.spare;
-        flow.new_bottleneck = flow.route[h];
+        flow.new_bottleneck = path[h].link;
       }
     }
     flow.new_rate = rate;
@@ -813,8 +867,8 @@ void Simulator::Impl::rekey_touched() {
 void Simulator::Impl::freeze(topo::LinkId bottleneck, double share) {
   touched.clear();
   for (const FlowRef ref : links[bottleneck].flows) {
-    const Flow& flow = flows[ref.slot];
-    if (flow.visited != epoch || flow.frozen == epoch) continue;  // fixed load, or frozen
+    if (marks[ref.slot].visited != epoch) continue;  // fixed load
+    if (flows[ref.slot].frozen == epoch) continue;   // frozen
     freeze_flow(ref.slot, share, bottleneck);
   }
   mark_freeze(bottleneck, share);
@@ -829,8 +883,9 @@ void Simulator::Impl::freeze_flow(std::uint32_t slot, double share, topo::LinkId
   flow.new_rate = share;
   flow.new_bottleneck = bottleneck;
   --unfrozen_flows;
+  const Hop* path = flow.path();
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
-    LinkState& other = links[flow.route[h]];
+    LinkState& other = links[path[h].link];
     if (other.flows.size() == 1) {  // private: at most the flow's cap candidate, now retired
       other.unfrozen = 0;
       continue;
@@ -839,7 +894,7 @@ void Simulator::Impl::freeze_flow(std::uint32_t slot, double share, topo::LinkId
     if (--other.unfrozen == 1) --shared_links;
     if (other.touched != touch_round) {
       other.touched = touch_round;
-      touched.push_back(flow.route[h]);
+      touched.push_back(path[h].link);
     }
   }
 }
@@ -849,7 +904,7 @@ void Simulator::Impl::freeze_flow(std::uint32_t slot, double share, topo::LinkId
 void Simulator::Impl::apply_rates() {
   for (const std::uint32_t slot : component_flows) {
     Flow& flow = flows[slot];
-    flow.bottleneck = flow.new_bottleneck;
+    marks[slot].bottleneck = flow.new_bottleneck;
     if (flow.new_rate == flow.rate) continue;
     if (flow.new_rate <= 0) {
       throw Error::internal("flow " + std::to_string(flow.id) + " got no bandwidth");
@@ -861,9 +916,9 @@ void Simulator::Impl::apply_rates() {
     if (flow.remaining <= flow.size * kRelativeTolerance) flow.remaining = 0;
     flow.settled = now;
     flow.rate = flow.new_rate;
-    const std::uint32_t* position = flow.position();
+    const Hop* path = flow.path();
     for (std::uint32_t h = 0; h < flow.hops; ++h) {
-      links[flow.route[h]].flows[position[h]].rate = flow.rate;
+      links[path[h].link].flows[path[h].position].rate = flow.rate;
     }
     ++flow.version;
     const Time end = later(now, Time::picoseconds(drain_ps(flow.remaining, flow.rate)));
@@ -874,8 +929,9 @@ void Simulator::Impl::apply_rates() {
 void Simulator::Impl::record_series() {
   for (const std::uint32_t slot : component_flows) {
     const Flow& flow = flows[slot];
+    const Hop* path = flow.path();
     for (std::uint32_t h = 0; h < flow.hops; ++h) {
-      if (is_private(flow.route[h])) record_link_series(flow.route[h]);
+      if (is_private(path[h].link)) record_link_series(path[h].link);
     }
   }
   for (const topo::LinkId link : component_links) record_link_series(link);
@@ -928,7 +984,8 @@ void Simulator::Impl::publish_stats() {
     const double drained_now =
         flow.rate * static_cast<double>((now - flow.settled).ps()) / kPsPerSecond;
     const double sent = std::clamp(flow.size - flow.remaining + drained_now, 0.0, flow.size);
-    for (std::uint32_t h = 0; h < flow.hops; ++h) stats[flow.route[h]].bytes += sent;
+    const Hop* path = flow.path();
+    for (std::uint32_t h = 0; h < flow.hops; ++h) stats[path[h].link].bytes += sent;
   }
 }
 
@@ -939,7 +996,7 @@ Time drain_time(Bytes size, Bandwidth rate) {
 // Epoch counters keep running: marks left in link states stay below every future epoch (see
 // `renew_epochs` for the wrap).
 void Simulator::Impl::reset() {
-  queue.erase_if([](const QueuedEvent&) { return true; });
+  queue.clear();
   now = Time::zero();
   events = 0;
   updates = 0;
@@ -956,6 +1013,7 @@ void Simulator::Impl::reset() {
     free_actions.push_back(slot);
   }
   flows.clear();
+  marks.clear();
   free_flows.clear();
   next_flow_id = 0;
   live_flows = 0;
@@ -976,10 +1034,8 @@ void Simulator::Impl::renew_epochs() {
     link.visited = 0;
     link.touched = 0;
   }
-  for (Flow& flow : flows) {
-    flow.visited = 0;
-    flow.frozen = 0;
-  }
+  for (FlowMarks& mark : marks) mark.visited = 0;
+  for (Flow& flow : flows) flow.frozen = 0;
   std::fill(freeze_marks.begin(), freeze_marks.end(), FreezeMark{});
   epoch = 0;
   touch_round = 0;
@@ -1031,25 +1087,25 @@ FlowId Simulator::start_flow(std::span<const topo::LinkId> route, Bytes size,
   if (size.count() < 0) {
     throw Error::internal("flow of negative size " + std::to_string(size.count()) + " bytes");
   }
-  const auto all = s.topology->links();
   Time latency;
   for (std::size_t h = 0; h < route.size(); ++h) {
     const topo::LinkId link = route[h];
-    if (link >= all.size()) {
+    if (link >= s.ends.size()) {
       throw Error::internal("route names link " + std::to_string(link) + " but topology " +
-                            s.topology->name() + " has " + std::to_string(all.size()));
+                            s.topology->name() + " has " + std::to_string(s.ends.size()));
     }
-    if (h > 0 && all[route[h - 1]].dst != all[link].src) {
+    if (h > 0 && s.ends[route[h - 1]].dst != s.ends[link].src) {
       throw Error::internal("route hop " + std::to_string(h) + " (link " + std::to_string(link) +
                             ") does not start where the previous link ends");
     }
-    if (!(all[link].bandwidth.bytes_per_s() > 0)) {
+    // The link's capacity is its bandwidth in bytes per second.
+    if (!(s.links[link].capacity > 0)) {
       throw Error::input("route crosses a link without bandwidth",
                          {.key = "link " + std::to_string(link),
-                          .value = fmt::format("{} B/s", all[link].bandwidth.bytes_per_s()),
+                          .value = fmt::format("{} B/s", s.links[link].capacity),
                           .expected = "a bandwidth > 0"});
     }
-    latency += all[link].latency;
+    latency += s.ends[link].latency;
   }
 
   const std::uint32_t slot = s.allocate_flow();
@@ -1059,7 +1115,6 @@ FlowId Simulator::start_flow(std::span<const topo::LinkId> route, Bytes size,
   const FlowId id = s.next_flow_id++;
   ++s.live_flows;
   Flow& flow = s.flows[slot];
-  flow.route = route.data();
   flow.hops = static_cast<std::uint32_t>(route.size());
   flow.id = id;
   ++flow.version;  // no record stamped for the slot's previous flow can match
@@ -1075,14 +1130,14 @@ FlowId Simulator::start_flow(std::span<const topo::LinkId> route, Bytes size,
     return id;
   }
   flow.state = FlowState::kDraining;
-  if (flow.hops > kInlineHops) flow.long_position.resize(flow.hops);
-  std::uint32_t* position = flow.position();
+  if (flow.hops > kInlineHops) flow.long_hops.resize(flow.hops);
+  Hop* path = flow.path();
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
     LinkState& link = s.links[route[h]];
     LinkTally& tally = s.tallies[route[h]];
     if (tally.peak == 0) s.used_links.push_back(route[h]);
     if (link.flows.empty()) tally.busy_since = s.now;
-    position[h] = static_cast<std::uint32_t>(link.flows.size());
+    path[h] = Hop{route[h], static_cast<std::uint32_t>(link.flows.size())};
     link.flows.push_back({slot, h, 0.0});
     tally.peak = std::max(tally.peak, static_cast<std::uint32_t>(link.flows.size()));
     s.dirty.push_back(route[h]);

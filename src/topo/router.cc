@@ -1,6 +1,7 @@
 #include "nest/topo/router.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <memory>
 #include <unordered_map>
@@ -67,47 +68,115 @@ class PathBuilder {
   NodeId last_ = 0;
 };
 
-struct FatTreePaths {
-  detail::FatTreeLayout f;
+// Fat-tree paths from tables of the links between each switch and its neighbours, built once
+// with the link index (same cables, the first of parallel ones): a route is a few table reads,
+// with no binary search and no division by the tree's radix per hop.
+class FatTreePaths {
+ public:
+  FatTreePaths(const detail::FatTreeLayout& layout, const LinkIndex& index) : f_(layout) {
+    const auto hosts = static_cast<std::size_t>(f_.hosts);
+    const auto h = static_cast<std::size_t>(f_.h);
+    host_edge_.resize(hosts);
+    host_up_.resize(hosts);
+    host_down_.resize(hosts);
+    for (std::size_t host = 0; host < hosts; ++host) {
+      const auto edge = static_cast<std::uint32_t>(host / h);
+      host_edge_[host] = edge;
+      host_up_[host] =
+          index.between(f_.host_node(static_cast<std::int64_t>(host)), f_.edge_base + edge);
+      host_down_[host] =
+          index.between(f_.edge_base + edge, f_.host_node(static_cast<std::int64_t>(host)));
+    }
+    if (f_.d > 1) {
+      const auto devices = static_cast<std::size_t>(f_.devices);
+      device_up_.resize(devices);
+      device_down_.resize(devices);
+      for (std::size_t device = 0; device < devices; ++device) {
+        const NodeId su =
+            f_.host_node(static_cast<std::int64_t>(device / static_cast<std::size_t>(f_.d)));
+        device_up_[device] = index.between(static_cast<NodeId>(device), su);
+        device_down_[device] = index.between(su, static_cast<NodeId>(device));
+      }
+    }
+    const std::size_t switches = static_cast<std::size_t>(f_.k) * h;  // edges, and aggregations
+    edge_up_.resize(switches * h);
+    edge_down_.resize(switches * h);
+    agg_up_.resize(switches * h);
+    agg_down_.resize(switches * h);
+    for (std::size_t e = 0; e < switches; ++e) {
+      const int pod = static_cast<int>(e / h);
+      for (std::size_t a = 0; a < h; ++a) {
+        const NodeId agg = f_.agg(pod, static_cast<int>(a));
+        edge_up_[e * h + a] = index.between(f_.edge_base + static_cast<NodeId>(e), agg);
+        edge_down_[e * h + a] = index.between(agg, f_.edge_base + static_cast<NodeId>(e));
+      }
+    }
+    for (std::size_t g = 0; g < switches; ++g) {  // aggregation switch g = pod * h + a
+      const auto a = static_cast<int>(g % h);
+      for (std::size_t c = 0; c < h; ++c) {
+        const NodeId core = f_.core(a, static_cast<int>(c));
+        agg_up_[g * h + c] = index.between(f_.agg_base + static_cast<NodeId>(g), core);
+        agg_down_[g * h + c] = index.between(core, f_.agg_base + static_cast<NodeId>(g));
+      }
+    }
+  }
 
   [[nodiscard]] std::uint64_t count(DeviceId s, DeviceId d) const {
-    const std::int64_t hs = s / f.d;
-    const std::int64_t hd = d / f.d;
+    const std::int64_t hs = host(s);
+    const std::int64_t hd = host(d);
     if (hs == hd) return 1;
-    const std::int64_t es = hs / f.h;
-    const std::int64_t ed = hd / f.h;
+    const std::uint32_t es = host_edge_[static_cast<std::size_t>(hs)];
+    const std::uint32_t ed = host_edge_[static_cast<std::size_t>(hd)];
     if (es == ed) return 1;
-    if (es / f.h == ed / f.h) return static_cast<std::uint64_t>(f.h);
-    return static_cast<std::uint64_t>(f.h) * static_cast<std::uint64_t>(f.h);
+    const auto h = static_cast<std::uint64_t>(f_.h);
+    if (es / h == ed / h) return h;
+    return h * h;
   }
 
-  void walk(DeviceId s, DeviceId d, std::uint64_t idx, PathBuilder& p) const {
-    const std::int64_t hs = s / f.d;
-    const std::int64_t hd = d / f.d;
-    p.start(s);
-    if (f.d > 1) p.to(f.host_node(hs));
+  void walk(DeviceId s, DeviceId d, std::uint64_t idx, std::vector<LinkId>& out) const {
+    const auto hs = static_cast<std::size_t>(host(s));
+    const auto hd = static_cast<std::size_t>(host(d));
+    if (f_.d > 1) out.push_back(device_up_[s]);
     if (hs != hd) {
-      const auto es = static_cast<int>(hs / f.h);
-      const auto ed = static_cast<int>(hd / f.h);
-      p.to(f.edge_base + es);
+      out.push_back(host_up_[hs]);
+      const std::size_t es = host_edge_[hs];
+      const std::size_t ed = host_edge_[hd];
       if (es != ed) {
-        const int ps = es / f.h;
-        const int pd = ed / f.h;
+        const auto h = static_cast<std::size_t>(f_.h);
+        const std::size_t ps = es / h;
+        const std::size_t pd = ed / h;
         if (ps == pd) {
-          p.to(f.agg(ps, static_cast<int>(idx)));
+          out.push_back(edge_up_[es * h + idx]);
+          out.push_back(edge_down_[ed * h + idx]);
         } else {
-          const auto a = static_cast<int>(idx / f.h);
-          const auto c = static_cast<int>(idx % f.h);
-          p.to(f.agg(ps, a));
-          p.to(f.core(a, c));
-          p.to(f.agg(pd, a));
+          const std::size_t a = idx / h;
+          const std::size_t c = idx % h;
+          out.push_back(edge_up_[es * h + a]);
+          out.push_back(agg_up_[(ps * h + a) * h + c]);
+          out.push_back(agg_down_[(pd * h + a) * h + c]);
+          out.push_back(edge_down_[ed * h + a]);
         }
-        p.to(f.edge_base + ed);
       }
-      if (f.d > 1) p.to(f.host_node(hd));
+      out.push_back(host_down_[hd]);
     }
-    p.to(d);
+    if (f_.d > 1) out.push_back(device_down_[d]);
   }
+
+ private:
+  [[nodiscard]] std::int64_t host(DeviceId device) const {
+    return f_.d == 1 ? std::int64_t{device} : std::int64_t{device} / f_.d;
+  }
+
+  detail::FatTreeLayout f_;
+  std::vector<std::uint32_t> host_edge_;  // per host: its edge switch, pod * h + e
+  std::vector<LinkId> host_up_;           // per host: its node (device or scale-up) -> edge
+  std::vector<LinkId> host_down_;         // per host: edge -> its node
+  std::vector<LinkId> device_up_;         // per device (scale-up hosts): device -> scale-up
+  std::vector<LinkId> device_down_;       // per device: scale-up -> device
+  std::vector<LinkId> edge_up_;           // [edge * h + a]: edge -> aggregation a of its pod
+  std::vector<LinkId> edge_down_;         // [edge * h + a]: aggregation a -> edge
+  std::vector<LinkId> agg_up_;            // [(pod * h + a) * h + c]: aggregation -> core (a, c)
+  std::vector<LinkId> agg_down_;          // [(pod * h + a) * h + c]: core (a, c) -> aggregation
 };
 
 struct SpineLeafPaths {
@@ -297,10 +366,11 @@ class ExplicitPaths {
 using Paths = std::variant<ExplicitPaths, FatTreePaths, SpineLeafPaths, TorusPaths, RailPaths,
                            HierarchicalPaths, DragonflyPaths>;
 
-Paths make_paths(const Topology& t) {
+Paths make_paths(const Topology& t, const LinkIndex& index) {
   const TopologyParams& p = t.params();
-  if (const auto* q = std::get_if<FatTreeParams>(&p))
-    return FatTreePaths{detail::FatTreeLayout(*q)};
+  if (const auto* q = std::get_if<FatTreeParams>(&p)) {
+    return Paths(std::in_place_type<FatTreePaths>, detail::FatTreeLayout(*q), index);
+  }
   if (const auto* q = std::get_if<SpineLeafParams>(&p)) {
     return SpineLeafPaths{detail::SpineLeafLayout(*q)};
   }
@@ -388,10 +458,47 @@ class Arena {
   std::size_t capacity_ = 0;
 };
 
+// The routes `route_into` computed last, direct-mapped by (pair, path index): a fixed
+// kSlots x 64 bytes (256 KiB), so repeated pairs (a ring's neighbours) are copied instead of
+// recomputed while memory stays bounded however many pairs are asked for. Routes longer than
+// kHops links are not kept.
+class RecentRoutes {
+ public:
+  bool find(std::uint64_t pair, std::uint64_t index, std::vector<LinkId>& out) const {
+    if (slots_.empty()) return false;
+    const Slot& s = slots_[hash_mix(pair, index) & (kSlots - 1)];
+    if (s.hops == 0 || s.pair != pair || s.index != index) return false;
+    out.assign(s.links.begin(), s.links.begin() + s.hops);
+    return true;
+  }
+  void insert(std::uint64_t pair, std::uint64_t index, std::span<const LinkId> route) {
+    if (route.empty() || route.size() > kHops) return;
+    if (slots_.empty()) slots_.resize(kSlots);
+    Slot& s = slots_[hash_mix(pair, index) & (kSlots - 1)];
+    s.pair = pair;
+    s.index = index;
+    s.hops = static_cast<std::uint32_t>(route.size());
+    std::copy(route.begin(), route.end(), s.links.begin());
+  }
+
+ private:
+  static constexpr std::size_t kSlots = 4096;
+  static constexpr std::size_t kHops = 11;
+  struct Slot {
+    std::uint64_t pair = 0;
+    std::uint64_t index = 0;
+    std::uint32_t hops = 0;  // 0: empty
+    std::array<LinkId, kHops> links{};
+  };
+  static_assert(sizeof(Slot) == 64);
+  std::vector<Slot> slots_;
+};
+
 }  // namespace
 
 struct Router::Impl {
-  Impl(const Topology& t, std::uint64_t s) : topo(&t), seed(s), index(t), paths(make_paths(t)) {}
+  Impl(const Topology& t, std::uint64_t s)
+      : topo(&t), seed(s), index(t), paths(make_paths(t, index)) {}
 
   void check(DeviceId src, DeviceId dst) const {
     if (src >= topo->num_devices() || dst >= topo->num_devices()) {
@@ -404,26 +511,52 @@ struct Router::Impl {
     return std::visit([&](const auto& p) { return p.count(src, dst); }, paths);
   }
 
+  // Appends path `idx` from src to dst (src != dst) to `out`.
+  void compute(DeviceId src, DeviceId dst, std::uint64_t idx, std::vector<LinkId>& out) {
+    if (auto* e = std::get_if<ExplicitPaths>(&paths)) {
+      e->walk(src, dst, out);
+      return;
+    }
+    if (const auto* tree = std::get_if<FatTreePaths>(&paths)) {
+      tree->walk(src, dst, idx, out);
+      return;
+    }
+    PathBuilder builder(index, out);
+    std::visit(
+        [&](auto& p) {
+          using Kind = std::decay_t<decltype(p)>;
+          if constexpr (!std::is_same_v<Kind, ExplicitPaths> &&
+                        !std::is_same_v<Kind, FatTreePaths>) {
+            p.walk(src, dst, idx, builder);
+          }
+        },
+        paths);
+  }
+
   std::span<const LinkId> get(DeviceId src, DeviceId dst, std::uint64_t idx) {
     if (src == dst) return {};
     const std::uint64_t pair = (std::uint64_t{src} << 32U) | dst;
     if (const auto* hit = cache.find(pair, idx)) return *hit;
     scratch.clear();
-    if (auto* e = std::get_if<ExplicitPaths>(&paths)) {
-      e->walk(src, dst, scratch);
-    } else {
-      PathBuilder builder(index, scratch);
-      std::visit(
-          [&](auto& p) {
-            if constexpr (!std::is_same_v<std::decay_t<decltype(p)>, ExplicitPaths>) {
-              p.walk(src, dst, idx, builder);
-            }
-          },
-          paths);
-    }
+    compute(src, dst, idx, scratch);
     const std::span<const LinkId> stored = arena.store(scratch);
     cache.insert(pair, idx, stored);
     return stored;
+  }
+
+  void get_into(DeviceId src, DeviceId dst, std::uint64_t idx, std::vector<LinkId>& out) {
+    out.clear();
+    if (src == dst) return;
+    // A fat-tree route is a few table reads: cheaper than a probe of the recent-route table,
+    // which an all-to-all would miss every time.
+    if (const auto* tree = std::get_if<FatTreePaths>(&paths)) {
+      tree->walk(src, dst, idx, out);
+      return;
+    }
+    const std::uint64_t pair = (std::uint64_t{src} << 32U) | dst;
+    if (recent.find(pair, idx, out)) return;
+    compute(src, dst, idx, out);
+    recent.insert(pair, idx, out);
   }
 
   const Topology* topo;
@@ -432,6 +565,7 @@ struct Router::Impl {
   Paths paths;
   Arena arena;
   RouteCache cache;
+  RecentRoutes recent;
   std::vector<LinkId> scratch;
 };
 
@@ -454,6 +588,10 @@ std::uint64_t Router::path_index(DeviceId src, DeviceId dst, std::uint64_t flow)
 
 std::span<const LinkId> Router::route(DeviceId src, DeviceId dst, std::uint64_t flow) {
   return impl_->get(src, dst, path_index(src, dst, flow));
+}
+
+void Router::route_into(DeviceId src, DeviceId dst, std::uint64_t flow, std::vector<LinkId>& out) {
+  impl_->get_into(src, dst, path_index(src, dst, flow), out);
 }
 
 std::span<const LinkId> Router::route_path(DeviceId src, DeviceId dst, std::uint64_t index) {

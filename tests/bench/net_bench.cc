@@ -1,6 +1,8 @@
-// Benchmarks of the flow-level simulator (net): raw event throughput, and collective-shaped flow
-// patterns over a two-level leaf-spine built by hand (so the figures do not depend on the
-// topology generators or the router).
+// Benchmarks of the flow-level simulator (net): raw event throughput (user events and hold
+// models with 2^10 .. 2^20 events pending, through the simulator and on the event queue alone),
+// and collective-shaped flow patterns over a two-level leaf-spine built by hand (so the figures
+// do not depend on the topology generators or the router). The all-to-all curve through the
+// collective layer is tests/bench/alltoall_bench.cc.
 //
 // Fabric: `hosts` devices, leaves of 16 hosts, 16 spines, every leaf joined to every spine
 // (non-blocking, 1:1): 50 GB/s (400 Gb/s) everywhere, 500 ns per hop. Routes: host -> leaf ->
@@ -17,12 +19,14 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "nest/core/rng.h"
+#include "nest/net/event_queue.h"
 #include "nest/net/simulator.h"
 #include "nest/topo/topology.h"
 
@@ -285,20 +289,32 @@ void BM_UserEvents(benchmark::State& state) {
   }
   benchmark::DoNotOptimize(sum);
 }
-BENCHMARK(BM_UserEvents)->Arg(1 << 20)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_UserEvents)
+    ->Arg(1 << 10)
+    ->Arg(1 << 16)
+    ->Arg(1 << 20)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 
-// The classic "hold" model: `pending` events in the queue; each one, when it runs, schedules
-// its successor at a pseudo-random delay of 1 ps..1 us. 2^20 events in all.
+// Events of a hold model with `pending` events queued: 2^20, or 4 x pending when larger (so that
+// most events run with about `pending` others queued).
+std::uint64_t hold_events(std::uint64_t pending) {
+  return std::max<std::uint64_t>(1 << 20, 4 * pending);
+}
+
+// The classic "hold" model through the simulator: `pending` events in the queue; each one, when
+// it runs, schedules its successor at a pseudo-random delay of 1 ps..1 us (a user action: the
+// queue, the action table and a std::function call per event).
 void BM_HoldModel(benchmark::State& state) {
   const auto pending = static_cast<std::uint64_t>(state.range(0));
-  constexpr std::uint64_t kTotal = 1 << 20;
+  const std::uint64_t total = hold_events(pending);
   const LeafSpine fabric(16);
   for (auto _ : state) {
     Simulator sim(fabric.topology());
     nest::Rng rng(2);
     std::uint64_t scheduled = 0;
     std::function<void()> hold = [&] {
-      if (scheduled >= kTotal) return;
+      if (scheduled >= total) return;
       ++scheduled;
       sim.schedule(
           sim.now() + Time::picoseconds(static_cast<std::int64_t>(1 + rng.below(1'000'000))),
@@ -310,7 +326,50 @@ void BM_HoldModel(benchmark::State& state) {
         static_cast<double>(sim.events_processed()), benchmark::Counter::kIsIterationInvariantRate);
   }
 }
-BENCHMARK(BM_HoldModel)->Arg(1 << 10)->Arg(1 << 16)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_HoldModel)
+    ->Arg(1 << 10)
+    ->Arg(1 << 16)
+    ->Arg(1 << 20)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+
+// The hold model on the event queue alone (nest/net/event_queue.h): pop the earliest event and
+// push its successor 1 ps..1 us later, with `pending` events queued; a share of the successors
+// (one in 8) get the same time as the event popped, at a higher priority, as a simulator's
+// same-time follow-ups do.
+void BM_EventQueueHold(benchmark::State& state) {
+  const auto pending = static_cast<std::uint64_t>(state.range(0));
+  const std::uint64_t total = hold_events(pending);
+  std::uint64_t checksum = 0;
+  for (auto _ : state) {
+    nest::net::EventQueue queue;
+    nest::Rng rng(3);
+    for (std::uint64_t i = 0; i < pending; ++i) {
+      queue.push(Time::picoseconds(static_cast<std::int64_t>(1 + rng.below(1'000'000))), 0, 0,
+                 static_cast<std::uint32_t>(i), 0);
+    }
+    for (std::uint64_t i = pending; i < total; ++i) {
+      const nest::net::QueuedEvent e = queue.pop();
+      checksum += e.target;
+      const bool follow_up = (i & 7U) == 0;
+      const Time at =
+          follow_up
+              ? e.time
+              : e.time + Time::picoseconds(static_cast<std::int64_t>(1 + rng.below(1'000'000)));
+      queue.push(at, follow_up ? 1 : 0, 0, static_cast<std::uint32_t>(i), 0);
+    }
+    while (!queue.empty()) checksum += queue.pop().target;
+    state.counters["events_per_s"] = benchmark::Counter(
+        static_cast<double>(total), benchmark::Counter::kIsIterationInvariantRate);
+  }
+  benchmark::DoNotOptimize(checksum);
+}
+BENCHMARK(BM_EventQueueHold)
+    ->Arg(1 << 10)
+    ->Arg(1 << 16)
+    ->Arg(1 << 20)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 
 }  // namespace
 

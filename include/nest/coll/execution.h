@@ -75,6 +75,7 @@ class Execution {
   std::vector<std::uint32_t> waits_;                   // dense programs: per gate
   std::unordered_map<GateId, std::uint32_t> pending_;  // implicit: gates partly arrived
   std::vector<TransferId> sends_;                      // scratch for open_gate
+  std::vector<topo::LinkId> route_;                    // scratch for open_gate
   std::vector<Time> rank_end_;
   std::uint64_t remaining_ = 0;
   bool started_ = false;

@@ -114,14 +114,15 @@ class Simulator {
   [[nodiscard]] Time now() const noexcept;
 
   /// Runs `action` at `at` (>= now). Same-time events run by (priority, insertion order), lower
-  /// priority first. O(log events). Throws `Error` (internal) when `at` < now().
+  /// priority first. O(1) amortized (event_queue.h). Throws `Error` (internal) when `at` < now().
   EventHandle schedule(Time at, std::function<void()> action, int priority = 0);
   /// Cancels a pending event; cancelling one that ran or was cancelled is a no-op. O(1).
   void cancel(EventHandle handle);
 
   /// Starts a flow of `size` bytes now along `route` (directed links, path order; may be empty
   /// for a local copy, which completes at once). `on_done(flow, now)` runs when the last byte
-  /// arrives. The route span must stay valid until the flow completes. O(route length); the
+  /// arrives. The route is copied (inline in the flow for up to 8 links), so the span need only
+  /// be valid during the call. O(route length); the
   /// rate is set when the current timestamp's events are done. Throws `Error` (internal) for a
   /// negative size, an unknown link or a route whose links do not join, and (input) for a
   /// link without bandwidth.

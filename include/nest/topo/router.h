@@ -17,12 +17,15 @@
 /// - Explicit: the path of least total latency, then fewest hops (Dijkstra on a Boost.Graph
 ///   view, one shortest-path tree per source, computed on first use); one path per pair.
 ///
-/// Each (src, dst, path index) is computed once and kept: memory grows with the distinct routes
-/// asked for (about 4 bytes per hop plus ~60 bytes per route), never with unused pairs.
+/// route() computes each (src, dst, path index) once and keeps it, so that its span stays valid:
+/// memory grows with the distinct routes asked for (about 4 bytes per hop plus ~60 bytes per
+/// route), never with unused pairs. route_into() copies the route out instead and keeps only a
+/// fixed-size table of recent ones (bounded memory, for routes used once).
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "nest/topo/topology.h"
 
@@ -41,6 +44,14 @@ class Router {
   /// Not thread-safe (the cache); give each thread its own router. Throws Error (internal) when
   /// a device id is out of range.
   [[nodiscard]] std::span<const LinkId> route(DeviceId src, DeviceId dst, std::uint64_t flow = 0);
+
+  /// The route that route(src, dst, flow) returns, written to `out` (its old contents replaced)
+  /// instead of the route cache: for routes used once, such as an all-to-all's n(n-1) pairs,
+  /// whose spans would hold ~100 bytes each for the router's life. Memory stays bounded: the
+  /// last routes computed this way are kept in a fixed 256 KiB table, so repeated pairs (a
+  /// ring's neighbours) are copied rather than recomputed; fat-tree routes, a few reads of
+  /// per-switch link tables, skip it. Same errors as route().
+  void route_into(DeviceId src, DeviceId dst, std::uint64_t flow, std::vector<LinkId>& out);
 
   /// Number of equal-cost minimal paths the router chooses among for (src, dst); >= 1. O(1)
   /// except on dragonflies (O(cables between the two groups)) and explicit graphs (1).

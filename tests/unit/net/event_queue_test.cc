@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <compare>
 #include <cstdint>
+#include <limits>
 #include <tuple>
 #include <vector>
 
+#include "nest/core/error.h"
 #include "nest/core/rng.h"
 
 namespace nest::net {
@@ -127,6 +130,122 @@ TEST(EventQueue, EraseIfDropsStaleEventsAndKeepsOrder) {
         (popped[i - 1].time == popped[i].time && popped[i - 1].target < popped[i].target);
     EXPECT_TRUE(ordered) << i;
   }
+}
+
+// Oracle for the tests below: the pending events in (time, priority, insertion) order.
+struct Pending {
+  std::int64_t time;
+  int priority;
+  std::uint32_t id;
+  auto operator<=>(const Pending&) const = default;
+};
+
+// Delays from 0 to 2^44 ps, so that events sit in many radix buckets and move between them,
+// and runs of equal keys (a few times repeat); a peek before every pop must name the event
+// popped; stale events are erased now and then.
+void expect_oracle_order() {
+  Rng rng(11);
+  EventQueue q;
+  std::vector<Pending> pending;
+  std::int64_t now = 0;
+  std::uint32_t id = 0;
+  std::size_t popped = 0;
+  for (int round = 0; round < 60'000; ++round) {
+    const std::uint64_t scale = std::uint64_t{1} << rng.below(45);
+    // One push in four repeats a recent time, so that runs of equal keys form.
+    const auto time = rng.below(4) == 0 && !pending.empty()
+                          ? std::max(now, pending.back().time)
+                          : now + static_cast<std::int64_t>(rng.below(scale));
+    const int priority = static_cast<int>(rng.below(4)) - 2;
+    q.push(ps(time), priority, 1, id, id % 5);
+    pending.push_back({time, priority, id});
+    ++id;
+    while (!pending.empty() && rng.below(5) < 2) {
+      const auto it = std::min_element(pending.begin(), pending.end());
+      ASSERT_EQ(q.next_time(), ps(it->time));
+      ASSERT_EQ(q.peek().target, it->id);
+      const QueuedEvent e = q.pop();
+      ASSERT_EQ(e.target, it->id);
+      ASSERT_EQ(e.time, ps(it->time));
+      ASSERT_EQ(e.priority, it->priority);
+      ASSERT_EQ(e.kind, 1U);
+      ASSERT_EQ(e.stamp, it->id % 5);
+      now = it->time;
+      pending.erase(it);
+      ++popped;
+    }
+    if (round % 9'999 == 0) {
+      const auto stale = [](const QueuedEvent& e) { return e.stamp == 3; };
+      const std::size_t expected = static_cast<std::size_t>(std::count_if(
+          pending.begin(), pending.end(), [](const Pending& p) { return p.id % 5 == 3; }));
+      ASSERT_EQ(q.erase_if(stale), expected);
+      std::erase_if(pending, [](const Pending& p) { return p.id % 5 == 3; });
+    }
+    ASSERT_EQ(q.size(), pending.size());
+  }
+  std::sort(pending.begin(), pending.end());
+  for (const Pending& p : pending) ASSERT_EQ(q.pop().target, p.id);
+  EXPECT_TRUE(q.empty());
+  EXPECT_GT(popped, 30'000U);
+}
+
+TEST(EventQueue, MatchesTheOracleOverWideTimeSpansWithPeeksAndErasures) { expect_oracle_order(); }
+
+TEST(EventQueue, SameTimeEventsOutOfOrderAtTheBaseKeepPriorityThenInsertion) {
+  // Events reach the base (the time being popped) from a redistributed bucket and from pushes
+  // made while it is being consumed, with falling priorities: the FIFO and the heap must merge.
+  EventQueue q;
+  q.push(ps(1 << 20), 2, 0, 1, 0);
+  q.push(ps(1 << 20), 0, 0, 2, 0);
+  q.push(ps(5), 0, 0, 0, 0);
+  q.push(ps(1 << 20), 1, 0, 3, 0);
+  EXPECT_EQ(q.pop().target, 0U);
+  EXPECT_EQ(q.pop().target, 2U);  // (2^20, 0)
+  q.push(ps(1 << 20), -1, 0, 4, 0);
+  q.push(ps(1 << 20), 1, 0, 5, 0);
+  q.push(ps(1 << 20), 3, 0, 6, 0);
+  EXPECT_EQ(drain(q), (std::vector<std::uint32_t>{4, 3, 5, 1, 6}));
+}
+
+TEST(EventQueue, HandlesTimesNearTheHorizon) {
+  EventQueue q;
+  const std::int64_t far = std::int64_t{1} << 62;
+  q.push(ps(far - 1), 0, 0, 1, 0);
+  q.push(ps(far - 2), 0, 0, 2, 0);
+  q.push(ps(0), 0, 0, 3, 0);
+  q.push(ps(std::numeric_limits<std::int64_t>::max()), 0, 0, 4, 0);
+  EXPECT_EQ(drain(q), (std::vector<std::uint32_t>{3, 2, 1, 4}));
+}
+
+TEST(EventQueue, RejectsEventsBeforeTheLastPoppedOne) {
+  EventQueue q;
+  q.push(ps(100), 0, 0, 1, 0);
+  q.push(ps(200), 0, 0, 2, 0);
+  EXPECT_EQ(q.pop().target, 1U);
+  q.push(ps(100), 0, 0, 3, 0);  // the same time is fine
+  try {
+    q.push(ps(99), 0, 0, 4, 0);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "internal error: event queue: event at 99 ps pushed before the last popped "
+                 "event (100 ps)");
+  }
+  EXPECT_THROW(q.push(ps(-1), 0, 0, 5, 0), Error);
+  EXPECT_EQ(drain(q), (std::vector<std::uint32_t>{3, 2}));
+}
+
+TEST(EventQueue, ClearForgetsEventsAndTheLastPoppedTime) {
+  EventQueue q;
+  q.push(ps(500), 0, 0, 1, 0);
+  q.push(ps(900), 0, 0, 2, 0);
+  EXPECT_EQ(q.pop().target, 1U);
+  q.clear();
+  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(q.size(), 0U);
+  q.push(ps(10), 0, 0, 3, 0);  // before 500: allowed after clear
+  q.push(ps(10), -1, 0, 4, 0);
+  EXPECT_EQ(drain(q), (std::vector<std::uint32_t>{4, 3}));
 }
 
 }  // namespace

@@ -60,6 +60,30 @@ TEST(Simulator, LoneFlowTakesLatencyPlusSizeOverBandwidth) {
   EXPECT_EQ(sim.active_flows(), 0U);
 }
 
+TEST(Simulator, RoutesAreCopiedSoTheSpanNeedNotOutliveTheCall) {
+  // Two flows over 10 and 3 cables of a 10-cable line (longer than the 8 links a flow holds
+  // inline), started from one buffer that is overwritten and freed before the run. The long
+  // one is held to 50 GB/s by cable 8; on cables 0-2 (100 GB/s) the short one gets the other
+  // 50 GB/s. Short: 1 MB / 50 GB/s + 3 x 0.1 us = 20.3 us; long: 4 MB / 50 GB/s + 1 us = 81 us.
+  const auto t = line({100, 100, 100, 100, 100, 100, 100, 100, 50, 100}, us(0.1));
+  Simulator sim(t);
+  Completions done;
+  auto buffer = std::make_unique<std::vector<LinkId>>();
+  for (LinkId i = 0; i < 10; ++i) buffer->push_back(2 * i);
+  const FlowId long_flow = sim.start_flow(*buffer, Bytes(4'000'000), done.callback());
+  buffer->resize(3);
+  const FlowId short_flow = sim.start_flow(*buffer, Bytes(1'000'000), done.callback());
+  std::fill(buffer->begin(), buffer->end(), LinkId{1});
+  buffer.reset();
+  sim.run();
+  EXPECT_EQ(done.at.at(short_flow), us(20.3));
+  EXPECT_EQ(done.at.at(long_flow), us(81));
+  for (LinkId i = 0; i < 10; ++i) {
+    EXPECT_EQ(sim.link_stats(2 * i).bytes, i < 3 ? 5e6 : 4e6) << i;
+    EXPECT_EQ(sim.link_stats(2 * i + 1).bytes, 0) << i;
+  }
+}
+
 // 2^62 ps = 4,611,686.018427387904 s. At 1 GB/s, 4e15 bytes take 4e6 s (inside) and 5e15 bytes
 // 5e6 s (past it): an input error, not an overflowed Time.
 TEST(Simulator, TimesPastTheHorizonAreInputErrors) {

@@ -176,6 +176,39 @@ TEST(Router, RoutesAreCachedAndStable) {
   EXPECT_TRUE(r.route(5, 5).empty());
 }
 
+TEST(Router, RouteIntoCopiesTheCachedRouteWithoutCachingIt) {
+  // Every pair and flow key of a k = 8 fat-tree with scale-up hosts (8-link routes) and of a
+  // torus (routes of up to 12 links, longer than the recent-route table keeps), asked for twice
+  // (the second time from the recent-route table where it fits).
+  const Topology tree = small_fat_tree(8, 2);
+  const Topology torus =
+      build_torus({.dims = {4, 8, 16}, .link_bandwidth = kBw, .link_latency = kLat});
+  for (const Topology* t : {&tree, &torus}) {
+    Router copying(*t, 5);
+    Router caching(*t, 5);
+    std::vector<LinkId> out{99, 98};
+    const auto devices = static_cast<DeviceId>(t->num_devices());
+    for (int pass = 0; pass < 2; ++pass) {
+      for (DeviceId s = 0; s < devices; s += 3) {
+        for (DeviceId d = 0; d < devices; d += 5) {
+          const std::uint64_t flow = hash_mix(s, d) % 7;
+          copying.route_into(s, d, flow, out);
+          const auto expected = caching.route(s, d, flow);
+          ASSERT_EQ(out, std::vector<LinkId>(expected.begin(), expected.end()))
+              << t->name() << " " << s << "->" << d;
+        }
+      }
+    }
+    EXPECT_EQ(copying.cached_routes(), 0U);
+    EXPECT_GT(caching.cached_routes(), 1000U);
+  }
+  Router r(tree);
+  std::vector<LinkId> out{1, 2, 3};
+  r.route_into(4, 4, 0, out);
+  EXPECT_TRUE(out.empty());
+  EXPECT_THROW(r.route_into(0, static_cast<DeviceId>(tree.num_devices()), 0, out), Error);
+}
+
 TEST(Router, SameSeedSameChoiceDifferentSeedsSpread) {
   const Topology t = small_fat_tree(8);
   Router a(t, 1);
