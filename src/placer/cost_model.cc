@@ -47,6 +47,29 @@ void validate_degrees(const workload::Variant& v, const PlanChoice& choice) {
   }
 }
 
+// Interleaved 1F1B (v > 1) as Megatron-LM runs it: microbatches go through the chunks in groups
+// of S, so every replica runs a multiple of S of them.
+void validate_interleaving(const workload::Variant& v, const PlanChoice& choice, bool artifact) {
+  if (choice.virtual_stages == 1) return;
+  if (artifact) {
+    throw choice_error("the nest-artifact rules know only 1F1B", "virtual_stages",
+                       std::to_string(choice.virtual_stages), "1 under the nest-artifact rules");
+  }
+  const int S = choice.stages();
+  if (S < 2) {
+    throw choice_error("interleaving needs a pipeline", "virtual_stages",
+                       std::to_string(choice.virtual_stages), "1 with a single stage");
+  }
+  const std::int64_t d = choice.data_parallel;
+  if (v.microbatches % d != 0 || (v.microbatches / d) % S != 0) {
+    throw choice_error(
+        "interleaved 1F1B runs microbatches in groups of the pipeline's stages", "data_parallel",
+        std::to_string(d),
+        fmt::format("d dividing the {} microbatches into a multiple of {} per replica",
+                    v.microbatches, S));
+  }
+}
+
 }  // namespace
 
 void validate_choice(const workload::LayerProfile& profile, const PlanChoice& choice,
@@ -68,6 +91,12 @@ void validate_choice(const workload::LayerProfile& profile, const PlanChoice& ch
     throw choice_error("bad stage partition", "partition", boundaries_text(b),
                        fmt::format("strictly increasing layer boundaries from 0 to {}", n));
   }
+  if (choice.virtual_stages < 1 ||
+      (b.size() - 1) % static_cast<std::size_t>(choice.virtual_stages) != 0) {
+    throw choice_error("the chunks do not divide into the virtual stages", "virtual_stages",
+                       std::to_string(choice.virtual_stages),
+                       fmt::format("a divisor of the {} chunks of the partition", b.size() - 1));
+  }
   if (choice.data_parallel < 1 || choice.data_parallel > v.microbatches) {
     throw choice_error("data-parallel degree out of range", "data_parallel",
                        std::to_string(choice.data_parallel),
@@ -86,10 +115,7 @@ void validate_choice(const workload::LayerProfile& profile, const PlanChoice& ch
     throw choice_error("selective recomputation is not modeled yet", "recompute", "selective",
                        "none or full");
   }
-  if (choice.virtual_stages != 1) {
-    throw choice_error("interleaved 1F1B is not modeled yet", "virtual_stages",
-                       std::to_string(choice.virtual_stages), "1");
-  }
+  validate_interleaving(v, choice, artifact);
   validate_degrees(v, choice);
   const std::int64_t used =
       static_cast<std::int64_t>(choice.stages()) * v.devices_per_replica * choice.data_parallel;
@@ -125,25 +151,51 @@ Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, C
                                        .zero_stage = choice.zero_stage,
                                        .data_parallel = d,
                                        .recompute = choice.recompute};
+  const int vs = choice.virtual_stages;
+  const std::int64_t k = plan.microbatches_per_replica;
+  Time slowest_chunk;
   for (int p = 0; p < S; ++p) {
     StageReport r;
-    r.first_layer = choice.boundaries[static_cast<std::size_t>(p)];
-    r.last_layer = choice.boundaries[static_cast<std::size_t>(p) + 1];
-    r.in_flight = S - p;
     const detail::PositionPrices prices =
         net.placement_independent()
             ? detail::price_any_position(v, plan.degrees, d, choice.zero_stage, p == S - 1, net)
             : detail::price_position(v, plan.degrees, map, p, choice.zero_stage, net);
-    r.time =
-        detail::stage_time(sums, prices, r.first_layer, r.last_layer,
-                           detail::recompute_applies(options.rules, choice.recompute, r.in_flight));
-    r.memory = workload::stage_memory(v, r.first_layer, r.last_layer, r.in_flight, memory);
-    r.data_parallel_sync =
-        detail::sync_time(sums.parameter_bytes[r.last_layer] - sums.parameter_bytes[r.first_layer],
-                          choice.zero_stage, map, p, net);
-    r.optimizer =
-        detail::optimizer_time(sums.parameters[r.last_layer] - sums.parameters[r.first_layer],
-                               choice.zero_stage, d, options);
+    const auto chunk_first = [&](int j) {
+      return choice.boundaries[static_cast<std::size_t>(p + j * S)];
+    };
+    const auto chunk_last = [&](int j) {
+      return choice.boundaries[static_cast<std::size_t>(p + j * S) + 1];
+    };
+    r.first_layer = chunk_first(0);
+    r.last_layer = chunk_last(vs - 1);
+    r.in_flight = vs == 1 ? S - p : detail::interleaved_in_flight(S, p, vs, k);
+    const workload::Recompute mode =
+        detail::recompute_applies(options.rules, choice.recompute, r.in_flight);
+    std::int64_t parameter_bytes = 0;
+    std::int64_t parameters = 0;
+    for (int j = 0; j < vs; ++j) {
+      ChunkReport c{.first_layer = chunk_first(j), .last_layer = chunk_last(j)};
+      c.time = detail::stage_time(sums, prices, c.first_layer, c.last_layer, mode);
+      if (vs > 1) {
+        // The next chunk may be on stage 0 (from the last stage): priced on its own devices.
+        const int model_chunk = p + j * S;
+        c.time.transfer = model_chunk + 1 == S * vs
+                              ? Time::zero()
+                              : detail::boundary_transfer(v, c.last_layer, map, p,
+                                                          (model_chunk + 1) % S, plan.degrees, net);
+      }
+      slowest_chunk = std::max(slowest_chunk, c.time.total());
+      r.time.compute += c.time.compute;
+      r.time.collectives += c.time.collectives;
+      r.time.transfer += c.time.transfer;
+      parameter_bytes += sums.parameter_bytes[c.last_layer] - sums.parameter_bytes[c.first_layer];
+      parameters += sums.parameters[c.last_layer] - sums.parameters[c.first_layer];
+      r.chunks.push_back(c);
+    }
+    r.memory = vs == 1 ? workload::stage_memory(v, r.first_layer, r.last_layer, r.in_flight, memory)
+                       : detail::interleaved_memory(v, r.chunks, S, p, k, memory);
+    r.data_parallel_sync = detail::sync_time(parameter_bytes, choice.zero_stage, map, p, net);
+    r.optimizer = detail::optimizer_time(parameters, choice.zero_stage, d, options);
     plan.stages.push_back(r);
   }
 
@@ -159,9 +211,8 @@ Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, C
     optimizer = std::max(optimizer, r.optimizer);
   }
   const auto& b = plan.stages[static_cast<std::size_t>(plan.bottleneck_stage)].time;
-  const std::int64_t k = plan.microbatches_per_replica;
   plan.breakdown = Breakdown{.compute = b.compute * k,
-                             .bubble = b.total() * static_cast<std::int64_t>(S - 1),
+                             .bubble = slowest_chunk * static_cast<std::int64_t>(S - 1),
                              .collectives = b.collectives * k,
                              .transfers = b.transfer * k,
                              .data_parallel_sync = sync,

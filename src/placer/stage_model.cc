@@ -225,6 +225,76 @@ StageTime stage_time(const ChainSums& sums, const PositionPrices& prices, std::s
   return t;
 }
 
+Time boundary_transfer(const workload::Variant& variant, std::size_t last_layer,
+                       const DeviceMap& map, int from, int to, const VariantDegrees& degrees,
+                       PricedNetwork& net) {
+  const Bytes size = variant.layers[last_layer - 1].output_bytes;
+  if (net.placement_independent()) {
+    const DeviceMap two = DeviceMap::make(PlacementOrder::kTensorPipelineData, 2, map.data_parallel,
+                                          degrees.devices_per_replica);
+    return net.transfer(size, two.stage_layout(0), two.stage_layout(1)) * 2;
+  }
+  return net.transfer(size, map.stage_layout(from), map.stage_layout(to)) * 2;
+}
+
+int interleaved_in_flight(int stages, int stage, int virtual_stages,
+                          std::int64_t microbatches) noexcept {
+  const std::int64_t total = microbatches * virtual_stages;
+  const std::int64_t warmup =
+      std::min<std::int64_t>(static_cast<std::int64_t>(stages - stage - 1) * 2 +
+                                 static_cast<std::int64_t>(virtual_stages - 1) * stages,
+                             total);
+  return static_cast<int>(std::min(warmup + 1, total));
+}
+
+workload::StageMemory interleaved_memory(const workload::Variant& variant,
+                                         const std::vector<ChunkReport>& chunks, int stages,
+                                         int stage, std::int64_t microbatches,
+                                         const workload::MemoryOptions& options) {
+  const auto v = static_cast<std::int64_t>(chunks.size());
+  std::vector<std::int64_t> stash;
+  std::vector<std::int64_t> working;
+  workload::StageMemory m;
+  for (const ChunkReport& c : chunks) {
+    const auto one = workload::stage_memory(variant, c.first_layer, c.last_layer, 1, options);
+    const auto two = workload::stage_memory(variant, c.first_layer, c.last_layer, 2, options);
+    m.weights += one.weights;
+    m.gradients += one.gradients;
+    m.optimizer += one.optimizer;
+    stash.push_back((two.activations - one.activations).count());
+    working.push_back(one.activations.count() - stash.back());
+  }
+  // Megatron-LM's forward_backward_pipelining_with_interleaving (the replay's order): forward k
+  // runs local chunk (k / S) mod v, backward i local chunk v − 1 − (i / S) mod v; warm-up
+  // forwards, then one forward one backward, then the remaining backwards.
+  const std::int64_t s = stages;
+  const std::int64_t total = microbatches * v;
+  const std::int64_t warmup = std::min((s - stage - 1) * 2 + (v - 1) * s, total);
+  const auto forward_chunk = [&](std::int64_t k) { return static_cast<std::size_t>((k / s) % v); };
+  const auto backward_chunk = [&](std::int64_t i) {
+    return static_cast<std::size_t>(v - 1 - (i / s) % v);
+  };
+  std::int64_t level = 0;
+  std::int64_t peak = 0;
+  const auto backward = [&](std::int64_t i) {
+    const std::size_t j = backward_chunk(i);
+    peak = std::max(peak, level + working[j]);
+    level -= stash[j];
+  };
+  for (std::int64_t k = 0; k < warmup; ++k) {
+    level += stash[forward_chunk(k)];
+    peak = std::max(peak, level);
+  }
+  for (std::int64_t i = 0; i < total - warmup; ++i) {
+    level += stash[forward_chunk(warmup + i)];
+    peak = std::max(peak, level);
+    backward(i);
+  }
+  for (std::int64_t i = total - warmup; i < total; ++i) backward(i);
+  m.activations = Bytes(peak);
+  return m;
+}
+
 Time sync_time(std::int64_t parameter_bytes, int zero_stage, const DeviceMap& map, int stage,
                PricedNetwork& net) {
   if (map.data_parallel <= 1 || parameter_bytes <= 0) return Time::zero();

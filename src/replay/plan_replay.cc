@@ -18,6 +18,7 @@
 #include "nest/coll/simulate.h"
 #include "nest/core/error.h"
 #include "nest/net/simulator.h"
+#include "nest/placer/baselines.h"
 #include "nest/topo/router.h"
 #include "nest/workload/memory.h"
 
@@ -113,10 +114,42 @@ StageSpec stage_spec(const placer::Plan& plan, const workload::Variant& variant,
                     {rep.time.compute - forward, rep.time.collectives, rep.optimizer});
 }
 
-// The S·v chunks of the interleaved schedule: the layer chain cut into S·v runs of (nearly)
-// equal layer counts. A layer's share of its plan stage's collective time and optimizer step
-// is in proportion to its collective volume (count x size) and its parameters; its backward
-// compute follows the rules' recomputation (under nest-artifact, not in the last chunk).
+// The chunks of an interleaved plan in model order, their times exactly as the cost model
+// computed them; a stage's optimizer step is shared among its chunks by their parameters.
+std::vector<StageSpec> plan_chunk_specs(const placer::Plan& plan,
+                                        const workload::Variant& variant) {
+  const int S = plan.choice.stages();
+  std::vector<StageSpec> out(static_cast<std::size_t>(plan.choice.chunks()));
+  for (int p = 0; p < S; ++p) {
+    const placer::StageReport& rep = plan.stages[static_cast<std::size_t>(p)];
+    double params = 0;
+    for (const placer::ChunkReport& c : rep.chunks) {
+      for (std::size_t i = c.first_layer; i < c.last_layer; ++i) {
+        params += static_cast<double>(parameters_of(variant.layers[i]));
+      }
+    }
+    for (std::size_t j = 0; j < rep.chunks.size(); ++j) {
+      const placer::ChunkReport& c = rep.chunks[j];
+      Time forward;
+      double chunk_params = 0;
+      for (std::size_t i = c.first_layer; i < c.last_layer; ++i) {
+        forward += variant.layers[i].forward;
+        chunk_params += static_cast<double>(parameters_of(variant.layers[i]));
+      }
+      out[static_cast<std::size_t>(p) + j * static_cast<std::size_t>(S)] =
+          range_spec(plan, variant, c.first_layer, c.last_layer,
+                     {c.time.compute - forward, c.time.collectives,
+                      share(rep.optimizer, chunk_params, params)});
+    }
+  }
+  return out;
+}
+
+// The S·v chunks of a 1F1B plan replayed interleaved: Megatron-LM's split (the blocks as evenly
+// as possible, the embedding on the first chunk and the head on the last). A layer's share of its
+// plan stage's collective time and optimizer step is in proportion to its collective volume (count
+// x size) and its parameters; its backward compute follows the rules' recomputation (under
+// nest-artifact, not in the last chunk).
 std::vector<StageSpec> chunk_specs(const placer::Plan& plan, const workload::Variant& variant,
                                    int v) {
   const std::size_t n = variant.layers.size();
@@ -137,14 +170,16 @@ std::vector<StageSpec> chunk_specs(const placer::Plan& plan, const workload::Var
     }
   }
   const std::size_t chunks = static_cast<std::size_t>(plan.choice.stages() * v);
-  if (chunks > n) {
-    throw Error::input(fmt::format("{} virtual stages for {} layers", chunks, n),
-                       {.key = "--virtual-stages", .expected = "at most one layer per chunk"});
+  const std::vector<std::size_t> b = placer::block_partition(variant, static_cast<int>(chunks));
+  if (b.empty()) {
+    throw Error::input(fmt::format("{} chunks ({} stages x {} virtual stages) for fewer blocks",
+                                   chunks, plan.choice.stages(), v),
+                       {.key = "--virtual-stages", .expected = "at most one chunk per block"});
   }
   std::vector<StageSpec> out;
   for (std::size_t c = 0; c < chunks; ++c) {
-    const std::size_t first = c * n / chunks;
-    const std::size_t last = (c + 1) * n / chunks;
+    const std::size_t first = b[c];
+    const std::size_t last = b[c + 1];
     const bool recompute = full_recompute(plan) &&
                            (plan.rules != workload::MemoryRules::kNestArtifact || c + 1 < chunks);
     RangeTimes t;
@@ -213,7 +248,22 @@ ReplayInput replay_input(const placer::Plan& plan, const workload::LayerProfile&
   const int stages = plan.choice.stages();
   const int d = plan.choice.data_parallel;
   ReplayInput in;
-  if (options.schedule == Schedule::kInterleaved) {
+  in.schedule = options.schedule;
+  if (plan.choice.virtual_stages > 1) {
+    // An interleaved plan replays with its own chunks; 1F1B means its schedule.
+    if (options.schedule == Schedule::kGPipe ||
+        (options.schedule == Schedule::kInterleaved &&
+         options.virtual_stages != plan.choice.virtual_stages)) {
+      throw Error::input(
+          fmt::format("the plan is interleaved with {} virtual stages", plan.choice.virtual_stages),
+          {.key = "--schedule",
+           .expected = fmt::format("1f1b (the plan's schedule) or interleaved with "
+                                   "--virtual-stages {}",
+                                   plan.choice.virtual_stages)});
+    }
+    in.stages = plan_chunk_specs(plan, variant);
+    in.schedule = Schedule::kInterleaved;
+  } else if (options.schedule == Schedule::kInterleaved) {
     if (options.virtual_stages < 2) {
       throw Error::input("the interleaved schedule needs at least 2 virtual stages",
                          {.key = "--virtual-stages",
@@ -240,7 +290,6 @@ ReplayInput replay_input(const placer::Plan& plan, const workload::LayerProfile&
   }
   const std::int64_t m = plan.microbatches;
   for (int r = 0; r < d; ++r) in.microbatches.push_back(m / d + (r < m % d ? 1 : 0));
-  in.schedule = options.schedule;
   in.gradient_buckets = options.gradient_buckets;
   in.estimate = plan.iteration_time;
   const double sequences =

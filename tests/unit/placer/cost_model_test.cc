@@ -255,3 +255,107 @@ TEST(CostModel, ThroughputCountsEveryExpertGroupOfAReplica) {
 
 }  // namespace
 }  // namespace nest::placer
+
+namespace nest::placer {
+namespace {
+
+// `n` identical layers (forward 1 ms, backward 2 ms, 100 MiB of activations), 8 microbatches.
+workload::LayerProfile blocks(int n) {
+  workload::LayerProfile p = four_layers();
+  p.hbm = Bytes::gibibytes(80);
+  p.variants[0].layers.resize(static_cast<std::size_t>(n), p.variants[0].layers[0]);
+  return p;
+}
+
+TEST(Interleaved, BubbleIsSMinusOneChunkTimesAndComputeIsUnchanged) {
+  const auto profile = blocks(8);
+  ZeroCommCost zero;
+  const CostOptions options{.devices = 4};
+  // S = 4, v = 2: chunk c = layer c, on stage c mod 4.
+  const PlanChoice choice{.boundaries = {0, 1, 2, 3, 4, 5, 6, 7, 8}, .virtual_stages = 2};
+  const Plan plan = evaluate(profile, choice, zero, options);
+  ASSERT_EQ(plan.stages.size(), 4u);
+  EXPECT_EQ(plan.stages[1].chunks.size(), 2u);
+  EXPECT_EQ(plan.stages[1].chunks[1].first_layer, 5u);  // model chunk 1 + 4
+  // Narayanan et al. 2021 §2.2.1: (M·v + S − 1) chunk slots of 3 ms = (8·2 + 3)·3 ms; the
+  // bubble shrinks from (S − 1)·6 ms to (S − 1)·3 ms.
+  EXPECT_EQ(plan.iteration_time, Time::milliseconds(19 * 3));
+  EXPECT_EQ(plan.breakdown.bubble, Time::milliseconds(3 * 3));
+  EXPECT_EQ(plan.breakdown.compute, Time::milliseconds(8 * 6));
+  const PlanChoice plain{.boundaries = {0, 2, 4, 6, 8}};
+  EXPECT_EQ(evaluate(profile, plain, zero, options).breakdown.bubble, Time::milliseconds(3 * 6));
+}
+
+TEST(Interleaved, FirstStageHoldsTheWarmUpForwardsOfKorthikantisInterleaveFactor) {
+  const auto profile = blocks(8);
+  ZeroCommCost zero;
+  const Plan plan =
+      evaluate(profile, {.boundaries = {0, 1, 2, 3, 4, 5, 6, 7, 8}, .virtual_stages = 2}, zero,
+               {.devices = 4});
+  // Stage p holds (S − p − 1)·2 + (v − 1)·S + 1 chunk-microbatches: 11, 9, 7, 5. For stage 0
+  // that is S·(1 + (S − 1)/(S·v)) = 5.5 stages' worth of activations (Korthikanti et al. 2022
+  // §4.2.3), against S = 4 under 1F1B.
+  const int expected[] = {11, 9, 7, 5};
+  for (std::size_t p = 0; p < 4; ++p) {
+    EXPECT_EQ(plan.stages[p].in_flight, expected[p]) << p;
+    EXPECT_EQ(plan.stages[p].memory.activations, Bytes::mebibytes(100) * expected[p]) << p;
+  }
+  EXPECT_DOUBLE_EQ(
+      plan.stages[0].memory.activations.as_double() / Bytes::mebibytes(200).as_double(),
+      4 * (1 + 3.0 / (4 * 2)));
+  // Weights, gradients and optimizer state of both chunks: 2 layers · 5 Mi parameters · 16 B.
+  EXPECT_EQ(plan.stages[0].memory.weights + plan.stages[0].memory.gradients +
+                plan.stages[0].memory.optimizer,
+            Bytes(2 * (5 << 20) * 16));
+}
+
+TEST(Interleaved, TransfersFromTheLastStageWrapAroundToTheFirst) {
+  auto profile = blocks(8);
+  FlatCommCost flat(Bandwidth::gigabytes_per_second(100), Time::microseconds(1));
+  const Plan plan =
+      evaluate(profile, {.boundaries = {0, 1, 2, 3, 4, 5, 6, 7, 8}, .virtual_stages = 2}, flat,
+               {.devices = 4});
+  // Every chunk but the model's last sends 4 MiB on and its gradient back.
+  const Time one = (Time::microseconds(1) +
+                    serialization_time(Bytes::mebibytes(4), Bandwidth::gigabytes_per_second(100))) *
+                   2;
+  EXPECT_EQ(plan.stages[0].time.transfer, one * 2);
+  EXPECT_EQ(plan.stages[3].chunks[0].time.transfer, one);  // to stage 0's second chunk
+  EXPECT_EQ(plan.stages[3].chunks[1].time.transfer, Time::zero());
+}
+
+TEST(Interleaved, RejectsWhatMegatronCannotRun) {
+  const auto profile = blocks(8);
+  ZeroCommCost zero;
+  auto message = [&](const PlanChoice& c, MemoryRules rules) {
+    try {
+      (void)evaluate(profile, c, zero, {.rules = rules, .devices = 16});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::vector<std::size_t> eight = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_EQ(message({.boundaries = eight, .virtual_stages = 3}, MemoryRules::kMegatron),
+            "virtual_stages: the chunks do not divide into the virtual stages (got \"3\"; "
+            "expected a divisor of the 8 chunks of the partition)");
+  EXPECT_EQ(message({.boundaries = eight, .virtual_stages = 2}, MemoryRules::kNestArtifact),
+            "virtual_stages: the nest-artifact rules know only 1F1B (got \"2\"; expected 1 under "
+            "the nest-artifact rules)");
+  EXPECT_EQ(message({.boundaries = {0, 4, 8}, .virtual_stages = 2}, MemoryRules::kMegatron),
+            "virtual_stages: interleaving needs a pipeline (got \"2\"; expected 1 with a single "
+            "stage)");
+  // 8 microbatches over d = 2 are 4 per replica, a multiple of the 4 stages; over d = 4, 2 per
+  // replica are not.
+  EXPECT_EQ(message({.boundaries = eight, .data_parallel = 2, .virtual_stages = 2},
+                    MemoryRules::kMegatron),
+            "no error");
+  EXPECT_EQ(message({.boundaries = eight, .data_parallel = 4, .virtual_stages = 2},
+                    MemoryRules::kMegatron),
+            "data_parallel: interleaved 1F1B runs microbatches in groups of the pipeline's stages "
+            "(got \"4\"; expected d dividing the 8 microbatches into a multiple of 4 per "
+            "replica)");
+}
+
+}  // namespace
+}  // namespace nest::placer
