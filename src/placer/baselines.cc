@@ -30,6 +30,11 @@ std::vector<workload::Recompute> allowed_modes(const workload::LayerProfile& pro
   std::vector<workload::Recompute> out;
   for (const workload::Recompute mode : options.recompute_modes) {
     if (mode != workload::Recompute::kNone && !profile.recompute_allowed) continue;
+    if (mode == workload::Recompute::kSelective &&
+        (!profile.selective_recompute_allowed ||
+         options.cost.rules == workload::MemoryRules::kNestArtifact)) {
+      continue;
+    }
     if (std::find(out.begin(), out.end(), mode) == out.end()) out.push_back(mode);
   }
   if (out.empty()) out.push_back(workload::Recompute::kNone);

@@ -112,8 +112,14 @@ void validate_choice(const workload::LayerProfile& profile, const PlanChoice& ch
                        std::string(workload::to_string(choice.recompute)), "none");
   }
   if (choice.recompute == workload::Recompute::kSelective) {
-    throw choice_error("selective recomputation is not modeled yet", "recompute", "selective",
-                       "none or full");
+    if (artifact) {
+      throw choice_error("the nest-artifact rules know no selective recomputation", "recompute",
+                         "selective", "none or full under the nest-artifact rules");
+    }
+    if (!profile.selective_recompute_allowed) {
+      throw choice_error("the profile gives no selective-recomputation figures", "recompute",
+                         "selective", "none or full (or a profile with selective_recompute)");
+    }
   }
   validate_interleaving(v, choice, artifact);
   validate_degrees(v, choice);

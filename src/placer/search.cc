@@ -238,16 +238,20 @@ class Table {
 
   void add_row(int s) {
     const PositionPrices& p = pricer_.at(s);
-    const bool rec = detail::recompute_applies(rules_, recompute_, s) == workload::Recompute::kFull;
+    const workload::Recompute mode = detail::recompute_applies(rules_, recompute_, s);
+    const bool rec = mode == workload::Recompute::kFull;
+    const bool selective = mode == workload::Recompute::kSelective;
     const auto& limit = limits_.row(s);
     const auto& fb = sums_.forward_backward;
     const auto& rc = sums_.recompute;
+    const auto& sel = sums_.selective;
     const auto& pb = sums_.parameter_bytes;
     // Stage cost without the transfer: non-decreasing in j (all parts are sums of non-negative
     // terms, the gather line is non-decreasing when its slope is).
     auto body = [&](std::size_t i, std::size_t j) {
       std::int64_t c = fb[j] - fb[i] + p.collectives[j] - p.collectives[i];
       if (rec) c += rc[j] - rc[i] + p.recompute_collectives[j] - p.recompute_collectives[i];
+      if (selective) c += sel[j] - sel[i];
       return c + p.gather_ps(pb[j] - pb[i]);
     };
     auto cost = [&](std::size_t i, std::size_t j) {
@@ -279,6 +283,7 @@ class Table {
       std::int64_t step = fb[j + 1] - fb[j] + p.collectives[j + 1] - p.collectives[j];
       if (rec)
         step += rc[j + 1] - rc[j] + p.recompute_collectives[j + 1] - p.recompute_collectives[j];
+      if (selective) step += sel[j + 1] - sel[j];
       if (!p.transfer.empty()) step += p.transfer[j + 1] - p.transfer[j];
       monotone = step >= 0 && prev[j] >= prev[j + 1];
     }
@@ -561,6 +566,10 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   std::vector<workload::Recompute> recomputes;
   for (const workload::Recompute mode : options.recompute_modes) {
     if (mode != workload::Recompute::kNone && !profile.recompute_allowed) continue;
+    if (mode == workload::Recompute::kSelective &&
+        (artifact || !profile.selective_recompute_allowed)) {
+      continue;
+    }
     if (std::find(recomputes.begin(), recomputes.end(), mode) == recomputes.end()) {
       recomputes.push_back(mode);
     }
@@ -696,6 +705,9 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       if (full) {
         w += vd.sums.recompute[j] - vd.sums.recompute[i] + lb.recompute_collectives[j] -
              lb.recompute_collectives[i];
+      }
+      if (rec == workload::Recompute::kSelective) {
+        w += vd.sums.selective[j] - vd.sums.selective[i];
       }
       return static_cast<double>(w);
     };

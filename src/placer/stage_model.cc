@@ -172,12 +172,14 @@ ChainSums::ChainSums(const workload::Variant& variant) {
   const std::size_t n = variant.layers.size();
   forward_backward.assign(n + 1, 0);
   recompute.assign(n + 1, 0);
+  selective.assign(n + 1, 0);
   parameter_bytes.assign(n + 1, 0);
   parameters.assign(n + 1, 0);
   for (std::size_t l = 0; l < n; ++l) {
     const auto& layer = variant.layers[l];
     forward_backward[l + 1] = forward_backward[l] + layer.forward.ps() + layer.backward.ps();
     recompute[l + 1] = recompute[l] + layer.recompute.ps();
+    selective[l + 1] = selective[l] + layer.selective_recompute.ps();
     parameter_bytes[l + 1] = parameter_bytes[l] + layer.parameter_bytes.count();
     parameters[l + 1] = parameters[l] + layer.parameters;
   }
@@ -217,6 +219,10 @@ StageTime stage_time(const ChainSums& sums, const PositionPrices& prices, std::s
   if (mode == workload::Recompute::kFull) {
     compute += sums.recompute[last] - sums.recompute[first];
     collectives += prices.recompute_collectives[last] - prices.recompute_collectives[first];
+  }
+  // The attention core runs inside the tensor-parallel region: no collective runs again.
+  if (mode == workload::Recompute::kSelective) {
+    compute += sums.selective[last] - sums.selective[first];
   }
   collectives += prices.gather_ps(sums.parameter_bytes[last] - sums.parameter_bytes[first]);
   t.compute = Time::picoseconds(compute);
@@ -313,6 +319,8 @@ Time optimizer_time(std::int64_t parameters, int zero_stage, int data_parallel,
 
 bool same_layer(const workload::Layer& a, const workload::Layer& b) noexcept {
   if (a.forward != b.forward || a.backward != b.backward || a.recompute != b.recompute ||
+      a.selective_recompute != b.selective_recompute ||
+      a.selective_activation_bytes != b.selective_activation_bytes ||
       a.parameter_bytes != b.parameter_bytes || a.parameters != b.parameters ||
       a.activation_bytes != b.activation_bytes || a.input_bytes != b.input_bytes ||
       a.output_bytes != b.output_bytes || a.flops != b.flops ||

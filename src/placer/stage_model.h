@@ -64,6 +64,7 @@ class PricedNetwork {
 struct ChainSums {
   std::vector<std::int64_t> forward_backward;
   std::vector<std::int64_t> recompute;
+  std::vector<std::int64_t> selective;  ///< selective recomputation (the attention core)
   std::vector<std::int64_t> parameter_bytes;
   std::vector<std::int64_t> parameters;
   explicit ChainSums(const workload::Variant& variant);

@@ -182,10 +182,12 @@ std::vector<StageSpec> chunk_specs(const placer::Plan& plan, const workload::Var
     const std::size_t last = b[c + 1];
     const bool recompute = full_recompute(plan) &&
                            (plan.rules != workload::MemoryRules::kNestArtifact || c + 1 < chunks);
+    const bool selective = plan.choice.recompute == workload::Recompute::kSelective;
     RangeTimes t;
     for (std::size_t i = first; i < last; ++i) {
       const workload::Layer& layer = variant.layers[i];
-      t.backward_compute += layer.backward + (recompute ? layer.recompute : Time::zero());
+      t.backward_compute += layer.backward + (recompute ? layer.recompute : Time::zero()) +
+                            (selective ? layer.selective_recompute : Time::zero());
       t.collectives += collectives[i];
       t.optimizer += optimizer[i];
     }

@@ -333,6 +333,14 @@ void activation_and_flops_cases(std::vector<ValidationCase>& out,
            fmt::format("{} block, sequence parallel {}: sbh/t(34+5as/h) (B)", m.model, t), none / t,
            block({.tensor = t, .sequence = true, .micro_batch = b}).activation_bytes.as_double(), 0,
            korthikanti});
+      out.push_back({"activation",
+                     fmt::format("{} block, sequence parallel {} + selective recomputation: "
+                                 "sbh·34/t (B)",
+                                 m.model, t),
+                     sbh * 34 / t,
+                     block({.tensor = t, .sequence = true, .micro_batch = b})
+                         .selective_activation_bytes.as_double(),
+                     0, korthikanti + " and §4.2"});
     }
     out.push_back({"activation",
                    fmt::format("{} block, full recomputation keeps its input: 2sbh (B)", m.model),

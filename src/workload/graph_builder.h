@@ -33,6 +33,11 @@ struct OpSpec {
   std::int64_t extra_write = 0;    ///< other writes (dropout masks, softmax statistics)
   std::int64_t saved_bytes = 0;
   double backward_factor = 2;
+  /// Part of the attention core (QK^T, softmax, softmax dropout, attention over V): rerun under
+  /// selective recomputation.
+  bool attention_core = false;
+  /// Of `saved_bytes`, what selective recomputation does not keep (the s×s tensors).
+  std::int64_t recomputed_bytes = 0;
 };
 
 struct EdgeData {

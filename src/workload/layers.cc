@@ -112,28 +112,37 @@ Vertex attention(GraphBuilder& g, const Dims& d, bool dropout, Vertex qkv) {
     return fa;
   }
   const int64_t scores = d.heads * d.S * d.s * d.b;
+  // Selective recomputation keeps Q, K and V (the core's inputs) and recomputes the rest.
   const Vertex qk = g.add(OpSpec{.name = "attention_scores",
                                  .kind = OperatorKind::kMatmul,
                                  .flops = core_flops,
                                  .output_bytes = eb * scores,
-                                 .saved_bytes = eb * d.T * (q + kv)});  // Q and K
+                                 .saved_bytes = eb * d.T * (q + kv),  // Q and K
+                                 .attention_core = true});
   g.connect(qkv, qk, eb * d.b * (d.S * q + d.s * kv), std::move(kv_exchange));
   const Vertex softmax = g.add(OpSpec{.name = "softmax",
                                       .kind = OperatorKind::kMemory,
                                       .flops = kSoftmaxFlops * f(scores),
                                       .output_bytes = eb * scores,
-                                      .saved_bytes = eb * scores});  // its output
+                                      .saved_bytes = eb * scores,  // its output
+                                      .attention_core = true,
+                                      .recomputed_bytes = eb * scores});
   g.connect(qk, softmax, eb * scores);
   Vertex probs = softmax;
   if (dropout) {
-    probs = g.add(dropout_op("attention_dropout", scores, eb));
+    OpSpec drop = dropout_op("attention_dropout", scores, eb);
+    drop.attention_core = true;
+    drop.recomputed_bytes = drop.saved_bytes;  // the mask
+    probs = g.add(std::move(drop));
     g.connect(softmax, probs, eb * scores);
   }
   const Vertex av = g.add(OpSpec{.name = "attention_values",
                                  .kind = OperatorKind::kMatmul,
                                  .flops = core_flops,
                                  .output_bytes = eb * d.T * q,
-                                 .saved_bytes = eb * scores + eb * d.T * kv});  // probs and V
+                                 .saved_bytes = eb * scores + eb * d.T * kv,  // probs and V
+                                 .attention_core = true,
+                                 .recomputed_bytes = eb * scores});
   g.connect(probs, av, eb * scores);
   g.connect(qkv, av, eb * d.b * d.s * kv);
   return av;

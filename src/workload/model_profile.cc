@@ -108,10 +108,13 @@ Layer to_layer(const LayerGraph& graph, std::int64_t parameter_bytes_each) {
     }
   }
   l.recompute = graph.recomputed ? l.forward : Time::zero();
+  l.selective_recompute = graph.recomputed ? graph.attention_core_forward() : Time::zero();
   l.parameters = graph.parameters;
   l.expert_parameters = graph.expert_parameters;
   l.parameter_bytes = Bytes(graph.parameters * parameter_bytes_each);
   l.activation_bytes = graph.saved_bytes();
+  l.selective_activation_bytes =
+      graph.recomputed ? l.activation_bytes - graph.recomputed_bytes() : l.activation_bytes;
   l.input_bytes = graph.input_bytes;
   l.output_bytes = graph.output_bytes;
   l.flops = flops;
@@ -150,6 +153,7 @@ LayerProfile build_profile(const Model& model, const Accelerator& device,
   p.global_batch = global_batch_of(model, options);
   p.hbm = device.hbm;
   p.recompute_allowed = true;
+  p.selective_recompute_allowed = true;
   p.total_parameters = count_parameters(model).total;
   p.peak_flop_rate = device.peak_for(options.precision);
   if (p.global_batch > 0) {

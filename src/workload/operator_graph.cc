@@ -25,6 +25,20 @@ Bytes LayerGraph::saved_bytes() const {
   return total;
 }
 
+Time LayerGraph::attention_core_forward() const {
+  Time total;
+  for (const Operator& op : operators) {
+    if (op.attention_core) total += op.forward;
+  }
+  return total;
+}
+
+Bytes LayerGraph::recomputed_bytes() const {
+  Bytes total;
+  for (const Operator& op : operators) total += op.recomputed_bytes;
+  return total;
+}
+
 namespace detail {
 namespace {
 
@@ -81,15 +95,16 @@ LayerGraph GraphBuilder::finish(std::string name, bool recomputed) const {
     for (auto [e, end] = boost::in_edges(v, graph_); e != end; ++e) {
       bytes += graph_[*e].bytes.count();
     }
-    g.operators.push_back(
-        Operator{.name = spec.name,
-                 .kind = spec.kind,
-                 .forward_flops = Flops(spec.flops),
-                 .forward_bytes = Bytes(bytes),
-                 .saved_bytes = Bytes(spec.saved_bytes),
-                 .backward_factor = spec.backward_factor,
-                 .forward = timed(spec, 1, bytes, roofline_),
-                 .backward = timed(spec, spec.backward_factor, bytes, roofline_)});
+    g.operators.push_back(Operator{.name = spec.name,
+                                   .kind = spec.kind,
+                                   .forward_flops = Flops(spec.flops),
+                                   .forward_bytes = Bytes(bytes),
+                                   .saved_bytes = Bytes(spec.saved_bytes),
+                                   .backward_factor = spec.backward_factor,
+                                   .forward = timed(spec, 1, bytes, roofline_),
+                                   .backward = timed(spec, spec.backward_factor, bytes, roofline_),
+                                   .attention_core = spec.attention_core,
+                                   .recomputed_bytes = Bytes(spec.recomputed_bytes)});
   }
   for (auto [e, end] = boost::edges(graph_); e != end; ++e) {
     g.edges.push_back(TensorEdge{.from = index[boost::source(*e, graph_)],

@@ -60,9 +60,10 @@ struct SearchOptions {
   /// ZeRO stages to try (the nest-artifact rules have no optimizer state and use 0 only).
   std::vector<int> zero_stages = {0, 1, 2, 3};
   /// Recomputation modes to try, in this order (modes other than none only when the profile
-  /// allows recomputation).
-  std::vector<workload::Recompute> recompute_modes = {workload::Recompute::kNone,
-                                                      workload::Recompute::kFull};
+  /// allows recomputation; selective only with the profile's selective figures and not under
+  /// the nest-artifact rules).
+  std::vector<workload::Recompute> recompute_modes = {
+      workload::Recompute::kNone, workload::Recompute::kSelective, workload::Recompute::kFull};
   /// Indices of the variants to try; empty means all.
   std::vector<std::size_t> variants;
   /// Upper bound on pipeline stages; 0 means the number of layers.

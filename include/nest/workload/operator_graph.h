@@ -38,6 +38,11 @@ struct Operator {
   double backward_factor = 2;
   Time forward;   ///< roofline time of the forward
   Time backward;  ///< roofline time of the backward
+  /// Part of the attention core, run again under selective recomputation (Korthikanti et al.
+  /// 2022 §4.2).
+  bool attention_core = false;
+  /// Of `saved_bytes`, what selective recomputation frees (and recomputes).
+  Bytes recomputed_bytes;
 };
 
 /// A tensor between two operators (indices into `LayerGraph::operators`).
@@ -64,6 +69,10 @@ struct LayerGraph {
   [[nodiscard]] Flops forward_matmul_flops() const;
   /// Σ saved_bytes: the layer's activation bytes.
   [[nodiscard]] Bytes saved_bytes() const;
+  /// Σ forward of the attention-core operators: what selective recomputation adds.
+  [[nodiscard]] Time attention_core_forward() const;
+  /// Σ recomputed_bytes: what selective recomputation frees.
+  [[nodiscard]] Bytes recomputed_bytes() const;
 };
 
 }  // namespace nest::workload

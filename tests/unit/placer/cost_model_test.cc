@@ -267,6 +267,42 @@ workload::LayerProfile blocks(int n) {
   return p;
 }
 
+TEST(Evaluate, SelectiveRecomputationAddsTheAttentionCoreAndKeepsItsActivations) {
+  auto profile = four_layers();
+  profile.selective_recompute_allowed = true;
+  for (auto& l : profile.variants[0].layers) {
+    l.selective_recompute = Time::microseconds(500);
+    l.selective_activation_bytes = Bytes::mebibytes(30);
+  }
+  ZeroCommCost zero;
+  const Plan plan =
+      evaluate(profile, {.boundaries = {0, 2, 4}, .recompute = workload::Recompute::kSelective},
+               zero, {.devices = 2});
+  // 2·(1 + 2 + 0.5) ms per stage, every stage (the megatron rules recompute on the last too).
+  EXPECT_EQ(plan.stages[0].time.compute, Time::microseconds(7000));
+  EXPECT_EQ(plan.stages[1].time.compute, Time::microseconds(7000));
+  // Stage 0 holds 2 microbatches of 2 × 30 MiB plus one recomputed core of 70 MiB.
+  EXPECT_EQ(plan.stages[0].memory.activations, Bytes::mebibytes(2 * 60 + 70));
+  // Without the profile's figures, or under the artifact's rules, it is an input error.
+  profile.selective_recompute_allowed = false;
+  auto message = [&](MemoryRules rules) {
+    try {
+      (void)evaluate(profile,
+                     {.boundaries = {0, 2, 4}, .recompute = workload::Recompute::kSelective}, zero,
+                     {.rules = rules, .devices = 2});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(MemoryRules::kMegatron),
+            "recompute: the profile gives no selective-recomputation figures (got \"selective\"; "
+            "expected none or full (or a profile with selective_recompute))");
+  EXPECT_EQ(message(MemoryRules::kNestArtifact),
+            "recompute: the nest-artifact rules know no selective recomputation (got "
+            "\"selective\"; expected none or full under the nest-artifact rules)");
+}
+
 TEST(Interleaved, BubbleIsSMinusOneChunkTimesAndComputeIsUnchanged) {
   const auto profile = blocks(8);
   ZeroCommCost zero;

@@ -319,5 +319,36 @@ TEST(PlanReplay, ChunksHoldEqualBlocksWithTheEmbeddingAndHeadOnTheEnds) {
   }
 }
 
+TEST(PlanReplay, SelectiveRecomputationReplaysAsItsEstimateWithItsMemory) {
+  auto profile = uniform_profile(Bytes(0), 16);
+  profile.selective_recompute_allowed = true;
+  for (auto& l : profile.variants[0].layers) {
+    l.selective_recompute = Time::microseconds(20);
+    l.selective_activation_bytes = Bytes(3'000'000);
+  }
+  placer::PlanChoice c;
+  c.boundaries = {0, 2, 4, 6, 8};
+  c.recompute = workload::Recompute::kSelective;
+  placer::ZeroCommCost zero;
+  placer::CostOptions o;
+  o.devices = 4;
+  const placer::Plan plan = placer::evaluate(profile, c, zero, o);
+  // (M + S − 1) × 2 layers × (100 + 200 + 20) us.
+  EXPECT_EQ(plan.iteration_time, Time::microseconds(19 * 640));
+  const auto topology = hierarchy(4);
+  const RunRecord r = replay_plan(plan, profile, topology, {});
+  EXPECT_EQ(r.summary.iteration_time, plan.iteration_time);
+  for (std::size_t p = 0; p < 4; ++p) {
+    const topo::DeviceId device = plan.device_map().device(static_cast<int>(p), 0, 0);
+    for (const auto& peak : r.peaks) {
+      if (peak.device == device) {
+        EXPECT_EQ(peak.peak, plan.stages[p].memory.total()) << p;
+      }
+    }
+  }
+  // Stage 0: 4 in flight × 2 × 3 MB kept + one core of 7 MB.
+  EXPECT_EQ(plan.stages[0].memory.activations, Bytes(4 * 6'000'000 + 7'000'000));
+}
+
 }  // namespace
 }  // namespace nest::replay

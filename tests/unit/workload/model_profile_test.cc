@@ -120,6 +120,48 @@ TEST(Activations, RecomputationKeepsTheBlockInput) {
   EXPECT_EQ(sp.layers[0].output_bytes.as_double(), 2 * sbh / 8);
 }
 
+// Korthikanti et al. 2022 §4.2 (selective activation recomputation): recomputing the attention
+// core leaves sbh·34 per layer (sbh·34/t with sequence parallelism, sbh(10 + 24/t) with tensor
+// parallelism alone); Table 2's "selective" rows.
+TEST(Activations, SelectiveRecomputationKeepsKorthikantisThirtyFour) {
+  const Model m = model("gpt3-175b");
+  const double sbh = 2048.0 * 12288;
+  EXPECT_EQ(build_variant(m, h100(), {}, {}).layers[1].selective_activation_bytes.as_double(),
+            sbh * 34);
+  for (int t : {2, 8}) {
+    const Variant sp = build_variant(m, h100(), {.tensor = t, .sequence = true}, {});
+    EXPECT_EQ(sp.layers[1].selective_activation_bytes.as_double(), sbh * 34 / t);
+    const Variant tp = build_variant(m, h100(), {.tensor = t}, {});
+    EXPECT_EQ(tp.layers[1].selective_activation_bytes.as_double(), sbh * (10 + 24.0 / t));
+  }
+  // The embedding and head have no attention core; flash attention keeps no s×s tensor.
+  const Variant v = build_variant(m, h100(), {.tensor = 8, .sequence = true}, {});
+  EXPECT_EQ(v.layers[0].selective_activation_bytes, v.layers[0].activation_bytes);
+  EXPECT_EQ(v.layers[0].selective_recompute, Time::zero());
+  EXPECT_EQ(v.layers.back().selective_recompute, Time::zero());
+  const Variant flash = build_variant(m, h100(), {}, {.flash_attention = true});
+  EXPECT_EQ(flash.layers[1].selective_activation_bytes, flash.layers[1].activation_bytes);
+  EXPECT_EQ(flash.layers[1].selective_recompute, Time::zero());
+}
+
+// Selective recomputation reruns the attention core's forward: its two GEMMs, the softmax and
+// the dropout, each at its own roofline time.
+TEST(Activations, SelectiveRecomputationTimeIsTheAttentionCoresForward) {
+  const Model m = model("gpt3-175b");
+  const auto graphs = layer_graphs(m, h100(), {.tensor = 8, .sequence = true}, {});
+  Time core;
+  for (const Operator& op : graphs[1].operators) {
+    if (op.name == "attention_scores" || op.name == "softmax" || op.name == "attention_dropout" ||
+        op.name == "attention_values") {
+      core += op.forward;
+    }
+  }
+  const Variant v = build_variant(m, h100(), {.tensor = 8, .sequence = true}, {});
+  EXPECT_EQ(v.layers[1].selective_recompute, core);
+  EXPECT_GT(core, Time::zero());
+  EXPECT_LT(core, v.layers[1].forward);
+}
+
 // Flash attention keeps Q, K, V and fp32 log-sum-exp (4·a·s·b) instead of 5as²b.
 TEST(Activations, FlashAttentionDropsTheQuadraticTerm) {
   const Model m = model("gpt3-175b");
