@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -65,9 +66,21 @@ const char* axis_name(ParallelAxis axis) {
   return "";
 }
 
+// One entry per (op, axis, size): entries that differ only in the compute they overlap merge.
 std::string collectives_text(const std::vector<LayerCollective>& cs) {
-  std::string out;
+  std::vector<LayerCollective> merged;
   for (const LayerCollective& c : cs) {
+    auto it = std::find_if(merged.begin(), merged.end(), [&](const LayerCollective& m) {
+      return m.op == c.op && m.axis == c.axis && m.size == c.size;
+    });
+    if (it == merged.end()) {
+      merged.push_back(c);
+    } else {
+      it->count += c.count;
+    }
+  }
+  std::string out;
+  for (const LayerCollective& c : merged) {
     out += fmt::format("{}{}({}) {} x{}", out.empty() ? "" : ", ", op_name(c.op), axis_name(c.axis),
                        format_bytes(c.size), c.count);
   }
@@ -162,7 +175,8 @@ nlohmann::ordered_json layer_json(std::size_t index, const Layer& l) {
                                 {"axis", axis_name(c.axis)},
                                 {"size_bytes", c.size.count()},
                                 {"count", c.count},
-                                {"recompute_count", c.recompute_count}});
+                                {"recompute_count", c.recompute_count},
+                                {"overlap_s", c.overlap.to_seconds()}});
   }
   return j;
 }

@@ -78,6 +78,10 @@ void validate_choice(const workload::LayerProfile& profile, const PlanChoice& ch
     throw choice_error("no devices to place on", "devices", std::to_string(options.devices),
                        "at least 1");
   }
+  if (options.gradient_buckets < 1) {
+    throw choice_error("no gradient bucket", "gradient_buckets",
+                       std::to_string(options.gradient_buckets), "at least 1");
+  }
   if (choice.variant >= profile.variants.size()) {
     throw choice_error("no such variant in the profile", "variant", std::to_string(choice.variant),
                        fmt::format("an index below {}", profile.variants.size()));
@@ -131,6 +135,31 @@ void validate_choice(const workload::LayerProfile& profile, const PlanChoice& ch
   }
 }
 
+PassTimes pass_times(const workload::Variant& variant, const ChunkReport& chunk,
+                     workload::Recompute applied) {
+  double forward_weight = 0;
+  double backward_weight = 0;
+  Time forward;
+  for (std::size_t i = chunk.first_layer; i < chunk.last_layer; ++i) {
+    const workload::Layer& layer = variant.layers[i];
+    forward += layer.forward;
+    for (const auto& c : layer.collectives) {
+      const double size = c.size.as_double();
+      forward_weight += 0.5 * c.count * size;
+      backward_weight +=
+          (0.5 * c.count + (applied == workload::Recompute::kFull ? c.recompute_count : 0)) * size;
+    }
+  }
+  const double whole = forward_weight + backward_weight;
+  const Time collectives = chunk.time.collectives;
+  const Time forward_collectives =
+      whole > 0 ? Time::picoseconds(static_cast<std::int64_t>(
+                      static_cast<double>(collectives.ps()) * forward_weight / whole + 0.5))
+                : Time::zero();
+  return PassTimes{.forward = forward + forward_collectives,
+                   .backward = chunk.time.compute - forward + collectives - forward_collectives};
+}
+
 Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, CommCost& comm,
               const CostOptions& options) {
   validate_choice(profile, choice, options);
@@ -160,6 +189,8 @@ Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, C
   const int vs = choice.virtual_stages;
   const std::int64_t k = plan.microbatches_per_replica;
   Time slowest_chunk;
+  std::vector<std::int64_t> stage_parameter_bytes;
+  std::vector<workload::Recompute> stage_mode;
   for (int p = 0; p < S; ++p) {
     StageReport r;
     const detail::PositionPrices prices =
@@ -200,28 +231,63 @@ Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, C
     }
     r.memory = vs == 1 ? workload::stage_memory(v, r.first_layer, r.last_layer, r.in_flight, memory)
                        : detail::interleaved_memory(v, r.chunks, S, p, k, memory);
-    r.data_parallel_sync = detail::sync_time(parameter_bytes, choice.zero_stage, map, p, net);
     r.optimizer = detail::optimizer_time(parameters, choice.zero_stage, d, options);
+    stage_parameter_bytes.push_back(parameter_bytes);
+    stage_mode.push_back(mode);
     plan.stages.push_back(r);
   }
 
-  Time sync;
-  Time optimizer;
   for (int p = 0; p < S; ++p) {
     const auto& r = plan.stages[static_cast<std::size_t>(p)];
     if (r.time.total() > plan.max_stage_time) {
       plan.max_stage_time = r.time.total();
       plan.bottleneck_stage = p;
     }
-    sync = std::max(sync, r.data_parallel_sync);
-    optimizer = std::max(optimizer, r.optimizer);
   }
   const auto& b = plan.stages[static_cast<std::size_t>(plan.bottleneck_stage)].time;
+  const Time pipeline = b.total() * k + slowest_chunk * static_cast<std::int64_t>(S - 1);
+
+  // The cooldown: stage p's last backward (its first chunk's, of the last microbatch) ends once
+  // the stages before it ran theirs and sent their gradients back.
+  const int buckets = options.gradient_buckets;
+  Time lag;
+  Time end_time;
+  Time tail_optimizer;
+  for (int p = 0; p < S; ++p) {
+    StageReport& r = plan.stages[static_cast<std::size_t>(p)];
+    const ChunkReport& first = r.chunks.front();
+    const Time last_backward =
+        pass_times(v, first, stage_mode[static_cast<std::size_t>(p)]).backward;
+    const Time end = pipeline - lag;
+    // Buckets reduced one after another, each once ready on every replica.
+    Time done;  // when the last bucket so far is reduced
+    const std::int64_t total = stage_parameter_bytes[static_cast<std::size_t>(p)];
+    for (int i = 0; i < buckets && d > 1 && total > 0; ++i) {
+      const Time ready =
+          options.overlap_gradient_sync
+              ? end - last_backward + Time::picoseconds(last_backward.ps() * (i + 1) / buckets)
+              : end;
+      const std::int64_t size = total * (i + 1) / buckets - total * i / buckets;
+      const Time reduce = detail::sync_time(size, choice.zero_stage, map, p, net);
+      r.data_parallel_sync += reduce;
+      done = std::max(done, ready) + reduce;
+    }
+    const Time finish = std::max(end, done) + r.optimizer;
+    if (finish > end_time || p == 0) {
+      end_time = finish;
+      tail_optimizer = r.optimizer;
+    }
+    lag += last_backward + Time::picoseconds(first.time.transfer.ps() / 2);
+  }
+  // What the pipeline does not cover: the optimizer step of the stage that ends last, and the
+  // sync exposed before it.
+  const Time tail = end_time - pipeline;
+  const Time optimizer = std::min(tail, tail_optimizer);
   plan.breakdown = Breakdown{.compute = b.compute * k,
                              .bubble = slowest_chunk * static_cast<std::int64_t>(S - 1),
                              .collectives = b.collectives * k,
                              .transfers = b.transfer * k,
-                             .data_parallel_sync = sync,
+                             .data_parallel_sync = tail - optimizer,
                              .optimizer = optimizer};
   plan.iteration_time = plan.breakdown.total();
 

@@ -803,7 +803,6 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     std::size_t order;
     int stages;
     int level;
-    std::int64_t tail = 0;      // level 1: a lower bound of the sync and optimizer step
     std::int64_t key_1f1b = 0;  // level 1: the bound of its 1F1B partitions (kInf: none fits)
     bool operator>(const Entry& o) const {
       return std::tie(key, item, order, stages, level) >
@@ -870,7 +869,6 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
         for (int stages = 1; stages < static_cast<int>(item.by_depth.size()); ++stages) {
           std::int64_t key = item.by_depth[static_cast<std::size_t>(stages)];
           std::int64_t key_1f1b = item.by_depth_1f1b[static_cast<std::size_t>(stages)];
-          std::int64_t tail = 0;
           if (key >= best.time) continue;
           if (refine) {
             const std::vector<int> direct = direct_vs(vd, d, stages);
@@ -888,25 +886,16 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
                 pipe = std::min(pipe, direct_bound(vd, item.rec, item.zero, d, k, stages, vs));
             }
             if (pipe >= best.time) continue;
-            // Some stage holds at least the average gradient and parameters, at some position.
-            const auto n = v.layers.size();
-            const std::int64_t grad = vd.sums.parameter_bytes[n] / stages;
-            const DeviceMap map = DeviceMap::make(orders[oi], stages, d, dpr);
-            Time sync = Time::max();
-            for (int p = 0; p < stages && sync > Time::zero(); ++p) {
-              sync = std::min(sync, detail::sync_time(grad, item.zero, map, p, exit_net));
-            }
-            const Time optimizer =
-                detail::optimizer_time(vd.sums.parameters[n] / stages, item.zero, d, options.cost);
-            tail = sync.ps() + optimizer.ps();
-            key = std::max(key, pipe + tail);
+            // The tail (exposed sync and optimizer step) is bounded by zero only: with the
+            // reduction beside the backward and the cooldown's lag, no stage's share of it is
+            // known before the partition.
+            key = std::max(key, pipe);
             if (key_1f1b < kInf) {
-              key_1f1b =
-                  std::max(item.by_depth_1f1b[static_cast<std::size_t>(stages)], key_1f1b + tail);
+              key_1f1b = std::max(item.by_depth_1f1b[static_cast<std::size_t>(stages)], key_1f1b);
             }
             if (key >= best.time) continue;
           }
-          open.push({key, e.item, oi, stages, 1, tail, key_1f1b});
+          open.push({key, e.item, oi, stages, 1, key_1f1b});
         }
       }
       continue;
@@ -922,7 +911,6 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       if (stage_time == kInf) return;
       const std::int64_t factor = k + stages - 1;
       if (stage_time > (best.time - 1) / factor) return;
-      const std::int64_t pipeline = factor * stage_time;
       ++stats.candidates;
       PlanChoice choice{.variant = vd.index,
                         .boundaries = t.boundaries(stages),
@@ -930,35 +918,11 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
                         .zero_stage = item.zero,
                         .recompute = item.rec,
                         .order = order};
-      const DeviceMap map = DeviceMap::make(order, stages, d, dpr);
-      Time optimizer;
-      std::vector<std::pair<std::int64_t, int>> gradients;  // (bytes, stage), largest first
-      for (int p = 0; p < stages; ++p) {
-        const std::size_t a = choice.boundaries[static_cast<std::size_t>(p)];
-        const std::size_t b = choice.boundaries[static_cast<std::size_t>(p) + 1];
-        optimizer = std::max(optimizer,
-                             detail::optimizer_time(vd.sums.parameters[b] - vd.sums.parameters[a],
-                                                    item.zero, d, options.cost));
-        gradients.emplace_back(vd.sums.parameter_bytes[b] - vd.sums.parameter_bytes[a], p);
-      }
-      std::stable_sort(gradients.begin(), gradients.end(),
-                       [](const auto& x, const auto& y) { return x.first > y.first; });
-      if (refine) {
-        Time sync_bound;
-        for (const auto& [bytes, p] : gradients) {
-          sync_bound = std::max(sync_bound, detail::sync_time(bytes, item.zero, map, p, exit_net));
-        }
-        if (pipeline + optimizer.ps() + sync_bound.ps() >= best.time) return;
-      }
-      // The exposed sync is the largest stage's: stop pricing once the plan cannot win.
-      std::int64_t total = pipeline + optimizer.ps();
-      for (const auto& [bytes, p] : gradients) {
-        if (total >= best.time) break;
-        total = std::max(total, pipeline + optimizer.ps() +
-                                    detail::sync_time(bytes, item.zero, map, p, net).ps());
-      }
-      if (total < best.time) {
-        best.time = total;
+      // The tail (exposed sync, optimizer step) needs every stage's last backward: the cost
+      // model prices the partition in full.
+      const Plan plan = evaluate(profile, choice, comm, options.cost);
+      if (plan.iteration_time.ps() < best.time) {
+        best.time = plan.iteration_time.ps();
         best.choice = std::move(choice);
       }
     };
@@ -966,7 +930,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     // Interleaved pipelines and the uniform split, evaluated in full when they fit memory.
     for (const int vs : direct_vs(vd, d, stages)) {
       const std::int64_t bound =
-          vs == 1 ? e.key_1f1b : direct_bound(vd, item.rec, item.zero, d, k, stages, vs) + e.tail;
+          vs == 1 ? e.key_1f1b : direct_bound(vd, item.rec, item.zero, d, k, stages, vs);
       if (bound >= best.time) continue;
       PlanChoice choice{.variant = vd.index,
                         .boundaries = interleaved_partition(v, stages, vs),

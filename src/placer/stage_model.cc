@@ -20,7 +20,7 @@ bool experts_in_replica(const VariantDegrees& d) {
 }
 
 // Sum of count · price over the collectives of `layer` (or of recompute_count when
-// `recomputed`).
+// `recomputed`), each less the compute it overlaps (`LayerCollective::overlap`).
 std::int64_t layer_collectives_ps(const workload::Layer& layer, bool recomputed,
                                   const VariantDegrees& degrees, const DeviceMap* map, int stage,
                                   int data_parallel, PricedNetwork& net) {
@@ -38,7 +38,9 @@ std::int64_t layer_collectives_ps(const workload::Layer& layer, bool recomputed,
                                             degrees.devices_per_replica);
       layout = axis_layout(any, 0, c.axis, degrees);
     }
-    total += times * net.collective(c.op, c.size, layout).ps();
+    // A collective beside a backward GEMM costs only its excess over it.
+    const Time price = net.collective(c.op, c.size, layout);
+    total += times * std::max<std::int64_t>(0, (price - c.overlap).ps());
   }
   return total;
 }
@@ -331,7 +333,7 @@ bool same_layer(const workload::Layer& a, const workload::Layer& b) noexcept {
     const auto& x = a.collectives[i];
     const auto& y = b.collectives[i];
     if (x.op != y.op || x.axis != y.axis || x.size != y.size || x.count != y.count ||
-        x.recompute_count != y.recompute_count) {
+        x.recompute_count != y.recompute_count || x.overlap != y.overlap) {
       return false;
     }
   }

@@ -68,25 +68,54 @@ std::int64_t parameters_of(const workload::Layer& layer) {
   return layer.parameters > 0 ? layer.parameters : layer.parameter_bytes.count() / 2;
 }
 
+// The pass times of a layer range: the cost model's own split for a plan's stage or chunk, else
+// the forward compute, the backward compute (with recompute) and the collectives shared by
+// count × size.
+struct Passes {
+  Time forward;
+  Time backward;
+  Time collectives;
+};
+
+Passes split(const placer::Plan& plan, const workload::Variant& variant, std::size_t first,
+             std::size_t last, const RangeTimes& t) {
+  Time forward;
+  for (std::size_t i = first; i < last; ++i) forward += variant.layers[i].forward;
+  const PassWeights w = collective_weights(variant, first, last, full_recompute(plan));
+  const Time forward_collectives = share(t.collectives, w.forward, w.forward + w.backward);
+  return Passes{.forward = forward + forward_collectives,
+                .backward = t.backward_compute + t.collectives - forward_collectives,
+                .collectives = t.collectives};
+}
+
+Passes split(const placer::Plan& plan, const workload::Variant& variant,
+             const placer::StageReport& rep, const placer::ChunkReport& chunk) {
+  const bool none = plan.rules == workload::MemoryRules::kNestArtifact && rep.in_flight <= 1;
+  const placer::PassTimes t =
+      placer::pass_times(variant, chunk, none ? workload::Recompute::kNone : plan.choice.recompute);
+  return Passes{
+      .forward = t.forward, .backward = t.backward, .collectives = chunk.time.collectives};
+}
+
 StageSpec range_spec(const placer::Plan& plan, const workload::Variant& variant, std::size_t first,
-                     std::size_t last, const RangeTimes& t) {
+                     std::size_t last, const Passes& t, Time optimizer) {
   StageSpec s;
   s.first_layer = static_cast<std::int32_t>(first);
   s.last_layer = static_cast<std::int32_t>(last);
   Time forward;
-  std::int64_t parameters = 0;
+  Bytes gradients;
   for (std::size_t i = first; i < last; ++i) {
     forward += variant.layers[i].forward;
-    parameters += parameters_of(variant.layers[i]);
+    gradients += variant.layers[i].parameter_bytes;
   }
-  const PassWeights w = collective_weights(variant, first, last, full_recompute(plan));
-  s.forward_collectives = share(t.collectives, w.forward, w.forward + w.backward);
+  s.forward = t.forward;
+  s.backward = t.backward;
+  s.forward_collectives = t.forward - forward;
   s.backward_collectives = t.collectives - s.forward_collectives;
-  s.forward = forward + s.forward_collectives;
-  s.backward = t.backward_compute + s.backward_collectives;
   s.activation_out = variant.layers[last - 1].output_bytes;
-  s.gradient_sync = Bytes(2 * parameters);
-  s.optimizer = t.optimizer;
+  // As the cost model: the gradients are as wide as the weights a device holds.
+  s.gradient_sync = gradients;
+  s.optimizer = optimizer;
 
   workload::MemoryOptions mo;
   mo.rules = plan.rules;
@@ -106,12 +135,8 @@ StageSpec range_spec(const placer::Plan& plan, const workload::Variant& variant,
 // A plan stage: its times exactly as the cost model computed them.
 StageSpec stage_spec(const placer::Plan& plan, const workload::Variant& variant, int p) {
   const placer::StageReport& rep = plan.stages[static_cast<std::size_t>(p)];
-  Time forward;
-  for (std::size_t i = rep.first_layer; i < rep.last_layer; ++i) {
-    forward += variant.layers[i].forward;
-  }
   return range_spec(plan, variant, rep.first_layer, rep.last_layer,
-                    {rep.time.compute - forward, rep.time.collectives, rep.optimizer});
+                    split(plan, variant, rep, rep.chunks.front()), rep.optimizer);
 }
 
 // The chunks of an interleaved plan in model order, their times exactly as the cost model
@@ -130,16 +155,13 @@ std::vector<StageSpec> plan_chunk_specs(const placer::Plan& plan,
     }
     for (std::size_t j = 0; j < rep.chunks.size(); ++j) {
       const placer::ChunkReport& c = rep.chunks[j];
-      Time forward;
       double chunk_params = 0;
       for (std::size_t i = c.first_layer; i < c.last_layer; ++i) {
-        forward += variant.layers[i].forward;
         chunk_params += static_cast<double>(parameters_of(variant.layers[i]));
       }
       out[static_cast<std::size_t>(p) + j * static_cast<std::size_t>(S)] =
-          range_spec(plan, variant, c.first_layer, c.last_layer,
-                     {c.time.compute - forward, c.time.collectives,
-                      share(rep.optimizer, chunk_params, params)});
+          range_spec(plan, variant, c.first_layer, c.last_layer, split(plan, variant, rep, c),
+                     share(rep.optimizer, chunk_params, params));
     }
   }
   return out;
@@ -191,7 +213,8 @@ std::vector<StageSpec> chunk_specs(const placer::Plan& plan, const workload::Var
       t.collectives += collectives[i];
       t.optimizer += optimizer[i];
     }
-    out.push_back(range_spec(plan, variant, first, last, t));
+    out.push_back(
+        range_spec(plan, variant, first, last, split(plan, variant, first, last, t), t.optimizer));
   }
   return out;
 }
@@ -293,6 +316,7 @@ ReplayInput replay_input(const placer::Plan& plan, const workload::LayerProfile&
   const std::int64_t m = plan.microbatches;
   for (int r = 0; r < d; ++r) in.microbatches.push_back(m / d + (r < m % d ? 1 : 0));
   in.gradient_buckets = options.gradient_buckets;
+  in.overlap_gradient_sync = options.overlap_gradient_sync;
   in.estimate = plan.iteration_time;
   const double sequences =
       static_cast<double>(m) * plan.degrees.micro_batch * plan.degrees.expert_parallel;

@@ -49,6 +49,10 @@ struct LayerCollective {
   int count = 1;
   /// Runs again when the layer is recomputed (forward collectives do).
   int recompute_count = 0;
+  /// Per run, compute it runs beside (Megatron-LM's asynchronous tensor-parallel communication
+  /// in the backward pass: the input gradient's all-reduce beside the weight-gradient GEMM);
+  /// only the excess of its time over this costs time. Zero: not overlapped.
+  Time overlap;
 };
 
 /// One layer of the chain, on one device of a stage replica, per microbatch.

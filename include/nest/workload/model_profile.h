@@ -44,8 +44,17 @@ struct ParallelConfig {
 
 /// What does not vary between variants.
 struct BuildOptions {
-  std::string precision = "bf16";    ///< a key of the accelerator's peak_flop_rate
-  bool flash_attention = false;      ///< fused attention: no s×s tensors kept
+  /// A key of the accelerator's peak_flop_rate. Under "fp8" the linear layers' GEMMs run at the
+  /// fp8 rate with fp8's own efficiency on 1-byte operands; the attention core, activations and
+  /// weights stay 2-byte (Transformer Engine's recipe).
+  std::string precision = "bf16";
+  bool flash_attention = false;  ///< fused attention: no s×s tensors kept
+  /// Megatron-LM's asynchronous tensor-parallel communication: in the backward pass the
+  /// all-reduce (sequence parallel: reduce-scatter) of a column-parallel GEMM's input gradient
+  /// runs beside its weight-gradient GEMM, and the sequence-parallel re-gather of its input
+  /// beside its input-gradient GEMM (`LayerCollective::overlap`). Megatron-LM since 2021-09
+  /// (LinearWithGradAccumulationAndAsyncCommunication); off for older code.
+  bool tp_comm_overlap = true;
   std::int64_t sequence_length = 0;  ///< 0: the model's
   std::int64_t global_batch = 0;     ///< sequences per iteration; 0: the model's (or none)
 };

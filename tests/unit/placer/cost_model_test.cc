@@ -169,13 +169,22 @@ TEST(Evaluate, FlatNetworkAddsCollectivesTransfersAndSync) {
             Time::microseconds(2) +
                 serialization_time(Bytes::mebibytes(4), Bandwidth::gigabytes_per_second(100)) * 2);
   EXPECT_EQ(plan.stages[1].time.transfer, Time::zero());
-  // Gradient allreduce over d = 2 of stage 0's 30 MiB: 2 us + 30 MiB / 100 GB/s.
-  EXPECT_EQ(plan.stages[0].data_parallel_sync,
-            Time::microseconds(2) + Time::seconds(30.0 * (1 << 20) / 1e11));
-  EXPECT_EQ(plan.breakdown.data_parallel_sync, plan.stages[0].data_parallel_sync);
+  // Gradient allreduce over d = 2 of stage 0's 30 MiB in 4 buckets of 7.5 MiB, each
+  // 2 us + 7.5 MiB / 100 GB/s. The buckets become ready as stage 0's last backward (6 ms)
+  // runs and take far less than a quarter of it: only the last one, ready when the backward
+  // ends, is exposed. Stage 1 finished earlier (the cooldown ends on stage 0).
+  const Time bucket = Time::microseconds(2) + Time::seconds(7.5 * (1 << 20) / 1e11);
+  EXPECT_EQ(plan.stages[0].data_parallel_sync, bucket * 4);
+  EXPECT_EQ(plan.breakdown.data_parallel_sync, bucket);
   const Time stage0 = plan.stages[0].time.total();
   EXPECT_EQ(plan.max_stage_time, stage0);
-  EXPECT_EQ(plan.iteration_time, stage0 * 5 + plan.stages[0].data_parallel_sync);
+  EXPECT_EQ(plan.iteration_time, stage0 * 5 + bucket);
+  // Without overlap all of it follows the backward.
+  const Plan after = evaluate(profile, choice, flat,
+                              {.rules = MemoryRules::kMegatron,
+                               .devices = 8,
+                               .overlap_gradient_sync = false});
+  EXPECT_EQ(after.iteration_time, stage0 * 5 + bucket * 4);
   EXPECT_EQ(plan.breakdown.collectives, plan.stages[0].time.collectives * 4);
   EXPECT_EQ(plan.breakdown.transfers, plan.stages[0].time.transfer * 4);
 }
