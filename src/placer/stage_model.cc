@@ -70,8 +70,14 @@ PositionPrices price(const workload::Variant& variant, const VariantDegrees& deg
     const GroupLayout from = map != nullptr ? map->stage_layout(stage) : two.stage_layout(0);
     const GroupLayout to = map != nullptr ? map->stage_layout(stage + 1) : two.stage_layout(1);
     p.transfer.assign(n + 1, 0);
+    const GroupLayout gather = map != nullptr
+                                   ? axis_layout(*map, stage + 1, ParallelAxis::kTensor, degrees)
+                                   : axis_layout(two, 1, ParallelAxis::kTensor, degrees);
     for (std::size_t j = 1; j <= n; ++j) {
-      p.transfer[j] = 2 * net.transfer(variant.layers[j - 1].output_bytes, from, to).ps();
+      const workload::Layer& layer = variant.layers[j - 1];
+      p.transfer[j] = 2 * (net.transfer(layer.output_bytes, from, to) +
+                           net.collective(CollectiveOp::kAllGather, layer.output_gather, gather))
+                              .ps();
     }
   }
   if (zero_stage == 3 && data_parallel > 1) {
@@ -236,13 +242,19 @@ StageTime stage_time(const ChainSums& sums, const PositionPrices& prices, std::s
 Time boundary_transfer(const workload::Variant& variant, std::size_t last_layer,
                        const DeviceMap& map, int from, int to, const VariantDegrees& degrees,
                        PricedNetwork& net) {
-  const Bytes size = variant.layers[last_layer - 1].output_bytes;
+  const workload::Layer& layer = variant.layers[last_layer - 1];
   if (net.placement_independent()) {
     const DeviceMap two = DeviceMap::make(PlacementOrder::kTensorPipelineData, 2, map.data_parallel,
                                           degrees.devices_per_replica);
-    return net.transfer(size, two.stage_layout(0), two.stage_layout(1)) * 2;
+    return (net.transfer(layer.output_bytes, two.stage_layout(0), two.stage_layout(1)) +
+            net.collective(CollectiveOp::kAllGather, layer.output_gather,
+                           axis_layout(two, 1, ParallelAxis::kTensor, degrees))) *
+           2;
   }
-  return net.transfer(size, map.stage_layout(from), map.stage_layout(to)) * 2;
+  return (net.transfer(layer.output_bytes, map.stage_layout(from), map.stage_layout(to)) +
+          net.collective(CollectiveOp::kAllGather, layer.output_gather,
+                         axis_layout(map, to, ParallelAxis::kTensor, degrees))) *
+         2;
 }
 
 int interleaved_in_flight(int stages, int stage, int virtual_stages,
@@ -325,7 +337,8 @@ bool same_layer(const workload::Layer& a, const workload::Layer& b) noexcept {
       a.selective_activation_bytes != b.selective_activation_bytes ||
       a.parameter_bytes != b.parameter_bytes || a.parameters != b.parameters ||
       a.activation_bytes != b.activation_bytes || a.input_bytes != b.input_bytes ||
-      a.output_bytes != b.output_bytes || a.flops != b.flops ||
+      a.output_bytes != b.output_bytes || a.output_gather != b.output_gather ||
+      a.flops != b.flops ||
       a.collectives.size() != b.collectives.size()) {
     return false;
   }

@@ -214,6 +214,18 @@ Vertex attention(GraphBuilder& g, const Dims& d, bool dropout, Vertex qkv) {
   return av;
 }
 
+// What a stage boundary after the layer sends: without sequence parallelism its output is
+// replicated over the t shards, so each sends its 1/t slice and the next stage all-gathers them
+// over its NVLink group (Narayanan et al. 2021 §4.1, the scatter-gather optimization).
+void set_output(LayerGraph& graph, const Dims& d, int64_t act) {
+  if (d.t > 1 && !d.sp && act % d.t == 0) {
+    graph.output_bytes = Bytes(act / d.t);
+    graph.output_gather = Bytes(act);
+  } else {
+    graph.output_bytes = Bytes(act);
+  }
+}
+
 int64_t ffn_parameters(const Model& m, const Dims& d) {
   return d.h * d.up + d.ffn * d.h + (m.bias ? d.up + d.h : 0);
 }
@@ -414,7 +426,7 @@ LayerGraph block_graph(const Model& m, const Dims& d, const Roofline& r) {
 
   LayerGraph graph = g.finish("transformer_block", /*recomputed=*/true);
   graph.input_bytes = Bytes(act);
-  graph.output_bytes = Bytes(act);
+  set_output(graph, d, act);
   const int64_t attention_params =
       d.h * (q + 2 * kv) + (m.bias ? q + 2 * kv : 0) + q * d.h + (m.bias ? d.h : 0);
   graph.expert_parameters = m.is_moe() ? d.experts * ffn_parameters(m, d) : 0;
@@ -476,7 +488,7 @@ LayerGraph embedding_graph(const Model& m, const Dims& d, const Roofline& r) {
   }
   LayerGraph graph = g.finish("embedding", /*recomputed=*/false);
   graph.input_bytes = Bytes(kTokenIdBytes * d.T);
-  graph.output_bytes = Bytes(act);
+  set_output(graph, d, act);
   graph.parameters = d.vocab * d.h + (m.embedding_norm ? norm_parameters(m) : 0);
   for (int64_t rows : table_rows) graph.parameters += rows * d.h;
   return graph;

@@ -117,6 +117,7 @@ Layer to_layer(const LayerGraph& graph, std::int64_t parameter_bytes_each) {
       graph.recomputed ? l.activation_bytes - graph.recomputed_bytes() : l.activation_bytes;
   l.input_bytes = graph.input_bytes;
   l.output_bytes = graph.output_bytes;
+  l.output_gather = graph.output_gather;
   l.flops = flops;
   l.collectives = graph.collectives;
   return l;

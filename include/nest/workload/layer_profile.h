@@ -81,6 +81,10 @@ struct Layer {
   Bytes selective_activation_bytes;
   Bytes input_bytes;   ///< the layer's input, what full recomputation keeps
   Bytes output_bytes;  ///< what the layer sends on when a stage boundary follows it
+  /// When the output is replicated over the tensor-parallel group (no sequence parallelism):
+  /// the gathered size the next stage all-gathers after each shard sent its 1/t slice
+  /// (`output_bytes`), the scatter-gather of Narayanan et al. 2021 §4.1; zero otherwise.
+  Bytes output_gather;
   Flops flops;         ///< forward + backward FLOPs of one microbatch on one device (0 if unknown)
   std::vector<LayerCollective> collectives;
 };

@@ -189,6 +189,24 @@ TEST(Evaluate, FlatNetworkAddsCollectivesTransfersAndSync) {
   EXPECT_EQ(plan.breakdown.transfers, plan.stages[0].time.transfer * 4);
 }
 
+// Narayanan et al. 2021 §4.1: a replicated output crosses the stage boundary as t slices, which
+// the next stage all-gathers over its tensor-parallel group.
+TEST(Evaluate, ScatterGatherSendsASliceAndGathersItOnTheNextStage) {
+  auto profile = four_layers(2);
+  for (auto& l : profile.variants[0].layers) {
+    l.output_bytes = Bytes::mebibytes(2);  // each of the 2 shards' half
+    l.output_gather = Bytes::mebibytes(4);
+  }
+  FlatCommCost flat(Bandwidth::gigabytes_per_second(100), Time::microseconds(1));
+  const Plan plan = evaluate(profile, {.boundaries = {0, 2, 4}}, flat,
+                             {.rules = MemoryRules::kMegatron, .devices = 4});
+  // Forward and back: 1 us + 2 MiB / 100 GB/s, then the all-gather of 4 MiB over 2 devices:
+  // 1 us + (1/2)·4 MiB / 100 GB/s.
+  const Time send = Time::microseconds(1) +
+                    serialization_time(Bytes::mebibytes(2), Bandwidth::gigabytes_per_second(100));
+  EXPECT_EQ(plan.stages[0].time.transfer, (send + send) * 2);
+}
+
 TEST(Evaluate, OptimizerStepIsMemoryTrafficOverBandwidth) {
   const auto profile = four_layers();
   ZeroCommCost zero;

@@ -145,6 +145,19 @@ TEST(Fp8, LinearGemmsAtTheFp8RateTheAttentionCoreInBf16) {
   EXPECT_NEAR(speedup, 4.0 / 3, 1e-6);
 }
 
+// Narayanan et al. 2021 §4.1: without sequence parallelism a block's output is replicated over
+// the tensor-parallel group; a stage boundary sends one 1/t slice per shard and gathers them.
+TEST(ScatterGather, ReplicatedOutputsCrossStagesAsSlices) {
+  const Model gpt = load_model(kDir + "models/gpt3-175b.yaml");
+  const Variant tp = build_variant(gpt, device(), {.tensor = 8}, {});
+  const double sbh2 = 2.0 * 2048 * 12288;
+  EXPECT_EQ(tp.layers[1].output_bytes.as_double(), sbh2 / 8);
+  EXPECT_EQ(tp.layers[1].output_gather.as_double(), sbh2);
+  const Variant sp = build_variant(gpt, device(), {.tensor = 8, .sequence = true}, {});
+  EXPECT_EQ(sp.layers[1].output_bytes.as_double(), sbh2 / 8);  // already a slice
+  EXPECT_EQ(sp.layers[1].output_gather, Bytes(0));
+}
+
 TEST(AcceleratorShape, MapsAndShapesAreCheckedNamingTheKey) {
   EXPECT_DOUBLE_EQ(device().gemm_efficiency_for("fp8"), 0.5);
   std::string text = kDevice;
