@@ -93,6 +93,19 @@ std::vector<LayerGraph> layer_graphs(const Model& model, const Accelerator& devi
   graphs.push_back(detail::embedding_graph(model, d, roofline));
   graphs.push_back(detail::block_graph(model, d, roofline));
   graphs.push_back(detail::head_graph(model, d, roofline));
+  if (options.gradient_accumulation_bytes > 0) {
+    // Each microbatch's weight gradients are added to the accumulated ones by a memory-bound
+    // pass over the layer's parameters, in its backward.
+    for (LayerGraph& g : graphs) {
+      if (g.parameters <= 0) continue;
+      const Bytes traffic(g.parameters * options.gradient_accumulation_bytes);
+      g.operators.push_back(Operator{.name = "gradient_accumulation",
+                                     .kind = OperatorKind::kMemory,
+                                     .backward_factor = 0,
+                                     .backward_bytes = traffic,
+                                     .backward = serialization_time(traffic, roofline.memory)});
+    }
+  }
   return graphs;
 }
 

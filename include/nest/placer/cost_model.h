@@ -26,10 +26,8 @@
 /// Data-parallel sync of a stage: an allreduce of its gradient bytes (= parameter bytes) across
 /// the d replicas, all shards at once (a reduce-scatter under ZeRO-3), in buckets as above; the
 /// breakdown's data-parallel sync is what of it the backward does not hide. Optimizer step
-/// (megatron rules, when
-/// a memory bandwidth is given): 28 bytes of memory traffic per parameter held (fp32 master,
-/// momentum and variance read and written, fp16 gradient read and weight written), divided by d
-/// under ZeRO-1..3. Memory: `workload::stage_memory` for position s (interleaved: the peak of its
+/// (megatron rules, when a memory bandwidth is given): `kOptimizerBytesPerParameter` bytes of
+/// memory traffic per parameter held, divided by d under ZeRO-1..3. Memory: `workload::stage_memory` for position s (interleaved: the peak of its
 /// schedule).
 ///
 /// ZeRO-3 gathers, whose size varies with the stage, are priced on the line through the exact
@@ -75,8 +73,13 @@ struct PassTimes {
 [[nodiscard]] PassTimes pass_times(const workload::Variant& variant, const ChunkReport& chunk,
                                    workload::Recompute applied);
 
-/// Memory traffic of one mixed-precision Adam step per parameter held, in bytes.
-inline constexpr std::int64_t kOptimizerBytesPerParameter = 28;
+/// Memory traffic of one mixed-precision Adam step per parameter held, in bytes, as Megatron-LM's
+/// fp16/bf16 optimizer runs it (megatron/optimizer/optimizer.py, apex's multi-tensor kernels):
+/// copy the model gradient into the fp32 main gradient (read 2, write 4), unscale it and check
+/// for inf/nan (read 4, write 4), its norm for clipping (read 4), Adam (read the fp32 weight,
+/// gradient, momentum and variance, write the weight, momentum and variance: 28), copy the fp32
+/// weight into the model's (read 4, write 2) and zero the gradient buffer (write 2): 54.
+inline constexpr std::int64_t kOptimizerBytesPerParameter = 54;
 
 /// Checks `choice` against `profile` and `options` (variant index, boundaries, degrees, ZeRO
 /// stage, recomputation allowed, devices, expert groups); throws `Error` (input) naming the

@@ -215,9 +215,9 @@ TEST(Evaluate, OptimizerStepIsMemoryTrafficOverBandwidth) {
                             .memory_bandwidth = Bandwidth::gigabytes_per_second(1000)};
   const PlanChoice choice{.boundaries = {0, 4}, .data_parallel = 4, .zero_stage = 1};
   const Plan plan = evaluate(profile, choice, zero, options);
-  // 4·5 Mi parameters · 28 B / 4 replicas / 1 TB/s.
+  // 4·5 Mi parameters · 54 B (Megatron-LM's mixed-precision Adam step) / 4 replicas / 1 TB/s.
   EXPECT_TRUE(plan.optimizer_modeled);
-  EXPECT_EQ(plan.breakdown.optimizer, Time::seconds(4.0 * (5 << 20) * 28 / 4 / 1e12));
+  EXPECT_EQ(plan.breakdown.optimizer, Time::seconds(4.0 * (5 << 20) * 54 / 4 / 1e12));
 }
 
 TEST(Evaluate, RejectsBadChoicesWithExactMessages) {

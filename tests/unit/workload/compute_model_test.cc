@@ -158,6 +158,22 @@ TEST(ScatterGather, ReplicatedOutputsCrossStagesAsSlices) {
   EXPECT_EQ(sp.layers[1].output_gather, Bytes(0));
 }
 
+// Megatron-LM's local DDP before gradient-accumulation fusion adds each microbatch's fp16
+// gradients to the fp32 main_grad in a pass of 10 bytes per parameter.
+TEST(GradientAccumulation, APassOverTheLayersParametersInItsBackward) {
+  const Model gpt = load_model(kDir + "models/gpt3-175b.yaml");
+  const Variant fused = build_variant(gpt, device(), {.tensor = 8}, {});
+  const Variant unfused =
+      build_variant(gpt, device(), {.tensor = 8}, {.gradient_accumulation_bytes = 10});
+  const Bandwidth memory = Bandwidth::bytes_per_second(2000e9 * 0.75);
+  for (const std::size_t i : {std::size_t{0}, std::size_t{1}, fused.layers.size() - 1}) {
+    EXPECT_EQ(unfused.layers[i].forward, fused.layers[i].forward);
+    EXPECT_EQ(unfused.layers[i].backward - fused.layers[i].backward,
+              serialization_time(Bytes(fused.layers[i].parameters * 10), memory))
+        << i;
+  }
+}
+
 TEST(AcceleratorShape, MapsAndShapesAreCheckedNamingTheKey) {
   EXPECT_DOUBLE_EQ(device().gemm_efficiency_for("fp8"), 0.5);
   std::string text = kDevice;
