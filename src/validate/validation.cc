@@ -13,9 +13,11 @@
 #include "nest/coll/simulate.h"
 #include "nest/core/error.h"
 #include "nest/placer/comm_cost.h"
+#include "nest/placer/oracle_comm_cost.h"
 #include "nest/placer/search.h"
 #include "nest/topo/generators.h"
 #include "nest/topo/loader.h"
+#include "nest/validate/training_runs.h"
 #include "nest/workload/accelerator.h"
 #include "nest/workload/model.h"
 #include "nest/workload/model_profile.h"
@@ -433,6 +435,18 @@ std::vector<ValidationCase> run_validation(const ValidationInputs& inputs) {
   activation_and_flops_cases(out, workloads);
   nest_cases(out, inputs);
   measured_collective_cases(out, inputs);
+  if (!inputs.training_runs.empty()) {
+    const workload::Accelerator accelerator =
+        workload::load_accelerator(inputs.training_accelerator.string());
+    const topo::Topology topology = topo::load_topology(inputs.training_topology.string());
+    placer::OracleCommCost oracle(topology);
+    for (ValidationCase& c : layer_cases(accelerator, oracle)) out.push_back(std::move(c));
+    const auto predictions = predict_training_runs(load_training_runs(inputs.training_runs),
+                                                   accelerator, topology, oracle);
+    for (ValidationCase& c : training_cases(predictions, inputs.training_runs.string())) {
+      out.push_back(std::move(c));
+    }
+  }
   return out;
 }
 
