@@ -262,13 +262,16 @@ Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, C
     // Buckets reduced one after another, each once ready on every replica.
     Time done;  // when the last bucket so far is reduced
     const std::int64_t total = stage_parameter_bytes[static_cast<std::size_t>(p)];
+    // Every bucket priced at the largest one's size, ceil(total / k) (the replay's differ by at
+    // most a byte): one network query per stage.
+    const Time reduce = d > 1 && total > 0 ? detail::sync_time((total + buckets - 1) / buckets,
+                                                               choice.zero_stage, map, p, net)
+                                           : Time::zero();
     for (int i = 0; i < buckets && d > 1 && total > 0; ++i) {
       const Time ready =
           options.overlap_gradient_sync
               ? end - last_backward + Time::picoseconds(last_backward.ps() * (i + 1) / buckets)
               : end;
-      const std::int64_t size = total * (i + 1) / buckets - total * i / buckets;
-      const Time reduce = detail::sync_time(size, choice.zero_stage, map, p, net);
       r.data_parallel_sync += reduce;
       done = std::max(done, ready) + reduce;
     }

@@ -901,6 +901,21 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       continue;
     }
 
+    // A lower bound of a plan's price from the cost model on the network's lower bounds: its
+    // pipeline, and stage 0's optimizer step and what of its reduction the backward cannot hide
+    // (the last bucket; all of it without overlap). Stage 0 ends the pipeline, so
+    // T >= pipeline + exposed_0 + optimizer_0, each term no larger on the bounds.
+    auto lower_bound = [&](const PlanChoice& choice) {
+      const Plan p = evaluate(profile, choice, bounds, options.cost);
+      const Breakdown& b = p.breakdown;
+      const double sync = static_cast<double>(p.stages.front().data_parallel_sync.ps());
+      const double exposed =
+          options.cost.overlap_gradient_sync ? sync / options.cost.gradient_buckets : sync;
+      return (b.compute + b.bubble + b.collectives + b.transfers + p.stages.front().optimizer)
+                 .ps() +
+             static_cast<std::int64_t>(0.999 * exposed);
+    };
+
     // Level 1: the exact price of (order, S).
     const PlacementOrder order = orders[e.order];
     const int stages = e.stages;
@@ -919,7 +934,9 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
                         .recompute = item.rec,
                         .order = order};
       // The tail (exposed sync, optimizer step) needs every stage's last backward: the cost
-      // model prices the partition in full.
+      // model prices the partition in full, once its bound on the network's lower bounds (no
+      // simulation) can still win.
+      if (refine && lower_bound(choice) >= best.time) return;
       const Plan plan = evaluate(profile, choice, comm, options.cost);
       if (plan.iteration_time.ps() < best.time) {
         best.time = plan.iteration_time.ps();
@@ -965,6 +982,26 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   stats.network_queries = net.queries();
 
   if (best.time == kInf) {
+    if (!options.ignore_memory && options.stages.size() == 1 && options.data_parallel.size() == 1) {
+      // A fixed configuration: name the stage that does not fit, and by how much.
+      SearchOptions anyway = options;
+      anyway.ignore_memory = true;
+      SearchResult priced = search(profile, comm, anyway);
+      if (priced.best) {
+        const Plan& p = *priced.best;
+        std::size_t worst = 0;
+        for (std::size_t s = 0; s < p.stages.size(); ++s) {
+          if (p.stages[s].memory.total() > p.stages[worst].memory.total()) worst = s;
+        }
+        const Bytes need = p.stages[worst].memory.total();
+        result.infeasible_reason = fmt::format(
+            "the plan does not fit memory: stage {} needs {} per device, {} more than the {} of "
+            "device memory (ignore_memory prices it anyway)",
+            worst, format_bytes(need), format_bytes(need - p.capacity), format_bytes(p.capacity));
+        result.over_memory = std::move(priced.best);
+        return result;
+      }
+    }
     result.infeasible_reason =
         explain_infeasible(profile, variants, recomputes, zeros, options, stats);
     return result;

@@ -338,8 +338,7 @@ bool same_layer(const workload::Layer& a, const workload::Layer& b) noexcept {
       a.parameter_bytes != b.parameter_bytes || a.parameters != b.parameters ||
       a.activation_bytes != b.activation_bytes || a.input_bytes != b.input_bytes ||
       a.output_bytes != b.output_bytes || a.output_gather != b.output_gather ||
-      a.flops != b.flops ||
-      a.collectives.size() != b.collectives.size()) {
+      a.flops != b.flops || a.collectives.size() != b.collectives.size()) {
     return false;
   }
   for (std::size_t i = 0; i < a.collectives.size(); ++i) {

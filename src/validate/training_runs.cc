@@ -323,7 +323,7 @@ std::vector<ValidationCase> layer_cases(const workload::Accelerator& accelerator
     const std::string what = sp ? "sequence parallel" : "baseline";
     const auto add = [&](const std::string& name, double ms, Time got) {
       out.push_back({"layer", "22B layer, " + what + ", " + name + " (ms)", ms,
-                     got.to_milliseconds(), 0.05, source});
+                     got.to_milliseconds(), 0.1, source});
     };
     add("forward", sp ? 7.2 : 7.7, forward);
     add("backward", sp ? 11.8 : 11.9, backward);

@@ -5,7 +5,8 @@
 namespace nest::workload {
 
 Roofline Roofline::of(const Accelerator& device, std::string_view precision) {
-  const FlopRate matrix = device.peak_for(precision) * device.gemm_efficiency_for(precision);
+  const FlopRate peak = device.peak_for(precision);  // names the precisions when unknown
+  const FlopRate matrix = peak * device.gemm_efficiency_for(precision);
   FlopRate attention = matrix;
   if (precision == "fp8") {
     // The attention core stays in bf16 (fp16 when the device has no bf16).

@@ -128,7 +128,7 @@ int fit() {
           }
         }
         std::printf(
-            "gemm %.2f k %3.0f memory %.1f: all %.2f%% (max %.2f%%), narayanan %.2f%%, "
+            "gemm %.2f k %3.0f memory %.2f: all %.2f%% (max %.2f%%), narayanan %.2f%%, "
             "korthikanti %.2f%%\n",
             g, k, m, 100 * score(p, "").mean, 100 * score(p, "").max,
             100 * score(p, "narayanan").mean, 100 * score(p, "korthikanti").mean);
@@ -136,7 +136,7 @@ int fit() {
     }
   }
   for (const auto& [t, b] : best) {
-    std::printf("best on %-12s gemm %.2f k %.0f memory %.1f: mean %.2f%% max %.2f%%\n",
+    std::printf("best on %-12s gemm %.2f k %.0f memory %.2f: mean %.2f%% max %.2f%%\n",
                 t.empty() ? "all" : t.c_str(), b.gemm, b.k, b.memory, 100 * b.score.mean,
                 100 * b.score.max);
   }

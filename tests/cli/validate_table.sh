@@ -32,6 +32,7 @@ echo "$out" | grep -q '^nest: gpt3-175b-h100.yaml on 128 devices, best iteration
 # A measured run moved far from NEST's figure fails; a malformed row is an input error.
 mkdir -p "$tmp/runs/nest-artifact" "$tmp/runs/measured"
 cp "$src"/workloads/profiles/gpt3-175b-*.yaml "$tmp/runs/nest-artifact/"
+cp "$src"/tests/validation/reference/measured/nccl-*.tsv "$tmp/runs/measured/"
 cp "$src/tests/validation/reference/nest-artifact/expected-nest.tsv" "$tmp/runs/nest-artifact/"
 tsv="$src/tests/validation/reference/measured/training-runs.tsv"
 { head -1 "$tsv"; grep '^korthikanti-t5-22b-full' "$tsv" | sed 's/\t1.42\t/\t2.0\t/'; } \

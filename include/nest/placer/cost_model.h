@@ -27,8 +27,8 @@
 /// the d replicas, all shards at once (a reduce-scatter under ZeRO-3), in buckets as above; the
 /// breakdown's data-parallel sync is what of it the backward does not hide. Optimizer step
 /// (megatron rules, when a memory bandwidth is given): `kOptimizerBytesPerParameter` bytes of
-/// memory traffic per parameter held, divided by d under ZeRO-1..3. Memory: `workload::stage_memory` for position s (interleaved: the peak of its
-/// schedule).
+/// memory traffic per parameter held, divided by d under ZeRO-1..3. Memory:
+/// `workload::stage_memory` for position s (interleaved: the peak of its schedule).
 ///
 /// ZeRO-3 gathers, whose size varies with the stage, are priced on the line through the exact
 /// prices at 256 MiB and 1 GiB (a collective on a fixed layout is affine in its size in the flow

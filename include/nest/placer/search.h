@@ -98,8 +98,13 @@ struct SearchStats {
 struct SearchResult {
   std::optional<Plan> best;
   /// When `best` is empty: one line saying why (the smallest stage's memory against the
-  /// capacity, or the devices the smallest feasible pipeline needs).
+  /// capacity, or the devices the smallest feasible pipeline needs; with the pipeline depth and
+  /// the data-parallel degree fixed, the stage of the best plan ignoring memory that exceeds it
+  /// and by how much).
   std::string infeasible_reason;
+  /// With the depth and the data-parallel degree fixed and nothing fitting: that plan, priced
+  /// with `ignore_memory` (so that a caller can show its breakdown beside the reason).
+  std::optional<Plan> over_memory;
   SearchStats stats;
 };
 

@@ -128,7 +128,8 @@ struct TrainingValidationOptions {
 /// Korthikanti et al. 2022 Table 4 (forward and backward ms: baseline 7.7 / 11.9, sequence
 /// parallel 7.2 / 11.8, full recomputation backward 19.5, selective 13.2, selective with
 /// sequence parallelism 13.1), its collectives priced by `network` on `topology`'s first
-/// node (tolerance 5%). Not fitted: the fit uses the iteration times only.
+/// node (tolerance 10%: one layer, published to 0.1 ms, its forward's two tensor-parallel
+/// all-reduces a fifth of it). Not fitted: the fit uses the iteration times only.
 [[nodiscard]] std::vector<ValidationCase> layer_cases(const workload::Accelerator& accelerator,
                                                       placer::CommCost& network);
 

@@ -180,10 +180,9 @@ TEST(Evaluate, FlatNetworkAddsCollectivesTransfersAndSync) {
   EXPECT_EQ(plan.max_stage_time, stage0);
   EXPECT_EQ(plan.iteration_time, stage0 * 5 + bucket);
   // Without overlap all of it follows the backward.
-  const Plan after = evaluate(profile, choice, flat,
-                              {.rules = MemoryRules::kMegatron,
-                               .devices = 8,
-                               .overlap_gradient_sync = false});
+  const Plan after =
+      evaluate(profile, choice, flat,
+               {.rules = MemoryRules::kMegatron, .devices = 8, .overlap_gradient_sync = false});
   EXPECT_EQ(after.iteration_time, stage0 * 5 + bucket * 4);
   EXPECT_EQ(plan.breakdown.collectives, plan.stages[0].time.collectives * 4);
   EXPECT_EQ(plan.breakdown.transfers, plan.stages[0].time.transfer * 4);

@@ -124,6 +124,25 @@ TEST(Search, InterleavingShortensTheBubbleAndFixedDimensionsAreHonoured) {
   EXPECT_EQ(two.best->iteration_time, Time::milliseconds(99));
 }
 
+TEST(Search, AFixedPlanThatDoesNotFitNamesItsStageAndTheExcess) {
+  ZeroCommCost zero;
+  SearchOptions options;
+  options.cost = {.rules = MemoryRules::kMegatron, .devices = 2};
+  options.stages = {2};
+  options.data_parallel = {1};
+  options.virtual_stages = {1};
+  options.recompute_modes = {workload::Recompute::kNone};
+  const SearchResult r = search(chain(4, Bytes::mebibytes(500)), zero, options);
+  ASSERT_FALSE(r.best.has_value());
+  // Two layers a stage: 2 × 5 Mi parameters × 16 B = 160 MiB; stage 0 holds 2 microbatches of
+  // 2 × 100 MiB: 560 MiB against 500.
+  EXPECT_EQ(r.infeasible_reason,
+            "the plan does not fit memory: stage 0 needs 560 MiB per device, 60 MiB more than "
+            "the 500 MiB of device memory (ignore_memory prices it anyway)");
+  ASSERT_TRUE(r.over_memory.has_value());
+  EXPECT_EQ(r.over_memory->iteration_time, Time::milliseconds((8 + 1) * 6));
+}
+
 TEST(Search, IgnoringMemoryPricesAPlanThatDoesNotFit) {
   ZeroCommCost zero;
   SearchOptions options;
