@@ -52,7 +52,10 @@ def plan_numbers(path):
     text = open(path).read()
     get = lambda key: int(re.search(rf"^{key}: (\d+)$", text, re.M).group(1))
     per_replica = int(re.search(r"devices_per_replica: (\d+)", text).group(1))
-    return get("stages"), get("data_parallel"), get("microbatches"), per_replica
+    # Plans written before interleaving was planned have no virtual_stages: 1F1B.
+    virtual = re.search(r"^virtual_stages: (\d+)$", text, re.M)
+    chunks = int(virtual.group(1)) if virtual else 1
+    return get("stages"), get("data_parallel"), get("microbatches"), per_replica, chunks
 
 
 def check_topology(f, timeline):
@@ -88,7 +91,7 @@ def check_topology(f, timeline):
 
 def main():
     run, plan = sys.argv[1], sys.argv[2]
-    stages, replicas, microbatches, shards = plan_numbers(plan)
+    stages, replicas, microbatches, shards, chunks = plan_numbers(plan)
     with h5py.File(run, "r") as f:
         for path, fields in FIELDS.items():
             if path not in f:
@@ -133,12 +136,13 @@ def main():
         t = f["/timeline"][()]
         kinds = {v: k for k, v in h5py.check_enum_dtype(f["/timeline"].dtype["kind"]).items()}
         names = np.array([kinds[k] for k in t["kind"]])
-        # Every device runs one forward and one backward per microbatch of its replica.
+        # Every device runs one forward and one backward per microbatch of its replica and chunk.
         for kind in ("forward", "backward"):
             got = int((names == kind).sum())
-            if got != microbatches * stages * shards:
+            want = microbatches * stages * shards * chunks
+            if got != want:
                 fail(f"/timeline: {got} {kind} rows, expected "
-                     f"{microbatches} x {stages} x {shards} = {microbatches * stages * shards}")
+                     f"{microbatches} x {stages} x {shards} x {chunks} = {want}")
         if len(np.unique(t["device"])) != devices:
             fail(f"/timeline: {len(np.unique(t['device']))} devices, expected {devices}")
         if (t["end"] < t["start"]).any():

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -65,9 +66,21 @@ const char* axis_name(ParallelAxis axis) {
   return "";
 }
 
+// One entry per (op, axis, size): entries that differ only in the compute they overlap merge.
 std::string collectives_text(const std::vector<LayerCollective>& cs) {
-  std::string out;
+  std::vector<LayerCollective> merged;
   for (const LayerCollective& c : cs) {
+    auto it = std::find_if(merged.begin(), merged.end(), [&](const LayerCollective& m) {
+      return m.op == c.op && m.axis == c.axis && m.size == c.size;
+    });
+    if (it == merged.end()) {
+      merged.push_back(c);
+    } else {
+      it->count += c.count;
+    }
+  }
+  std::string out;
+  for (const LayerCollective& c : merged) {
     out += fmt::format("{}{}({}) {} x{}", out.empty() ? "" : ", ", op_name(c.op), axis_name(c.axis),
                        format_bytes(c.size), c.count);
   }
@@ -76,9 +89,11 @@ std::string collectives_text(const std::vector<LayerCollective>& cs) {
 
 bool same_numbers(const Layer& a, const Layer& b) {
   return a.name == b.name && a.forward == b.forward && a.backward == b.backward &&
-         a.recompute == b.recompute && a.parameters == b.parameters &&
-         a.activation_bytes == b.activation_bytes && a.input_bytes == b.input_bytes &&
-         a.flops == b.flops && collectives_text(a.collectives) == collectives_text(b.collectives);
+         a.recompute == b.recompute && a.selective_recompute == b.selective_recompute &&
+         a.selective_activation_bytes == b.selective_activation_bytes &&
+         a.parameters == b.parameters && a.activation_bytes == b.activation_bytes &&
+         a.input_bytes == b.input_bytes && a.flops == b.flops &&
+         collectives_text(a.collectives) == collectives_text(b.collectives);
 }
 
 std::string variant_title(const Variant& v) {
@@ -95,19 +110,22 @@ void print_variant(const Variant& v) {
   std::cout << "\nvariant " << variant_title(v) << "\n";
   const auto row = [](const std::string& layers, const std::string& name, const std::string& params,
                       const std::string& flops, const std::string& fwd, const std::string& bwd,
-                      const std::string& rec, const std::string& act, const std::string& in,
-                      const std::string& colls) {
-    std::cout << fmt::format("{:<8} {:<22} {:>10} {:>9} {:>10} {:>10} {:>10} {:>11} {:>11}  {}\n",
-                             layers, name, params, flops, fwd, bwd, rec, act, in, colls);
+                      const std::string& rec, const std::string& sel, const std::string& act,
+                      const std::string& kept, const std::string& in, const std::string& colls) {
+    std::cout << fmt::format(
+        "{:<8} {:<22} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>11} {:>11} {:>11}  {}\n", layers,
+        name, params, flops, fwd, bwd, rec, sel, act, kept, in, colls);
   };
-  row("layers", "name", "params/dev", "GFLOP", "fwd ms", "bwd ms", "recomp ms", "activations",
-      "input", "collectives per microbatch");
+  row("layers", "name", "params/dev", "GFLOP", "fwd ms", "bwd ms", "recomp ms", "select ms",
+      "activations", "selective", "input", "collectives per microbatch");
   std::int64_t params = 0;
   double flops = 0;
   Time fwd;
   Time bwd;
   Time rec;
+  Time sel;
   Bytes act;
+  Bytes kept;
   for (std::size_t i = 0; i < v.layers.size();) {
     std::size_t j = i + 1;
     while (j < v.layers.size() && same_numbers(v.layers[i], v.layers[j])) ++j;
@@ -116,7 +134,8 @@ void print_variant(const Variant& v) {
     row(range, l.name + (j - i > 1 ? fmt::format(" x{}", j - i) : ""),
         format_count(static_cast<double>(l.parameters)),
         fmt::format("{:.1f}", l.flops.count() / 1e9), ms(l.forward), ms(l.backward),
-        ms(l.recompute), format_bytes(l.activation_bytes), format_bytes(l.input_bytes),
+        ms(l.recompute), ms(l.selective_recompute), format_bytes(l.activation_bytes),
+        format_bytes(l.selective_activation_bytes), format_bytes(l.input_bytes),
         collectives_text(l.collectives));
     const auto n = static_cast<std::int64_t>(j - i);
     params += l.parameters * n;
@@ -124,11 +143,14 @@ void print_variant(const Variant& v) {
     fwd += l.forward * n;
     bwd += l.backward * n;
     rec += l.recompute * n;
+    sel += l.selective_recompute * n;
     act += l.activation_bytes * n;
+    kept += l.selective_activation_bytes * n;
     i = j;
   }
   row("total", fmt::format("{} layers", v.layers.size()), format_count(static_cast<double>(params)),
-      fmt::format("{:.1f}", flops / 1e9), ms(fwd), ms(bwd), ms(rec), format_bytes(act), "", "");
+      fmt::format("{:.1f}", flops / 1e9), ms(fwd), ms(bwd), ms(rec), ms(sel), format_bytes(act),
+      format_bytes(kept), "", "");
 }
 
 nlohmann::ordered_json layer_json(std::size_t index, const Layer& l) {
@@ -139,11 +161,13 @@ nlohmann::ordered_json layer_json(std::size_t index, const Layer& l) {
   j["expert_parameters"] = l.expert_parameters;
   j["parameter_bytes"] = l.parameter_bytes.count();
   j["activation_bytes"] = l.activation_bytes.count();
+  j["selective_activation_bytes"] = l.selective_activation_bytes.count();
   j["input_bytes"] = l.input_bytes.count();
   j["output_bytes"] = l.output_bytes.count();
   j["forward_s"] = l.forward.to_seconds();
   j["backward_s"] = l.backward.to_seconds();
   j["recompute_s"] = l.recompute.to_seconds();
+  j["selective_recompute_s"] = l.selective_recompute.to_seconds();
   j["flops"] = l.flops.count();
   j["collectives"] = nlohmann::ordered_json::array();
   for (const LayerCollective& c : l.collectives) {
@@ -151,7 +175,8 @@ nlohmann::ordered_json layer_json(std::size_t index, const Layer& l) {
                                 {"axis", axis_name(c.axis)},
                                 {"size_bytes", c.size.count()},
                                 {"count", c.count},
-                                {"recompute_count", c.recompute_count}});
+                                {"recompute_count", c.recompute_count},
+                                {"overlap_s", c.overlap.to_seconds()}});
   }
   return j;
 }

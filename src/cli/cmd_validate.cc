@@ -25,6 +25,18 @@ bool is_file(const fs::path& p) {
   return fs::is_regular_file(p, ec);
 }
 
+// The measured training runs of `reference` (when it has them), on the bundled Selene-like
+// topology and A100 accelerator.
+void set_training(validate::ValidationInputs& in, const fs::path& reference) {
+  const fs::path runs = reference / "measured" / "training-runs.tsv";
+  const fs::path topology = in.workloads_root / "topologies" / "selene_4480.yaml";
+  const fs::path accelerator = in.workloads_root / "workloads" / "accelerators" / "a100-80gb.yaml";
+  if (!is_file(runs) || !is_file(topology) || !is_file(accelerator)) return;
+  in.training_runs = runs;
+  in.training_topology = topology;
+  in.training_accelerator = accelerator;
+}
+
 validate::ValidationInputs resolve_inputs(const std::string& reference, const std::string& root) {
   validate::ValidationInputs in;
   const std::vector<fs::path> roots =
@@ -45,6 +57,7 @@ validate::ValidationInputs resolve_inputs(const std::string& reference, const st
     in.nest_table = fs::path(reference) / "nest-artifact" / "expected-nest.tsv";
     in.nest_profiles = fs::path(reference) / "nest-artifact";
     in.measured = fs::path(reference) / "measured";
+    set_training(in, fs::path(reference));
     if (!is_file(in.nest_table)) {
       throw Error::input("no nest-artifact/expected-nest.tsv in the reference folder",
                          {.key = "--reference",
@@ -62,6 +75,7 @@ validate::ValidationInputs resolve_inputs(const std::string& reference, const st
   in.nest_table = reference_dir / "nest-artifact" / "expected-nest.tsv";
   in.nest_profiles = in.workloads_root / "workloads" / "profiles";
   in.measured = reference_dir / "measured";
+  set_training(in, reference_dir);
   return in;
 }
 

@@ -220,7 +220,13 @@ Json plan_document(const PlanInputs& in, const Plan& plan,
   for (std::size_t i = 0; i < plan.stages.size(); ++i) {
     const StageReport& s = plan.stages[i];
     Json stage;
-    stage["layers"] = {s.first_layer, s.last_layer - 1};
+    if (s.chunks.size() <= 1) {
+      stage["layers"] = {s.first_layer, s.last_layer - 1};
+    } else {
+      Json chunks = Json::array();
+      for (const auto& c : s.chunks) chunks.push_back({c.first_layer, c.last_layer - 1});
+      stage["chunks"] = std::move(chunks);
+    }
     stage["in_flight"] = s.in_flight;
     stage["compute_s"] = seconds(s.time.compute);
     stage["collectives_s"] = seconds(s.time.collectives);
@@ -388,20 +394,46 @@ PlanRecord parse_plan(std::string_view text, const std::string& name) {
     throw root.at("partition")
         .error("one entry per stage is needed", std::to_string(stages) + " entries");
   }
-  r.choice.boundaries.push_back(0);
+  // Chunk c (model order) is chunk c / S of stage c mod S; its [first, last] and where it is.
+  const int vs = r.choice.virtual_stages;
+  std::vector<std::pair<std::int64_t, std::int64_t>> chunks(static_cast<std::size_t>(stages * vs));
+  std::vector<std::optional<config::Node>> chunk_nodes(chunks.size());
   for (std::size_t p = 0; p < parts.size(); ++p) {
     const config::Node& s = parts[p];
     s.expect_keys(
         figure_keys({"compute", "collectives", "transfer", "data_parallel_sync", "optimizer"},
-                    {"layers", "in_flight", "memory", "devices"}));
-    const auto layers = s.at("layers").as_int_list(0);
-    if (layers.size() != 2 || layers[0] != static_cast<std::int64_t>(r.choice.boundaries.back()) ||
-        layers[1] < layers[0]) {
-      throw s.at("layers").error(
+                    {"layers", "chunks", "in_flight", "memory", "devices"}));
+    std::vector<config::Node> ranges;
+    if (vs == 1) {
+      ranges.push_back(s.at("layers"));
+    } else {
+      ranges = s.at("chunks").elements();
+      if (static_cast<int>(ranges.size()) != vs) {
+        throw s.at("chunks").error("one range per virtual stage is needed",
+                                   std::to_string(vs) + " ranges [first, last]");
+      }
+    }
+    for (std::size_t j = 0; j < ranges.size(); ++j) {
+      const auto range = ranges[j].as_int_list(0);
+      if (range.size() != 2 || range[1] < range[0]) {
+        throw ranges[j].error("not a layer range", "[first, last] with last >= first");
+      }
+      const std::size_t c = p + j * parts.size();
+      chunks[c] = {range[0], range[1]};
+      chunk_nodes[c] = ranges[j];
+    }
+  }
+  r.choice.boundaries.push_back(0);
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    if (chunks[c].first != static_cast<std::int64_t>(r.choice.boundaries.back())) {
+      throw chunk_nodes[c]->error(
           "stages must cover the layers in order",
           fmt::format("[{}, last] with last >= first", r.choice.boundaries.back()));
     }
-    r.choice.boundaries.push_back(static_cast<std::size_t>(layers[1]) + 1);
+    r.choice.boundaries.push_back(static_cast<std::size_t>(chunks[c].second) + 1);
+  }
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    const config::Node& s = parts[p];
     const config::Node devices = s.at("devices");
     const auto replicas = devices.elements();
     bool same = static_cast<int>(replicas.size()) == map.data_parallel;

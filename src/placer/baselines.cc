@@ -30,6 +30,11 @@ std::vector<workload::Recompute> allowed_modes(const workload::LayerProfile& pro
   std::vector<workload::Recompute> out;
   for (const workload::Recompute mode : options.recompute_modes) {
     if (mode != workload::Recompute::kNone && !profile.recompute_allowed) continue;
+    if (mode == workload::Recompute::kSelective &&
+        (!profile.selective_recompute_allowed ||
+         options.cost.rules == workload::MemoryRules::kNestArtifact)) {
+      continue;
+    }
     if (std::find(out.begin(), out.end(), mode) == out.end()) out.push_back(mode);
   }
   if (out.empty()) out.push_back(workload::Recompute::kNone);
@@ -55,10 +60,12 @@ std::string describe(const Plan& p) {
 
 }  // namespace
 
-std::vector<std::size_t> even_partition(const workload::Variant& variant, int stages) {
+namespace {
+
+// The body: the longest run of identical layers (the transformer blocks), as (first, length);
+// the whole chain when no two neighbours are alike.
+std::pair<std::size_t, std::size_t> block_run(const workload::Variant& variant) {
   const std::size_t n = variant.layers.size();
-  if (stages < 1 || static_cast<std::size_t>(stages) > n) return {};
-  // The body: the longest run of identical layers (the transformer blocks).
   std::size_t first = 0;
   std::size_t length = 0;
   for (std::size_t i = 0; i < n;) {
@@ -70,10 +77,35 @@ std::vector<std::size_t> even_partition(const workload::Variant& variant, int st
     }
     i = j;
   }
-  if (length < 2) {
-    first = 0;
-    length = n;
-  }
+  if (length < 2) return {0, n};
+  return {first, length};
+}
+
+}  // namespace
+
+std::vector<std::size_t> block_partition(const workload::Variant& variant, int parts) {
+  const std::size_t n = variant.layers.size();
+  const auto [first, length] = block_run(variant);
+  if (parts < 1 || static_cast<std::size_t>(parts) > length) return {};
+  const auto c = static_cast<std::size_t>(parts);
+  std::vector<std::size_t> b{0};
+  for (std::size_t i = 1; i < c; ++i) b.push_back(first + i * length / c);
+  b.push_back(n);
+  return b;
+}
+
+std::vector<std::size_t> interleaved_partition(const workload::Variant& variant, int stages,
+                                               int virtual_stages) {
+  if (stages < 1 || virtual_stages < 1) return {};
+  const std::size_t parts = static_cast<std::size_t>(stages) * virtual_stages;
+  if (block_run(variant).second % parts != 0) return {};
+  return block_partition(variant, static_cast<int>(parts));
+}
+
+std::vector<std::size_t> even_partition(const workload::Variant& variant, int stages) {
+  const std::size_t n = variant.layers.size();
+  if (stages < 1 || static_cast<std::size_t>(stages) > n) return {};
+  const auto [first, length] = block_run(variant);
   const std::size_t s = static_cast<std::size_t>(stages);
   const std::size_t per = (length + s - 1) / s;
   if (per * (s - 1) >= length) return {};  // the last stage would get no block

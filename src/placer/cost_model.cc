@@ -47,6 +47,29 @@ void validate_degrees(const workload::Variant& v, const PlanChoice& choice) {
   }
 }
 
+// Interleaved 1F1B (v > 1) as Megatron-LM runs it: microbatches go through the chunks in groups
+// of S, so every replica runs a multiple of S of them.
+void validate_interleaving(const workload::Variant& v, const PlanChoice& choice, bool artifact) {
+  if (choice.virtual_stages == 1) return;
+  if (artifact) {
+    throw choice_error("the nest-artifact rules know only 1F1B", "virtual_stages",
+                       std::to_string(choice.virtual_stages), "1 under the nest-artifact rules");
+  }
+  const int S = choice.stages();
+  if (S < 2) {
+    throw choice_error("interleaving needs a pipeline", "virtual_stages",
+                       std::to_string(choice.virtual_stages), "1 with a single stage");
+  }
+  const std::int64_t d = choice.data_parallel;
+  if (v.microbatches % d != 0 || (v.microbatches / d) % S != 0) {
+    throw choice_error(
+        "interleaved 1F1B runs microbatches in groups of the pipeline's stages", "data_parallel",
+        std::to_string(d),
+        fmt::format("d dividing the {} microbatches into a multiple of {} per replica",
+                    v.microbatches, S));
+  }
+}
+
 }  // namespace
 
 void validate_choice(const workload::LayerProfile& profile, const PlanChoice& choice,
@@ -54,6 +77,10 @@ void validate_choice(const workload::LayerProfile& profile, const PlanChoice& ch
   if (options.devices <= 0) {
     throw choice_error("no devices to place on", "devices", std::to_string(options.devices),
                        "at least 1");
+  }
+  if (options.gradient_buckets < 1) {
+    throw choice_error("no gradient bucket", "gradient_buckets",
+                       std::to_string(options.gradient_buckets), "at least 1");
   }
   if (choice.variant >= profile.variants.size()) {
     throw choice_error("no such variant in the profile", "variant", std::to_string(choice.variant),
@@ -67,6 +94,12 @@ void validate_choice(const workload::LayerProfile& profile, const PlanChoice& ch
   if (!ok) {
     throw choice_error("bad stage partition", "partition", boundaries_text(b),
                        fmt::format("strictly increasing layer boundaries from 0 to {}", n));
+  }
+  if (choice.virtual_stages < 1 ||
+      (b.size() - 1) % static_cast<std::size_t>(choice.virtual_stages) != 0) {
+    throw choice_error("the chunks do not divide into the virtual stages", "virtual_stages",
+                       std::to_string(choice.virtual_stages),
+                       fmt::format("a divisor of the {} chunks of the partition", b.size() - 1));
   }
   if (choice.data_parallel < 1 || choice.data_parallel > v.microbatches) {
     throw choice_error("data-parallel degree out of range", "data_parallel",
@@ -83,13 +116,16 @@ void validate_choice(const workload::LayerProfile& profile, const PlanChoice& ch
                        std::string(workload::to_string(choice.recompute)), "none");
   }
   if (choice.recompute == workload::Recompute::kSelective) {
-    throw choice_error("selective recomputation is not modeled yet", "recompute", "selective",
-                       "none or full");
+    if (artifact) {
+      throw choice_error("the nest-artifact rules know no selective recomputation", "recompute",
+                         "selective", "none or full under the nest-artifact rules");
+    }
+    if (!profile.selective_recompute_allowed) {
+      throw choice_error("the profile gives no selective-recomputation figures", "recompute",
+                         "selective", "none or full (or a profile with selective_recompute)");
+    }
   }
-  if (choice.virtual_stages != 1) {
-    throw choice_error("interleaved 1F1B is not modeled yet", "virtual_stages",
-                       std::to_string(choice.virtual_stages), "1");
-  }
+  validate_interleaving(v, choice, artifact);
   validate_degrees(v, choice);
   const std::int64_t used =
       static_cast<std::int64_t>(choice.stages()) * v.devices_per_replica * choice.data_parallel;
@@ -97,6 +133,31 @@ void validate_choice(const workload::LayerProfile& profile, const PlanChoice& ch
     throw choice_error("the plan needs more devices than there are", "devices",
                        std::to_string(used), fmt::format("at most {}", options.devices));
   }
+}
+
+PassTimes pass_times(const workload::Variant& variant, const ChunkReport& chunk,
+                     workload::Recompute applied) {
+  double forward_weight = 0;
+  double backward_weight = 0;
+  Time forward;
+  for (std::size_t i = chunk.first_layer; i < chunk.last_layer; ++i) {
+    const workload::Layer& layer = variant.layers[i];
+    forward += layer.forward;
+    for (const auto& c : layer.collectives) {
+      const double size = c.size.as_double();
+      forward_weight += 0.5 * c.count * size;
+      backward_weight +=
+          (0.5 * c.count + (applied == workload::Recompute::kFull ? c.recompute_count : 0)) * size;
+    }
+  }
+  const double whole = forward_weight + backward_weight;
+  const Time collectives = chunk.time.collectives;
+  const Time forward_collectives =
+      whole > 0 ? Time::picoseconds(static_cast<std::int64_t>(
+                      static_cast<double>(collectives.ps()) * forward_weight / whole + 0.5))
+                : Time::zero();
+  return PassTimes{.forward = forward + forward_collectives,
+                   .backward = chunk.time.compute - forward + collectives - forward_collectives};
 }
 
 Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, CommCost& comm,
@@ -125,54 +186,124 @@ Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, C
                                        .zero_stage = choice.zero_stage,
                                        .data_parallel = d,
                                        .recompute = choice.recompute};
+  const int vs = choice.virtual_stages;
+  const std::int64_t k = plan.microbatches_per_replica;
+  Time slowest_chunk;
+  std::vector<std::int64_t> stage_parameter_bytes;
+  std::vector<workload::Recompute> stage_mode;
   for (int p = 0; p < S; ++p) {
     StageReport r;
-    r.first_layer = choice.boundaries[static_cast<std::size_t>(p)];
-    r.last_layer = choice.boundaries[static_cast<std::size_t>(p) + 1];
-    r.in_flight = S - p;
     const detail::PositionPrices prices =
         net.placement_independent()
             ? detail::price_any_position(v, plan.degrees, d, choice.zero_stage, p == S - 1, net)
             : detail::price_position(v, plan.degrees, map, p, choice.zero_stage, net);
-    r.time =
-        detail::stage_time(sums, prices, r.first_layer, r.last_layer,
-                           detail::recompute_applies(options.rules, choice.recompute, r.in_flight));
-    r.memory = workload::stage_memory(v, r.first_layer, r.last_layer, r.in_flight, memory);
-    r.data_parallel_sync =
-        detail::sync_time(sums.parameter_bytes[r.last_layer] - sums.parameter_bytes[r.first_layer],
-                          choice.zero_stage, map, p, net);
-    r.optimizer =
-        detail::optimizer_time(sums.parameters[r.last_layer] - sums.parameters[r.first_layer],
-                               choice.zero_stage, d, options);
+    const auto chunk_first = [&](int j) {
+      return choice.boundaries[static_cast<std::size_t>(p + j * S)];
+    };
+    const auto chunk_last = [&](int j) {
+      return choice.boundaries[static_cast<std::size_t>(p + j * S) + 1];
+    };
+    r.first_layer = chunk_first(0);
+    r.last_layer = chunk_last(vs - 1);
+    r.in_flight = vs == 1 ? S - p : detail::interleaved_in_flight(S, p, vs, k);
+    const workload::Recompute mode =
+        detail::recompute_applies(options.rules, choice.recompute, r.in_flight);
+    std::int64_t parameter_bytes = 0;
+    std::int64_t parameters = 0;
+    for (int j = 0; j < vs; ++j) {
+      ChunkReport c{.first_layer = chunk_first(j), .last_layer = chunk_last(j)};
+      c.time = detail::stage_time(sums, prices, c.first_layer, c.last_layer, mode);
+      if (vs > 1) {
+        // The next chunk may be on stage 0 (from the last stage): priced on its own devices.
+        const int model_chunk = p + j * S;
+        c.time.transfer = model_chunk + 1 == S * vs
+                              ? Time::zero()
+                              : detail::boundary_transfer(v, c.last_layer, map, p,
+                                                          (model_chunk + 1) % S, plan.degrees, net);
+      }
+      slowest_chunk = std::max(slowest_chunk, c.time.total());
+      r.time.compute += c.time.compute;
+      r.time.collectives += c.time.collectives;
+      r.time.transfer += c.time.transfer;
+      parameter_bytes += sums.parameter_bytes[c.last_layer] - sums.parameter_bytes[c.first_layer];
+      parameters += sums.parameters[c.last_layer] - sums.parameters[c.first_layer];
+      r.chunks.push_back(c);
+    }
+    r.memory = vs == 1 ? workload::stage_memory(v, r.first_layer, r.last_layer, r.in_flight, memory)
+                       : detail::interleaved_memory(v, r.chunks, S, p, k, memory);
+    r.optimizer = detail::optimizer_time(parameters, choice.zero_stage, d, options);
+    stage_parameter_bytes.push_back(parameter_bytes);
+    stage_mode.push_back(mode);
     plan.stages.push_back(r);
   }
 
-  Time sync;
-  Time optimizer;
   for (int p = 0; p < S; ++p) {
     const auto& r = plan.stages[static_cast<std::size_t>(p)];
     if (r.time.total() > plan.max_stage_time) {
       plan.max_stage_time = r.time.total();
       plan.bottleneck_stage = p;
     }
-    sync = std::max(sync, r.data_parallel_sync);
-    optimizer = std::max(optimizer, r.optimizer);
   }
   const auto& b = plan.stages[static_cast<std::size_t>(plan.bottleneck_stage)].time;
-  const std::int64_t k = plan.microbatches_per_replica;
   // A slow network can make each transfer fit Time and their sum not: check it wide first.
   const long double wide =
       (static_cast<long double>(b.compute.ps()) + b.collectives.ps() + b.transfer.ps()) *
           static_cast<long double>(k) +
-      static_cast<long double>(b.total().ps()) * (S - 1) + sync.ps() + optimizer.ps();
+      static_cast<long double>(slowest_chunk.ps()) * (S - 1);
   if (!(wide < static_cast<long double>(kMaxDurationPs))) {
     throw_duration_out_of_range(static_cast<double>(wide));
   }
+  const Time pipeline = b.total() * k + slowest_chunk * static_cast<std::int64_t>(S - 1);
+
+  // The cooldown: stage p's last backward (its first chunk's, of the last microbatch) ends once
+  // the stages before it ran theirs and sent their gradients back.
+  const int buckets = options.gradient_buckets;
+  Time lag;
+  Time end_time;
+  Time tail_optimizer;
+  for (int p = 0; p < S; ++p) {
+    StageReport& r = plan.stages[static_cast<std::size_t>(p)];
+    const ChunkReport& first = r.chunks.front();
+    const Time last_backward =
+        pass_times(v, first, stage_mode[static_cast<std::size_t>(p)]).backward;
+    const Time end = pipeline - lag;
+    // Buckets reduced one after another, each once ready on every replica.
+    Time done;  // when the last bucket so far is reduced
+    const std::int64_t total = stage_parameter_bytes[static_cast<std::size_t>(p)];
+    // Every bucket priced at the largest one's size, ceil(total / k) (the replay's differ by at
+    // most a byte): one network query per stage.
+    const Time reduce = d > 1 && total > 0 ? detail::sync_time((total + buckets - 1) / buckets,
+                                                               choice.zero_stage, map, p, net)
+                                           : Time::zero();
+    const long double reduces = static_cast<long double>(reduce.ps()) * buckets +
+                                static_cast<long double>(pipeline.ps()) + r.optimizer.ps();
+    if (!(reduces < static_cast<long double>(kMaxDurationPs))) {
+      throw_duration_out_of_range(static_cast<double>(reduces));
+    }
+    for (int i = 0; i < buckets && d > 1 && total > 0; ++i) {
+      const Time ready =
+          options.overlap_gradient_sync
+              ? end - last_backward + Time::picoseconds(last_backward.ps() * (i + 1) / buckets)
+              : end;
+      r.data_parallel_sync += reduce;
+      done = std::max(done, ready) + reduce;
+    }
+    const Time finish = std::max(end, done) + r.optimizer;
+    if (finish > end_time || p == 0) {
+      end_time = finish;
+      tail_optimizer = r.optimizer;
+    }
+    lag += last_backward + Time::picoseconds(first.time.transfer.ps() / 2);
+  }
+  // What the pipeline does not cover: the optimizer step of the stage that ends last, and the
+  // sync exposed before it.
+  const Time tail = end_time - pipeline;
+  const Time optimizer = std::min(tail, tail_optimizer);
   plan.breakdown = Breakdown{.compute = b.compute * k,
-                             .bubble = b.total() * static_cast<std::int64_t>(S - 1),
+                             .bubble = slowest_chunk * static_cast<std::int64_t>(S - 1),
                              .collectives = b.collectives * k,
                              .transfers = b.transfer * k,
-                             .data_parallel_sync = sync,
+                             .data_parallel_sync = tail - optimizer,
                              .optimizer = optimizer};
   plan.iteration_time = plan.breakdown.total();
 

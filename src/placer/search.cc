@@ -12,6 +12,7 @@
 
 #include "nest/core/error.h"
 #include "nest/core/unit_parse.h"
+#include "nest/placer/baselines.h"
 #include "placer/stage_model.h"
 
 namespace nest::placer {
@@ -174,6 +175,28 @@ class BoundNetwork final : public CommCost {
   CommCost& exact_;
 };
 
+// Whether every stage of `choice` (a chunk partition evaluated directly) fits `capacity`, by the
+// cost model's own memory functions; `microbatches` per replica.
+bool fits_memory(const workload::Variant& v, const PlanChoice& choice, std::int64_t microbatches,
+                 const workload::MemoryOptions& memory, Bytes capacity) {
+  const int S = choice.stages();
+  const int vs = choice.virtual_stages;
+  for (int p = 0; p < S; ++p) {
+    std::vector<ChunkReport> chunks;
+    for (int j = 0; j < vs; ++j) {
+      const auto c = static_cast<std::size_t>(p + j * S);
+      chunks.push_back(
+          {.first_layer = choice.boundaries[c], .last_layer = choice.boundaries[c + 1]});
+    }
+    const workload::StageMemory m =
+        vs == 1
+            ? workload::stage_memory(v, chunks[0].first_layer, chunks[0].last_layer, S - p, memory)
+            : detail::interleaved_memory(v, chunks, S, p, microbatches, memory);
+    if (m.total() > capacity) return false;
+  }
+  return true;
+}
+
 // f[s][i] and its argmin, rows added on demand (see search.h).
 class Table {
  public:
@@ -215,16 +238,20 @@ class Table {
 
   void add_row(int s) {
     const PositionPrices& p = pricer_.at(s);
-    const bool rec = detail::recompute_applies(rules_, recompute_, s) == workload::Recompute::kFull;
+    const workload::Recompute mode = detail::recompute_applies(rules_, recompute_, s);
+    const bool rec = mode == workload::Recompute::kFull;
+    const bool selective = mode == workload::Recompute::kSelective;
     const auto& limit = limits_.row(s);
     const auto& fb = sums_.forward_backward;
     const auto& rc = sums_.recompute;
+    const auto& sel = sums_.selective;
     const auto& pb = sums_.parameter_bytes;
     // Stage cost without the transfer: non-decreasing in j (all parts are sums of non-negative
     // terms, the gather line is non-decreasing when its slope is).
     auto body = [&](std::size_t i, std::size_t j) {
       std::int64_t c = fb[j] - fb[i] + p.collectives[j] - p.collectives[i];
       if (rec) c += rc[j] - rc[i] + p.recompute_collectives[j] - p.recompute_collectives[i];
+      if (selective) c += sel[j] - sel[i];
       return c + p.gather_ps(pb[j] - pb[i]);
     };
     auto cost = [&](std::size_t i, std::size_t j) {
@@ -256,6 +283,7 @@ class Table {
       std::int64_t step = fb[j + 1] - fb[j] + p.collectives[j + 1] - p.collectives[j];
       if (rec)
         step += rc[j + 1] - rc[j] + p.recompute_collectives[j + 1] - p.recompute_collectives[j];
+      if (selective) step += sel[j + 1] - sel[j];
       if (!p.transfer.empty()) step += p.transfer[j + 1] - p.transfer[j];
       monotone = step >= 0 && prev[j] >= prev[j + 1];
     }
@@ -538,6 +566,10 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   std::vector<workload::Recompute> recomputes;
   for (const workload::Recompute mode : options.recompute_modes) {
     if (mode != workload::Recompute::kNone && !profile.recompute_allowed) continue;
+    if (mode == workload::Recompute::kSelective &&
+        (artifact || !profile.selective_recompute_allowed)) {
+      continue;
+    }
     if (std::find(recomputes.begin(), recomputes.end(), mode) == recomputes.end()) {
       recomputes.push_back(mode);
     }
@@ -565,8 +597,21 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     std::vector<std::size_t> run_end;
     std::vector<int> ds;
     int stage_cap;
+    std::size_t blocks;  // the longest run of identical layers (the transformer blocks)
   };
   std::vector<VariantData> data;
+  const Bytes capacity =
+      options.ignore_memory ? Bytes(std::numeric_limits<std::int64_t>::max()) : profile.hbm;
+  auto contains = [](const std::vector<int>& list, int x) {
+    return std::find(list.begin(), list.end(), x) != list.end();
+  };
+  auto depth_allowed = [&](int s) { return options.stages.empty() || contains(options.stages, s); };
+  auto v_allowed = [&](int vs) {
+    if (options.virtual_stages.empty()) return vs == 1 || !artifact;
+    return contains(options.virtual_stages, vs);
+  };
+  // The DP partitions 1F1B pipelines; the rest is evaluated directly.
+  const bool dp_path = v_allowed(1) && !options.uniform_partition;
   for (const std::size_t vi : variants) {
     const auto& v = profile.variants[vi];
     const int dmax =
@@ -575,10 +620,36 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     const int step = experts_span_replicas(v) ? v.expert_parallel : 1;
     int cap = static_cast<int>(v.layers.size());
     if (options.max_stages > 0) cap = std::min(cap, options.max_stages);
-    data.push_back(
-        {vi, &v, detail::degrees_of(v), ChainSums(v), identical_runs(v),
-         candidate_degrees(v.microbatches, dmax, step, options.all_data_parallel_degrees), cap});
+    std::vector<int> ds =
+        candidate_degrees(v.microbatches, dmax, step, options.all_data_parallel_degrees);
+    if (!options.data_parallel.empty()) {
+      std::vector<int> all = candidate_degrees(v.microbatches, dmax, step, true);
+      ds.clear();
+      for (const int d : all) {
+        if (contains(options.data_parallel, d)) ds.push_back(d);
+      }
+    }
+    std::vector<std::size_t> run_end = identical_runs(v);
+    std::size_t blocks = 0;
+    for (std::size_t l = 0; l < run_end.size(); l = run_end[l])
+      blocks = std::max(blocks, run_end[l] - l);
+    if (blocks < 2) blocks = v.layers.size();
+    data.push_back({vi, &v, detail::degrees_of(v), ChainSums(v), std::move(run_end), std::move(ds),
+                    cap, blocks});
   }
+  // The (S, v) evaluated directly for d replicas: interleaved (v ≥ 2, equal blocks per chunk,
+  // microbatches per replica a multiple of S) and, under `uniform_partition`, 1F1B.
+  auto direct_vs = [&](const VariantData& vd, int d, int s) {
+    std::vector<int> out;
+    const auto blocks = static_cast<std::int64_t>(vd.blocks);
+    if (v_allowed(1) && options.uniform_partition && blocks % s == 0) out.push_back(1);
+    const std::int64_t m = vd.v->microbatches;
+    if (s < 2 || artifact || m % d != 0 || (m / d) % s != 0) return out;
+    for (int vs = 2; static_cast<std::int64_t>(s) * vs <= blocks; ++vs) {
+      if (blocks % (static_cast<std::int64_t>(s) * vs) == 0 && v_allowed(vs)) out.push_back(vs);
+    }
+    return out;
+  };
   auto stages_max = [&](const VariantData& vd, int d) {
     return static_cast<int>(std::min<std::int64_t>(
         vd.stage_cap, devices / (static_cast<std::int64_t>(vd.v->devices_per_replica) * d)));
@@ -600,7 +671,8 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     workload::Recompute rec = workload::Recompute::kNone;
     int zero = 0;
     int d = 1;
-    std::vector<std::int64_t> by_depth;  // bound per S (index S), kInf when nothing fits
+    std::vector<std::int64_t> by_depth;       // bound per S (index S), kInf when nothing fits
+    std::vector<std::int64_t> by_depth_1f1b;  // of it, the bound of the 1F1B partitions
   };
   std::vector<Item> items;
   // The bounding network: flat at the injection bound with no latency (raised by a millionth so
@@ -612,6 +684,49 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     bounding = std::make_unique<ZeroCommCost>();
   }
   PricedNetwork bound_net(*bounding);
+  // A lower bound of an interleaved (or uniform) pipeline. Every chunk holds the same blocks, the
+  // first also the leading layers (embedding), the last the trailing ones (head); so the
+  // busiest stage has at least B/S blocks' work plus the larger end (K times), and the bubble is
+  // at least S − 1 times the chunk of B/(S·v) blocks plus the larger end. Work: compute,
+  // intra-layer collectives and the chunk boundaries' transfers (the blocks' average), the
+  // network terms at their lower bounds on the bounding network (no simulation).
+  std::map<std::tuple<std::size_t, int, int>, PositionPrices> lower_prices;
+  auto direct_bound = [&](const VariantData& vd, workload::Recompute rec, int zero, int d,
+                          std::int64_t k, int s, int vs) {
+    auto [it, fresh] = lower_prices.try_emplace({vd.index, zero, d});
+    if (fresh) {
+      it->second = detail::price_any_position(*vd.v, vd.degrees, d, zero, false, bound_net);
+    }
+    const PositionPrices& lb = it->second;
+    const bool full = rec == workload::Recompute::kFull;
+    auto work = [&](std::size_t i, std::size_t j) {
+      std::int64_t w = vd.sums.forward_backward[j] - vd.sums.forward_backward[i] +
+                       lb.collectives[j] - lb.collectives[i];
+      if (full) {
+        w += vd.sums.recompute[j] - vd.sums.recompute[i] + lb.recompute_collectives[j] -
+             lb.recompute_collectives[i];
+      }
+      if (rec == workload::Recompute::kSelective) {
+        w += vd.sums.selective[j] - vd.sums.selective[i];
+      }
+      return static_cast<double>(w);
+    };
+    const std::vector<std::size_t> b = interleaved_partition(*vd.v, s, vs);
+    const std::size_t n = vd.v->layers.size();
+    const std::size_t first_block = b[1] - (b[2] - b[1]);  // chunk 1 holds only blocks
+    const std::size_t end_block = b[b.size() - 2] + (b[2] - b[1]);
+    double blocks = work(first_block, end_block);
+    if (!lb.transfer.empty()) {
+      for (std::size_t c = 1; c + 1 < b.size(); ++c)
+        blocks += static_cast<double>(lb.transfer[b[c]]);
+    }
+    const double ends = std::max(work(0, first_block), work(end_block, n));
+    const double chunks = static_cast<double>(s) * vs;
+    const double stage = blocks / s + ends;
+    const double chunk = blocks / chunks + ends;
+    return static_cast<std::int64_t>(
+        std::floor(static_cast<double>(k) * stage + static_cast<double>(s - 1) * chunk));
+  };
   for (std::size_t slot = 0; slot < data.size(); ++slot) {
     const VariantData& vd = data[slot];
     for (const workload::Recompute rec : recomputes) {
@@ -626,7 +741,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
           if (!limits) {
             // vd.ds is in descending order: the first d is the largest.
             limits = std::make_unique<MemoryLimits>(
-                *vd.v, vd.run_end, memory_options(rec, zero, vd.ds.front()), profile.hbm, stats);
+                *vd.v, vd.run_end, memory_options(rec, zero, vd.ds.front()), capacity, stats);
           }
           // ZeRO-3 gathers span the d replicas: their bound depends on d.
           const int price_d = zero == 3 && !bound_net.zero() ? d : 0;
@@ -639,12 +754,23 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
           const std::int64_t k = (vd.v->microbatches + d - 1) / d;
           Item item{.slot = slot, .rec = rec, .zero = zero, .d = d};
           item.by_depth.assign(static_cast<std::size_t>(smax) + 1, kInf);
+          item.by_depth_1f1b.assign(static_cast<std::size_t>(smax) + 1, kInf);
           for (int stages = 1; stages <= smax; ++stages) {
+            if (!depth_allowed(stages)) continue;
             const std::int64_t f = table->best(stages);
             const std::int64_t factor = k + stages - 1;
-            if (f == kInf || f > (kInf - 1) / factor) continue;
-            item.by_depth[static_cast<std::size_t>(stages)] = factor * f;
-            item.bound = std::min(item.bound, factor * f);
+            const bool partitioned = f != kInf && f <= (kInf - 1) / factor;
+            std::int64_t b = kInf;
+            // The DP's optimum also bounds the uniform split (which fits only if some split does).
+            for (const int vs : direct_vs(vd, d, stages)) {
+              if (vs > 1) b = std::min(b, direct_bound(vd, rec, zero, d, k, stages, vs));
+              if (vs == 1 && partitioned) b = std::min(b, factor * f);
+            }
+            if (dp_path && partitioned) b = std::min(b, factor * f);
+            if (b == kInf) continue;
+            if (partitioned) item.by_depth_1f1b[static_cast<std::size_t>(stages)] = factor * f;
+            item.by_depth[static_cast<std::size_t>(stages)] = b;
+            item.bound = std::min(item.bound, b);
           }
           if (item.bound < kInf) items.push_back(std::move(item));
         }
@@ -677,12 +803,15 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     std::size_t order;
     int stages;
     int level;
+    std::int64_t key_1f1b = 0;  // level 1: the bound of its 1F1B partitions (kInf: none fits)
     bool operator>(const Entry& o) const {
       return std::tie(key, item, order, stages, level) >
              std::tie(o.key, o.item, o.order, o.stages, o.level);
     }
   };
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> open;
+  // Whether a directly evaluated pipeline fits memory (the network does not change it).
+  std::map<std::tuple<std::size_t, Mode, int, int, int, int>, bool> direct_fits;
   for (std::size_t i = 0; i < items.size(); ++i) open.push({items[i].bound, i, 0, 0, 0});
 
   while (!open.empty()) {
@@ -703,7 +832,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     auto& limits = limits_cache[{item.slot, item.rec, item.zero, memory_d(item.zero, d)}];
     if (!limits) {
       limits = std::make_unique<MemoryLimits>(v, vd.run_end, memory_options(item.rec, item.zero, d),
-                                              profile.hbm, stats);
+                                              capacity, stats);
     }
     // A table for (order, S): cached when the stage's devices do not depend on S.
     auto table_for = [&](auto& cache, PricedNetwork& prices, std::size_t oi, int stages,
@@ -739,83 +868,140 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       for (std::size_t oi = 0; oi < orders.size(); ++oi) {
         for (int stages = 1; stages < static_cast<int>(item.by_depth.size()); ++stages) {
           std::int64_t key = item.by_depth[static_cast<std::size_t>(stages)];
+          std::int64_t key_1f1b = item.by_depth_1f1b[static_cast<std::size_t>(stages)];
           if (key >= best.time) continue;
           if (refine) {
-            std::unique_ptr<Table> local;
-            const std::int64_t f = table_for(bound_cache, exit_net, oi, stages, local).best(stages);
+            const std::vector<int> direct = direct_vs(vd, d, stages);
+            std::int64_t pipe = kInf;
             const std::int64_t factor = k + stages - 1;
-            if (f == kInf || f > (best.time - 1) / factor) continue;  // factor·f >= best
-            // Some stage holds at least the average gradient and parameters, at some position.
-            const auto n = v.layers.size();
-            const std::int64_t grad = vd.sums.parameter_bytes[n] / stages;
-            const DeviceMap map = DeviceMap::make(orders[oi], stages, d, dpr);
-            Time sync = Time::max();
-            for (int p = 0; p < stages && sync > Time::zero(); ++p) {
-              sync = std::min(sync, detail::sync_time(grad, item.zero, map, p, exit_net));
+            if (dp_path || (!direct.empty() && direct.front() == 1)) {
+              std::unique_ptr<Table> local;
+              const std::int64_t f =
+                  table_for(bound_cache, exit_net, oi, stages, local).best(stages);
+              if (f != kInf && f <= (best.time - 1) / factor) pipe = factor * f;
+              key_1f1b = pipe;
             }
-            const Time optimizer =
-                detail::optimizer_time(vd.sums.parameters[n] / stages, item.zero, d, options.cost);
-            key = std::max(key, factor * f + sync.ps() + optimizer.ps());
+            for (const int vs : direct) {
+              if (vs > 1)
+                pipe = std::min(pipe, direct_bound(vd, item.rec, item.zero, d, k, stages, vs));
+            }
+            if (pipe >= best.time) continue;
+            // The tail (exposed sync and optimizer step) is bounded by zero only: with the
+            // reduction beside the backward and the cooldown's lag, no stage's share of it is
+            // known before the partition.
+            key = std::max(key, pipe);
+            if (key_1f1b < kInf) {
+              key_1f1b = std::max(item.by_depth_1f1b[static_cast<std::size_t>(stages)], key_1f1b);
+            }
             if (key >= best.time) continue;
           }
-          open.push({key, e.item, oi, stages, 1});
+          open.push({key, e.item, oi, stages, 1, key_1f1b});
         }
       }
       continue;
     }
 
+    // A lower bound of a plan's price from the cost model on the network's lower bounds: its
+    // pipeline, and stage 0's optimizer step and what of its reduction the backward cannot hide
+    // (the last bucket; all of it without overlap). Stage 0 ends the pipeline, so
+    // T >= pipeline + exposed_0 + optimizer_0, each term no larger on the bounds.
+    auto lower_bound = [&](const PlanChoice& choice) {
+      const Plan p = evaluate(profile, choice, bounds, options.cost);
+      const Breakdown& b = p.breakdown;
+      const double sync = static_cast<double>(p.stages.front().data_parallel_sync.ps());
+      const double exposed =
+          options.cost.overlap_gradient_sync ? sync / options.cost.gradient_buckets : sync;
+      return (b.compute + b.bubble + b.collectives + b.transfers + p.stages.front().optimizer)
+                 .ps() +
+             static_cast<std::int64_t>(0.999 * exposed);
+    };
+
     // Level 1: the exact price of (order, S).
     const PlacementOrder order = orders[e.order];
     const int stages = e.stages;
-    std::unique_ptr<Table> local;
-    Table& t = table_for(table_cache, net, e.order, stages, local);
-    const std::int64_t stage_time = t.best(stages);
-    if (stage_time == kInf) continue;
-    const std::int64_t factor = k + stages - 1;
-    if (stage_time > (best.time - 1) / factor) continue;
-    const std::int64_t pipeline = factor * stage_time;
-    ++stats.candidates;
-    PlanChoice choice{.variant = vd.index,
-                      .boundaries = t.boundaries(stages),
-                      .data_parallel = d,
-                      .zero_stage = item.zero,
-                      .recompute = item.rec,
-                      .order = order};
-    const DeviceMap map = DeviceMap::make(order, stages, d, dpr);
-    Time optimizer;
-    std::vector<std::pair<std::int64_t, int>> gradients;  // (bytes, stage), largest first
-    for (int p = 0; p < stages; ++p) {
-      const std::size_t a = choice.boundaries[static_cast<std::size_t>(p)];
-      const std::size_t b = choice.boundaries[static_cast<std::size_t>(p) + 1];
-      optimizer =
-          std::max(optimizer, detail::optimizer_time(vd.sums.parameters[b] - vd.sums.parameters[a],
-                                                     item.zero, d, options.cost));
-      gradients.emplace_back(vd.sums.parameter_bytes[b] - vd.sums.parameter_bytes[a], p);
-    }
-    std::stable_sort(gradients.begin(), gradients.end(),
-                     [](const auto& x, const auto& y) { return x.first > y.first; });
-    if (refine) {
-      Time sync_bound;
-      for (const auto& [bytes, p] : gradients) {
-        sync_bound = std::max(sync_bound, detail::sync_time(bytes, item.zero, map, p, exit_net));
+    auto price_partitioned = [&] {
+      std::unique_ptr<Table> local;
+      Table& t = table_for(table_cache, net, e.order, stages, local);
+      const std::int64_t stage_time = t.best(stages);
+      if (stage_time == kInf) return;
+      const std::int64_t factor = k + stages - 1;
+      if (stage_time > (best.time - 1) / factor) return;
+      ++stats.candidates;
+      PlanChoice choice{.variant = vd.index,
+                        .boundaries = t.boundaries(stages),
+                        .data_parallel = d,
+                        .zero_stage = item.zero,
+                        .recompute = item.rec,
+                        .order = order};
+      // The tail (exposed sync, optimizer step) needs every stage's last backward: the cost
+      // model prices the partition in full, once its bound on the network's lower bounds (no
+      // simulation) can still win.
+      if (refine && lower_bound(choice) >= best.time) return;
+      const Plan plan = evaluate(profile, choice, comm, options.cost);
+      if (plan.iteration_time.ps() < best.time) {
+        best.time = plan.iteration_time.ps();
+        best.choice = std::move(choice);
       }
-      if (pipeline + optimizer.ps() + sync_bound.ps() >= best.time) continue;
-    }
-    // The exposed sync is the largest stage's: stop pricing once the plan cannot win.
-    std::int64_t total = pipeline + optimizer.ps();
-    for (const auto& [bytes, p] : gradients) {
-      if (total >= best.time) break;
-      total = std::max(
-          total, pipeline + optimizer.ps() + detail::sync_time(bytes, item.zero, map, p, net).ps());
-    }
-    if (total < best.time) {
-      best.time = total;
-      best.choice = std::move(choice);
+    };
+    if (dp_path && e.key_1f1b < best.time) price_partitioned();
+    // Interleaved pipelines and the uniform split, evaluated in full when they fit memory.
+    for (const int vs : direct_vs(vd, d, stages)) {
+      const std::int64_t bound =
+          vs == 1 ? e.key_1f1b : direct_bound(vd, item.rec, item.zero, d, k, stages, vs);
+      if (bound >= best.time) continue;
+      PlanChoice choice{.variant = vd.index,
+                        .boundaries = interleaved_partition(v, stages, vs),
+                        .data_parallel = d,
+                        .zero_stage = item.zero,
+                        .recompute = item.rec,
+                        .virtual_stages = vs,
+                        .order = order};
+      if (!options.ignore_memory) {
+        auto [fit, fresh] = direct_fits.try_emplace(
+            {item.slot, item.rec, item.zero, memory_d(item.zero, d), stages, vs}, false);
+        if (fresh) {
+          fit->second = fits_memory(v, choice, k, memory_options(item.rec, item.zero, d), capacity);
+          ++stats.memory_queries;
+        }
+        if (!fit->second) continue;
+      }
+      // The plan on the network's lower bounds (no simulation) bounds its exact price.
+      if (refine &&
+          evaluate(profile, choice, bounds, options.cost).iteration_time.ps() >= best.time) {
+        continue;
+      }
+      ++stats.candidates;
+      const Plan plan = evaluate(profile, choice, comm, options.cost);
+      if (!options.ignore_memory && !plan.fits()) continue;
+      if (plan.iteration_time.ps() < best.time) {
+        best.time = plan.iteration_time.ps();
+        best.choice = std::move(choice);
+      }
     }
   }
   stats.network_queries = net.queries();
 
   if (best.time == kInf) {
+    if (!options.ignore_memory && options.stages.size() == 1 && options.data_parallel.size() == 1) {
+      // A fixed configuration: name the stage that does not fit, and by how much.
+      SearchOptions anyway = options;
+      anyway.ignore_memory = true;
+      SearchResult priced = search(profile, comm, anyway);
+      if (priced.best) {
+        const Plan& p = *priced.best;
+        std::size_t worst = 0;
+        for (std::size_t s = 0; s < p.stages.size(); ++s) {
+          if (p.stages[s].memory.total() > p.stages[worst].memory.total()) worst = s;
+        }
+        const Bytes need = p.stages[worst].memory.total();
+        result.infeasible_reason = fmt::format(
+            "the plan does not fit memory: stage {} needs {} per device, {} more than the {} of "
+            "device memory (ignore_memory prices it anyway)",
+            worst, format_bytes(need), format_bytes(need - p.capacity), format_bytes(p.capacity));
+        result.over_memory = std::move(priced.best);
+        return result;
+      }
+    }
     result.infeasible_reason =
         explain_infeasible(profile, variants, recomputes, zeros, options, stats);
     return result;

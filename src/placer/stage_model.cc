@@ -20,7 +20,7 @@ bool experts_in_replica(const VariantDegrees& d) {
 }
 
 // Sum of count · price over the collectives of `layer` (or of recompute_count when
-// `recomputed`).
+// `recomputed`), each less the compute it overlaps (`LayerCollective::overlap`).
 std::int64_t layer_collectives_ps(const workload::Layer& layer, bool recomputed,
                                   const VariantDegrees& degrees, const DeviceMap* map, int stage,
                                   int data_parallel, PricedNetwork& net) {
@@ -38,7 +38,9 @@ std::int64_t layer_collectives_ps(const workload::Layer& layer, bool recomputed,
                                             degrees.devices_per_replica);
       layout = axis_layout(any, 0, c.axis, degrees);
     }
-    total += times * net.collective(c.op, c.size, layout).ps();
+    // A collective beside a backward GEMM costs only its excess over it.
+    const Time price = net.collective(c.op, c.size, layout);
+    total += times * std::max<std::int64_t>(0, (price - c.overlap).ps());
   }
   return total;
 }
@@ -68,8 +70,14 @@ PositionPrices price(const workload::Variant& variant, const VariantDegrees& deg
     const GroupLayout from = map != nullptr ? map->stage_layout(stage) : two.stage_layout(0);
     const GroupLayout to = map != nullptr ? map->stage_layout(stage + 1) : two.stage_layout(1);
     p.transfer.assign(n + 1, 0);
+    const GroupLayout gather = map != nullptr
+                                   ? axis_layout(*map, stage + 1, ParallelAxis::kTensor, degrees)
+                                   : axis_layout(two, 1, ParallelAxis::kTensor, degrees);
     for (std::size_t j = 1; j <= n; ++j) {
-      p.transfer[j] = 2 * net.transfer(variant.layers[j - 1].output_bytes, from, to).ps();
+      const workload::Layer& layer = variant.layers[j - 1];
+      p.transfer[j] = 2 * (net.transfer(layer.output_bytes, from, to) +
+                           net.collective(CollectiveOp::kAllGather, layer.output_gather, gather))
+                              .ps();
     }
   }
   if (zero_stage == 3 && data_parallel > 1) {
@@ -172,12 +180,14 @@ ChainSums::ChainSums(const workload::Variant& variant) {
   const std::size_t n = variant.layers.size();
   forward_backward.assign(n + 1, 0);
   recompute.assign(n + 1, 0);
+  selective.assign(n + 1, 0);
   parameter_bytes.assign(n + 1, 0);
   parameters.assign(n + 1, 0);
   for (std::size_t l = 0; l < n; ++l) {
     const auto& layer = variant.layers[l];
     forward_backward[l + 1] = forward_backward[l] + layer.forward.ps() + layer.backward.ps();
     recompute[l + 1] = recompute[l] + layer.recompute.ps();
+    selective[l + 1] = selective[l] + layer.selective_recompute.ps();
     parameter_bytes[l + 1] = parameter_bytes[l] + layer.parameter_bytes.count();
     parameters[l + 1] = parameters[l] + layer.parameters;
   }
@@ -218,11 +228,91 @@ StageTime stage_time(const ChainSums& sums, const PositionPrices& prices, std::s
     compute += sums.recompute[last] - sums.recompute[first];
     collectives += prices.recompute_collectives[last] - prices.recompute_collectives[first];
   }
+  // The attention core runs inside the tensor-parallel region: no collective runs again.
+  if (mode == workload::Recompute::kSelective) {
+    compute += sums.selective[last] - sums.selective[first];
+  }
   collectives += prices.gather_ps(sums.parameter_bytes[last] - sums.parameter_bytes[first]);
   t.compute = Time::picoseconds(compute);
   t.collectives = Time::picoseconds(collectives);
   t.transfer = Time::picoseconds(prices.transfer.empty() ? 0 : prices.transfer[last]);
   return t;
+}
+
+Time boundary_transfer(const workload::Variant& variant, std::size_t last_layer,
+                       const DeviceMap& map, int from, int to, const VariantDegrees& degrees,
+                       PricedNetwork& net) {
+  const workload::Layer& layer = variant.layers[last_layer - 1];
+  if (net.placement_independent()) {
+    const DeviceMap two = DeviceMap::make(PlacementOrder::kTensorPipelineData, 2, map.data_parallel,
+                                          degrees.devices_per_replica);
+    return (net.transfer(layer.output_bytes, two.stage_layout(0), two.stage_layout(1)) +
+            net.collective(CollectiveOp::kAllGather, layer.output_gather,
+                           axis_layout(two, 1, ParallelAxis::kTensor, degrees))) *
+           2;
+  }
+  return (net.transfer(layer.output_bytes, map.stage_layout(from), map.stage_layout(to)) +
+          net.collective(CollectiveOp::kAllGather, layer.output_gather,
+                         axis_layout(map, to, ParallelAxis::kTensor, degrees))) *
+         2;
+}
+
+int interleaved_in_flight(int stages, int stage, int virtual_stages,
+                          std::int64_t microbatches) noexcept {
+  const std::int64_t total = microbatches * virtual_stages;
+  const std::int64_t warmup =
+      std::min<std::int64_t>(static_cast<std::int64_t>(stages - stage - 1) * 2 +
+                                 static_cast<std::int64_t>(virtual_stages - 1) * stages,
+                             total);
+  return static_cast<int>(std::min(warmup + 1, total));
+}
+
+workload::StageMemory interleaved_memory(const workload::Variant& variant,
+                                         const std::vector<ChunkReport>& chunks, int stages,
+                                         int stage, std::int64_t microbatches,
+                                         const workload::MemoryOptions& options) {
+  const auto v = static_cast<std::int64_t>(chunks.size());
+  std::vector<std::int64_t> stash;
+  std::vector<std::int64_t> working;
+  workload::StageMemory m;
+  for (const ChunkReport& c : chunks) {
+    const auto one = workload::stage_memory(variant, c.first_layer, c.last_layer, 1, options);
+    const auto two = workload::stage_memory(variant, c.first_layer, c.last_layer, 2, options);
+    m.weights += one.weights;
+    m.gradients += one.gradients;
+    m.optimizer += one.optimizer;
+    stash.push_back((two.activations - one.activations).count());
+    working.push_back(one.activations.count() - stash.back());
+  }
+  // Megatron-LM's forward_backward_pipelining_with_interleaving (the replay's order): forward k
+  // runs local chunk (k / S) mod v, backward i local chunk v − 1 − (i / S) mod v; warm-up
+  // forwards, then one forward one backward, then the remaining backwards.
+  const std::int64_t s = stages;
+  const std::int64_t total = microbatches * v;
+  const std::int64_t warmup = std::min((s - stage - 1) * 2 + (v - 1) * s, total);
+  const auto forward_chunk = [&](std::int64_t k) { return static_cast<std::size_t>((k / s) % v); };
+  const auto backward_chunk = [&](std::int64_t i) {
+    return static_cast<std::size_t>(v - 1 - (i / s) % v);
+  };
+  std::int64_t level = 0;
+  std::int64_t peak = 0;
+  const auto backward = [&](std::int64_t i) {
+    const std::size_t j = backward_chunk(i);
+    peak = std::max(peak, level + working[j]);
+    level -= stash[j];
+  };
+  for (std::int64_t k = 0; k < warmup; ++k) {
+    level += stash[forward_chunk(k)];
+    peak = std::max(peak, level);
+  }
+  for (std::int64_t i = 0; i < total - warmup; ++i) {
+    level += stash[forward_chunk(warmup + i)];
+    peak = std::max(peak, level);
+    backward(i);
+  }
+  for (std::int64_t i = total - warmup; i < total; ++i) backward(i);
+  m.activations = Bytes(peak);
+  return m;
 }
 
 Time sync_time(std::int64_t parameter_bytes, int zero_stage, const DeviceMap& map, int stage,
@@ -243,17 +333,19 @@ Time optimizer_time(std::int64_t parameters, int zero_stage, int data_parallel,
 
 bool same_layer(const workload::Layer& a, const workload::Layer& b) noexcept {
   if (a.forward != b.forward || a.backward != b.backward || a.recompute != b.recompute ||
+      a.selective_recompute != b.selective_recompute ||
+      a.selective_activation_bytes != b.selective_activation_bytes ||
       a.parameter_bytes != b.parameter_bytes || a.parameters != b.parameters ||
       a.activation_bytes != b.activation_bytes || a.input_bytes != b.input_bytes ||
-      a.output_bytes != b.output_bytes || a.flops != b.flops ||
-      a.collectives.size() != b.collectives.size()) {
+      a.output_bytes != b.output_bytes || a.output_gather != b.output_gather ||
+      a.flops != b.flops || a.collectives.size() != b.collectives.size()) {
     return false;
   }
   for (std::size_t i = 0; i < a.collectives.size(); ++i) {
     const auto& x = a.collectives[i];
     const auto& y = b.collectives[i];
     if (x.op != y.op || x.axis != y.axis || x.size != y.size || x.count != y.count ||
-        x.recompute_count != y.recompute_count) {
+        x.recompute_count != y.recompute_count || x.overlap != y.overlap) {
       return false;
     }
   }

@@ -64,6 +64,7 @@ class PricedNetwork {
 struct ChainSums {
   std::vector<std::int64_t> forward_backward;
   std::vector<std::int64_t> recompute;
+  std::vector<std::int64_t> selective;  ///< selective recomputation (the attention core)
   std::vector<std::int64_t> parameter_bytes;
   std::vector<std::int64_t> parameters;
   explicit ChainSums(const workload::Variant& variant);
@@ -103,6 +104,28 @@ PositionPrices price_any_position(const workload::Variant& variant, const Varian
 /// Per-microbatch time of layers [first, last) priced by `prices`, recomputing as `mode` says.
 StageTime stage_time(const ChainSums& sums, const PositionPrices& prices, std::size_t first,
                      std::size_t last, workload::Recompute mode) noexcept;
+
+/// Twice (forward and gradient back) the time of sending the output of layer `last_layer` − 1
+/// from every device of stage `from` to the same shard of stage `to` (on a placement-independent
+/// network, any two stages).
+Time boundary_transfer(const workload::Variant& variant, std::size_t last_layer,
+                       const DeviceMap& map, int from, int to, const VariantDegrees& degrees,
+                       PricedNetwork& net);
+
+/// Microbatch-chunks that stage `stage` of `stages` holds at its memory peak under interleaved
+/// 1F1B with `virtual_stages` chunks and `microbatches` per replica: its warm-up forwards + 1.
+[[nodiscard]] int interleaved_in_flight(int stages, int stage, int virtual_stages,
+                                        std::int64_t microbatches) noexcept;
+
+/// Memory of a device of stage `stage` holding `chunks` under interleaved 1F1B: weights,
+/// gradients and optimizer state summed over its chunks, and the activation peak of its
+/// schedule (Megatron's interleaved order, as the replay runs it): a forward adds its chunk's
+/// stash, a backward holds its chunk's working set while it runs and frees both. Stash and
+/// working set per chunk come from `workload::stage_memory` at 1 and 2 in flight. O(v·M).
+workload::StageMemory interleaved_memory(const workload::Variant& variant,
+                                         const std::vector<ChunkReport>& chunks, int stages,
+                                         int stage, std::int64_t microbatches,
+                                         const workload::MemoryOptions& options);
 
 /// Gradient sync of a stage holding `parameter_bytes` per device, across its replicas.
 Time sync_time(std::int64_t parameter_bytes, int zero_stage, const DeviceMap& map, int stage,

@@ -18,6 +18,7 @@
 #include "nest/coll/simulate.h"
 #include "nest/core/error.h"
 #include "nest/net/simulator.h"
+#include "nest/placer/baselines.h"
 #include "nest/topo/router.h"
 #include "nest/workload/memory.h"
 
@@ -67,25 +68,54 @@ std::int64_t parameters_of(const workload::Layer& layer) {
   return layer.parameters > 0 ? layer.parameters : layer.parameter_bytes.count() / 2;
 }
 
+// The pass times of a layer range: the cost model's own split for a plan's stage or chunk, else
+// the forward compute, the backward compute (with recompute) and the collectives shared by
+// count × size.
+struct Passes {
+  Time forward;
+  Time backward;
+  Time collectives;
+};
+
+Passes split(const placer::Plan& plan, const workload::Variant& variant, std::size_t first,
+             std::size_t last, const RangeTimes& t) {
+  Time forward;
+  for (std::size_t i = first; i < last; ++i) forward += variant.layers[i].forward;
+  const PassWeights w = collective_weights(variant, first, last, full_recompute(plan));
+  const Time forward_collectives = share(t.collectives, w.forward, w.forward + w.backward);
+  return Passes{.forward = forward + forward_collectives,
+                .backward = t.backward_compute + t.collectives - forward_collectives,
+                .collectives = t.collectives};
+}
+
+Passes split(const placer::Plan& plan, const workload::Variant& variant,
+             const placer::StageReport& rep, const placer::ChunkReport& chunk) {
+  const bool none = plan.rules == workload::MemoryRules::kNestArtifact && rep.in_flight <= 1;
+  const placer::PassTimes t =
+      placer::pass_times(variant, chunk, none ? workload::Recompute::kNone : plan.choice.recompute);
+  return Passes{
+      .forward = t.forward, .backward = t.backward, .collectives = chunk.time.collectives};
+}
+
 StageSpec range_spec(const placer::Plan& plan, const workload::Variant& variant, std::size_t first,
-                     std::size_t last, const RangeTimes& t) {
+                     std::size_t last, const Passes& t, Time optimizer) {
   StageSpec s;
   s.first_layer = static_cast<std::int32_t>(first);
   s.last_layer = static_cast<std::int32_t>(last);
   Time forward;
-  std::int64_t parameters = 0;
+  Bytes gradients;
   for (std::size_t i = first; i < last; ++i) {
     forward += variant.layers[i].forward;
-    parameters += parameters_of(variant.layers[i]);
+    gradients += variant.layers[i].parameter_bytes;
   }
-  const PassWeights w = collective_weights(variant, first, last, full_recompute(plan));
-  s.forward_collectives = share(t.collectives, w.forward, w.forward + w.backward);
+  s.forward = t.forward;
+  s.backward = t.backward;
+  s.forward_collectives = t.forward - forward;
   s.backward_collectives = t.collectives - s.forward_collectives;
-  s.forward = forward + s.forward_collectives;
-  s.backward = t.backward_compute + s.backward_collectives;
   s.activation_out = variant.layers[last - 1].output_bytes;
-  s.gradient_sync = Bytes(2 * parameters);
-  s.optimizer = t.optimizer;
+  // As the cost model: the gradients are as wide as the weights a device holds.
+  s.gradient_sync = gradients;
+  s.optimizer = optimizer;
 
   workload::MemoryOptions mo;
   mo.rules = plan.rules;
@@ -105,18 +135,43 @@ StageSpec range_spec(const placer::Plan& plan, const workload::Variant& variant,
 // A plan stage: its times exactly as the cost model computed them.
 StageSpec stage_spec(const placer::Plan& plan, const workload::Variant& variant, int p) {
   const placer::StageReport& rep = plan.stages[static_cast<std::size_t>(p)];
-  Time forward;
-  for (std::size_t i = rep.first_layer; i < rep.last_layer; ++i) {
-    forward += variant.layers[i].forward;
-  }
   return range_spec(plan, variant, rep.first_layer, rep.last_layer,
-                    {rep.time.compute - forward, rep.time.collectives, rep.optimizer});
+                    split(plan, variant, rep, rep.chunks.front()), rep.optimizer);
 }
 
-// The S·v chunks of the interleaved schedule: the layer chain cut into S·v runs of (nearly)
-// equal layer counts. A layer's share of its plan stage's collective time and optimizer step
-// is in proportion to its collective volume (count x size) and its parameters; its backward
-// compute follows the rules' recomputation (under nest-artifact, not in the last chunk).
+// The chunks of an interleaved plan in model order, their times exactly as the cost model
+// computed them; a stage's optimizer step is shared among its chunks by their parameters.
+std::vector<StageSpec> plan_chunk_specs(const placer::Plan& plan,
+                                        const workload::Variant& variant) {
+  const int S = plan.choice.stages();
+  std::vector<StageSpec> out(static_cast<std::size_t>(plan.choice.chunks()));
+  for (int p = 0; p < S; ++p) {
+    const placer::StageReport& rep = plan.stages[static_cast<std::size_t>(p)];
+    double params = 0;
+    for (const placer::ChunkReport& c : rep.chunks) {
+      for (std::size_t i = c.first_layer; i < c.last_layer; ++i) {
+        params += static_cast<double>(parameters_of(variant.layers[i]));
+      }
+    }
+    for (std::size_t j = 0; j < rep.chunks.size(); ++j) {
+      const placer::ChunkReport& c = rep.chunks[j];
+      double chunk_params = 0;
+      for (std::size_t i = c.first_layer; i < c.last_layer; ++i) {
+        chunk_params += static_cast<double>(parameters_of(variant.layers[i]));
+      }
+      out[static_cast<std::size_t>(p) + j * static_cast<std::size_t>(S)] =
+          range_spec(plan, variant, c.first_layer, c.last_layer, split(plan, variant, rep, c),
+                     share(rep.optimizer, chunk_params, params));
+    }
+  }
+  return out;
+}
+
+// The S·v chunks of a 1F1B plan replayed interleaved: Megatron-LM's split (the blocks as evenly
+// as possible, the embedding on the first chunk and the head on the last). A layer's share of its
+// plan stage's collective time and optimizer step is in proportion to its collective volume (count
+// x size) and its parameters; its backward compute follows the rules' recomputation (under
+// nest-artifact, not in the last chunk).
 std::vector<StageSpec> chunk_specs(const placer::Plan& plan, const workload::Variant& variant,
                                    int v) {
   const std::size_t n = variant.layers.size();
@@ -137,24 +192,29 @@ std::vector<StageSpec> chunk_specs(const placer::Plan& plan, const workload::Var
     }
   }
   const std::size_t chunks = static_cast<std::size_t>(plan.choice.stages() * v);
-  if (chunks > n) {
-    throw Error::input(fmt::format("{} virtual stages for {} layers", chunks, n),
-                       {.key = "--virtual-stages", .expected = "at most one layer per chunk"});
+  const std::vector<std::size_t> b = placer::block_partition(variant, static_cast<int>(chunks));
+  if (b.empty()) {
+    throw Error::input(fmt::format("{} chunks ({} stages x {} virtual stages) for fewer blocks",
+                                   chunks, plan.choice.stages(), v),
+                       {.key = "--virtual-stages", .expected = "at most one chunk per block"});
   }
   std::vector<StageSpec> out;
   for (std::size_t c = 0; c < chunks; ++c) {
-    const std::size_t first = c * n / chunks;
-    const std::size_t last = (c + 1) * n / chunks;
+    const std::size_t first = b[c];
+    const std::size_t last = b[c + 1];
     const bool recompute = full_recompute(plan) &&
                            (plan.rules != workload::MemoryRules::kNestArtifact || c + 1 < chunks);
+    const bool selective = plan.choice.recompute == workload::Recompute::kSelective;
     RangeTimes t;
     for (std::size_t i = first; i < last; ++i) {
       const workload::Layer& layer = variant.layers[i];
-      t.backward_compute += layer.backward + (recompute ? layer.recompute : Time::zero());
+      t.backward_compute += layer.backward + (recompute ? layer.recompute : Time::zero()) +
+                            (selective ? layer.selective_recompute : Time::zero());
       t.collectives += collectives[i];
       t.optimizer += optimizer[i];
     }
-    out.push_back(range_spec(plan, variant, first, last, t));
+    out.push_back(
+        range_spec(plan, variant, first, last, split(plan, variant, first, last, t), t.optimizer));
   }
   return out;
 }
@@ -223,7 +283,22 @@ ReplayInput replay_input(const placer::Plan& plan, const workload::LayerProfile&
   const int d = plan.choice.data_parallel;
   ReplayInput in;
   validate(options);
-  if (options.schedule == Schedule::kInterleaved) {
+  in.schedule = options.schedule;
+  if (plan.choice.virtual_stages > 1) {
+    // An interleaved plan replays with its own chunks; 1F1B means its schedule.
+    if (options.schedule == Schedule::kGPipe ||
+        (options.schedule == Schedule::kInterleaved &&
+         options.virtual_stages != plan.choice.virtual_stages)) {
+      throw Error::input(
+          fmt::format("the plan is interleaved with {} virtual stages", plan.choice.virtual_stages),
+          {.key = "--schedule",
+           .expected = fmt::format("1f1b (the plan's schedule) or interleaved with "
+                                   "--virtual-stages {}",
+                                   plan.choice.virtual_stages)});
+    }
+    in.stages = plan_chunk_specs(plan, variant);
+    in.schedule = Schedule::kInterleaved;
+  } else if (options.schedule == Schedule::kInterleaved) {
     if (options.virtual_stages < 2) {
       throw Error::input("the interleaved schedule needs at least 2 virtual stages",
                          {.key = "--virtual-stages",
@@ -255,8 +330,8 @@ ReplayInput replay_input(const placer::Plan& plan, const workload::LayerProfile&
   }
   const std::int64_t m = plan.microbatches;
   for (int r = 0; r < d; ++r) in.microbatches.push_back(m / d + (r < m % d ? 1 : 0));
-  in.schedule = options.schedule;
   in.gradient_buckets = options.gradient_buckets;
+  in.overlap_gradient_sync = options.overlap_gradient_sync;
   in.estimate = plan.iteration_time;
   const double sequences =
       static_cast<double>(m) * plan.degrees.micro_batch * plan.degrees.expert_parallel;

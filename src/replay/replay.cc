@@ -155,10 +155,13 @@ void Engine::try_start(std::size_t s, std::size_t r) {
   const Time duration = op.forward ? spec.forward : spec.backward;
   const bool last_backward = !op.forward && st.next + 1 == st.ops.size();
   if (last_backward && replicas_ > 1 && group_sync_[s] > Bytes(0)) {
-    // Buckets become ready as the last backward pass works back through the stage's layers.
+    // Buckets become ready as the last backward pass works back through the stage's layers
+    // (without overlap, when it ends).
     const int k = std::max(1, in_.gradient_buckets);
     for (int i = 0; i < k; ++i) {
-      const Time ready_at = start + Time::picoseconds(share_of(duration.ps(), i + 1, k));
+      const Time ready_at = in_.overlap_gradient_sync
+                                ? start + Time::picoseconds(share_of(duration.ps(), i + 1, k))
+                                : start + duration;
       at(ready_at, [this, s, i] { bucket_ready(s, i); });
     }
   }

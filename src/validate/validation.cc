@@ -13,9 +13,11 @@
 #include "nest/coll/simulate.h"
 #include "nest/core/error.h"
 #include "nest/placer/comm_cost.h"
+#include "nest/placer/oracle_comm_cost.h"
 #include "nest/placer/search.h"
 #include "nest/topo/generators.h"
 #include "nest/topo/loader.h"
+#include "nest/validate/training_runs.h"
 #include "nest/workload/accelerator.h"
 #include "nest/workload/model.h"
 #include "nest/workload/model_profile.h"
@@ -333,6 +335,14 @@ void activation_and_flops_cases(std::vector<ValidationCase>& out,
            fmt::format("{} block, sequence parallel {}: sbh/t(34+5as/h) (B)", m.model, t), none / t,
            block({.tensor = t, .sequence = true, .micro_batch = b}).activation_bytes.as_double(), 0,
            korthikanti});
+      out.push_back({"activation",
+                     fmt::format("{} block, sequence parallel {} + selective recomputation: "
+                                 "sbh·34/t (B)",
+                                 m.model, t),
+                     sbh * 34 / t,
+                     block({.tensor = t, .sequence = true, .micro_batch = b})
+                         .selective_activation_bytes.as_double(),
+                     0, korthikanti + " and §4.2"});
     }
     out.push_back({"activation",
                    fmt::format("{} block, full recomputation keeps its input: 2sbh (B)", m.model),
@@ -425,6 +435,18 @@ std::vector<ValidationCase> run_validation(const ValidationInputs& inputs) {
   activation_and_flops_cases(out, workloads);
   nest_cases(out, inputs);
   measured_collective_cases(out, inputs);
+  if (!inputs.training_runs.empty()) {
+    const workload::Accelerator accelerator =
+        workload::load_accelerator(inputs.training_accelerator.string());
+    const topo::Topology topology = topo::load_topology(inputs.training_topology.string());
+    placer::OracleCommCost oracle(topology);
+    for (ValidationCase& c : layer_cases(accelerator, oracle)) out.push_back(std::move(c));
+    const auto predictions = predict_training_runs(load_training_runs(inputs.training_runs),
+                                                   accelerator, topology, oracle);
+    for (ValidationCase& c : training_cases(predictions, inputs.training_runs.string())) {
+      out.push_back(std::move(c));
+    }
+  }
   return out;
 }
 

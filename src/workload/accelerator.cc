@@ -20,8 +20,8 @@ FlopRate flop_rate(const Node& n) {
 }
 
 Accelerator parse_root(const Node& root) {
-  root.expect_keys(
-      {"kind", "name", "peak_flop_rate", "vector_flop_rate", "hbm", "hbm_bandwidth", "efficiency"});
+  root.expect_keys({"kind", "name", "peak_flop_rate", "vector_flop_rate", "hbm", "hbm_bandwidth",
+                    "efficiency", "gemm_shape"});
   (void)root.at("kind").as_choice({"accelerator"});
   Accelerator a;
   a.name = root.at("name").as_string();
@@ -44,16 +44,53 @@ Accelerator parse_root(const Node& root) {
   }
   const Node efficiency = root.at("efficiency");
   efficiency.expect_keys({"gemm", "memory"});
-  const auto fraction = [&](std::string_view key) {
-    const Node n = efficiency.at(key);
-    return n.as_double(kMinEfficiency, 1);
-  };
-  a.gemm_efficiency = fraction("gemm");
-  a.memory_efficiency = fraction("memory");
+  const auto fraction = [](const Node& n) { return n.as_double(kMinEfficiency, 1); };
+  const Node gemm = efficiency.at("gemm");
+  if (gemm.is_map()) {
+    // Per precision: every precision of the map must be one the device has.
+    for (const auto& [precision, value] : gemm.entries()) {
+      bool known = false;
+      for (const auto& [p, rate] : a.peak) known = known || p == precision;
+      if (!known) throw value.error("not a precision of peak_flop_rate", "a key of peak_flop_rate");
+      a.gemm_efficiency_by_precision.emplace_back(precision, fraction(value));
+    }
+    if (a.gemm_efficiency_by_precision.empty()) {
+      throw gemm.error("no precision", "a fraction, or a map like {bf16: 0.8}");
+    }
+  } else {
+    a.gemm_efficiency = fraction(gemm);
+  }
+  a.memory_efficiency = fraction(efficiency.at("memory"));
+  if (auto shape = root.find("gemm_shape")) {
+    shape->expect_keys({"streaming_multiprocessors", "tiles", "k_overhead"});
+    GemmShapeModel& g = a.gemm_shape;
+    g.streaming_multiprocessors =
+        static_cast<int>(shape->at("streaming_multiprocessors").as_int(1, 1 << 20));
+    for (const Node& tile : shape->at("tiles").elements()) {
+      const auto dims = tile.as_int_list(1, 1 << 16);
+      if (dims.size() != 2) throw tile.error("not a tile", "[rows, columns]");
+      g.tiles.emplace_back(static_cast<int>(dims[0]), static_cast<int>(dims[1]));
+    }
+    if (g.tiles.empty()) throw shape->at("tiles").error("no tile", "a list of [rows, columns]");
+    g.k_overhead = shape->at("k_overhead").as_double(0, 1e6);
+  }
   return a;
 }
 
 }  // namespace
+
+double Accelerator::gemm_efficiency_for(std::string_view precision) const {
+  if (gemm_efficiency_by_precision.empty()) return gemm_efficiency;
+  std::string names;
+  for (const auto& [p, e] : gemm_efficiency_by_precision) {
+    if (p == precision) return e;
+    names += (names.empty() ? "" : ", ") + p;
+  }
+  throw Error::input("no GEMM efficiency for this precision on accelerator " + name,
+                     {.key = "precision",
+                      .value = std::string(precision),
+                      .expected = "one of " + names + " (efficiency.gemm)"});
+}
 
 FlopRate Accelerator::peak_for(std::string_view precision) const {
   std::string names;

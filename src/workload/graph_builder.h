@@ -11,6 +11,14 @@
 
 namespace nest::workload::detail {
 
+/// Which backward GEMM of the operator a tensor edge feeds a backward collective can run beside
+/// (Megatron-LM's asynchronous tensor-parallel communication).
+enum class Overlap : std::uint8_t {
+  kNone,
+  kDgrad,  ///< the input-gradient GEMM
+  kWgrad,  ///< the weight-gradient GEMM
+};
+
 /// A collective that a tensor edge carries: the operations it runs forward (again when the
 /// layer is recomputed) and backward. Megatron's conjugate pairs: f = {} / {allreduce},
 /// g = {allreduce} / {}, sequence-parallel all-gather = {allgather} / {reducescatter,
@@ -20,6 +28,8 @@ struct Comm {
   Bytes size;
   std::vector<CollectiveOp> forward;
   std::vector<CollectiveOp> backward;
+  /// Per backward operation: the receiving GEMM's backward kernel it overlaps (empty: none).
+  std::vector<Overlap> backward_overlap;
 };
 
 /// What a builder is told of an operator; traffic and times follow from it and the edges.
@@ -32,7 +42,27 @@ struct OpSpec {
   std::int64_t output_bytes = 0;   ///< the output tensor written
   std::int64_t extra_write = 0;    ///< other writes (dropout masks, softmax statistics)
   std::int64_t saved_bytes = 0;
+  /// Backward FLOPs as a multiple of the forward's (2 for GEMMs: input and weight gradient).
   double backward_factor = 2;
+  /// Matmul operators: the forward's GEMM kernels (their FLOPs sum to `flops`). The backward
+  /// runs, per kernel (m, n, k), the input gradient (m, k, n) and the weight gradient (k, n, m),
+  /// each at its own shape's rate, each reading and writing its operands once.
+  std::vector<GemmShape> gemms;
+  bool attention_gemm = false;  ///< at the attention core's rate (`Roofline::attention`)
+  /// The fraction of the kernels' FLOPs that run (causal flash attention skips masked blocks).
+  double gemm_work = 1;
+  std::int64_t gemm_element_bytes = 2;  ///< operand bytes of the backward kernels
+  /// One fused kernel whose backward is `backward_factor` × its forward's FLOPs and traffic at
+  /// the forward's rate (flash attention).
+  bool fused_backward = false;
+  /// Memory-bound operators: backward HBM traffic as a multiple of the forward's (what the
+  /// backward kernel reads and writes: e.g. a norm's backward reads x and dy and writes dx).
+  double backward_traffic = 1;
+  /// Part of the attention core (QK^T, softmax, softmax dropout, attention over V): rerun under
+  /// selective recomputation.
+  bool attention_core = false;
+  /// Of `saved_bytes`, what selective recomputation does not keep (the s×s tensors).
+  std::int64_t recomputed_bytes = 0;
 };
 
 struct EdgeData {

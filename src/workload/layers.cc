@@ -28,18 +28,46 @@ int64_t norm_parameters(const Model& m) {
   return m.norm == NormKind::kLayerNorm ? 2 * m.hidden : m.hidden;
 }
 
+// Backward traffic of the memory-bound operators as a multiple of their forward's, from what
+// each backward kernel reads and writes (per element, 2-byte activations, 1-byte masks):
+// - a norm reads x and dy and writes dx (3 tensors against the forward's x, y);
+// - the fused softmax reads y and dy and writes dx (Megatron's scaled masked softmax);
+// - dropout reads dy and the mask and writes dx (as its forward: x, y and the mask);
+// - the fused bias + dropout + residual add reads dy and the mask and writes dx (5 bytes against
+//   the forward's x, residual, out and mask, 7), and autograd sums the residual's gradient with
+//   the norm's at the branch (read 2, write 1 tensors: 6 bytes): 11/7;
+// - the fused bias + GeLU reads dy and x and writes dx; SwiGLU reads dy, gate and up and writes
+//   both gradients (5 tensors against 3);
+// - a residual add: the gradients' sum at the branch (read 2, write 1, as the forward);
+// - lookups, cross entropy, routing: as their forward.
+constexpr double kNormBackward = 1.5;
+constexpr double kSoftmaxBackward = 1.5;
+constexpr double kDropoutBackward = 1;
+constexpr double kBiasDropoutAddBackward = 11.0 / 7.0;
+constexpr double kGeluBackward = 1.5;
+constexpr double kSwigluBackward = 5.0 / 3.0;
+
 // Megatron's communication entering the tensor-parallel region (before a column-parallel
 // GEMM): f (identity forward, all-reduce backward) or, with sequence parallelism, an all-gather
-// whose backward reduce-scatters the gradient and all-gathers the saved input again.
+// whose backward reduce-scatters the gradient and all-gathers the saved input again. With
+// Megatron-LM's asynchronous tensor-parallel communication
+// (LinearWithGradAccumulationAndAsyncCommunication, since 2021-09) the backward all-reduce of
+// the input gradient runs beside the weight-gradient GEMM; with sequence parallelism the
+// re-gather beside the input-gradient GEMM and the reduce-scatter beside the weight gradient.
 std::vector<Comm> enter_tp(const Dims& d, int64_t full_bytes) {
   if (d.t == 1) return {};
   if (d.sp) {
-    return {Comm{ParallelAxis::kTensor,
-                 Bytes(full_bytes),
-                 {CollectiveOp::kAllGather},
-                 {CollectiveOp::kReduceScatter, CollectiveOp::kAllGather}}};
+    Comm c{ParallelAxis::kTensor,
+           Bytes(full_bytes),
+           {CollectiveOp::kAllGather},
+           {CollectiveOp::kReduceScatter, CollectiveOp::kAllGather},
+           {}};
+    if (d.tp_overlap) c.backward_overlap = {Overlap::kWgrad, Overlap::kDgrad};
+    return {c};
   }
-  return {Comm{ParallelAxis::kTensor, Bytes(full_bytes), {}, {CollectiveOp::kAllReduce}}};
+  Comm c{ParallelAxis::kTensor, Bytes(full_bytes), {}, {CollectiveOp::kAllReduce}, {}};
+  if (d.tp_overlap) c.backward_overlap = {Overlap::kWgrad};
+  return {c};
 }
 
 // Leaving the region (after a row-parallel GEMM): g (all-reduce forward) or a reduce-scatter
@@ -63,7 +91,8 @@ OpSpec norm_op(std::string name, const Model& m, const Dims& d, int64_t external
                 .weight_bytes = d.param_bytes * norm_parameters(m),
                 .external_read = external_read,
                 .output_bytes = act,
-                .saved_bytes = act};  // its input
+                .saved_bytes = act,  // its input
+                .backward_traffic = kNormBackward};
 }
 
 OpSpec dropout_op(std::string name, int64_t elements, int64_t element_bytes) {
@@ -72,7 +101,24 @@ OpSpec dropout_op(std::string name, int64_t elements, int64_t element_bytes) {
                 .flops = kDropoutFlops * f(elements),
                 .output_bytes = element_bytes * elements,
                 .extra_write = elements,  // the 1-byte mask
-                .saved_bytes = elements};
+                .saved_bytes = elements,
+                .backward_traffic = kDropoutBackward};
+}
+
+// Megatron-LM's fused bias + dropout + residual add (bias_dropout_add_fused_train, a TorchScript
+// fusion since 2020-09): reads the row-parallel GEMM's output (through the edge), the bias and
+// the residual, writes the sum and the 1-byte mask, keeps the mask.
+OpSpec bias_dropout_add_op(std::string name, const Dims& d, int64_t residual_read) {
+  const int64_t elements = d.Tr * d.h;
+  return OpSpec{.name = std::move(name),
+                .kind = OperatorKind::kMemory,
+                .flops = (kDropoutFlops + 2 * kAddFlops) * f(elements),
+                .weight_bytes = d.param_bytes * d.h,
+                .external_read = residual_read,
+                .output_bytes = d.act_bytes * elements,
+                .extra_write = elements,
+                .saved_bytes = elements,
+                .backward_traffic = kBiasDropoutAddBackward};
 }
 
 OpSpec add_op(std::string name, const Dims& d, int64_t external_read) {
@@ -99,44 +145,85 @@ Vertex attention(GraphBuilder& g, const Dims& d, bool dropout, Vertex qkv) {
                                {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}});
   }
   const double core_flops = 2 * f(d.heads) * f(d.S) * f(d.s) * f(d.hd) * f(d.b);
+  // Per head: scores[S×s] = Q[S×hd]·Kᵀ[hd×s], context[S×hd] = P[S×s]·V[s×hd].
+  const GemmShape scores_gemm{.m = d.S, .n = d.s, .k = d.hd, .batch = d.b * d.heads};
+  const GemmShape values_gemm{.m = d.S, .n = d.hd, .k = d.s, .batch = d.b * d.heads};
   if (d.flash) {
+    // FlashAttention skips the key blocks above a causal mask's diagonal (Dao 2023,
+    // FlashAttention-2 §3.1.1): of nb × nb blocks of 128, nb(nb + 1)/2 run. Without flash
+    // attention Megatron computes every score and masks them in the softmax.
+    double fraction = 1;
+    if (d.causal && d.c == 1) {
+      const double blocks = std::max(1.0, f(d.s) / 128);
+      fraction = (blocks + 1) / (2 * blocks);
+    }
     const int64_t lse = kFp32 * d.heads * d.S * d.b;
     const Vertex fa = g.add(OpSpec{.name = "flash_attention",
                                    .kind = OperatorKind::kMatmul,
-                                   .flops = 2 * core_flops,
+                                   .flops = 2 * core_flops * fraction,
                                    .output_bytes = eb * d.T * q,
                                    .extra_write = lse,
                                    .saved_bytes = eb * d.T * (q + 2 * kv) + lse,
-                                   .backward_factor = 2.5});
+                                   .backward_factor = 2.5,
+                                   .gemms = {scores_gemm, values_gemm},
+                                   .attention_gemm = true,
+                                   .gemm_work = fraction,
+                                   .fused_backward = true});
     g.connect(qkv, fa, eb * d.b * (d.S * q + 2 * d.s * kv), std::move(kv_exchange));
     return fa;
   }
   const int64_t scores = d.heads * d.S * d.s * d.b;
+  // Selective recomputation keeps Q, K and V (the core's inputs) and recomputes the rest.
   const Vertex qk = g.add(OpSpec{.name = "attention_scores",
                                  .kind = OperatorKind::kMatmul,
                                  .flops = core_flops,
                                  .output_bytes = eb * scores,
-                                 .saved_bytes = eb * d.T * (q + kv)});  // Q and K
+                                 .saved_bytes = eb * d.T * (q + kv),  // Q and K
+                                 .gemms = {scores_gemm},
+                                 .attention_gemm = true,
+                                 .attention_core = true});
   g.connect(qkv, qk, eb * d.b * (d.S * q + d.s * kv), std::move(kv_exchange));
   const Vertex softmax = g.add(OpSpec{.name = "softmax",
                                       .kind = OperatorKind::kMemory,
                                       .flops = kSoftmaxFlops * f(scores),
                                       .output_bytes = eb * scores,
-                                      .saved_bytes = eb * scores});  // its output
+                                      .saved_bytes = eb * scores,  // its output
+                                      .backward_traffic = kSoftmaxBackward,
+                                      .attention_core = true,
+                                      .recomputed_bytes = eb * scores});
   g.connect(qk, softmax, eb * scores);
   Vertex probs = softmax;
   if (dropout) {
-    probs = g.add(dropout_op("attention_dropout", scores, eb));
+    OpSpec drop = dropout_op("attention_dropout", scores, eb);
+    drop.attention_core = true;
+    drop.recomputed_bytes = drop.saved_bytes;  // the mask
+    probs = g.add(std::move(drop));
     g.connect(softmax, probs, eb * scores);
   }
   const Vertex av = g.add(OpSpec{.name = "attention_values",
                                  .kind = OperatorKind::kMatmul,
                                  .flops = core_flops,
                                  .output_bytes = eb * d.T * q,
-                                 .saved_bytes = eb * scores + eb * d.T * kv});  // probs and V
+                                 .saved_bytes = eb * scores + eb * d.T * kv,  // probs and V
+                                 .gemms = {values_gemm},
+                                 .attention_gemm = true,
+                                 .attention_core = true,
+                                 .recomputed_bytes = eb * scores});
   g.connect(probs, av, eb * scores);
   g.connect(qkv, av, eb * d.b * d.s * kv);
   return av;
+}
+
+// What a stage boundary after the layer sends: without sequence parallelism its output is
+// replicated over the t shards, so each sends its 1/t slice and the next stage all-gathers them
+// over its NVLink group (Narayanan et al. 2021 §4.1, the scatter-gather optimization).
+void set_output(LayerGraph& graph, const Dims& d, int64_t act) {
+  if (d.t > 1 && !d.sp && act % d.t == 0) {
+    graph.output_bytes = Bytes(act / d.t);
+    graph.output_gather = Bytes(act);
+  } else {
+    graph.output_bytes = Bytes(act);
+  }
 }
 
 int64_t ffn_parameters(const Model& m, const Dims& d) {
@@ -153,21 +240,27 @@ Vertex dense_mlp(GraphBuilder& g, const Model& m, const Dims& d, Vertex norm) {
                                   .flops = 2 * f(d.T) * f(d.h) * f(d.up),
                                   .weight_bytes = pb * (d.h * d.up + (m.bias ? d.up : 0)),
                                   .output_bytes = eb * d.T * d.up,
-                                  .saved_bytes = eb * d.Tr * d.h});
+                                  .saved_bytes = eb * d.Tr * d.h,
+                                  .gemms = {{.m = d.T, .n = d.up, .k = d.h}},
+                                  .gemm_element_bytes = d.gemm_bytes});
   g.connect(norm, fc1, full, enter_tp(d, full));
   const bool swiglu = m.activation == FfnActivation::kSwiglu;
-  const Vertex act = g.add(OpSpec{.name = swiglu ? "swiglu" : "gelu",
+  // Megatron-LM's fused bias + GeLU (bias_gelu_impl) adds fc1's bias on the way.
+  const Vertex act = g.add(OpSpec{.name = swiglu ? "swiglu" : "bias_gelu",
                                   .kind = OperatorKind::kMemory,
                                   .flops = (swiglu ? kSwigluFlops : kGeluFlops) * f(d.T * d.ffn),
                                   .output_bytes = eb * d.T * d.ffn,
-                                  .saved_bytes = eb * d.T * d.up});
+                                  .saved_bytes = eb * d.T * d.up,
+                                  .backward_traffic = swiglu ? kSwigluBackward : kGeluBackward});
   g.connect(fc1, act, eb * d.T * d.up);
   const Vertex fc2 = g.add(OpSpec{.name = "mlp_down",
                                   .kind = OperatorKind::kMatmul,
                                   .flops = 2 * f(d.T) * f(d.ffn) * f(d.h),
                                   .weight_bytes = pb * (d.ffn * d.h + (m.bias ? d.h : 0)),
                                   .output_bytes = full,
-                                  .saved_bytes = eb * d.T * d.ffn});
+                                  .saved_bytes = eb * d.T * d.ffn,
+                                  .gemms = {{.m = d.T, .n = d.h, .k = d.ffn}},
+                                  .gemm_element_bytes = d.gemm_bytes});
   g.connect(act, fc2, eb * d.T * d.ffn);
   return fc2;
 }
@@ -185,7 +278,8 @@ Vertex moe_mlp(GraphBuilder& g, const Model& m, const Dims& d, Vertex norm) {
                                      .flops = 2 * f(d.Tr) * f(d.h) * f(E),
                                      .weight_bytes = pb * d.h * E,
                                      .output_bytes = kFp32 * d.Tr * E,
-                                     .saved_bytes = eb * d.Tr * d.h + kFp32 * d.Tr * E});
+                                     .saved_bytes = eb * d.Tr * d.h + kFp32 * d.Tr * E,
+                                     .gemms = {{.m = d.Tr, .n = E, .k = d.h}}});
   g.connect(norm, router, eb * d.Tr * d.h);
   const Vertex dispatch = g.add(
       OpSpec{.name = "dispatch", .kind = OperatorKind::kMemory, .output_bytes = eb * routed * d.h});
@@ -212,27 +306,34 @@ Vertex moe_mlp(GraphBuilder& g, const Model& m, const Dims& d, Vertex norm) {
                                              {CollectiveOp::kReduceScatter},
                                              {CollectiveOp::kAllGather}});
   }
+  // Tokens spread evenly over this device's experts: one GEMM per expert.
+  const int64_t per_expert = (tokens + d.experts - 1) / d.experts;
   const Vertex fc1 =
       g.add(OpSpec{.name = "expert_up",
                    .kind = OperatorKind::kMatmul,
                    .flops = 2 * f(tokens) * f(d.h) * f(d.up),
                    .weight_bytes = pb * d.experts * (d.h * d.up + (m.bias ? d.up : 0)),
                    .output_bytes = eb * tokens * d.up,
-                   .saved_bytes = eb * tokens * d.h});
+                   .saved_bytes = eb * tokens * d.h,
+                   .gemms = {{.m = per_expert, .n = d.up, .k = d.h, .batch = d.experts}},
+                   .gemm_element_bytes = d.gemm_bytes});
   g.connect(dispatch, fc1, eb * tokens * d.h, std::move(in_comms));
   const bool swiglu = m.activation == FfnActivation::kSwiglu;
   const Vertex act = g.add(OpSpec{.name = swiglu ? "expert_swiglu" : "expert_gelu",
                                   .kind = OperatorKind::kMemory,
                                   .flops = (swiglu ? kSwigluFlops : kGeluFlops) * f(tokens * d.ffn),
                                   .output_bytes = eb * tokens * d.ffn,
-                                  .saved_bytes = eb * tokens * d.up});
+                                  .saved_bytes = eb * tokens * d.up,
+                                  .backward_traffic = swiglu ? kSwigluBackward : kGeluBackward});
   g.connect(fc1, act, eb * tokens * d.up);
   const Vertex fc2 =
       g.add(OpSpec{.name = "expert_down",
                    .kind = OperatorKind::kMatmul,
                    .flops = 2 * f(tokens) * f(d.ffn) * f(d.h),
                    .weight_bytes = pb * d.experts * (d.ffn * d.h + (m.bias ? d.h : 0)),
-                   .output_bytes = eb * tokens * d.h});
+                   .output_bytes = eb * tokens * d.h,
+                   .gemms = {{.m = per_expert, .n = d.h, .k = d.ffn, .batch = d.experts}},
+                   .gemm_element_bytes = d.gemm_bytes});
   g.connect(act, fc2, eb * tokens * d.ffn);
   const Vertex combine = g.add(OpSpec{.name = "combine",
                                       .kind = OperatorKind::kMemory,
@@ -253,6 +354,8 @@ Dims make_dims(const Model& m, const ParallelConfig& config, const BuildOptions&
   d.e = config.expert;
   d.sp = config.sequence && config.tensor > 1;
   d.flash = options.flash_attention;
+  d.causal = m.causal;
+  d.tp_overlap = options.tp_comm_overlap;
   d.s = options.sequence_length > 0 ? options.sequence_length : m.sequence_length;
   d.S = d.s / d.c;
   d.Sr = d.sp ? d.S / d.t : d.S;
@@ -272,6 +375,7 @@ Dims make_dims(const Model& m, const ParallelConfig& config, const BuildOptions&
   const bool wide = options.precision == "fp32" || options.precision == "tf32";
   d.act_bytes = wide ? 4 : 2;
   d.param_bytes = wide ? 4 : 2;
+  d.gemm_bytes = options.precision == "fp8" ? 1 : d.act_bytes;
   return d;
 }
 
@@ -291,7 +395,9 @@ LayerGraph block_graph(const Model& m, const Dims& d, const Roofline& r) {
                    .flops = 2 * f(d.T) * f(d.h) * f(q + 2 * kv),
                    .weight_bytes = pb * (d.h * (q + 2 * kv) + (m.bias ? q + 2 * kv : 0)),
                    .output_bytes = eb * d.T * (q + 2 * kv),
-                   .saved_bytes = act});
+                   .saved_bytes = act,
+                   .gemms = {{.m = d.T, .n = q + 2 * kv, .k = d.h}},
+                   .gemm_element_bytes = d.gemm_bytes});
   g.connect(ln1, qkv, full, enter_tp(d, full));
   const Vertex context = attention(g, d, m.dropout, qkv);
   const Vertex proj = g.add(OpSpec{.name = "attention_projection",
@@ -299,33 +405,28 @@ LayerGraph block_graph(const Model& m, const Dims& d, const Roofline& r) {
                                    .flops = 2 * f(d.T) * f(q) * f(d.h),
                                    .weight_bytes = pb * (q * d.h + (m.bias ? d.h : 0)),
                                    .output_bytes = full,
-                                   .saved_bytes = eb * d.T * q});
+                                   .saved_bytes = eb * d.T * q,
+                                   .gemms = {{.m = d.T, .n = d.h, .k = q}},
+                                   .gemm_element_bytes = d.gemm_bytes});
   g.connect(context, proj, eb * d.T * q);
-  Vertex attn_out = proj;
-  if (m.dropout) {
-    attn_out = g.add(dropout_op("attention_output_dropout", d.Tr * d.h, eb));
-    g.connect(proj, attn_out, act, leave_tp(d, full));
-  }
-  const Vertex add1 = g.add(add_op("attention_residual", d, act));  // + the layer input
-  g.connect(attn_out, add1, act, m.dropout ? std::vector<Comm>{} : leave_tp(d, full));
+  // The residual adds the layer input: with dropout in one fused kernel with the bias.
+  const Vertex add1 = g.add(m.dropout ? bias_dropout_add_op("attention_bias_dropout_add", d, act)
+                                      : add_op("attention_residual", d, act));
+  g.connect(proj, add1, act, leave_tp(d, full));
 
   const Vertex ln2 = g.add(norm_op("mlp_norm", m, d, 0));
   g.connect(add1, ln2, act);
   const Vertex mlp = m.is_moe() ? moe_mlp(g, m, d, ln2) : dense_mlp(g, m, d, ln2);
   // The dense MLP's last GEMM leaves the tensor-parallel region; the MoE combine already did.
   const std::vector<Comm> mlp_exit = m.is_moe() ? std::vector<Comm>{} : leave_tp(d, full);
-  Vertex mlp_out = mlp;
-  if (m.dropout) {
-    mlp_out = g.add(dropout_op("mlp_dropout", d.Tr * d.h, eb));
-    g.connect(mlp, mlp_out, act, mlp_exit);
-  }
-  const Vertex add2 = g.add(add_op("mlp_residual", d, 0));
-  g.connect(mlp_out, add2, act, m.dropout ? std::vector<Comm>{} : mlp_exit);
+  const Vertex add2 = g.add(m.dropout ? bias_dropout_add_op("mlp_bias_dropout_add", d, 0)
+                                      : add_op("mlp_residual", d, 0));
+  g.connect(mlp, add2, act, mlp_exit);
   g.connect(add1, add2, act);
 
   LayerGraph graph = g.finish("transformer_block", /*recomputed=*/true);
   graph.input_bytes = Bytes(act);
-  graph.output_bytes = Bytes(act);
+  set_output(graph, d, act);
   const int64_t attention_params =
       d.h * (q + 2 * kv) + (m.bias ? q + 2 * kv : 0) + q * d.h + (m.bias ? d.h : 0);
   graph.expert_parameters = m.is_moe() ? d.experts * ffn_parameters(m, d) : 0;
@@ -387,7 +488,7 @@ LayerGraph embedding_graph(const Model& m, const Dims& d, const Roofline& r) {
   }
   LayerGraph graph = g.finish("embedding", /*recomputed=*/false);
   graph.input_bytes = Bytes(kTokenIdBytes * d.T);
-  graph.output_bytes = Bytes(act);
+  set_output(graph, d, act);
   graph.parameters = d.vocab * d.h + (m.embedding_norm ? norm_parameters(m) : 0);
   for (int64_t rows : table_rows) graph.parameters += rows * d.h;
   return graph;
@@ -414,7 +515,8 @@ LayerGraph head_graph(const Model& m, const Dims& d, const Roofline& r) {
                  .weight_bytes = pb * (d.h * d.h + d.h),
                  .external_read = eb * d.b * d.h,
                  .output_bytes = eb * d.b * d.h,
-                 .saved_bytes = eb * d.b * d.h});
+                 .saved_bytes = eb * d.b * d.h,
+                 .gemms = {{.m = d.b, .n = d.h, .k = d.h}}});
     params += d.h * d.h + d.h;
   }
   const int64_t logits = d.T * d.vocab;
@@ -424,14 +526,22 @@ LayerGraph head_graph(const Model& m, const Dims& d, const Roofline& r) {
                                    .weight_bytes = pb * d.vocab * d.h,
                                    .external_read = norm ? 0 : full,
                                    .output_bytes = eb * logits,
-                                   .saved_bytes = act});
+                                   .saved_bytes = act,
+                                   .gemms = {{.m = d.T, .n = d.vocab, .k = d.h}},
+                                   .gemm_element_bytes = d.gemm_bytes});
   if (norm) {
     g.connect(*norm, proj, full, enter_tp(d, full));
   } else {
     for (Comm& c : enter_tp(d, full)) g.add_boundary_comm(std::move(c));
   }
   // Vocabulary-parallel cross entropy keeps fp32 softmax of its logits and all-reduces three
-  // per-token scalars (max, sum of exponentials, target logit) across the group.
+  // per-token scalars (max, sum of exponentials, target logit) across the group. Megatron-LM
+  // (mpu/cross_entropy.py, the logits cast to fp32) runs it as separate kernels: per logit the
+  // cast writes 4 bytes, the max reads 4, the shift reads and writes 8, exp 8, the sum reads 4,
+  // the division 8 (36 beyond reading the fp16 logits); its backward reads the saved softmax,
+  // subtracts 1 at the target and scales by the loss gradient (16) and casts to fp16 (6).
+  constexpr int64_t kLossForwardBytes = 36;
+  constexpr double kLossBackward = 22.0 / 38.0;
   std::vector<Comm> loss_comms;
   if (d.t > 1) {
     loss_comms.push_back(
@@ -444,8 +554,9 @@ LayerGraph head_graph(const Model& m, const Dims& d, const Roofline& r) {
                                    .kind = OperatorKind::kMemory,
                                    .flops = kCrossEntropyFlops * f(logits),
                                    .output_bytes = kFp32 * d.T,
-                                   .extra_write = kFp32 * logits,
-                                   .saved_bytes = kFp32 * logits});
+                                   .extra_write = kLossForwardBytes * logits,
+                                   .saved_bytes = kFp32 * logits,
+                                   .backward_traffic = kLossBackward});
   g.connect(proj, loss, eb * logits, std::move(loss_comms));
   LayerGraph graph = g.finish("head", /*recomputed=*/false);
   graph.input_bytes = Bytes(act);

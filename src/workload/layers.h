@@ -16,9 +16,11 @@ struct Dims {
   int t = 1, c = 1, e = 1;
   bool sp = false;
   bool flash = false;
-  std::int64_t s = 0;   ///< full sequence (the keys each query attends to)
-  std::int64_t S = 0;   ///< local sequence: s / c
-  std::int64_t Sr = 0;  ///< rows outside the tensor-parallel region: S / t under SP, else S
+  bool causal = true;      ///< decoder attention (flash attention skips the masked blocks)
+  bool tp_overlap = true;  ///< asynchronous tensor-parallel communication in the backward
+  std::int64_t s = 0;      ///< full sequence (the keys each query attends to)
+  std::int64_t S = 0;      ///< local sequence: s / c
+  std::int64_t Sr = 0;     ///< rows outside the tensor-parallel region: S / t under SP, else S
   std::int64_t b = 0;
   std::int64_t T = 0;   ///< local tokens S·b
   std::int64_t Tr = 0;  ///< Sr·b
@@ -33,6 +35,7 @@ struct Dims {
   std::int64_t top_k = 0;
   std::int64_t act_bytes = 2;  ///< bytes per activation element
   std::int64_t param_bytes = 2;
+  std::int64_t gemm_bytes = 2;  ///< operand bytes of the linear layers' GEMMs (1 under fp8)
 };
 
 /// Dimensions of `config` (already checked).

@@ -67,13 +67,21 @@ StageMemory megatron_memory(const Variant& variant, std::size_t first, std::size
   Bytes activations;
   Bytes inputs;
   Bytes largest;
+  Bytes kept;          // under selective recomputation
+  Bytes largest_core;  // the largest attention core recomputed during one backward
   for (std::size_t i = first; i < last; ++i) {
     const Layer& layer = variant.layers[i];
     params += parameters_of(layer);
     activations += layer.activation_bytes;
     inputs += layer.input_bytes;
     largest = std::max(largest, layer.activation_bytes);
+    kept += layer.selective_activation_bytes;
+    largest_core =
+        std::max(largest_core, layer.activation_bytes - layer.selective_activation_bytes);
   }
+  Bytes held = activations * in_flight;
+  if (options.recompute == Recompute::kFull) held = inputs * in_flight + largest;
+  if (options.recompute == Recompute::kSelective) held = kept * in_flight + largest_core;
   const std::int64_t d = options.data_parallel;
   const int zero = options.zero_stage;
   const std::int64_t weights = kWeightBytes * params;
@@ -82,9 +90,7 @@ StageMemory megatron_memory(const Variant& variant, std::size_t first, std::size
   return StageMemory{.weights = Bytes(zero >= 3 ? ceil_div(weights, d) : weights),
                      .gradients = Bytes(zero >= 2 ? ceil_div(gradients, d) : gradients),
                      .optimizer = Bytes(zero >= 1 ? ceil_div(optimizer, d) : optimizer),
-                     .activations = options.recompute == Recompute::kFull
-                                        ? inputs * in_flight + largest
-                                        : activations * in_flight};
+                     .activations = held};
 }
 
 }  // namespace
@@ -92,10 +98,6 @@ StageMemory megatron_memory(const Variant& variant, std::size_t first, std::size
 StageMemory stage_memory(const Variant& variant, std::size_t first, std::size_t last, int in_flight,
                          const MemoryOptions& options) {
   check_arguments(variant, first, last, in_flight, options);
-  if (options.recompute == Recompute::kSelective) {
-    throw Error::input("selective recomputation is not modeled yet",
-                       {.key = "recompute", .value = "selective", .expected = "none or full"});
-  }
   if (options.rules == MemoryRules::kNestArtifact) {
     return nest_artifact_memory(variant, first, last, in_flight, options.recompute);
   }

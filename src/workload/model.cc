@@ -170,6 +170,7 @@ Model parse_root(const Node& root) {
                     "embedding_norm",
                     "final_norm",
                     "pooler",
+                    "causal",
                     "experts",
                     "top_k",
                     "sequence_length",
@@ -210,6 +211,7 @@ Model parse_root(const Node& root) {
   if (auto n = root.find("embedding_norm")) m.embedding_norm = n->as_bool();
   if (auto n = root.find("final_norm")) m.final_norm = n->as_bool();
   if (auto n = root.find("pooler")) m.pooler = n->as_bool();
+  if (auto n = root.find("causal")) m.causal = n->as_bool();
   if (auto n = root.find("token_types")) m.token_types = n->as_int(0, kMaxVocabulary);
   m.sequence_length = dimension("sequence_length", kMaxSequenceLength);
   m.max_positions = m.sequence_length;

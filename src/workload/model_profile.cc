@@ -103,6 +103,19 @@ std::vector<LayerGraph> layer_graphs(const Model& model, const Accelerator& devi
   graphs.push_back(detail::embedding_graph(model, d, roofline));
   graphs.push_back(detail::block_graph(model, d, roofline));
   graphs.push_back(detail::head_graph(model, d, roofline));
+  if (options.gradient_accumulation_bytes > 0) {
+    // Each microbatch's weight gradients are added to the accumulated ones by a memory-bound
+    // pass over the layer's parameters, in its backward.
+    for (LayerGraph& g : graphs) {
+      if (g.parameters <= 0) continue;
+      const Bytes traffic(g.parameters * options.gradient_accumulation_bytes);
+      g.operators.push_back(Operator{.name = "gradient_accumulation",
+                                     .kind = OperatorKind::kMemory,
+                                     .backward_factor = 0,
+                                     .backward_bytes = traffic,
+                                     .backward = serialization_time(traffic, roofline.memory)});
+    }
+  }
   return graphs;
 }
 
@@ -118,12 +131,16 @@ Layer to_layer(const LayerGraph& graph, std::int64_t parameter_bytes_each) {
     }
   }
   l.recompute = graph.recomputed ? l.forward : Time::zero();
+  l.selective_recompute = graph.recomputed ? graph.attention_core_forward() : Time::zero();
   l.parameters = graph.parameters;
   l.expert_parameters = graph.expert_parameters;
   l.parameter_bytes = Bytes(graph.parameters * parameter_bytes_each);
   l.activation_bytes = graph.saved_bytes();
+  l.selective_activation_bytes =
+      graph.recomputed ? l.activation_bytes - graph.recomputed_bytes() : l.activation_bytes;
   l.input_bytes = graph.input_bytes;
   l.output_bytes = graph.output_bytes;
+  l.output_gather = graph.output_gather;
   l.flops = flops;
   l.collectives = graph.collectives;
   return l;
@@ -161,6 +178,7 @@ LayerProfile build_profile(const Model& model, const Accelerator& device,
   p.global_batch = global_batch_of(model, options);
   p.hbm = device.hbm;
   p.recompute_allowed = true;
+  p.selective_recompute_allowed = true;
   p.total_parameters = count_parameters(model).total;
   p.peak_flop_rate = device.peak_for(options.precision);
   if (p.global_batch > 0) {

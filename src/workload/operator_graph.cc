@@ -25,33 +25,109 @@ Bytes LayerGraph::saved_bytes() const {
   return total;
 }
 
+Time LayerGraph::attention_core_forward() const {
+  Time total;
+  for (const Operator& op : operators) {
+    if (op.attention_core) total += op.forward;
+  }
+  return total;
+}
+
+Bytes LayerGraph::recomputed_bytes() const {
+  Bytes total;
+  for (const Operator& op : operators) total += op.recomputed_bytes;
+  return total;
+}
+
 namespace detail {
 namespace {
 
-// Adds `n` runs of `op` to the entry with the same (op, axis, size), or a new entry.
+// Adds `n` runs of `op` to the entry with the same (op, axis, size, overlap), or a new entry.
 void count_collective(std::vector<LayerCollective>& out, const Comm& comm, CollectiveOp op, int n,
-                      int recompute_n) {
+                      int recompute_n, Time overlap) {
   for (LayerCollective& c : out) {
-    if (c.op == op && c.axis == comm.axis && c.size == comm.size) {
+    if (c.op == op && c.axis == comm.axis && c.size == comm.size && c.overlap == overlap) {
       c.count += n;
       c.recompute_count += recompute_n;
       return;
     }
   }
-  out.push_back(LayerCollective{
-      .op = op, .axis = comm.axis, .size = comm.size, .count = n, .recompute_count = recompute_n});
+  out.push_back(LayerCollective{.op = op,
+                                .axis = comm.axis,
+                                .size = comm.size,
+                                .count = n,
+                                .recompute_count = recompute_n,
+                                .overlap = overlap});
 }
 
-void add_comm(std::vector<LayerCollective>& out, const Comm& comm, bool recomputed) {
-  for (CollectiveOp op : comm.forward) count_collective(out, comm, op, 1, recomputed ? 1 : 0);
-  for (CollectiveOp op : comm.backward) count_collective(out, comm, op, 1, 0);
+// `target` is the operator the comm's tensor enters (null for boundary comms).
+void add_comm(std::vector<LayerCollective>& out, const Comm& comm, bool recomputed,
+              const Operator* target) {
+  for (CollectiveOp op : comm.forward) {
+    count_collective(out, comm, op, 1, recomputed ? 1 : 0, Time::zero());
+  }
+  for (std::size_t i = 0; i < comm.backward.size(); ++i) {
+    Time overlap;
+    if (target != nullptr && i < comm.backward_overlap.size()) {
+      if (comm.backward_overlap[i] == Overlap::kDgrad) overlap = target->input_gradient;
+      if (comm.backward_overlap[i] == Overlap::kWgrad) overlap = target->weight_gradient;
+    }
+    count_collective(out, comm, comm.backward[i], 1, 0, overlap);
+  }
 }
 
-Time timed(const OpSpec& spec, double factor, std::int64_t bytes, const Roofline& r) {
-  const FlopRate rate = spec.kind == OperatorKind::kMatmul ? r.matrix : r.vector;
-  return roofline_time(Flops(spec.flops * factor),
-                       Bytes(static_cast<std::int64_t>(static_cast<double>(bytes) * factor)), rate,
-                       r.memory);
+struct Timing {
+  Time forward;
+  Time backward;
+  Time input_gradient;
+  Time weight_gradient;
+  Bytes backward_bytes;
+};
+
+Bytes scaled(std::int64_t bytes, double factor) {
+  return Bytes(static_cast<std::int64_t>(static_cast<double>(bytes) * factor));
+}
+
+// The forward and backward of one operator whose forward moves `bytes` through HBM.
+Timing timed(const OpSpec& spec, std::int64_t bytes, const Roofline& r) {
+  Timing t;
+  if (spec.kind != OperatorKind::kMatmul || spec.gemms.empty()) {
+    const FlopRate rate = spec.kind == OperatorKind::kMatmul ? r.matrix : r.vector;
+    const double back =
+        spec.kind == OperatorKind::kMatmul ? spec.backward_factor : spec.backward_traffic;
+    t.forward = roofline_time(Flops(spec.flops), Bytes(bytes), rate, r.memory);
+    t.backward_bytes = scaled(bytes, back);
+    t.backward =
+        roofline_time(Flops(spec.flops * spec.backward_factor), t.backward_bytes, rate, r.memory);
+    return t;
+  }
+  const FlopRate rate = spec.attention_gemm ? r.attention : r.matrix;
+  Time compute;
+  for (const GemmShape& g : spec.gemms) {
+    compute += compute_time(Flops(g.flops() * spec.gemm_work), rate * r.shape_factor(g));
+  }
+  t.forward = std::max(compute, serialization_time(Bytes(bytes), r.memory));
+  if (spec.fused_backward) {
+    t.backward_bytes = scaled(bytes, spec.backward_factor);
+    t.backward = std::max(Time::picoseconds(static_cast<std::int64_t>(
+                              static_cast<double>(compute.ps()) * spec.backward_factor)),
+                          serialization_time(t.backward_bytes, r.memory));
+    return t;
+  }
+  const std::int64_t e = spec.gemm_element_bytes;
+  for (const GemmShape& g : spec.gemms) {
+    // The input gradient dA = dC·Bᵀ and the weight gradient dB = Aᵀ·dC.
+    const GemmShape dgrad{.m = g.m, .n = g.k, .k = g.n, .batch = g.batch};
+    const GemmShape wgrad{.m = g.k, .n = g.n, .k = g.m, .batch = g.batch};
+    const auto traffic = [e](const GemmShape& b) {
+      return Bytes((b.m * b.k + b.k * b.n + b.m * b.n) * b.batch * e);
+    };
+    t.input_gradient += r.gemm_time(dgrad, rate, traffic(dgrad));
+    t.weight_gradient += r.gemm_time(wgrad, rate, traffic(wgrad));
+    t.backward_bytes += traffic(dgrad) + traffic(wgrad);
+  }
+  t.backward = t.input_gradient + t.weight_gradient;
+  return t;
 }
 
 }  // namespace
@@ -81,15 +157,20 @@ LayerGraph GraphBuilder::finish(std::string name, bool recomputed) const {
     for (auto [e, end] = boost::in_edges(v, graph_); e != end; ++e) {
       bytes += graph_[*e].bytes.count();
     }
-    g.operators.push_back(
-        Operator{.name = spec.name,
-                 .kind = spec.kind,
-                 .forward_flops = Flops(spec.flops),
-                 .forward_bytes = Bytes(bytes),
-                 .saved_bytes = Bytes(spec.saved_bytes),
-                 .backward_factor = spec.backward_factor,
-                 .forward = timed(spec, 1, bytes, roofline_),
-                 .backward = timed(spec, spec.backward_factor, bytes, roofline_)});
+    const Timing t = timed(spec, bytes, roofline_);
+    g.operators.push_back(Operator{.name = spec.name,
+                                   .kind = spec.kind,
+                                   .forward_flops = Flops(spec.flops),
+                                   .forward_bytes = Bytes(bytes),
+                                   .saved_bytes = Bytes(spec.saved_bytes),
+                                   .backward_factor = spec.backward_factor,
+                                   .backward_bytes = t.backward_bytes,
+                                   .forward = t.forward,
+                                   .backward = t.backward,
+                                   .input_gradient = t.input_gradient,
+                                   .weight_gradient = t.weight_gradient,
+                                   .attention_core = spec.attention_core,
+                                   .recomputed_bytes = Bytes(spec.recomputed_bytes)});
   }
   for (auto [e, end] = boost::edges(graph_); e != end; ++e) {
     g.edges.push_back(TensorEdge{.from = index[boost::source(*e, graph_)],
@@ -105,9 +186,10 @@ LayerGraph GraphBuilder::finish(std::string name, bool recomputed) const {
   std::vector<const EdgeData*> edge_data;
   for (auto [e, end] = boost::edges(graph_); e != end; ++e) edge_data.push_back(&graph_[*e]);
   for (std::size_t i : by_order) {
-    for (const Comm& c : edge_data[i]->comms) add_comm(g.collectives, c, recomputed);
+    const Operator& target = g.operators[g.edges[i].to];
+    for (const Comm& c : edge_data[i]->comms) add_comm(g.collectives, c, recomputed, &target);
   }
-  for (const Comm& c : boundary_comms_) add_comm(g.collectives, c, recomputed);
+  for (const Comm& c : boundary_comms_) add_comm(g.collectives, c, recomputed, nullptr);
   std::vector<TensorEdge> sorted;
   for (std::size_t i : by_order) sorted.push_back(g.edges[i]);
   g.edges = std::move(sorted);

@@ -95,12 +95,13 @@ struct LayerEntry {
   Layer layer;
   std::int64_t repeat = 1;
   std::optional<Bytes> output;
+  bool selective = false;  // gives selective-recomputation figures
 };
 
 LayerEntry parse_layer(const Node& node, const TimeUnit& unit) {
-  node.expect_keys({"name", "repeat", "forward", "backward", "recompute", "parameter_bytes",
-                    "activation_bytes", "input_bytes", "output_bytes", "parameters", "flops",
-                    "collectives"});
+  node.expect_keys({"name", "repeat", "forward", "backward", "recompute", "selective_recompute",
+                    "parameter_bytes", "activation_bytes", "selective_activation_bytes",
+                    "input_bytes", "output_bytes", "parameters", "flops", "collectives"});
   LayerEntry e;
   Layer& l = e.layer;
   l.name = node.at("name").as_string();
@@ -111,6 +112,18 @@ LayerEntry parse_layer(const Node& node, const TimeUnit& unit) {
   if (auto n = node.find("recompute")) l.recompute = time_of(*n, unit);
   l.parameter_bytes = bytes_of(node.at("parameter_bytes"));
   l.activation_bytes = bytes_of(node.at("activation_bytes"));
+  l.selective_activation_bytes = l.activation_bytes;
+  if (auto n = node.find("selective_recompute")) {
+    l.selective_recompute = time_of(*n, unit);
+    e.selective = true;
+  }
+  if (auto n = node.find("selective_activation_bytes")) {
+    l.selective_activation_bytes = bytes_of(*n);
+    e.selective = true;
+    if (l.selective_activation_bytes > l.activation_bytes) {
+      throw n->error("more than activation_bytes", "at most the layer's activation_bytes");
+    }
+  }
   l.input_bytes = bytes_of(node.at("input_bytes"));
   if (auto n = node.find("output_bytes")) e.output = bytes_of(*n);
   l.parameters = l.parameter_bytes.count() / 2;
@@ -123,11 +136,14 @@ LayerEntry parse_layer(const Node& node, const TimeUnit& unit) {
 }
 
 // `budget`: the layers the file may still hold, over all its variants.
-std::vector<Layer> expand_layers(const Node& node, const TimeUnit& unit, std::int64_t budget) {
+// `selective` is set when a layer gives selective-recomputation figures.
+std::vector<Layer> expand_layers(const Node& node, const TimeUnit& unit, std::int64_t budget,
+                                 bool& selective) {
   std::vector<LayerEntry> entries;
   std::int64_t total = 0;
   for (const Node& n : node.elements()) {
     entries.push_back(parse_layer(n, unit));
+    selective = selective || entries.back().selective;
     total += entries.back().repeat;
     if (total > kMaxVariantLayers) {
       throw n.error("too many layers",
@@ -162,7 +178,7 @@ std::vector<Layer> expand_layers(const Node& node, const TimeUnit& unit, std::in
 }
 
 Variant parse_variant(const Node& node, const TimeUnit& unit, int micro_batch,
-                      std::int64_t global_batch, std::int64_t budget) {
+                      std::int64_t global_batch, std::int64_t budget, bool& selective) {
   node.expect_keys({"tensor_parallel", "expert_parallel", "context_parallel", "sequence_parallel",
                     "devices_per_replica", "microbatches", "source", "layers"});
   Variant v;
@@ -188,7 +204,7 @@ Variant parse_variant(const Node& node, const TimeUnit& unit, int micro_batch,
   v.microbatches = global_batch / micro_batch;
   if (auto n = node.find("microbatches")) v.microbatches = n->as_int(1, kMaxGlobalBatch);
   if (auto n = node.find("source")) (void)n->as_string();
-  v.layers = expand_layers(node.at("layers"), unit, budget);
+  v.layers = expand_layers(node.at("layers"), unit, budget, selective);
   try {
     detail::check_variant_totals(v);
   } catch (const Error& e) {
@@ -236,7 +252,8 @@ LayerProfile parse_root(const Node& root) {
   const Node variants = root.at("variants");
   std::int64_t budget = kMaxProfileLayers;  // layers of all variants together: bounds the memory
   for (const Node& n : variants.elements()) {
-    p.variants.push_back(parse_variant(n, unit, micro_batch, p.global_batch, budget));
+    p.variants.push_back(
+        parse_variant(n, unit, micro_batch, p.global_batch, budget, p.selective_recompute_allowed));
     budget -= static_cast<std::int64_t>(p.variants.back().layers.size());
   }
   if (p.variants.empty()) throw variants.error("no variants", "a list of at least one variant");

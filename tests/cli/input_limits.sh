@@ -126,10 +126,10 @@ expect_failure 'nest profile: layers.yaml:9: layers: out of range (got "42949672
 expect_failure 'nest profile: --seq: out of range (got "4294967296"; expected an integer in [1, 16777216] (0: the model'"'"'s))' \
   run profile --model llama2-7b --accelerator h100 --seq 4294967296
 sed 's/gemm: .*/gemm: 1e-300/' "$a/h100-sxm.yaml" > efficiency.yaml
-expect_failure 'nest place: efficiency.yaml:19: efficiency.gemm: out of range (got "1e-300"; expected a number in [0.001, 1])' \
+expect_failure 'nest place: efficiency.yaml:22: efficiency.gemm: out of range (got "1e-300"; expected a number in [0.001, 1])' \
   run place --model gpt3-175b --accelerator efficiency.yaml --devices 64 --network zero
-sed 's/bf16: .*/bf16: 1e-300 FLOP\/s/' "$a/h100-sxm.yaml" > peak.yaml
-expect_failure 'nest place: peak.yaml:11: peak_flop_rate.bf16: out of range (got "1e-300 FLOP/s"; expected a compute rate in [1e6 FLOP/s, 1e21 FLOP/s])' \
+sed 's/^  bf16: .*/  bf16: 1e-300 FLOP\/s/' "$a/h100-sxm.yaml" > peak.yaml
+expect_failure 'nest place: peak.yaml:14: peak_flop_rate.bf16: out of range (got "1e-300 FLOP/s"; expected a compute rate in [1e6 FLOP/s, 1e21 FLOP/s])' \
   run place --model gpt3-175b --accelerator peak.yaml --devices 64 --network zero
 # (without its collective model, whose files are beside the bundled topology)
 sed -E -e 's/(bandwidth: ).*/\11 b\/s/' -e '/^collectives:/d' -e '/^nvlink_sharp:/d' \

@@ -58,7 +58,7 @@ hidden: 64
 heads: 4
 ffn_hiden: 256
 YAML
-expect_error "nest profile: $tmp/typo.yaml:6: ffn_hiden: unknown key \"ffn_hiden\" (expected one of kind, name, layers, hidden, heads, kv_heads, head_dim, ffn_hidden, activation, norm, position_embedding, max_positions, token_types, vocabulary, vocabulary_padding, tied_embeddings, bias, dropout, embedding_norm, final_norm, pooler, experts, top_k, sequence_length, global_batch)" \
+expect_error "nest profile: $tmp/typo.yaml:6: ffn_hiden: unknown key \"ffn_hiden\" (expected one of kind, name, layers, hidden, heads, kv_heads, head_dim, ffn_hidden, activation, norm, position_embedding, max_positions, token_types, vocabulary, vocabulary_padding, tied_embeddings, bias, dropout, embedding_norm, final_norm, pooler, causal, experts, top_k, sequence_length, global_batch)" \
   --model "$tmp/typo.yaml" --accelerator h100
 cat >"$tmp/heads.yaml" <<'YAML'
 kind: model

@@ -39,9 +39,16 @@ check("block parameter_bytes", layers[1]["parameter_bytes"], 2 * layers[1]["para
 for key in ("parameter_bytes", "activation_bytes", "forward_s", "backward_s"):
     if any(key not in layer for layer in layers):
         failures.append(f"a layer lacks {key}")
-check("backward = 2 x forward", round(layers[1]["backward_s"] / layers[1]["forward_s"], 6), 2.0)
-check("collectives", [(c["op"], c["count"]) for c in layers[1]["collectives"]],
-      [("allgather", 6), ("reducescatter", 4)])
+# The backward from each operator's own kernels: the input- and weight-gradient GEMMs at their
+# shapes and the memory-bound operators' backward traffic (not 2 x the forward).
+check("backward > forward", layers[1]["backward_s"] > 1.5 * layers[1]["forward_s"], True)
+totals = {}
+for c in layers[1]["collectives"]:
+    totals[c["op"]] = totals.get(c["op"], 0) + c["count"]
+check("collectives", sorted(totals.items()), [("allgather", 6), ("reducescatter", 4)])
+# Megatron-LM's asynchronous TP communication: 2 re-gathers and 2 reduce-scatters of the
+# backward run beside the column-parallel GEMMs' gradient GEMMs.
+check("overlapped", sum(c["count"] for c in layers[1]["collectives"] if c["overlap_s"] > 0), 4)
 
 f = json.load(open(sys.argv[2]))
 check("file parameters", f["parameters"], None)

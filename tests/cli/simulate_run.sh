@@ -82,7 +82,9 @@ status=$?
 [[ $status -eq 2 ]] || fail "failed run: status $status"
 [[ -e "$tmp/failed" ]] && fail "a failed run left its output folder behind"
 
-# The interleaved schedule: 2 virtual stages per device group, the same devices, a shorter bubble.
+# The interleaved schedule on a 1F1B plan: 2 virtual stages per device group, the same devices,
+# a shorter bubble (an interleaved plan's own errors: tests/unit/replay/plan_replay_test.cc).
+grep -q '^virtual_stages: 1$' "$tmp/run/plan.yaml" || fail "the plan is interleaved"
 "$nest" simulate --plan "$tmp/run/plan.yaml" -o "$tmp/i.h5" --schedule interleaved \
   --virtual-stages 2 >"$tmp/i.out" 2>&1 || fail "interleaved: $(cat "$tmp/i.out")"
 grep -q '^iteration (replayed) ' "$tmp/i.out" || fail "interleaved: no summary"

@@ -15,13 +15,40 @@ out=$(cd "$src" && "$nest" validate)
 status=$?
 [ "$status" -eq 0 ] || fail "validate exited $status"
 echo "$out" | grep -q ' 0 out of tolerance$' || fail "summary: $(echo "$out" | tail -2)"
-for group in collective nccl parameters activation flops nest collective-measured; do
+for group in collective nccl parameters activation flops nest collective-measured layer training; do
   n=$(echo "$out" | grep -c "^$group: .*  ok  ")
   [ "$n" -ge 2 ] || fail "group $group has $n passing cases"
 done
 [ "$(echo "$out" | grep -c '^nest: ')" -eq 6 ] || fail "expected the 6 rows of expected-nest.tsv"
 echo "$out" | grep -q '^nest: gpt3-175b-h100.yaml on 128 devices, best iteration (ms) *245184.584 ' ||
   fail "published H100 row missing"
+# The 19 measured runs, each predicted and replayed, and the three means.
+[ "$(echo "$out" | grep -c '^training: .*: iteration time, predicted (s) .*  ok  ')" -eq 19 ] ||
+  fail "expected the 19 rows of training-runs.tsv"
+[ "$(echo "$out" | grep -c '^training: .*: iteration time, replayed against predicted (s) .*  ok  ')" -eq 19 ] ||
+  fail "expected 19 replays"
+[ "$(echo "$out" | grep -c '^training: mean |error|')" -eq 3 ] || fail "expected 3 means"
+
+# A measured run moved far from NEST's figure fails; a malformed row is an input error.
+mkdir -p "$tmp/runs/nest-artifact" "$tmp/runs/measured"
+cp "$src"/workloads/profiles/gpt3-175b-*.yaml "$tmp/runs/nest-artifact/"
+cp "$src"/tests/validation/reference/measured/nccl-*.tsv "$tmp/runs/measured/"
+cp "$src/tests/validation/reference/nest-artifact/expected-nest.tsv" "$tmp/runs/nest-artifact/"
+tsv="$src/tests/validation/reference/measured/training-runs.tsv"
+{ head -1 "$tsv"; grep '^korthikanti-t5-22b-full' "$tsv" | sed 's/\t1.42\t/\t2.0\t/'; } \
+  >"$tmp/runs/measured/training-runs.tsv"
+out=$("$nest" validate --reference "$tmp/runs" --source "$src" --failures-only)
+status=$?
+[ "$status" -eq 1 ] || fail "a measured run out of tolerance: exit $status, expected 1"
+echo "$out" | grep -q '^training: korthikanti-t5-22b-full: iteration time, predicted (s) .* FAIL ' ||
+  fail "the moved run did not fail: $out"
+{ head -1 "$tsv"; grep '^korthikanti-t5-22b-full' "$tsv" | sed 's/\tfull\t/\tsometimes\t/'; } \
+  >"$tmp/runs/measured/training-runs.tsv"
+err=$("$nest" validate --reference "$tmp/runs" --source "$src" 2>&1 >/dev/null)
+status=$?
+[ "$status" -eq 2 ] || fail "malformed run: exit $status"
+[ "$err" = "nest validate: $tmp/runs/measured/training-runs.tsv:2: recompute: unknown recomputation mode (got \"sometimes\"; expected none, selective or full)" ] ||
+  fail "malformed run message: $err"
 
 # 2. A published time moved by 1%: that case fails, the command exits 1.
 mkdir -p "$tmp/ref/nest-artifact"

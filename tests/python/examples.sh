@@ -15,7 +15,7 @@ for script in "$src"/examples/python/*.py; do
   [ -s "$tmp/$name.png" ] || { echo "FAIL $name wrote no plot"; failed=1; }
   grep -q "^wrote $tmp/$name.png$" "$tmp/$name.out" || { echo "FAIL $name output"; failed=1; }
 done
-grep -q '^plan: t=4 stages=8 d=32 ' "$tmp/pipeline_timeline.out" ||
+grep -q '^plan: t=2 stages=8 d=64 ' "$tmp/pipeline_timeline.out" ||
   { echo "FAIL pipeline_timeline plan: $(head -1 "$tmp/pipeline_timeline.out")"; failed=1; }
 [ "$(grep -c ' NEST .* manual ' "$tmp/spine_whatif.out")" -eq 4 ] ||
   { echo "FAIL spine_whatif rows: $(cat "$tmp/spine_whatif.out")"; failed=1; }

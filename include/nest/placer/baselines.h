@@ -62,4 +62,16 @@ struct AnnealOptions {
 /// first stage and trailing ones to the last. Empty when S stages cannot all get a block.
 [[nodiscard]] std::vector<std::size_t> even_partition(const workload::Variant& variant, int stages);
 
+/// Megatron-LM's split into `parts` model chunks: the blocks (as in `even_partition`) spread as
+/// evenly as possible, chunk c taking blocks [c·B/parts, (c+1)·B/parts), the leading layers (the
+/// embedding) joined to the first chunk and the trailing ones (the head) to the last. `parts` + 1
+/// boundaries; empty when a chunk would get no block.
+[[nodiscard]] std::vector<std::size_t> block_partition(const workload::Variant& variant, int parts);
+
+/// The chunks of interleaved 1F1B with `virtual_stages` chunks per stage (Megatron-LM: every
+/// chunk the same number of blocks): `block_partition` into S·v chunks, empty unless S·v divides
+/// the blocks. With v = 1, Megatron's uniform 1F1B split (when S divides the blocks).
+[[nodiscard]] std::vector<std::size_t> interleaved_partition(const workload::Variant& variant,
+                                                             int stages, int virtual_stages);
+
 }  // namespace nest::placer

@@ -1,9 +1,18 @@
 #pragma once
 /// \file
 /// The placer's cost model (docs/architecture.md, "Placer"), the one definition that the search,
-/// the baselines and `fixed` plans share. Iteration time under 1F1B:
+/// the baselines and `fixed` plans share. Iteration time:
 ///
-///   T = (ceil(M/d) + S − 1) · max_p stage_time(p) + exposed data-parallel sync + optimizer step
+///   pipeline = ceil(M/d) · max_p stage_time(p) + (S − 1) · max_c chunk_time(c)
+///   T = max_p [ max(end_p, sync_done_p) + optimizer_p ]
+///
+/// Under 1F1B a stage is one chunk, so the pipeline is (ceil(M/d) + S − 1) · max stage time;
+/// interleaved (v chunks per stage) the bubble is S − 1 chunk times (Narayanan et al. 2021
+/// §2.2.1). Stage p's last backward ends at end_p = pipeline − Σ_{q<p} (last backward of q + its
+/// gradient transfer): the cooldown reaches stage 0 last. Its gradients are reduced in
+/// `gradient_buckets` buckets, one after another, bucket i ready (i + 1)/k of the way through its
+/// last backward (as the replay runs them), or all at end_p without overlap; sync_done_p is when
+/// the last bucket is reduced, and the optimizer step follows.
 ///
 /// Stage p (0-based from the first; position s = S − p from the end, holding s microbatches)
 /// costs per microbatch, on its devices:
@@ -15,11 +24,11 @@
 /// - transfer (s > 1): the last layer's output to the next stage and its gradient back, each
 ///   device to the same shard of the next stage, all pairs at once.
 /// Data-parallel sync of a stage: an allreduce of its gradient bytes (= parameter bytes) across
-/// the d replicas, all shards at once (a reduce-scatter under ZeRO-3); it is not overlapped with
-/// the pipeline, so the exposed sync is the largest stage's. Optimizer step (megatron rules, when
-/// a memory bandwidth is given): 28 bytes of memory traffic per parameter held (fp32 master,
-/// momentum and variance read and written, fp16 gradient read and weight written), divided by d
-/// under ZeRO-1..3; the largest stage's. Memory: `workload::stage_memory` for position s.
+/// the d replicas, all shards at once (a reduce-scatter under ZeRO-3), in buckets as above; the
+/// breakdown's data-parallel sync is what of it the backward does not hide. Optimizer step
+/// (megatron rules, when a memory bandwidth is given): `kOptimizerBytesPerParameter` bytes of
+/// memory traffic per parameter held, divided by d under ZeRO-1..3. Memory:
+/// `workload::stage_memory` for position s (interleaved: the peak of its schedule).
 ///
 /// ZeRO-3 gathers, whose size varies with the stage, are priced on the line through the exact
 /// prices at 256 MiB and 1 GiB (a collective on a fixed layout is affine in its size in the flow
@@ -44,10 +53,33 @@ struct CostOptions {
   std::int64_t devices = 0;
   /// Device memory bandwidth for the optimizer step; zero leaves the step out (not modeled).
   Bandwidth memory_bandwidth;
+  /// Buckets of the data-parallel gradient reduction (the replay's `gradient_buckets`), >= 1.
+  int gradient_buckets = 4;
+  /// Whether the reduction runs beside the last backward pass (PyTorch DDP, Megatron-Core's
+  /// overlap_grad_reduce); false: it starts when the stage's backward ends (Megatron-LM's local
+  /// DDP of 2021).
+  bool overlap_gradient_sync = true;
 };
 
-/// Memory traffic of one mixed-precision Adam step per parameter held, in bytes.
-inline constexpr std::int64_t kOptimizerBytesPerParameter = 28;
+/// A chunk's time per microbatch split into the two tasks the replay runs: forward = Σ forward
+/// of its layers + the forward share of its collectives; backward = the rest of its compute and
+/// collectives. Collectives split in proportion to count × size of the runs of each pass (a
+/// collective's `count` covers forward and backward evenly; `recompute_count` reruns in the
+/// backward under full recomputation, `applied`).
+struct PassTimes {
+  Time forward;
+  Time backward;
+};
+[[nodiscard]] PassTimes pass_times(const workload::Variant& variant, const ChunkReport& chunk,
+                                   workload::Recompute applied);
+
+/// Memory traffic of one mixed-precision Adam step per parameter held, in bytes, as Megatron-LM's
+/// fp16/bf16 optimizer runs it (megatron/optimizer/optimizer.py, apex's multi-tensor kernels):
+/// copy the model gradient into the fp32 main gradient (read 2, write 4), unscale it and check
+/// for inf/nan (read 4, write 4), its norm for clipping (read 4), Adam (read the fp32 weight,
+/// gradient, momentum and variance, write the weight, momentum and variance: 28), copy the fp32
+/// weight into the model's (read 4, write 2) and zero the gradient buffer (write 2): 54.
+inline constexpr std::int64_t kOptimizerBytesPerParameter = 54;
 
 /// Checks `choice` against `profile` and `options` (variant index, boundaries, degrees, ZeRO
 /// stage, recomputation allowed, devices, expert groups); throws `Error` (input) naming the

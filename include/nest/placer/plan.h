@@ -81,8 +81,9 @@ struct VariantDegrees {
 /// What a plan decides. Everything else in `Plan` is derived from it by the cost model.
 struct PlanChoice {
   std::size_t variant = 0;  ///< index into `LayerProfile::variants`
-  /// Stage boundaries in layer indices: stage p holds layers [boundaries[p], boundaries[p+1]).
-  /// S+1 strictly increasing entries from 0 to the number of layers.
+  /// Model-chunk boundaries in layer indices, in model order: chunk c holds layers
+  /// [boundaries[c], boundaries[c+1]) and runs on stage c mod S. S·v + 1 strictly increasing
+  /// entries from 0 to the number of layers (v = `virtual_stages`; with v = 1, chunk p is stage p).
   std::vector<std::size_t> boundaries;
   int data_parallel = 1;
   int zero_stage = 0;  ///< 0..3
@@ -91,7 +92,13 @@ struct PlanChoice {
   int virtual_stages = 1;
   PlacementOrder order = PlacementOrder::kTensorPipelineData;
 
+  /// S: the pipeline's device stages.
   [[nodiscard]] int stages() const noexcept {
+    if (boundaries.empty()) return 0;
+    return (static_cast<int>(boundaries.size()) - 1) / (virtual_stages > 0 ? virtual_stages : 1);
+  }
+  /// S·v: the model chunks.
+  [[nodiscard]] int chunks() const noexcept {
     return boundaries.empty() ? 0 : static_cast<int>(boundaries.size()) - 1;
   }
   friend bool operator==(const PlanChoice&, const PlanChoice&) = default;
@@ -105,12 +112,29 @@ struct StageTime {
   [[nodiscard]] Time total() const noexcept { return compute + collectives + transfer; }
 };
 
+/// One model chunk of a stage.
+struct ChunkReport {
+  std::size_t first_layer = 0;  ///< first layer of the chunk
+  std::size_t last_layer = 0;   ///< one past its last layer
+  /// Per microbatch; `transfer` is the chunk's output to the next chunk's stage and its gradient
+  /// back (zero for the model's last chunk).
+  StageTime time;
+};
+
 /// One stage of an evaluated plan.
 struct StageReport {
-  std::size_t first_layer = 0;   ///< first layer of the stage
-  std::size_t last_layer = 0;    ///< one past its last layer
-  int in_flight = 1;             ///< microbatches held under 1F1B (S − p for stage p)
-  StageTime time;                ///< per microbatch
+  /// The stage's layers: under 1F1B [first_layer, last_layer); interleaved, the first layer of
+  /// its first chunk and the end of its last (the layers between belong to other stages too).
+  std::size_t first_layer = 0;
+  std::size_t last_layer = 0;
+  /// The stage's model chunks in the order it holds them (chunk j is model chunk p + j·S): one
+  /// under 1F1B, v interleaved.
+  std::vector<ChunkReport> chunks;
+  /// Microbatch-chunks held at the memory peak: S − p for stage p under 1F1B; interleaved, the
+  /// warm-up forwards + 1, min((S − p − 1)·2 + (v − 1)·S + 1, v·ceil(M/d)) (Narayanan et al.
+  /// 2021 §2.2.1).
+  int in_flight = 1;
+  StageTime time;                ///< per microbatch: Σ of its chunks
   Time data_parallel_sync;       ///< gradient reduction across the replicas, per iteration
   Time optimizer;                ///< optimizer step, per iteration
   workload::StageMemory memory;  ///< per device
@@ -119,8 +143,8 @@ struct StageReport {
 
 /// The iteration time split so that the parts add up to it: with b the slowest stage and
 /// K = ceil(M/d) microbatches per replica, compute = K·compute_b, collectives = K·collectives_b,
-/// transfers = K·transfer_b, bubble = (S−1)·time_b, plus the exposed data-parallel sync and the
-/// optimizer step.
+/// transfers = K·transfer_b, bubble = (S−1)·time_b (interleaved: (S−1) × the slowest chunk's
+/// time), plus the exposed data-parallel sync and the optimizer step.
 struct Breakdown {
   Time compute;
   Time bubble;

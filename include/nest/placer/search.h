@@ -27,6 +27,10 @@
 /// (any other d uses more devices than the smallest for the same pipeline length, and has more
 /// memory than the largest); (S, d) pairs whose pipeline term alone cannot beat the best plan
 /// are skipped before the data-parallel sync is priced.
+/// Interleaved 1F1B (v ≥ 2) and the uniform 1F1B split are not partitioned by the DP: their
+/// chunks are fixed by (S, v), so each (configuration, d, order, S, v) is bounded from below by
+/// (ceil(M/d)·v + S − 1) × the average chunk's compute and evaluated in full when the bound can
+/// win.
 /// Complexity per table: O(S_max · n · log n) (monotone rows) or O(S_max · n²) (scan), plus
 /// O(S_max · n · log n) memory queries of O(n) each; tables: variants × 2 × ZeRO stages ×
 /// orders × d-candidates × (S_max when the layout depends on S) in the worst case, far fewer with
@@ -56,15 +60,29 @@ struct SearchOptions {
   /// ZeRO stages to try (the nest-artifact rules have no optimizer state and use 0 only).
   std::vector<int> zero_stages = {0, 1, 2, 3};
   /// Recomputation modes to try, in this order (modes other than none only when the profile
-  /// allows recomputation).
-  std::vector<workload::Recompute> recompute_modes = {workload::Recompute::kNone,
-                                                      workload::Recompute::kFull};
+  /// allows recomputation; selective only with the profile's selective figures and not under
+  /// the nest-artifact rules).
+  std::vector<workload::Recompute> recompute_modes = {
+      workload::Recompute::kNone, workload::Recompute::kSelective, workload::Recompute::kFull};
   /// Indices of the variants to try; empty means all.
   std::vector<std::size_t> variants;
   /// Upper bound on pipeline stages; 0 means the number of layers.
   int max_stages = 0;
   /// Keep every data-parallel degree instead of the two per value of ceil(M/d).
   bool all_data_parallel_degrees = false;
+  /// Pipeline depths S to try; empty: 1..max_stages.
+  std::vector<int> stages;
+  /// Data-parallel degrees to try; empty: the candidates above.
+  std::vector<int> data_parallel;
+  /// Virtual stages v to try (interleaved 1F1B: chunks per stage, 1 = 1F1B); empty: 1 and, under
+  /// the megatron rules, every v ≥ 2 for which S·v divides the blocks. Interleaved chunks hold
+  /// equal blocks (`interleaved_partition`).
+  std::vector<int> virtual_stages;
+  /// Megatron-LM's 1F1B split (every stage the same blocks, the embedding and head on the ends,
+  /// `interleaved_partition` with v = 1) instead of the partition of the least stage time.
+  bool uniform_partition = false;
+  /// Price plans whatever their memory: no capacity check (the plan still reports its memory).
+  bool ignore_memory = false;
 };
 
 /// Counters of one search, for benchmarks and reports.
@@ -80,8 +98,13 @@ struct SearchStats {
 struct SearchResult {
   std::optional<Plan> best;
   /// When `best` is empty: one line saying why (the smallest stage's memory against the
-  /// capacity, or the devices the smallest feasible pipeline needs).
+  /// capacity, or the devices the smallest feasible pipeline needs; with the pipeline depth and
+  /// the data-parallel degree fixed, the stage of the best plan ignoring memory that exceeds it
+  /// and by how much).
   std::string infeasible_reason;
+  /// With the depth and the data-parallel degree fixed and nothing fitting: that plan, priced
+  /// with `ignore_memory` (so that a caller can show its breakdown beside the reason).
+  std::optional<Plan> over_memory;
   SearchStats stats;
 };
 

@@ -7,6 +7,7 @@
 /// models), context parallel c from a list (default 1), and micro-batch sizes from a list.
 /// Configurations the model cannot run (`workload::check_parallel_config`) are left out.
 
+#include <optional>
 #include <vector>
 
 #include "nest/workload/layer_profile.h"
@@ -20,9 +21,20 @@ struct CandidateOptions {
   int max_expert_parallel = 8;  ///< largest e tried for MoE models
   std::vector<int> context_parallel = {1};
   std::vector<int> micro_batches = {1, 2, 4};
+  /// Tensor-parallel degrees to try (any, not only powers of two); empty: the powers of two up
+  /// to `max_tensor_parallel`.
+  std::vector<int> tensor_parallel;
+  /// Expert-parallel degrees to try; empty: the powers of two up to `max_expert_parallel`
+  /// dividing the experts (1 for a dense model).
+  std::vector<int> expert_parallel;
+  /// Sequence parallelism fixed on or off (it has no effect at t = 1); empty: on whenever
+  /// t > 1.
+  std::optional<bool> sequence_parallel;
 };
 
-/// The configurations to build, in a fixed order (micro-batch, then t, then c, then e).
+/// The configurations to build, in a fixed order (micro-batch, then t, then c, then e). When no
+/// configuration is left, throws the model's reason for the first one tried
+/// (`workload::check_parallel_config`: the degree at fault and what would fit).
 [[nodiscard]] std::vector<workload::ParallelConfig> candidate_configs(
     const workload::Model& model, const workload::BuildOptions& build,
     const CandidateOptions& options);

@@ -35,6 +35,9 @@ struct PlanReplayOptions {
   /// through another, equivalent path of max-min filling: figures equal up to floating
   /// rounding).
   std::vector<topo::LinkId> series_links;
+  /// The reduction runs beside the last backward pass (as the cost model's
+  /// `CostOptions::overlap_gradient_sync`).
+  bool overlap_gradient_sync = true;
   std::uint64_t seed = 0;
   /// Ignore the topology's collective model (line rates, the topology's latencies, ring
   /// buckets): today's replay.

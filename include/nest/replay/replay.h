@@ -70,7 +70,9 @@ struct ReplayInput {
   std::vector<std::int64_t> microbatches;
   Schedule schedule = Schedule::kOneFOneB;
   int gradient_buckets = 4;  ///< the reduction is split into this many buckets, last layers first
-  Time estimate;             ///< the placer's prediction, reported beside the replayed time
+  /// Buckets become ready as the last backward produces them; false: when it ends.
+  bool overlap_gradient_sync = true;
+  Time estimate;  ///< the placer's prediction, reported beside the replayed time
   double sequences_per_iteration = 0;
   double tokens_per_iteration = 0;
   Flops flops_per_iteration;  ///< model FLOPs (0 if unknown)

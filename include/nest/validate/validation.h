@@ -22,6 +22,10 @@
 /// |            | ring bus bandwidth of 8 A100 (~230 GB/s) and 8 H100 (~370 GB/s) within    |
 /// |            | 5%, and an 8-node H100 rail cluster's allreduce bus bandwidth within 10%   |
 /// |            | of 8 NDR NICs at 47.5 GB/s each                                           |
+/// | layer      | a 22B layer's forward and backward against Korthikanti et al. 2022 Table 4 |
+/// |            | (nest/validate/training_runs.h)                                           |
+/// | training   | the 19 measured Megatron-LM iteration times of training-runs.tsv on the  |
+/// |            | Selene-like topology, predicted and replayed (training_runs.h)           |
 ///
 /// The expected value of every case is computed from the published formula or read from the
 /// published table, never from NEST's own code paths.
@@ -57,6 +61,11 @@ struct ValidationInputs {
   /// The folder of measurements (tests/validation/reference/measured/:
   /// nccl-allreduce-dgx-h100.tsv).
   std::filesystem::path measured;
+  /// The measured training runs (training-runs.tsv), the topology and the accelerator they ran
+  /// on; an empty `training_runs` leaves the layer and training groups out.
+  std::filesystem::path training_runs;
+  std::filesystem::path training_topology;
+  std::filesystem::path training_accelerator;
 };
 
 /// Runs every check. Throws `Error` (input) when an input file is missing or malformed; a case

@@ -15,9 +15,21 @@
 /// hbm: 80 GiB
 /// hbm_bandwidth: 3.35 TB/s
 /// efficiency:
-///   gemm: 0.803                # achievable fraction of the matrix peak on large GEMMs
+///   gemm: 0.803                # achievable fraction of the matrix peak on large GEMMs; or a
+///                              #   map per precision, e.g. {bf16: 0.803, fp8: 0.65}
 ///   memory: 0.8                # achievable fraction of the HBM bandwidth
+/// gemm_shape:                  # * GEMM efficiency by shape (below); without it every GEMM runs
+///                              #   at `efficiency.gemm`
+///   streaming_multiprocessors: 132
+///   tiles: [[256, 128], [128, 256]]   # output tiles (rows x columns) the GEMM library picks from
+///   k_overhead: 192            # per-tile fixed cost, in steps of the inner dimension k
 /// ```
+/// With `gemm_shape`, a GEMM C[m×n] = A[m×k]·B[k×n] repeated `batch` times runs at
+/// peak × efficiency.gemm × u(m, n, batch) × k / (k + k_overhead): u is the best tile's
+/// utilization of the device, m·n·batch / (waves · SMs · tile_m · tile_n) with
+/// waves = ceil(ceil(m/tile_m) · ceil(n/tile_n) · batch / SMs) (tile and wave quantization, NVIDIA
+/// "Matrix Multiplication Background" user's guide §3), and the last factor is the part of a
+/// tile's time spent in its k-loop rather than in its prologue and epilogue.
 
 #include <cstdint>
 #include <string>
@@ -30,6 +42,13 @@
 
 namespace nest::workload {
 
+/// The shape model of GEMM efficiency (see the file format). Plain data.
+struct GemmShapeModel {
+  int streaming_multiprocessors = 0;       ///< 0: no shape model
+  std::vector<std::pair<int, int>> tiles;  ///< (rows, columns) of the output tiles
+  double k_overhead = 0;                   ///< per-tile fixed cost in k steps (>= 0)
+};
+
 /// A device's compute and memory figures. Plain data.
 struct Accelerator {
   std::string name;
@@ -38,8 +57,15 @@ struct Accelerator {
   FlopRate vector_rate;  ///< 0 when the file gives none
   Bytes hbm;
   Bandwidth hbm_bandwidth;
-  double gemm_efficiency = 1;    ///< in (0, 1]
+  double gemm_efficiency = 1;  ///< in (0, 1]; `efficiency.gemm` given as one fraction
+  /// `efficiency.gemm` given as a map: the efficiency of each precision listed (then only these).
+  std::vector<std::pair<std::string, double>> gemm_efficiency_by_precision;
   double memory_efficiency = 1;  ///< in (0, 1]
+  GemmShapeModel gemm_shape;
+
+  /// The GEMM efficiency of `precision`: `gemm_efficiency`, or the map's entry; throws `Error`
+  /// (input, key "precision") when the map does not list it.
+  [[nodiscard]] double gemm_efficiency_for(std::string_view precision) const;
 
   /// Dense matrix peak for `precision`; throws `Error` (input, key "precision") naming the
   /// precisions the accelerator has when it has not this one.

@@ -49,6 +49,10 @@ struct LayerCollective {
   int count = 1;
   /// Runs again when the layer is recomputed (forward collectives do).
   int recompute_count = 0;
+  /// Per run, compute it runs beside (Megatron-LM's asynchronous tensor-parallel communication
+  /// in the backward pass: the input gradient's all-reduce beside the weight-gradient GEMM);
+  /// only the excess of its time over this costs time. Zero: not overlapped.
+  Time overlap;
 };
 
 /// One layer of the chain, on one device of a stage replica, per microbatch.
@@ -58,6 +62,11 @@ struct Layer {
   Time backward;
   /// Extra time when the layer's activations are recomputed in the backward pass.
   Time recompute;
+  /// Extra time under selective recomputation: the forward of the attention core (QK^T,
+  /// softmax, softmax dropout, attention over V) run again in the backward pass (Korthikanti et
+  /// al. 2022 §4.2). Zero for a layer without one, and with flash attention (whose backward
+  /// recomputes the scores anyway).
+  Time selective_recompute;
   Bytes parameter_bytes;        ///< weights held by one device (fp16/bf16 as profiled)
   std::int64_t parameters = 0;  ///< parameter count held by one device (for optimizer state)
   /// Of `parameters`, those of experts (sharded over the expert-parallel group). Their
@@ -66,9 +75,17 @@ struct Layer {
   /// are reduced over c·e·d devices.
   std::int64_t expert_parameters = 0;
   Bytes activation_bytes;  ///< activations kept for backward, one microbatch, no recompute
-  Bytes input_bytes;       ///< the layer's input, what full recomputation keeps
-  Bytes output_bytes;      ///< what the layer sends on when a stage boundary follows it
-  Flops flops;  ///< forward + backward FLOPs of one microbatch on one device (0 if unknown)
+  /// Of `activation_bytes`, what selective recomputation keeps: all but the attention core's
+  /// s×s tensors (softmax output, dropout mask and output), i.e. sbh·34/t with sequence
+  /// parallelism (Korthikanti et al. 2022 §4.2). Equal to `activation_bytes` without a core.
+  Bytes selective_activation_bytes;
+  Bytes input_bytes;   ///< the layer's input, what full recomputation keeps
+  Bytes output_bytes;  ///< what the layer sends on when a stage boundary follows it
+  /// When the output is replicated over the tensor-parallel group (no sequence parallelism):
+  /// the gathered size the next stage all-gathers after each shard sent its 1/t slice
+  /// (`output_bytes`), the scatter-gather of Narayanan et al. 2021 §4.1; zero otherwise.
+  Bytes output_gather;
+  Flops flops;         ///< forward + backward FLOPs of one microbatch on one device (0 if unknown)
   std::vector<LayerCollective> collectives;
 };
 
@@ -90,9 +107,13 @@ struct LayerProfile {
   std::string model;
   std::string accelerator;
   std::int64_t sequence_length = 0;
-  std::int64_t global_batch = 0;      ///< sequences per iteration
-  Bytes hbm;                          ///< memory capacity of one device
-  bool recompute_allowed = true;      ///< whether plans may use full activation recomputation
+  std::int64_t global_batch = 0;  ///< sequences per iteration
+  Bytes hbm;                      ///< memory capacity of one device
+  bool recompute_allowed = true;  ///< whether plans may use full activation recomputation
+  /// Whether the layers carry selective-recomputation figures (`Layer::selective_recompute`,
+  /// `selective_activation_bytes`); plans recompute selectively only then (and when
+  /// `recompute_allowed`).
+  bool selective_recompute_allowed = false;
   std::int64_t total_parameters = 0;  ///< whole model (0 if unknown)
   /// Model FLOPs per iteration (forward + backward, no recompute), for MFU; 0 if unknown.
   Flops flops_per_iteration;

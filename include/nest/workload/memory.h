@@ -16,7 +16,9 @@ enum class MemoryRules : std::uint8_t {
   /// bytes per parameter; ZeRO-1 divides the optimizer part by the data-parallel degree, ZeRO-2
   /// the gradients too, ZeRO-3 the weights too. Activations: `in_flight` × the stage's
   /// activations; with full recomputation `in_flight` × the stages' layer inputs + the largest
-  /// layer's activations (the working set while recomputing).
+  /// layer's activations (the working set while recomputing); with selective recomputation
+  /// `in_flight` × the stage's `selective_activation_bytes` + the largest layer's attention
+  /// core (recomputed while its backward runs).
   kMegatron,
   /// The rule of the published NEST numbers (tests/validation/reference/README.md): 2·P + A
   /// constant,

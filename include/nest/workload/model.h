@@ -25,6 +25,7 @@
 /// embedding_norm: false        # * a norm after the embeddings (BERT)
 /// final_norm: true             # * a norm before the output projection (default true)
 /// pooler: false                # * BERT's [CLS] pooler (h×h + h)
+/// causal: true                 # * decoder (masked) attention; false for an encoder (BERT)
 /// experts: 8                   # * mixture of experts: experts per layer (default 0 = dense)
 /// top_k: 2                     # * experts per token (required with experts)
 /// sequence_length: 2048        # training sequence length
@@ -100,6 +101,7 @@ struct Model {
   bool embedding_norm = false;
   bool final_norm = true;
   bool pooler = false;
+  bool causal = true;        ///< decoder attention: each token attends to the ones before it
   std::int64_t experts = 0;  ///< 0 for a dense model
   std::int64_t top_k = 0;
   std::int64_t sequence_length = 0;

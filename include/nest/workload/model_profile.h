@@ -44,10 +44,26 @@ struct ParallelConfig {
 
 /// What does not vary between variants.
 struct BuildOptions {
-  std::string precision = "bf16";    ///< a key of the accelerator's peak_flop_rate
+  /// A key of the accelerator's peak_flop_rate. Under "fp8" the linear layers' GEMMs run at the
+  /// fp8 rate with fp8's own efficiency on 1-byte operands; the attention core, activations and
+  /// weights stay 2-byte (Transformer Engine's recipe).
+  std::string precision = "bf16";
   bool flash_attention = false;      ///< fused attention: no s×s tensors kept
   std::int64_t sequence_length = 0;  ///< 0: the model's
   std::int64_t global_batch = 0;     ///< sequences per iteration; 0: the model's (or none)
+  /// Megatron-LM's asynchronous tensor-parallel communication: in the backward pass the
+  /// all-reduce (sequence parallel: reduce-scatter) of a column-parallel GEMM's input gradient
+  /// runs beside its weight-gradient GEMM, and the sequence-parallel re-gather of its input
+  /// beside its input-gradient GEMM (`LayerCollective::overlap`). Megatron-LM since 2021-09
+  /// (LinearWithGradAccumulationAndAsyncCommunication); off for older code.
+  bool tp_comm_overlap = true;
+  /// Memory traffic per parameter and microbatch of adding a microbatch's weight gradients to
+  /// the accumulated ones (a memory-bound pass in each layer's backward): 10 in Megatron-LM's
+  /// local DDP without gradient-accumulation fusion (read the fp16 gradient, read and write the
+  /// fp32 main_grad; megatron/model/distributed.py before 2022-02), 6 for PyTorch DDP's fp16
+  /// .grad accumulation, 0 with the fusion (--gradient-accumulation-fusion: the weight-gradient
+  /// GEMM accumulates into main_grad itself, Megatron-LM since 2022-02).
+  std::int64_t gradient_accumulation_bytes = 0;
 };
 
 /// Throws `Error` (input) when `config` cannot run `model` (heads, KV heads, FFN size, experts

@@ -31,13 +31,22 @@ struct Operator {
   Flops forward_flops;
   Bytes forward_bytes;  ///< HBM traffic: weights read + input tensors read + outputs written
   Bytes saved_bytes;    ///< tensors kept for the backward pass (Korthikanti et al. 2022 §4)
-  /// Backward work as a multiple of the forward's, FLOPs and bytes alike: 2 for GEMMs (the data
-  /// and the weight gradient, each a GEMM of the forward's size) and for memory-bound operators
-  /// (they read the output gradient and the saved tensors and write the input gradient); 2.5
-  /// for flash attention (its backward recomputes the scores: 5 GEMMs against 2).
+  /// Backward FLOPs as a multiple of the forward's: 2 for GEMMs (the input and the weight
+  /// gradient, each a GEMM of the forward's size), 2.5 for flash attention (its backward
+  /// recomputes the scores: 5 GEMMs against 2).
   double backward_factor = 2;
-  Time forward;   ///< roofline time of the forward
-  Time backward;  ///< roofline time of the backward
+  Bytes backward_bytes;  ///< HBM traffic of the backward
+  Time forward;          ///< roofline time of the forward
+  /// Roofline time of the backward, from the operator's own backward kernels: a GEMM's input-
+  /// and weight-gradient GEMMs at their own shapes' rates, a memory-bound operator's traffic.
+  Time backward;
+  Time input_gradient;   ///< of `backward`, the input-gradient GEMMs (matmuls)
+  Time weight_gradient;  ///< of `backward`, the weight-gradient GEMMs (matmuls)
+  /// Part of the attention core, run again under selective recomputation (Korthikanti et al.
+  /// 2022 §4.2).
+  bool attention_core = false;
+  /// Of `saved_bytes`, what selective recomputation frees (and recomputes).
+  Bytes recomputed_bytes;
 };
 
 /// A tensor between two operators (indices into `LayerGraph::operators`).
@@ -56,6 +65,7 @@ struct LayerGraph {
   std::vector<LayerCollective> collectives;
   Bytes input_bytes;                   ///< what full recomputation keeps
   Bytes output_bytes;                  ///< what a stage boundary after this layer sends, per device
+  Bytes output_gather;  ///< the next stage's all-gather of it (`Layer::output_gather`)
   std::int64_t parameters = 0;         ///< held by one device
   std::int64_t expert_parameters = 0;  ///< of `parameters`, expert weights
   bool recomputed = false;             ///< re-run under full activation recomputation
@@ -64,6 +74,10 @@ struct LayerGraph {
   [[nodiscard]] Flops forward_matmul_flops() const;
   /// Σ saved_bytes: the layer's activation bytes.
   [[nodiscard]] Bytes saved_bytes() const;
+  /// Σ forward of the attention-core operators: what selective recomputation adds.
+  [[nodiscard]] Time attention_core_forward() const;
+  /// Σ recomputed_bytes: what selective recomputation frees.
+  [[nodiscard]] Bytes recomputed_bytes() const;
 };
 
 }  // namespace nest::workload

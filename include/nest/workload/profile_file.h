@@ -31,8 +31,13 @@
 ///         forward: 8.3423         # per microbatch, in time_unit
 ///         backward: 5.7377
 ///         recompute: 5.7377       # * extra time under recomputation (default: forward)
+///         selective_recompute: 0.9  # * extra time under selective recomputation (the
+///                                 #   attention core's forward; default 0)
 ///         parameter_bytes: 906209280    # per device; bytes are integers or "1.5 GiB"
 ///         activation_bytes: 5447034934
+///         selective_activation_bytes: 3e9  # * kept under selective recomputation (default:
+///                                 #   activation_bytes); a profile with either selective key
+///                                 #   on some layer allows selective recomputation
 ///         input_bytes: 50331648
 ///         output_bytes: 50331648  # * default: the next layer's input_bytes (the last
 ///                                 #   layer: its own input_bytes)

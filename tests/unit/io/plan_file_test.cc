@@ -6,6 +6,7 @@
 
 #include "nest/core/error.h"
 #include "nest/io/plan_file.h"
+#include "nest/placer/baselines.h"
 #include "nest/placer/comm_cost.h"
 #include "nest/placer/cost_model.h"
 #include "nest/placer/search.h"
@@ -130,6 +131,38 @@ TEST(PlanFile, WritesTheRecomputationModeAndReadsTheOlderBooleans) {
     EXPECT_STREQ(e.what(),
                  "old.yaml:24: recompute: unknown value (got \"sometimes\"; expected one of none, "
                  "selective, full, true, false)");
+  }
+}
+
+TEST(PlanFile, InterleavedPlansListEachStagesChunksAndReadBack) {
+  Fixture f;
+  f.inputs.rules = workload::MemoryRules::kMegatron;
+  const CostOptions options{.rules = f.inputs.rules, .devices = f.inputs.devices};
+  // 4 stages x 2 virtual stages of 12 blocks each.
+  const auto& v = f.profile.variants[0];
+  PlanChoice choice{.variant = 0,
+                    .boundaries = interleaved_partition(v, 4, 2),
+                    .data_parallel = 2,
+                    .virtual_stages = 2};
+  ASSERT_EQ(choice.boundaries.size(), 9u);
+  const Plan plan = evaluate(f.profile, choice, f.flat, options);
+  const std::string text = plan_to_yaml(f.inputs, plan, {});
+  EXPECT_NE(text.find("  - chunks: [[0, 12], [49, 60]]\n"), std::string::npos) << text;
+  const PlanRecord r = parse_plan(text, "plan.yaml");
+  EXPECT_EQ(r.choice.virtual_stages, 2);
+  EXPECT_EQ(r.choice.boundaries, choice.boundaries);
+  EXPECT_EQ(r.choice.stages(), 4);
+  // A stage with one range too few is named.
+  std::string bad = text;
+  bad.replace(bad.find("  - chunks: [[0, 12], [49, 60]]"), 31, "  - chunks: [[0, 12]]");
+  try {
+    (void)parse_plan(bad, "plan.yaml");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("partition[0].chunks: one range per virtual stage is "
+                                         "needed"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -169,15 +169,41 @@ TEST(Evaluate, FlatNetworkAddsCollectivesTransfersAndSync) {
             Time::microseconds(2) +
                 serialization_time(Bytes::mebibytes(4), Bandwidth::gigabytes_per_second(100)) * 2);
   EXPECT_EQ(plan.stages[1].time.transfer, Time::zero());
-  // Gradient allreduce over d = 2 of stage 0's 30 MiB: 2 us + 30 MiB / 100 GB/s.
-  EXPECT_EQ(plan.stages[0].data_parallel_sync,
-            Time::microseconds(2) + Time::seconds(30.0 * (1 << 20) / 1e11));
-  EXPECT_EQ(plan.breakdown.data_parallel_sync, plan.stages[0].data_parallel_sync);
+  // Gradient allreduce over d = 2 of stage 0's 30 MiB in 4 buckets of 7.5 MiB, each
+  // 2 us + 7.5 MiB / 100 GB/s. The buckets become ready as stage 0's last backward (6 ms)
+  // runs and take far less than a quarter of it: only the last one, ready when the backward
+  // ends, is exposed. Stage 1 finished earlier (the cooldown ends on stage 0).
+  const Time bucket = Time::microseconds(2) + Time::seconds(7.5 * (1 << 20) / 1e11);
+  EXPECT_EQ(plan.stages[0].data_parallel_sync, bucket * 4);
+  EXPECT_EQ(plan.breakdown.data_parallel_sync, bucket);
   const Time stage0 = plan.stages[0].time.total();
   EXPECT_EQ(plan.max_stage_time, stage0);
-  EXPECT_EQ(plan.iteration_time, stage0 * 5 + plan.stages[0].data_parallel_sync);
+  EXPECT_EQ(plan.iteration_time, stage0 * 5 + bucket);
+  // Without overlap all of it follows the backward.
+  const Plan after =
+      evaluate(profile, choice, flat,
+               {.rules = MemoryRules::kMegatron, .devices = 8, .overlap_gradient_sync = false});
+  EXPECT_EQ(after.iteration_time, stage0 * 5 + bucket * 4);
   EXPECT_EQ(plan.breakdown.collectives, plan.stages[0].time.collectives * 4);
   EXPECT_EQ(plan.breakdown.transfers, plan.stages[0].time.transfer * 4);
+}
+
+// Narayanan et al. 2021 §4.1: a replicated output crosses the stage boundary as t slices, which
+// the next stage all-gathers over its tensor-parallel group.
+TEST(Evaluate, ScatterGatherSendsASliceAndGathersItOnTheNextStage) {
+  auto profile = four_layers(2);
+  for (auto& l : profile.variants[0].layers) {
+    l.output_bytes = Bytes::mebibytes(2);  // each of the 2 shards' half
+    l.output_gather = Bytes::mebibytes(4);
+  }
+  FlatCommCost flat(Bandwidth::gigabytes_per_second(100), Time::microseconds(1));
+  const Plan plan = evaluate(profile, {.boundaries = {0, 2, 4}}, flat,
+                             {.rules = MemoryRules::kMegatron, .devices = 4});
+  // Forward and back: 1 us + 2 MiB / 100 GB/s, then the all-gather of 4 MiB over 2 devices:
+  // 1 us + (1/2)·4 MiB / 100 GB/s.
+  const Time send = Time::microseconds(1) +
+                    serialization_time(Bytes::mebibytes(2), Bandwidth::gigabytes_per_second(100));
+  EXPECT_EQ(plan.stages[0].time.transfer, (send + send) * 2);
 }
 
 TEST(Evaluate, OptimizerStepIsMemoryTrafficOverBandwidth) {
@@ -188,9 +214,9 @@ TEST(Evaluate, OptimizerStepIsMemoryTrafficOverBandwidth) {
                             .memory_bandwidth = Bandwidth::gigabytes_per_second(1000)};
   const PlanChoice choice{.boundaries = {0, 4}, .data_parallel = 4, .zero_stage = 1};
   const Plan plan = evaluate(profile, choice, zero, options);
-  // 4·5 Mi parameters · 28 B / 4 replicas / 1 TB/s.
+  // 4·5 Mi parameters · 54 B (Megatron-LM's mixed-precision Adam step) / 4 replicas / 1 TB/s.
   EXPECT_TRUE(plan.optimizer_modeled);
-  EXPECT_EQ(plan.breakdown.optimizer, Time::seconds(4.0 * (5 << 20) * 28 / 4 / 1e12));
+  EXPECT_EQ(plan.breakdown.optimizer, Time::seconds(4.0 * (5 << 20) * 54 / 4 / 1e12));
 }
 
 TEST(Evaluate, RejectsBadChoicesWithExactMessages) {
@@ -251,6 +277,146 @@ TEST(CostModel, ThroughputCountsEveryExpertGroupOfAReplica) {
   // A global batch given by the workload is what an iteration covers.
   p.global_batch = 96;
   EXPECT_DOUBLE_EQ(evaluate(p, c, zero, {.devices = 2}).sequences_per_second, 1000.0);
+}
+
+}  // namespace
+}  // namespace nest::placer
+
+namespace nest::placer {
+namespace {
+
+// `n` identical layers (forward 1 ms, backward 2 ms, 100 MiB of activations), 8 microbatches.
+workload::LayerProfile blocks(int n) {
+  workload::LayerProfile p = four_layers();
+  p.hbm = Bytes::gibibytes(80);
+  p.variants[0].layers.resize(static_cast<std::size_t>(n), p.variants[0].layers[0]);
+  return p;
+}
+
+TEST(Evaluate, SelectiveRecomputationAddsTheAttentionCoreAndKeepsItsActivations) {
+  auto profile = four_layers();
+  profile.selective_recompute_allowed = true;
+  for (auto& l : profile.variants[0].layers) {
+    l.selective_recompute = Time::microseconds(500);
+    l.selective_activation_bytes = Bytes::mebibytes(30);
+  }
+  ZeroCommCost zero;
+  const Plan plan =
+      evaluate(profile, {.boundaries = {0, 2, 4}, .recompute = workload::Recompute::kSelective},
+               zero, {.devices = 2});
+  // 2·(1 + 2 + 0.5) ms per stage, every stage (the megatron rules recompute on the last too).
+  EXPECT_EQ(plan.stages[0].time.compute, Time::microseconds(7000));
+  EXPECT_EQ(plan.stages[1].time.compute, Time::microseconds(7000));
+  // Stage 0 holds 2 microbatches of 2 × 30 MiB plus one recomputed core of 70 MiB.
+  EXPECT_EQ(plan.stages[0].memory.activations, Bytes::mebibytes(2 * 60 + 70));
+  // Without the profile's figures, or under the artifact's rules, it is an input error.
+  profile.selective_recompute_allowed = false;
+  auto message = [&](MemoryRules rules) {
+    try {
+      (void)evaluate(profile,
+                     {.boundaries = {0, 2, 4}, .recompute = workload::Recompute::kSelective}, zero,
+                     {.rules = rules, .devices = 2});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(MemoryRules::kMegatron),
+            "recompute: the profile gives no selective-recomputation figures (got \"selective\"; "
+            "expected none or full (or a profile with selective_recompute))");
+  EXPECT_EQ(message(MemoryRules::kNestArtifact),
+            "recompute: the nest-artifact rules know no selective recomputation (got "
+            "\"selective\"; expected none or full under the nest-artifact rules)");
+}
+
+TEST(Interleaved, BubbleIsSMinusOneChunkTimesAndComputeIsUnchanged) {
+  const auto profile = blocks(8);
+  ZeroCommCost zero;
+  const CostOptions options{.devices = 4};
+  // S = 4, v = 2: chunk c = layer c, on stage c mod 4.
+  const PlanChoice choice{.boundaries = {0, 1, 2, 3, 4, 5, 6, 7, 8}, .virtual_stages = 2};
+  const Plan plan = evaluate(profile, choice, zero, options);
+  ASSERT_EQ(plan.stages.size(), 4u);
+  EXPECT_EQ(plan.stages[1].chunks.size(), 2u);
+  EXPECT_EQ(plan.stages[1].chunks[1].first_layer, 5u);  // model chunk 1 + 4
+  // Narayanan et al. 2021 §2.2.1: (M·v + S − 1) chunk slots of 3 ms = (8·2 + 3)·3 ms; the
+  // bubble shrinks from (S − 1)·6 ms to (S − 1)·3 ms.
+  EXPECT_EQ(plan.iteration_time, Time::milliseconds(19 * 3));
+  EXPECT_EQ(plan.breakdown.bubble, Time::milliseconds(3 * 3));
+  EXPECT_EQ(plan.breakdown.compute, Time::milliseconds(8 * 6));
+  const PlanChoice plain{.boundaries = {0, 2, 4, 6, 8}};
+  EXPECT_EQ(evaluate(profile, plain, zero, options).breakdown.bubble, Time::milliseconds(3 * 6));
+}
+
+TEST(Interleaved, FirstStageHoldsTheWarmUpForwardsOfKorthikantisInterleaveFactor) {
+  const auto profile = blocks(8);
+  ZeroCommCost zero;
+  const Plan plan =
+      evaluate(profile, {.boundaries = {0, 1, 2, 3, 4, 5, 6, 7, 8}, .virtual_stages = 2}, zero,
+               {.devices = 4});
+  // Stage p holds (S − p − 1)·2 + (v − 1)·S + 1 chunk-microbatches: 11, 9, 7, 5. For stage 0
+  // that is S·(1 + (S − 1)/(S·v)) = 5.5 stages' worth of activations (Korthikanti et al. 2022
+  // §4.2.3), against S = 4 under 1F1B.
+  const int expected[] = {11, 9, 7, 5};
+  for (std::size_t p = 0; p < 4; ++p) {
+    EXPECT_EQ(plan.stages[p].in_flight, expected[p]) << p;
+    EXPECT_EQ(plan.stages[p].memory.activations, Bytes::mebibytes(100) * expected[p]) << p;
+  }
+  EXPECT_DOUBLE_EQ(
+      plan.stages[0].memory.activations.as_double() / Bytes::mebibytes(200).as_double(),
+      4 * (1 + 3.0 / (4 * 2)));
+  // Weights, gradients and optimizer state of both chunks: 2 layers · 5 Mi parameters · 16 B.
+  EXPECT_EQ(plan.stages[0].memory.weights + plan.stages[0].memory.gradients +
+                plan.stages[0].memory.optimizer,
+            Bytes(2 * (5 << 20) * 16));
+}
+
+TEST(Interleaved, TransfersFromTheLastStageWrapAroundToTheFirst) {
+  auto profile = blocks(8);
+  FlatCommCost flat(Bandwidth::gigabytes_per_second(100), Time::microseconds(1));
+  const Plan plan =
+      evaluate(profile, {.boundaries = {0, 1, 2, 3, 4, 5, 6, 7, 8}, .virtual_stages = 2}, flat,
+               {.devices = 4});
+  // Every chunk but the model's last sends 4 MiB on and its gradient back.
+  const Time one = (Time::microseconds(1) +
+                    serialization_time(Bytes::mebibytes(4), Bandwidth::gigabytes_per_second(100))) *
+                   2;
+  EXPECT_EQ(plan.stages[0].time.transfer, one * 2);
+  EXPECT_EQ(plan.stages[3].chunks[0].time.transfer, one);  // to stage 0's second chunk
+  EXPECT_EQ(plan.stages[3].chunks[1].time.transfer, Time::zero());
+}
+
+TEST(Interleaved, RejectsWhatMegatronCannotRun) {
+  const auto profile = blocks(8);
+  ZeroCommCost zero;
+  auto message = [&](const PlanChoice& c, MemoryRules rules) {
+    try {
+      (void)evaluate(profile, c, zero, {.rules = rules, .devices = 16});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::vector<std::size_t> eight = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_EQ(message({.boundaries = eight, .virtual_stages = 3}, MemoryRules::kMegatron),
+            "virtual_stages: the chunks do not divide into the virtual stages (got \"3\"; "
+            "expected a divisor of the 8 chunks of the partition)");
+  EXPECT_EQ(message({.boundaries = eight, .virtual_stages = 2}, MemoryRules::kNestArtifact),
+            "virtual_stages: the nest-artifact rules know only 1F1B (got \"2\"; expected 1 under "
+            "the nest-artifact rules)");
+  EXPECT_EQ(message({.boundaries = {0, 4, 8}, .virtual_stages = 2}, MemoryRules::kMegatron),
+            "virtual_stages: interleaving needs a pipeline (got \"2\"; expected 1 with a single "
+            "stage)");
+  // 8 microbatches over d = 2 are 4 per replica, a multiple of the 4 stages; over d = 4, 2 per
+  // replica are not.
+  EXPECT_EQ(message({.boundaries = eight, .data_parallel = 2, .virtual_stages = 2},
+                    MemoryRules::kMegatron),
+            "no error");
+  EXPECT_EQ(message({.boundaries = eight, .data_parallel = 4, .virtual_stages = 2},
+                    MemoryRules::kMegatron),
+            "data_parallel: interleaved 1F1B runs microbatches in groups of the pipeline's stages "
+            "(got \"4\"; expected d dividing the 8 microbatches into a multiple of 4 per "
+            "replica)");
 }
 
 }  // namespace

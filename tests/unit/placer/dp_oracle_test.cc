@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nest/core/rng.h"
+#include "nest/placer/baselines.h"
 #include "nest/placer/comm_cost.h"
 #include "nest/placer/cost_model.h"
 #include "nest/placer/search.h"
@@ -30,6 +31,7 @@ workload::LayerProfile random_profile(Rng& rng) {
   workload::LayerProfile p;
   p.model = "random";
   p.recompute_allowed = rng.below(4) != 0;
+  p.selective_recompute_allowed = rng.below(2) == 0;
   p.hbm = Bytes::mebibytes(uniform(rng, 150, 1500));
   const int n = static_cast<int>(uniform(rng, 2, 10));
   const std::int64_t microbatches = uniform(rng, 1, 16);
@@ -45,6 +47,9 @@ workload::LayerProfile random_profile(Rng& rng) {
     l.parameters = uniform(rng, 0, 8) << 20;
     l.parameter_bytes = Bytes(2 * l.parameters);
     l.activation_bytes = Bytes::mebibytes(uniform(rng, 1, 200));
+    l.selective_recompute = Time::microseconds(static_cast<double>(uniform(rng, 0, 300)));
+    l.selective_activation_bytes = Bytes::mebibytes(uniform(
+        rng, (l.activation_bytes.count() >> 20) / 8, (l.activation_bytes.count() >> 20) / 2));
     l.input_bytes = Bytes::mebibytes(uniform(rng, 0, 40));
     l.output_bytes = Bytes::mebibytes(uniform(rng, 0, 40));
     if (rng.below(2) == 0) {
@@ -73,6 +78,7 @@ workload::LayerProfile random_profile(Rng& rng) {
       l.parameters /= dpr;
       l.parameter_bytes = Bytes(l.parameter_bytes.count() / dpr);
       l.activation_bytes = Bytes(l.activation_bytes.count() / dpr);
+      l.selective_activation_bytes = Bytes(l.selective_activation_bytes.count() / dpr);
     }
     p.variants.push_back(v);
   }
@@ -106,10 +112,18 @@ Exhaustive enumerate(const workload::LayerProfile& profile, CommCost& comm,
   for (std::size_t vi = 0; vi < profile.variants.size(); ++vi) {
     const auto& v = profile.variants[vi];
     const std::size_t n = v.layers.size();
-    for (const Recompute rec : {Recompute::kNone, Recompute::kFull}) {
+    for (const Recompute rec : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
       if (rec != Recompute::kNone && !profile.recompute_allowed) continue;
+      if (rec == Recompute::kSelective && (artifact || !profile.selective_recompute_allowed)) {
+        continue;
+      }
       for (const int zero : artifact ? std::vector<int>{0} : options.zero_stages) {
         for (int d = 1; d <= v.microbatches; ++d) {
+          if (!options.data_parallel.empty() &&
+              std::find(options.data_parallel.begin(), options.data_parallel.end(), d) ==
+                  options.data_parallel.end()) {
+            continue;
+          }
           for (int s = 1; s <= static_cast<int>(n); ++s) {
             if (static_cast<std::int64_t>(s) * v.devices_per_replica * d > options.cost.devices) {
               break;
@@ -120,6 +134,26 @@ Exhaustive enumerate(const workload::LayerProfile& profile, CommCost& comm,
                                       .data_parallel = d,
                                       .zero_stage = zero,
                                       .recompute = rec,
+                                      .order = options.orders.front()};
+              Plan plan = evaluate(profile, choice, comm, options.cost);
+              ++ex.plans;
+              if (!plan.fits()) continue;
+              if (!ex.best || plan.iteration_time < ex.best->iteration_time) {
+                ex.best = std::move(plan);
+              }
+            }
+            // Interleaved 1F1B: its chunks follow from (S, v); Megatron-LM runs microbatches in
+            // groups of S.
+            const bool groups = v.microbatches % d == 0 && (v.microbatches / d) % s == 0;
+            for (int vs = 2; !artifact && groups && s > 1 && s * vs <= static_cast<int>(n); ++vs) {
+              const auto b = interleaved_partition(v, s, vs);
+              if (b.empty()) continue;
+              const PlanChoice choice{.variant = vi,
+                                      .boundaries = b,
+                                      .data_parallel = d,
+                                      .zero_stage = zero,
+                                      .recompute = rec,
+                                      .virtual_stages = vs,
                                       .order = options.orders.front()};
               Plan plan = evaluate(profile, choice, comm, options.cost);
               ++ex.plans;
@@ -147,6 +181,7 @@ SearchOptions random_options(Rng& rng) {
 TEST(DynamicProgram, EqualsExhaustiveEnumerationOnTheZeroNetwork) {
   Rng rng(20260);
   int feasible = 0;
+  int selective = 0;
   for (int instance = 0; instance < 40; ++instance) {
     SCOPED_TRACE("instance " + std::to_string(instance));
     const auto profile = random_profile(rng);
@@ -162,13 +197,51 @@ TEST(DynamicProgram, EqualsExhaustiveEnumerationOnTheZeroNetwork) {
       continue;
     }
     ++feasible;
+    if (ex.best->choice.recompute == Recompute::kSelective) ++selective;
     EXPECT_EQ(dp.best->iteration_time, ex.best->iteration_time);
     EXPECT_TRUE(dp.best->fits());
     for (const auto& stage : dp.best->stages) EXPECT_LE(stage.memory.total(), profile.hbm);
   }
-  // The generator must give both outcomes a fair share.
+  // The generator must give both outcomes a fair share, and selective optima.
   EXPECT_GE(feasible, 15);
-  EXPECT_LE(feasible, 38);
+  EXPECT_LE(feasible, 39);
+  EXPECT_GE(selective, 1);  // 1 with this seed
+}
+
+// Chains of an embedding, 4, 6 or 8 identical blocks and a head, where interleaving often wins.
+TEST(DynamicProgram, InterleavedPipelinesEqualExhaustiveEnumerationOnTheZeroNetwork) {
+  Rng rng(515);
+  int interleaved = 0;
+  int feasible = 0;
+  for (int instance = 0; instance < 80; ++instance) {
+    SCOPED_TRACE("instance " + std::to_string(instance));
+    auto profile = random_profile(rng);
+    const auto blocks = static_cast<std::size_t>(2 * uniform(rng, 2, 4));
+    const std::int64_t microbatches = 4 * uniform(rng, 1, 4);
+    for (auto& v : profile.variants) {
+      std::vector<workload::Layer> layers{v.layers.front()};
+      layers.insert(layers.end(), blocks, v.layers[v.layers.size() / 2]);
+      layers.push_back(v.layers.back());
+      v.layers = std::move(layers);
+      v.microbatches = microbatches;
+    }
+    SearchOptions options = random_options(rng);
+    options.cost.rules = MemoryRules::kMegatron;
+    if (rng.below(2) == 0) options.data_parallel = {1};  // pipelines take the devices
+    options.all_data_parallel_degrees = true;
+    ZeroCommCost zero;
+    const SearchResult dp = search(profile, zero, options);
+    const Exhaustive ex = enumerate(profile, zero, options);
+    ASSERT_EQ(dp.best.has_value(), ex.best.has_value()) << dp.infeasible_reason;
+    if (!ex.best) continue;
+    ++feasible;
+    if (ex.best->choice.virtual_stages > 1) ++interleaved;
+    EXPECT_EQ(dp.best->iteration_time, ex.best->iteration_time);
+    EXPECT_TRUE(dp.best->fits());
+  }
+  // Both kinds of optimum occur (66 feasible instances, 6 interleaved optima with this seed).
+  EXPECT_GE(feasible, 40);
+  EXPECT_GE(interleaved, 4);
 }
 
 TEST(DynamicProgram, PrunedDataParallelDegreesLoseNothingOnTheZeroNetwork) {

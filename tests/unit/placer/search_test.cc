@@ -102,5 +102,59 @@ TEST(Search, MemoryForcesAPipelineAndTheLastStagesTakeMore) {
   EXPECT_EQ(r.best->iteration_time, Time::milliseconds(12 * 8));
 }
 
+TEST(Search, InterleavingShortensTheBubbleAndFixedDimensionsAreHonoured) {
+  ZeroCommCost zero;
+  SearchOptions options;
+  options.cost = {.rules = MemoryRules::kMegatron, .devices = 4};
+  options.data_parallel = {1};
+  const auto p = chain(8, Bytes::gibibytes(80));
+  // d = 1, M = 8, 3 ms a layer: S = 4 with v = 2 takes (8·2 + 3)·3 ms = 57 ms; 1F1B on 4 stages
+  // (8 + 3)·6 ms = 66 ms; S = 2 at best v = 4: (8·4 + 1)·3 ms = 99 ms.
+  const SearchResult r = search(p, zero, options);
+  ASSERT_TRUE(r.best.has_value());
+  EXPECT_EQ(r.best->choice.stages(), 4);
+  EXPECT_EQ(r.best->choice.virtual_stages, 2);
+  EXPECT_EQ(r.best->iteration_time, Time::milliseconds(57));
+  options.virtual_stages = {1};
+  EXPECT_EQ(search(p, zero, options).best->iteration_time, Time::milliseconds(66));
+  options.virtual_stages = {};
+  options.stages = {2};
+  const SearchResult two = search(p, zero, options);
+  EXPECT_EQ(two.best->choice.virtual_stages, 4);
+  EXPECT_EQ(two.best->iteration_time, Time::milliseconds(99));
+}
+
+TEST(Search, AFixedPlanThatDoesNotFitNamesItsStageAndTheExcess) {
+  ZeroCommCost zero;
+  SearchOptions options;
+  options.cost = {.rules = MemoryRules::kMegatron, .devices = 2};
+  options.stages = {2};
+  options.data_parallel = {1};
+  options.virtual_stages = {1};
+  options.recompute_modes = {workload::Recompute::kNone};
+  const SearchResult r = search(chain(4, Bytes::mebibytes(500)), zero, options);
+  ASSERT_FALSE(r.best.has_value());
+  // Two layers a stage: 2 × 5 Mi parameters × 16 B = 160 MiB; stage 0 holds 2 microbatches of
+  // 2 × 100 MiB: 560 MiB against 500.
+  EXPECT_EQ(r.infeasible_reason,
+            "the plan does not fit memory: stage 0 needs 560 MiB per device, 60 MiB more than "
+            "the 500 MiB of device memory (ignore_memory prices it anyway)");
+  ASSERT_TRUE(r.over_memory.has_value());
+  EXPECT_EQ(r.over_memory->iteration_time, Time::milliseconds((8 + 1) * 6));
+}
+
+TEST(Search, IgnoringMemoryPricesAPlanThatDoesNotFit) {
+  ZeroCommCost zero;
+  SearchOptions options;
+  options.cost = {.rules = MemoryRules::kMegatron, .devices = 1};
+  const auto p = chain(4, Bytes::mebibytes(100));
+  EXPECT_FALSE(search(p, zero, options).best.has_value());
+  options.ignore_memory = true;
+  const SearchResult r = search(p, zero, options);
+  ASSERT_TRUE(r.best.has_value());
+  EXPECT_FALSE(r.best->fits());
+  EXPECT_EQ(r.best->iteration_time, Time::milliseconds(8 * 12));
+}
+
 }  // namespace
 }  // namespace nest::placer

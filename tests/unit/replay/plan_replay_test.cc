@@ -4,6 +4,8 @@
 
 #include <memory>
 
+#include "nest/core/error.h"
+#include "nest/placer/baselines.h"
 #include "nest/placer/comm_cost.h"
 #include "nest/placer/cost_model.h"
 #include "nest/placer/oracle_comm_cost.h"
@@ -230,6 +232,149 @@ TEST(PlanReplay, InterleavedChunksShortenTheBubbleOfTheSamePlan) {
   for (const auto& row : r.timeline) {
     if (row.kind != TaskKind::kForward) continue;
     EXPECT_EQ(row.device, plan.device_map().device(row.stage % 4, 0, 0));
+  }
+}
+
+TEST(PlanReplay, AnInterleavedPlanReplaysAsItsEstimateOnAZeroNetwork) {
+  const auto profile = uniform_profile(Bytes(0), 16);
+  placer::PlanChoice c;
+  c.boundaries = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+  c.virtual_stages = 2;
+  placer::ZeroCommCost zero;
+  placer::CostOptions o;
+  o.devices = 4;
+  const placer::Plan plan = placer::evaluate(profile, c, zero, o);
+  // (M·v + S − 1) chunk slots of 300 us, with a hand-computed bubble of (S − 1)·300 us.
+  EXPECT_EQ(plan.iteration_time, Time::microseconds(35 * 300));
+  EXPECT_EQ(plan.breakdown.bubble, Time::microseconds(3 * 300));
+  const auto topology = hierarchy(4);
+  const RunRecord r = replay_plan(plan, profile, topology, {});  // 1f1b: the plan's own
+  EXPECT_EQ(r.summary.iteration_time, plan.iteration_time);
+  // Peaks equal the cost model's interleaved memory per stage.
+  for (std::size_t p = 0; p < 4; ++p) {
+    const topo::DeviceId device = plan.device_map().device(static_cast<int>(p), 0, 0);
+    for (const auto& peak : r.peaks) {
+      if (peak.device == device) {
+        EXPECT_EQ(peak.peak, plan.stages[p].memory.total()) << p;
+      }
+    }
+  }
+  PlanReplayOptions other;
+  other.schedule = Schedule::kInterleaved;
+  other.virtual_stages = 4;
+  try {
+    (void)replay_plan(plan, profile, topology, other);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "--schedule: the plan is interleaved with 2 virtual stages (expected 1f1b (the "
+                 "plan's schedule) or interleaved with --virtual-stages 2)");
+  }
+}
+
+// An embedding, six blocks and a head, as Megatron-LM splits them: every chunk the same blocks.
+workload::LayerProfile chain_with_ends() {
+  workload::LayerProfile p = uniform_profile(Bytes(0), 4);
+  auto& layers = p.variants[0].layers;
+  layers.resize(6);
+  workload::Layer embedding = layers[0];
+  embedding.name = "embedding";
+  embedding.forward = Time::microseconds(10);
+  workload::Layer head = layers[0];
+  head.name = "head";
+  head.forward = Time::microseconds(60);
+  layers.insert(layers.begin(), embedding);
+  layers.push_back(head);
+  return p;
+}
+
+TEST(PlanReplay, ChunksHoldEqualBlocksWithTheEmbeddingAndHeadOnTheEnds) {
+  const auto profile = chain_with_ends();
+  // S = 2, v = 3: chunks {embedding, block}, block, block, block, block, {block, head}; each
+  // device 3 blocks (529.6B on 35 stages: 3 each; counting the ends as layers gave one 4).
+  const auto b = placer::interleaved_partition(profile.variants[0], 2, 3);
+  EXPECT_EQ(b, (std::vector<std::size_t>{0, 2, 3, 4, 5, 6, 8}));
+  placer::ZeroCommCost zero;
+  placer::CostOptions o;
+  o.devices = 2;
+  const placer::Plan plan =
+      placer::evaluate(profile, {.boundaries = b, .virtual_stages = 3}, zero, o);
+  const auto topology = hierarchy(2);
+  const RunRecord r = replay_plan(plan, profile, topology, {});
+  // A 1F1B plan replayed with 3 virtual stages is cut the same way.
+  const placer::Plan plain = placer::evaluate(
+      profile, {.boundaries = placer::even_partition(profile.variants[0], 2)}, zero, o);
+  PlanReplayOptions three;
+  three.schedule = Schedule::kInterleaved;
+  three.virtual_stages = 3;
+  const RunRecord again = replay_plan(plain, profile, topology, three);
+  for (const RunRecord* run : {&r, &again}) {
+    std::vector<std::pair<int, int>> forwards(6, {-1, -1});
+    for (const auto& row : run->timeline) {
+      if (row.kind != TaskKind::kForward) continue;
+      forwards[static_cast<std::size_t>(row.stage)] = {row.first_layer, row.last_layer};
+    }
+    EXPECT_EQ(forwards,
+              (std::vector<std::pair<int, int>>{{0, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 6}, {6, 8}}));
+  }
+}
+
+TEST(PlanReplay, SelectiveRecomputationReplaysAsItsEstimateWithItsMemory) {
+  auto profile = uniform_profile(Bytes(0), 16);
+  profile.selective_recompute_allowed = true;
+  for (auto& l : profile.variants[0].layers) {
+    l.selective_recompute = Time::microseconds(20);
+    l.selective_activation_bytes = Bytes(3'000'000);
+  }
+  placer::PlanChoice c;
+  c.boundaries = {0, 2, 4, 6, 8};
+  c.recompute = workload::Recompute::kSelective;
+  placer::ZeroCommCost zero;
+  placer::CostOptions o;
+  o.devices = 4;
+  const placer::Plan plan = placer::evaluate(profile, c, zero, o);
+  // (M + S − 1) × 2 layers × (100 + 200 + 20) us.
+  EXPECT_EQ(plan.iteration_time, Time::microseconds(19 * 640));
+  const auto topology = hierarchy(4);
+  const RunRecord r = replay_plan(plan, profile, topology, {});
+  EXPECT_EQ(r.summary.iteration_time, plan.iteration_time);
+  for (std::size_t p = 0; p < 4; ++p) {
+    const topo::DeviceId device = plan.device_map().device(static_cast<int>(p), 0, 0);
+    for (const auto& peak : r.peaks) {
+      if (peak.device == device) {
+        EXPECT_EQ(peak.peak, plan.stages[p].memory.total()) << p;
+      }
+    }
+  }
+  // Stage 0: 4 in flight × 2 × 3 MB kept + one core of 7 MB.
+  EXPECT_EQ(plan.stages[0].memory.activations, Bytes(4 * 6'000'000 + 7'000'000));
+}
+
+// The cost model prices the data-parallel reduction as the replay runs it: in buckets beside
+// the last backward pass, each stage ending its pipeline when the cooldown reaches it. On one
+// switch the buckets of the two stages never share a link, so the two agree.
+TEST(PlanReplay, BucketedGradientSyncMatchesTheCostModel) {
+  auto profile = uniform_profile(Bytes(0), 16);
+  for (auto& l : profile.variants[0].layers) l.parameter_bytes = Bytes(400'000'000);
+  placer::PlanChoice c;
+  c.boundaries = {0, 4, 8};
+  c.data_parallel = 2;
+  const auto topology = hierarchy(4);
+  placer::OracleCommCost oracle(topology);
+  for (const bool overlap : {true, false}) {
+    placer::CostOptions o;
+    o.devices = 4;
+    o.overlap_gradient_sync = overlap;
+    const placer::Plan plan = placer::evaluate(profile, c, oracle, o);
+    PlanReplayOptions ro;
+    ro.overlap_gradient_sync = overlap;
+    const RunRecord r = replay_plan(plan, profile, topology, ro);
+    // 1.6 GB per stage in 4 buckets of 400 MB, 4 ms each on 100 GB/s (+ latency), against a
+    // last backward of 4 x 200 us: overlapped, the last bucket starts when its 200 us of
+    // backward end, at least 12 ms after the first.
+    EXPECT_GT(plan.breakdown.data_parallel_sync, Time::milliseconds(overlap ? 15 : 16));
+    EXPECT_NEAR(r.summary.iteration_time.to_seconds(), plan.iteration_time.to_seconds(), 2e-6)
+        << (overlap ? "overlap" : "after the backward");
   }
 }
 

@@ -99,6 +99,15 @@ TEST(StageMemory, MegatronRecomputeKeepsInputsOfEveryInFlightMicrobatchPlusOneLa
   EXPECT_EQ(stage_memory(v, 0, 3, 5, o).activations.count(), 5 * 108 + 700);
 }
 
+TEST(StageMemory, MegatronSelectiveKeepsAllButTheAttentionCoresPlusOneCore) {
+  Variant v = three_layers();
+  v.layers[0].selective_activation_bytes = v.layers[0].activation_bytes;  // no core
+  for (int i = 1; i < 3; ++i) v.layers[i].selective_activation_bytes = Bytes(400);
+  const MemoryOptions o{.recompute = Recompute::kSelective};
+  // in_flight 5 × (300 + 400 + 400) kept + the largest core recomputed at once (700 − 400).
+  EXPECT_EQ(stage_memory(v, 0, 3, 5, o).activations.count(), 5 * 1100 + 300);
+}
+
 TEST(StageMemory, MegatronFallsBackToTwoBytesPerParameterWhenCountIsUnknown) {
   Variant v = three_layers();
   v.layers[1].parameters = 0;  // 2000 bytes -> 1000 parameters

@@ -168,8 +168,9 @@ TEST(ProfileFile, ErrorsNameFileLineAndKey) {
               (void)parse_layer_profile(with(kMinimal, "repeat: 2", "repeats: 2"), "p.yaml");
             }),
             "p.yaml:24: variants[0].layers[1].repeats: unknown key \"repeats\" (expected one of "
-            "name, repeat, forward, backward, recompute, parameter_bytes, activation_bytes, "
-            "input_bytes, output_bytes, parameters, flops, collectives)");
+            "name, repeat, forward, backward, recompute, selective_recompute, parameter_bytes, "
+            "activation_bytes, selective_activation_bytes, input_bytes, output_bytes, parameters, "
+            "flops, collectives)");
   EXPECT_EQ(error_of([] {
               (void)parse_layer_profile(with(kMinimal, "forward: 2", "forward: -2"), "p.yaml");
             }),
@@ -191,6 +192,29 @@ TEST(ProfileFile, ErrorsNameFileLineAndKey) {
       error_of([] { (void)load_layer_profile("/nonexistent/p.yaml"); }),
       "/nonexistent/p.yaml: cannot open file: No such file or directory (expected a readable YAML "
       "file)");
+}
+
+TEST(ProfileFile, SelectiveRecomputationFiguresAreOptionalAndChecked) {
+  const LayerProfile none = parse_layer_profile(kMinimal, "min.yaml");
+  EXPECT_FALSE(none.selective_recompute_allowed);
+  EXPECT_EQ(none.variants[0].layers[0].selective_activation_bytes.count(), 100);  // as A
+  EXPECT_EQ(none.variants[0].layers[0].selective_recompute, Time::zero());
+  const LayerProfile some =
+      parse_layer_profile(with(kMinimal, "activation_bytes: 20",
+                               "activation_bytes: 20\n        selective_recompute: 0.5\n"
+                               "        selective_activation_bytes: 12"),
+                          "sel.yaml");
+  EXPECT_TRUE(some.selective_recompute_allowed);
+  EXPECT_EQ(some.variants[0].layers[1].selective_recompute.ps(), 500'000);
+  EXPECT_EQ(some.variants[0].layers[2].selective_activation_bytes.count(), 12);
+  EXPECT_EQ(error_of([] {
+              (void)parse_layer_profile(
+                  with(kMinimal, "activation_bytes: 20",
+                       "activation_bytes: 20\n        selective_activation_bytes: 21"),
+                  "p.yaml");
+            }),
+            "p.yaml:30: variants[0].layers[1].selective_activation_bytes: more than "
+            "activation_bytes (got \"21\"; expected at most the layer's activation_bytes)");
 }
 
 }  // namespace
