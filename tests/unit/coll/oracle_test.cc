@@ -104,6 +104,33 @@ TEST(Oracle, ShiftedLayoutsWithIdenticalRoutesShareOneSimulation) {
   EXPECT_EQ(oracle.stats().simulations, 2U);
 }
 
+// Groups inside their own leaf share no link: 1, 2 and 4 such groups (one per leaf) are one
+// simulation, each answer the direct simulation's. Groups across leaves share the spine: the
+// query is simulated whole, as `simulate` does.
+TEST(Oracle, LinkDisjointGroupsArePricedSetBySet) {
+  const topo::Topology t = spine_leaf();
+  CollectiveOracle oracle(t, 5);
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(1000003)};
+  Groups leaves;
+  for (topo::DeviceId l = 0; l < 4; ++l) leaves.push_back({4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3});
+  for (std::size_t n : {1U, 2U, 4U}) {
+    const Groups groups(leaves.begin(), leaves.begin() + static_cast<std::ptrdiff_t>(n));
+    const SimulationResult direct = simulate(t, spec, groups, {.seed = 5});
+    const OracleAnswer a = oracle.collective(spec, groups);
+    EXPECT_EQ(a.first, direct.durations[0]) << n << " groups";
+    EXPECT_EQ(a.slowest, direct.makespan) << n << " groups";
+  }
+  EXPECT_EQ(oracle.stats().simulations, 1U);
+  EXPECT_EQ(oracle.stats().structural_hits, 0U + 2U + 4U);  // every set after the first
+
+  // Two leaf-local groups and two that cross the spine: two sets, two new simulations.
+  const Groups mixed{{0, 1}, {2, 6}, {3, 7}, {12, 13}};
+  const SimulationResult direct = simulate(t, spec, mixed, {.seed = 5});
+  const OracleAnswer a = oracle.collective(spec, mixed);
+  EXPECT_EQ(a.first, direct.durations[0]);
+  EXPECT_EQ(a.slowest, direct.makespan);
+}
+
 TEST(Oracle, TrivialQueriesCostNothing) {
   const topo::Topology t = star(4);
   CollectiveOracle oracle(t);
