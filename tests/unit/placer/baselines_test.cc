@@ -110,6 +110,40 @@ TEST(Anneal, IsDeterministicFitsAndNeverBeatsTheSearch) {
   EXPECT_LE(a.plan->iteration_time, manual.plan->iteration_time);
 }
 
+// A network whose collectives cost more the further from device 0 their groups start and grow
+// with the square of their size: the annealer's approximate network (stage 0's position, sizes
+// on a line) misprices it, and the plan it keeps must still carry the exact price.
+class FarAndSquareCommCost final : public CommCost {
+ public:
+  Time collective(workload::CollectiveOp, Bytes size, const GroupLayout& layout) override {
+    if (layout.group_size() <= 1) return Time::zero();
+    const double mib = size.as_double() / (1 << 20);
+    return Time::microseconds(mib * mib * (1 + layout.base));
+  }
+  Time transfer(Bytes size, const GroupLayout&, const GroupLayout&) override {
+    return Time::microseconds(size.as_double() / (1 << 20));
+  }
+  bool placement_independent() const noexcept override { return false; }
+  int scale_up_size() const noexcept override { return 2; }
+  std::string describe() const override { return "far and square"; }
+};
+
+TEST(Anneal, KeepsItsPlanAtTheExactPrice) {
+  auto p = model(12, Bytes::gibibytes(4));
+  for (auto& v : p.variants) {
+    for (auto& l : v.layers) l.parameter_bytes = Bytes::mebibytes(40);
+  }
+  FarAndSquareCommCost net;
+  SearchOptions options;
+  options.cost = {.rules = MemoryRules::kMegatron, .devices = 8};
+  const BaselineResult a = anneal_baseline(p, net, options, {.seed = 3, .iterations = 300});
+  ASSERT_TRUE(a.plan.has_value()) << a.note;
+  ASSERT_GT(a.plan->choice.data_parallel, 1);
+  const Plan exact = evaluate(p, a.plan->choice, net, options.cost);
+  EXPECT_EQ(a.plan->iteration_time, exact.iteration_time);
+  EXPECT_EQ(a.plan->breakdown.data_parallel_sync, exact.breakdown.data_parallel_sync);
+}
+
 TEST(TopologyAgnostic, IsPricedOnTheRealNetworkAndNeverBeatsTheSearchThere) {
   auto p = model(12, Bytes::gibibytes(2));
   for (auto& v : p.variants) {
