@@ -40,32 +40,6 @@ constexpr const char* kUsage =
     "[--operators] [--json]\n       nest profile --profile FILE [--tp N] [--ep N] [--cp N] "
     "[--sp] [--json]\n       nest profile --chakra DIR [--json]";
 
-const char* op_name(CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::kAllReduce:
-      return "allreduce";
-    case CollectiveOp::kAllGather:
-      return "allgather";
-    case CollectiveOp::kReduceScatter:
-      return "reducescatter";
-    case CollectiveOp::kAllToAll:
-      return "alltoall";
-  }
-  return "";
-}
-
-const char* axis_name(ParallelAxis axis) {
-  switch (axis) {
-    case ParallelAxis::kTensor:
-      return "tensor";
-    case ParallelAxis::kExpert:
-      return "expert";
-    case ParallelAxis::kContext:
-      return "context";
-  }
-  return "";
-}
-
 // One entry per (op, axis, size): entries that differ only in the compute they overlap merge.
 std::string collectives_text(const std::vector<LayerCollective>& cs) {
   std::vector<LayerCollective> merged;
@@ -81,8 +55,8 @@ std::string collectives_text(const std::vector<LayerCollective>& cs) {
   }
   std::string out;
   for (const LayerCollective& c : merged) {
-    out += fmt::format("{}{}({}) {} x{}", out.empty() ? "" : ", ", op_name(c.op), axis_name(c.axis),
-                       format_bytes(c.size), c.count);
+    out += fmt::format("{}{}({}) {} x{}", out.empty() ? "" : ", ", workload::to_string(c.op),
+                       workload::to_string(c.axis), format_bytes(c.size), c.count);
   }
   return out.empty() ? "-" : out;
 }
@@ -171,8 +145,8 @@ nlohmann::ordered_json layer_json(std::size_t index, const Layer& l) {
   j["flops"] = l.flops.count();
   j["collectives"] = nlohmann::ordered_json::array();
   for (const LayerCollective& c : l.collectives) {
-    j["collectives"].push_back({{"op", op_name(c.op)},
-                                {"axis", axis_name(c.axis)},
+    j["collectives"].push_back({{"op", workload::to_string(c.op)},
+                                {"axis", workload::to_string(c.axis)},
                                 {"size_bytes", c.size.count()},
                                 {"count", c.count},
                                 {"recompute_count", c.recompute_count},

@@ -25,6 +25,7 @@ using placer::DeviceMap;
 using placer::parse_placement_order;
 using placer::parse_rules;
 using placer::Plan;
+using placer::PlanCollective;
 using placer::StageReport;
 using placer::to_string;
 using placer::VariantDegrees;
@@ -250,6 +251,24 @@ Json plan_document(const PlanInputs& in, const Plan& plan,
     partition.push_back(std::move(stage));
   }
 
+  {
+    Json& cs = doc["collectives"];  // empty unless the collective oracle priced the plan
+    cs = Json::array();
+    for (const PlanCollective& c : plan.collectives) {
+      cs.push_back({{"group", c.group},
+                    {"stage", c.stage},
+                    {"op", std::string(workload::to_string(c.op))},
+                    {"size_bytes", c.size.count()},
+                    {"group_size", c.group_size},
+                    {"groups", c.groups},
+                    {"algorithm", c.algorithm},
+                    {"protocol", c.protocol},
+                    {"channels", c.channels},
+                    {"tuned", c.tuned},
+                    {"time_s", seconds(c.time)}});
+    }
+  }
+
   Json& bl = doc["baselines"];
   bl = Json::object();
   for (const auto& r : baselines) {
@@ -293,7 +312,8 @@ PlanRecord parse_plan(std::string_view text, const std::string& name) {
   const config::Node root = config::Node::load_string(text, name);
   root.expect_keys({"kind", "nest_version", "inputs", "variant", "stages", "data_parallel",
                     "zero_stage", "recompute", "virtual_stages", "placement_order", "microbatches",
-                    "devices_used", "devices_available", "predicted", "partition", "baselines"});
+                    "devices_used", "devices_available", "predicted", "partition", "collectives",
+                    "baselines"});
   if (root.at("kind").as_string() != "plan") throw root.at("kind").error("not a plan file", "plan");
   (void)root.at("nest_version").as_string();
   PlanRecord r;

@@ -13,6 +13,7 @@
 #include "nest/placer/baselines.h"
 #include "nest/placer/cost_model.h"
 #include "nest/placer/oracle_comm_cost.h"
+#include "nest/placer/plan_collectives.h"
 #include "nest/topo/loader.h"
 #include "nest/workload/accelerator.h"
 #include "nest/workload/model.h"
@@ -304,6 +305,10 @@ placer::SearchResult Job::search() {
 placer::Plan Job::place() {
   placer::SearchResult result = search();
   if (!result.best) throw Error::input(result.infeasible_reason);
+  if (impl_->oracle != nullptr) {
+    result.best->collectives =
+        placer::plan_collectives(*impl_->profile, *result.best, *impl_->oracle, impl_->search.cost);
+  }
   return std::move(*result.best);
 }
 

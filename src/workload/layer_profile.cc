@@ -6,6 +6,32 @@
 
 namespace nest::workload {
 
+std::string_view to_string(CollectiveOp op) noexcept {
+  switch (op) {
+    case CollectiveOp::kAllReduce:
+      return "allreduce";
+    case CollectiveOp::kAllGather:
+      return "allgather";
+    case CollectiveOp::kReduceScatter:
+      return "reducescatter";
+    case CollectiveOp::kAllToAll:
+      return "alltoall";
+  }
+  return "";
+}
+
+std::string_view to_string(ParallelAxis axis) noexcept {
+  switch (axis) {
+    case ParallelAxis::kTensor:
+      return "tensor";
+    case ParallelAxis::kExpert:
+      return "expert";
+    case ParallelAxis::kContext:
+      return "context";
+  }
+  return "";
+}
+
 std::string_view to_string(Recompute mode) noexcept {
   switch (mode) {
     case Recompute::kNone:

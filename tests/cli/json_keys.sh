@@ -46,7 +46,7 @@ tmp = sys.argv[1]
 plan = ["kind", "nest_version", "inputs", "variant", "stages", "data_parallel", "zero_stage",
         "recompute", "virtual_stages", "placement_order", "microbatches", "devices_used",
         "devices_available",
-        "predicted", "partition", "baselines"]
+        "predicted", "partition", "collectives", "baselines"]
 expected = {
     "topology_describe": ["name", "kind", "devices", "switches", "links", "directed_links",
                           "diameter_hops", "injection_bytes_per_s", "bisection_bytes_per_s",
@@ -93,6 +93,8 @@ rows = {
     ("topology_describe_nodes", "nodes"): ["id", "name", "kind", "tier"],
     ("topology_describe_nodes", "links"): ["src", "dst", "bandwidth_bytes_per_s", "latency_s"],
 }
+plan_collective = ["group", "stage", "op", "size_bytes", "group_size", "groups", "algorithm",
+                   "protocol", "channels", "tuned", "time_s"]
 ok = True
 docs = {}
 for name, keys in expected.items():
@@ -114,6 +116,11 @@ for (name, key), keys in rows.items():
     table = docs.get(name, {}).get("topology", {}).get(key) or [{}]
     if list(table[0]) != keys:
         print(f"FAIL {name}.topology.{key}[0]: keys {list(table[0])}, expected {keys}")
+        ok = False
+for name in ("run",):  # on the oracle (place's job is the nest-artifact's: no collectives)
+    got = list((docs.get(name, {}).get("plan", {}).get("collectives") or [{}])[0])
+    if got != plan_collective:
+        print(f"FAIL {name}.plan.collectives[0]: keys {got}, expected {plan_collective}")
         ok = False
 stage_keys = ["stage", "first_layer", "last_layer", "ranks", "forward_s", "backward_s"]
 got = list((docs.get("profile_chakra", {}).get("stages") or [{}])[0])

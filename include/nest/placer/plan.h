@@ -158,6 +158,23 @@ struct Breakdown {
 };
 
 /// An evaluated plan.
+/// One collective of a plan as the collective oracle priced it: which group runs it, where,
+/// and what the tuner chose (filled by `plan_collectives`, nest/placer/plan_collectives.h).
+struct PlanCollective {
+  std::string group;  ///< "tensor", "expert", "context" (intra-layer) or "data" (gradient sync)
+  int stage = 0;      ///< the pipeline stage whose devices run it
+  workload::CollectiveOp op = workload::CollectiveOp::kAllReduce;
+  Bytes size;             ///< nccl-tests convention (a gradient bucket for "data")
+  int group_size = 0;     ///< devices per group
+  int groups = 0;         ///< groups running it at once
+  std::string algorithm;  ///< coll's name ("ring", "tree", "nvls", ...)
+  std::string protocol;   ///< NCCL's: "LL", "LL128", "Simple" (Simple on the ideal network)
+  int channels = 1;
+  bool tuned = false;  ///< chosen by the tuner, not fixed by an option
+  Time time;           ///< one run, every group at once
+  friend bool operator==(const PlanCollective&, const PlanCollective&) = default;
+};
+
 struct Plan {
   PlanChoice choice;
   VariantDegrees degrees;
@@ -176,6 +193,9 @@ struct Plan {
   double sequences_per_second = 0;
   double tokens_per_second = 0;  ///< 0 when the sequence length is unknown
   std::optional<double> mfu;     ///< model FLOPs utilization, when FLOPs and peak are known
+  /// The collectives the oracle priced for this plan, by stage (empty on other networks and
+  /// until `plan_collectives` fills it).
+  std::vector<PlanCollective> collectives;
 
   /// True when every stage fits its devices' memory.
   [[nodiscard]] bool fits() const noexcept;

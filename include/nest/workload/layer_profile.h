@@ -34,9 +34,13 @@ enum class CollectiveOp : std::uint8_t {
   kReduceScatter,
   kAllToAll,
 };
+/// "allreduce", "allgather", "reducescatter", "alltoall" (nccl-tests' names).
+[[nodiscard]] std::string_view to_string(CollectiveOp op) noexcept;
 
 /// The parallel axis whose device group runs a collective.
 enum class ParallelAxis : std::uint8_t { kTensor, kExpert, kContext };
+/// "tensor", "expert", "context".
+[[nodiscard]] std::string_view to_string(ParallelAxis axis) noexcept;
 
 /// One collective of one layer, per microbatch. `size` follows nccl-tests: the full buffer for
 /// allreduce, the gathered size for all-gather/reduce-scatter, what each rank sends for
@@ -85,7 +89,7 @@ struct Layer {
   /// the gathered size the next stage all-gathers after each shard sent its 1/t slice
   /// (`output_bytes`), the scatter-gather of Narayanan et al. 2021 §4.1; zero otherwise.
   Bytes output_gather;
-  Flops flops;         ///< forward + backward FLOPs of one microbatch on one device (0 if unknown)
+  Flops flops;  ///< forward + backward FLOPs of one microbatch on one device (0 if unknown)
   std::vector<LayerCollective> collectives;
 };
 
