@@ -197,40 +197,25 @@ struct State {
 // partitions, each with its own gradient-bucket sizes and stage positions; so priced, they
 // share a few hundred simulations (GPT-3 on 1,024 H100s: 2,000 steps in 3.0 s, 32 s priced
 // exactly; both walks ended on the same plan). The plan the walk keeps is priced exactly.
-class ApproximateCommCost final : public CommCost {
+class ApproximateCommCost final : public ForwardingCommCost {
  public:
-  explicit ApproximateCommCost(CommCost& exact) : exact_(exact) {}
+  using ForwardingCommCost::ForwardingCommCost;
 
   Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& at) override {
     GroupLayout layout = at;
     layout.base = 0;
-    if (size < kLow) return exact_.collective(op, size, layout);
-    const Time a = exact_.collective(op, kLow, layout);
-    const Time b = exact_.collective(op, kHigh, layout);
+    if (size < kLow) return inner().collective(op, size, layout);
+    const Time a = inner().collective(op, kLow, layout);
+    const Time b = inner().collective(op, kHigh, layout);
     const long double f = static_cast<long double>((size - kLow).count()) /
                           static_cast<long double>((kHigh - kLow).count());
     return a + Time::picoseconds(static_cast<std::int64_t>(
                    std::llroundl(static_cast<long double>((b - a).ps()) * f)));
   }
-  Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override {
-    return exact_.transfer(size, from, to);
-  }
-  bool placement_independent() const noexcept override { return exact_.placement_independent(); }
-  Time collective_bound(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
-    return exact_.collective_bound(op, size, layout);
-  }
-  Time transfer_bound(Bytes size, const GroupLayout& from, const GroupLayout& to) override {
-    return exact_.transfer_bound(size, from, to);
-  }
-  bool zero() const noexcept override { return exact_.zero(); }
-  Bandwidth injection_bound() const noexcept override { return exact_.injection_bound(); }
-  int scale_up_size() const noexcept override { return exact_.scale_up_size(); }
-  std::string describe() const override { return exact_.describe(); }
 
  private:
   static constexpr Bytes kLow{std::int64_t{64} << 20};
   static constexpr Bytes kHigh{std::int64_t{256} << 20};
-  CommCost& exact_;
 };
 
 class Annealer {

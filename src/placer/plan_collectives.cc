@@ -20,32 +20,17 @@ struct Query {
 };
 
 // Forwards to the oracle and remembers each distinct collective asked, in order.
-class Recorder final : public CommCost {
+class Recorder final : public ForwardingCommCost {
  public:
-  explicit Recorder(OracleCommCost& comm) : comm_(comm) {}
+  using ForwardingCommCost::ForwardingCommCost;
   Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
     const Query q{op, size, layout};
     if (std::find(queries_.begin(), queries_.end(), q) == queries_.end()) queries_.push_back(q);
-    return comm_.collective(op, size, layout);
+    return inner().collective(op, size, layout);
   }
-  Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override {
-    return comm_.transfer(size, from, to);
-  }
-  bool placement_independent() const noexcept override { return comm_.placement_independent(); }
-  Time collective_bound(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
-    return comm_.collective_bound(op, size, layout);
-  }
-  Time transfer_bound(Bytes size, const GroupLayout& from, const GroupLayout& to) override {
-    return comm_.transfer_bound(size, from, to);
-  }
-  bool zero() const noexcept override { return comm_.zero(); }
-  Bandwidth injection_bound() const noexcept override { return comm_.injection_bound(); }
-  int scale_up_size() const noexcept override { return comm_.scale_up_size(); }
-  std::string describe() const override { return comm_.describe(); }
   [[nodiscard]] const std::vector<Query>& queries() const noexcept { return queries_; }
 
  private:
-  OracleCommCost& comm_;
   std::vector<Query> queries_;
 };
 

@@ -103,6 +103,37 @@ class CommCost {
   [[nodiscard]] virtual std::string describe() const = 0;
 };
 
+/// A `CommCost` that asks `inner` for everything: decorators (the anneal's approximate network,
+/// the plan's collective recorder) derive from it and override what they change.
+class ForwardingCommCost : public CommCost {
+ public:
+  /// `inner` must outlive this object.
+  explicit ForwardingCommCost(CommCost& inner) noexcept : inner_(inner) {}
+  Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
+    return inner_.collective(op, size, layout);
+  }
+  Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override {
+    return inner_.transfer(size, from, to);
+  }
+  bool placement_independent() const noexcept override { return inner_.placement_independent(); }
+  Time collective_bound(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
+    return inner_.collective_bound(op, size, layout);
+  }
+  Time transfer_bound(Bytes size, const GroupLayout& from, const GroupLayout& to) override {
+    return inner_.transfer_bound(size, from, to);
+  }
+  bool zero() const noexcept override { return inner_.zero(); }
+  Bandwidth injection_bound() const noexcept override { return inner_.injection_bound(); }
+  int scale_up_size() const noexcept override { return inner_.scale_up_size(); }
+  std::string describe() const override { return inner_.describe(); }
+
+ protected:
+  [[nodiscard]] CommCost& inner() const noexcept { return inner_; }
+
+ private:
+  CommCost& inner_;
+};
+
 /// The nest-artifact rule: every network term is zero.
 class ZeroCommCost final : public CommCost {
  public:
