@@ -132,8 +132,12 @@ SignalBlock::SignalBlock() noexcept {
   sigemptyset(&block);
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&block, s);
   pthread_sigmask(SIG_BLOCK, &block, &previous_);
+  commit_begins();
 }
 
-SignalBlock::~SignalBlock() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+SignalBlock::~SignalBlock() {
+  commit_ends();
+  pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+}
 
 }  // namespace nest::detail

@@ -63,7 +63,11 @@ void sync_folder(const std::filesystem::path& folder) noexcept;
 
 /// Blocks the interrupting signals (SIGINT, SIGTERM, SIGHUP) in this thread while alive, so that
 /// a few system calls that must happen together do; a signal that arrives meanwhile is delivered
-/// when the block ends.
+/// when the block ends. Should another thread take the signal, its handler waits for the block
+/// to end before it removes any temporary (nest/core/temporaries.h), so a rename and its
+/// registry update are never split, whichever thread the kernel picks.
+void commit_begins() noexcept;  ///< counted in the interrupt registry (temporaries.cc)
+void commit_ends() noexcept;
 class SignalBlock {
  public:
   SignalBlock() noexcept;

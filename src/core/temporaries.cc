@@ -9,7 +9,10 @@
 #include <atomic>
 #include <csignal>
 #include <cstring>
+#include <ctime>
 #include <string>
+
+#include "core/posix.h"
 
 namespace nest {
 namespace {
@@ -32,6 +35,11 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free,
 // The one process-wide mutable state of libnest: see the file comment of
 // nest/core/temporaries.h for why it exists and what may touch it.
 std::array<Slot, kSlots> g_slots;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+// Threads inside a `detail::SignalBlock` (a rename and its registry update): the handler, run by
+// another thread, waits for them before it removes anything. Part of the same registry.
+std::atomic<int> g_commits{0};  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+static_assert(std::atomic<int>::is_always_lock_free,
+              "the interrupt handler may only use lock-free atomics");
 
 constexpr std::array<int, 3> kInterrupts = {SIGINT, SIGTERM, SIGHUP};
 
@@ -80,7 +88,18 @@ void remove_registered() noexcept {
   }
 }
 
+// Waits (async-signal-safely, with nanosleep) until no other thread is between a rename and its
+// registry update, for at most 2 s: a thread blocked inside one cannot take this signal, so
+// the wait only ever covers another thread's few system calls.
+void wait_for_commits() noexcept {
+  timespec pause{0, 100'000};  // 0.1 ms
+  for (int i = 0; i < 20'000 && g_commits.load(std::memory_order_acquire) > 0; ++i) {
+    ::nanosleep(&pause, nullptr);
+  }
+}
+
 extern "C" void on_interrupt(int signal_number) {
+  wait_for_commits();
   remove_registered();
   // End the process by the same signal, with its default action: the status the shell sees
   // (128 + n) says what happened. The signal is blocked inside its handler, so the raised one
@@ -93,6 +112,11 @@ extern "C" void on_interrupt(int signal_number) {
 }
 
 }  // namespace
+
+namespace detail {
+void commit_begins() noexcept { g_commits.fetch_add(1, std::memory_order_acq_rel); }
+void commit_ends() noexcept { g_commits.fetch_sub(1, std::memory_order_acq_rel); }
+}  // namespace detail
 
 TemporaryRegistration::TemporaryRegistration(const std::filesystem::path& path,
                                              TemporaryKind kind) noexcept {

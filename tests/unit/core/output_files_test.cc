@@ -10,14 +10,18 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "core/posix.h"
 #include "nest/core/atomic_file.h"
 #include "nest/core/error.h"
 #include "nest/core/folder_lock.h"
@@ -243,6 +247,48 @@ TEST_F(OutputFiles, InterruptRemovesTemporariesAndEndsByTheSignal) {
     EXPECT_EQ(listing(dir_), std::vector<std::string>{"out.csv"});
     EXPECT_EQ(slurp(dir_ / "out.csv"), "previous");
   }
+}
+
+// The signal taken by another thread while one is between a rename and its registry update
+// (issue 17: the block covered only the calling thread). In a child, a writer thread blocks the
+// signals, says so through a pipe, then waits 200 ms before it renames its temporary into place
+// and drops the registration; the main thread, told, sends SIGTERM to the process, which the
+// kernel delivers to the main thread (the only one not blocking it). Its handler must wait for
+// the writer: the file is then in place, whole, and nothing else is left. Before the fix the
+// handler removed the temporary at once and the rename failed.
+TEST_F(OutputFiles, InterruptOnAnotherThreadWaitsForARenameInProgress) {
+  put(dir_ / "out.csv", "previous");
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    install_interrupt_cleanup();
+    const fs::path temporary = dir_ / ".out.csv.tmp-test";
+    auto registration = std::make_unique<TemporaryRegistration>(temporary, TemporaryKind::kFile);
+    put(temporary, "whole");
+    std::thread writer([&] {
+      const detail::SignalBlock block;
+      const char byte = 1;
+      (void)!::write(ready[1], &byte, 1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (::rename(temporary.c_str(), (dir_ / "out.csv").c_str()) != 0) ::_exit(3);
+      registration.reset();
+    });
+    char byte = 0;
+    if (::read(ready[0], &byte, 1) != 1) ::_exit(4);
+    ::kill(::getpid(), SIGTERM);
+    writer.join();
+    ::_exit(0);  // not reached: the handler ends the process by the signal
+  }
+  ::close(ready[1]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ::close(ready[0]);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit status " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  EXPECT_EQ(listing(dir_), std::vector<std::string>{"out.csv"});
+  EXPECT_EQ(slurp(dir_ / "out.csv"), "whole");
 }
 
 TEST_F(OutputFiles, StagedFolderAppearsWholeOnCommit) {
