@@ -163,6 +163,32 @@ Topology dragonfly(const config::Node& r, std::string name, std::int64_t max_mem
   return build_dragonfly(p, std::move(name), max_memory);
 }
 
+Topology dimensions(const config::Node& r, std::string name, std::int64_t max_memory) {
+  r.expect_keys({"kind", "name", "description", "topology", "npus_count", "bandwidth", "latency",
+                 "collective_algorithms", "collectives", "nvlink_sharp"});
+  DimensionsParams p;
+  for (const config::Node& e : r.at("topology").elements()) {
+    const std::string k = e.as_choice({"Ring", "FullyConnected", "Switch"});
+    p.kinds.push_back(k == "Ring"             ? DimensionKind::kRing
+                      : k == "FullyConnected" ? DimensionKind::kFullyConnected
+                                              : DimensionKind::kSwitch);
+  }
+  p.npus_count = ints(r.at("npus_count"));
+  p.bandwidth = bandwidths(r.at("bandwidth"));
+  p.latency = times(r.at("latency"));
+  if (const auto a = r.find("collective_algorithms")) {
+    for (const config::Node& e : a->elements()) {
+      const std::string k =
+          e.as_choice({"ring", "direct", "halving_doubling", "double_binary_tree"});
+      p.algorithms.push_back(k == "ring"               ? DimensionAlgorithm::kRing
+                             : k == "direct"           ? DimensionAlgorithm::kDirect
+                             : k == "halving_doubling" ? DimensionAlgorithm::kHalvingDoubling
+                                                       : DimensionAlgorithm::kDoubleBinaryTree);
+    }
+  }
+  return build_dimensions(p, std::move(name), max_memory);
+}
+
 Topology explicit_graph(const config::Node& r, std::string name, std::int64_t max_memory) {
   r.expect_keys({"kind", "name", "description", "nodes", "links", "domain_sizes", "collectives",
                  "nvlink_sharp"});
@@ -288,7 +314,7 @@ Topology load_kind(const config::Node& root, const config::Limits& limits) {
   if (!root.is_map()) throw root.error("expected a map", "a topology with a kind: key");
   const std::string kind =
       root.at("kind").as_choice({"fat_tree", "spine_leaf", "torus", "rail_optimized",
-                                 "hierarchical", "dragonfly", "explicit"});
+                                 "hierarchical", "dragonfly", "explicit", "dimensions"});
   const auto name_node = root.find("name");
   std::string name = name_node ? name_node->as_string() : stem(root.file());
   if (!is_utf8(name)) {
@@ -309,6 +335,7 @@ Topology load_kind(const config::Node& root, const config::Limits& limits) {
       return rail_optimized(root, std::move(name), limits.max_memory_bytes);
     if (kind == "hierarchical") return hierarchical(root, std::move(name), limits.max_memory_bytes);
     if (kind == "dragonfly") return dragonfly(root, std::move(name), limits.max_memory_bytes);
+    if (kind == "dimensions") return dimensions(root, std::move(name), limits.max_memory_bytes);
     return explicit_graph(root, std::move(name), limits.max_memory_bytes);
   } catch (const Error& e) {
     throw locate(e, root);

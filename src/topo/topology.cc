@@ -22,6 +22,8 @@ const char* family_name(Family family) noexcept {
       return "dragonfly";
     case Family::kExplicit:
       return "explicit";
+    case Family::kDimensions:
+      return "dimensions";
   }
   return "explicit";
 }
@@ -76,9 +78,9 @@ std::optional<LinkId> Topology::find_link(NodeId a, NodeId b) const {
 }
 
 void Topology::set_params(TopologyParams params) {
-  constexpr Family kByIndex[] = {Family::kExplicit, Family::kFatTree,       Family::kSpineLeaf,
-                                 Family::kTorus,    Family::kRailOptimized, Family::kHierarchical,
-                                 Family::kDragonfly};
+  constexpr Family kByIndex[] = {Family::kExplicit,  Family::kFatTree,       Family::kSpineLeaf,
+                                 Family::kTorus,     Family::kRailOptimized, Family::kHierarchical,
+                                 Family::kDragonfly, Family::kDimensions};
   if (kByIndex[params.index()] != family_) {
     throw Error::internal("parameters do not match the family of topology " + name_);
   }

@@ -56,6 +56,7 @@ enum class Family : std::uint8_t {
   kHierarchical,
   kDragonfly,
   kExplicit,
+  kDimensions,  ///< ASTRA-sim's multi-dimensional network (DimensionsParams)
 };
 
 /// Lower-case name of a family as YAML spells it after `kind:` ("fat_tree", "torus", ...).
