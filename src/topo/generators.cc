@@ -43,8 +43,9 @@ void require_latency(Time t, std::string_view key) {
   require(t > Time::zero(), key, format_time(t), "a duration > 0");
 }
 
-void add_devices(Topology& t, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) t.add_device(fmt::format("dev{}", i));
+// `forwards`: true only where devices are the routers (torus, dimensions).
+void add_devices(Topology& t, std::int64_t n, bool forwards = false) {
+  for (std::int64_t i = 0; i < n; ++i) t.add_device(fmt::format("dev{}", i), forwards);
 }
 
 }  // namespace
@@ -157,7 +158,7 @@ Topology build_torus(const TorusParams& p, std::string name, std::int64_t max_me
   const detail::TorusLayout tl(p);
 
   Topology t(std::move(name), Family::kTorus);
-  add_devices(t, tl.devices);
+  add_devices(t, tl.devices, true);
   for (std::int64_t dev = 0; dev < tl.devices; ++dev) {
     for (std::size_t i = 0; i < tl.dims.size(); ++i) {
       const int m = tl.dims[i];
@@ -371,7 +372,7 @@ Topology build_dimensions(const DimensionsParams& p, std::string name,
   for (std::size_t i = 0; i < n; ++i) stride[i + 1] = stride[i] * p.npus_count[i];
   const std::int64_t devices = stride[n];
   Topology t(std::move(name), Family::kDimensions);
-  add_devices(t, devices);
+  add_devices(t, devices, true);
   // The lowest device of each group of dimension i (x_i = 0), in increasing order.
   const auto group_bases = [&](std::size_t i) {
     std::vector<std::int64_t> bases;

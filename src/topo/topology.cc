@@ -33,11 +33,11 @@ Topology::~Topology() = default;
 Topology::Topology(Topology&&) noexcept = default;
 Topology& Topology::operator=(Topology&&) noexcept = default;
 
-NodeId Topology::add_device(std::string name) {
+NodeId Topology::add_device(std::string name, bool forwards) {
   if (num_devices_ != nodes_.size()) {
     throw Error::internal("devices must be added before switches (" + name + ")");
   }
-  nodes_.push_back(Node{std::move(name), NodeKind::kDevice, 0});
+  nodes_.push_back(Node{std::move(name), NodeKind::kDevice, 0, forwards});
   out_.emplace_back();
   ++num_devices_;
   if (!domains_set_) domain_sizes_ = {static_cast<int>(num_devices_)};
@@ -46,7 +46,7 @@ NodeId Topology::add_device(std::string name) {
 
 NodeId Topology::add_switch(std::string name, int tier) {
   if (tier < 1) throw Error::internal("switch tier must be >= 1 (" + name + ")");
-  nodes_.push_back(Node{std::move(name), NodeKind::kSwitch, tier});
+  nodes_.push_back(Node{std::move(name), NodeKind::kSwitch, tier, true});
   out_.emplace_back();
   return static_cast<NodeId>(nodes_.size() - 1);
 }
