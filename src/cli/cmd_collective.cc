@@ -32,6 +32,7 @@ namespace {
 constexpr const char* kUsage =
     "nest collective --topology FILE --op OP (--size SIZE | --sizes MIN:MAX[:FACTOR]) "
     "[--algorithm ALG|auto] [--group GROUP] [--chunks N] [--channels N] [--levels A,B,...] "
+    "[--level-algorithms A,B,...] "
     "[--concurrent stride:S[:K]] [--ideal] [--seed N] [--links K] [--events] [--json | --csv]";
 
 // A time with six significant digits in a unit that suits it.
@@ -42,6 +43,42 @@ std::string precise_time(double seconds) {
   if (a >= 1e-6) return fmt::format("{:.6g} us", seconds * 1e6);
   if (a >= 1e-9) return fmt::format("{:.6g} ns", seconds * 1e9);
   return fmt::format("{:.6g} ps", seconds * 1e12);
+}
+
+// "ring,direct,double_binary_tree": ASTRA-sim's names of the per-dimension algorithms.
+std::vector<coll::Algorithm> parse_level_algorithms(const std::string& text) {
+  std::vector<coll::Algorithm> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string name = text.substr(start, comma - start);
+    if (name == "ring") {
+      out.push_back(coll::Algorithm::kRing);
+    } else if (name == "direct") {
+      out.push_back(coll::Algorithm::kDirect);
+    } else if (name == "halving_doubling") {
+      out.push_back(coll::Algorithm::kHalvingDoubling);
+    } else if (name == "double_binary_tree" || name == "tree") {
+      out.push_back(coll::Algorithm::kTree);
+    } else {
+      throw Error::input("unknown level algorithm",
+                         {.key = "--level-algorithms",
+                          .value = name,
+                          .expected = "ring, direct, halving_doubling or double_binary_tree, "
+                                      "comma-separated, e.g. ring,direct,ring"});
+    }
+    start = comma + 1;
+  }
+  return out;
+}
+
+// The per-level algorithms with ASTRA-sim's names (double_binary_tree for NEST's tree).
+std::vector<std::string> level_algorithm_names(const coll::CollectiveSpec& spec) {
+  std::vector<std::string> out;
+  for (const coll::Algorithm a : spec.level_algorithms) {
+    out.emplace_back(a == coll::Algorithm::kTree ? "double_binary_tree" : coll::algorithm_name(a));
+  }
+  return out;
 }
 
 std::vector<int> parse_levels(const std::string& text) {
@@ -176,6 +213,7 @@ int run_collective(std::span<char* const> args, const Context&) {
   std::string size_text;
   std::string sizes_text;
   std::string levels_text;
+  std::string level_algorithms_text;
   std::string concurrent_text = "none";
   int chunks = 0;
   int channels = 0;
@@ -200,8 +238,8 @@ int run_collective(std::span<char* const> args, const Context&) {
       .add("algorithm", &algorithm_text,
            "ring, tree, halving_doubling, direct, pairwise, hierarchical, torus, nvls, or auto "
            "(the fastest of what NCCL's tuner weighs on the group; the default under a collective "
-           "model; ideal default: ring; pairwise for all_to_all; direct for send, gather, "
-           "scatter, sendrecv)")
+           "model; ideal default: ring, hierarchical on a kind: dimensions topology; pairwise for "
+           "all_to_all; direct for send, gather, scatter, sendrecv)")
       .add("group", &group_text,
            "devices in rank order, ids and inclusive ranges: 0-7,16-23 (default: every device); "
            "the first is the broadcast root and the sender of send")
@@ -217,6 +255,10 @@ int run_collective(std::span<char* const> args, const Context&) {
       .add("levels", &levels_text,
            "hierarchical/torus level sizes, innermost first (default: from the topology's "
            "domains)")
+      .add("level-algorithms", &level_algorithms_text,
+           "hierarchical: the algorithm of each level, innermost first: ring, direct, "
+           "halving_doubling, double_binary_tree (last level of an allreduce) (default: ring, "
+           "or on a kind: dimensions topology each dimension's)")
       .add("concurrent", &concurrent_text,
            "copies running at the same time: none (default), stride:S (the group shifted by S, "
            "2S, ... while devices last) or stride:S:K (K groups in all)")
@@ -276,6 +318,9 @@ int run_collective(std::span<char* const> args, const Context&) {
         {.key = "--channels", .value = std::to_string(channels), .expected = "an integer >= 1"});
   }
   if (!levels_text.empty()) spec.levels = parse_levels(levels_text);
+  if (!level_algorithms_text.empty()) {
+    spec.level_algorithms = parse_level_algorithms(level_algorithms_text);
+  }
   if (links < 0) {
     throw Error::input("must not be negative",
                        {.key = "--links", .value = std::to_string(links), .expected = ">= 0"});
@@ -294,6 +339,13 @@ int run_collective(std::span<char* const> args, const Context&) {
   const int n = static_cast<int>(group.size());
 
   const coll::CalibratedNetwork network(topology, ideal);
+  // ASTRA-sim runs a collective dimension by dimension: so does NEST on its networks.
+  if (algorithm_text.empty() && !network.calibrated() &&
+      topology.family() == topo::Family::kDimensions &&
+      (spec.op == coll::Operation::kAllReduce || spec.op == coll::Operation::kReduceScatter ||
+       spec.op == coll::Operation::kAllGather)) {
+    spec.algorithm = coll::Algorithm::kHierarchical;
+  }
   // Under a collective model the default is what NCCL does: the fastest algorithm for the group.
   const bool tuned = auto_algorithm || (algorithm_text.empty() && network.calibrated());
   if (tuned && !levels_text.empty()) {
@@ -375,6 +427,7 @@ int run_collective(std::span<char* const> args, const Context&) {
         {"chunks", resolved.chunks},
         {"channels", resolved.channels},
         {"levels", leveled ? resolved.levels : std::vector<int>{}},
+        {"level_algorithms", level_algorithm_names(resolved)},
         {"simulated_s", simulated},
         {"fastest_group_s", fastest.to_seconds()},
         {"closed_form_s", closed.seconds},
@@ -396,6 +449,12 @@ int run_collective(std::span<char* const> args, const Context&) {
   std::string levels;
   for (int l : leveled ? resolved.levels : std::vector<int>{}) {
     levels += (levels.empty() ? "" : "x") + std::to_string(l);
+  }
+  const std::vector<std::string> per_level = level_algorithm_names(resolved);
+  if (!per_level.empty()) {
+    std::string names;
+    for (const std::string& a : per_level) names += (names.empty() ? "" : ", ") + a;
+    levels += " (" + names + ")";
   }
   std::cout << fmt::format(
       "collective:  {} {}{}, {} ranks ({}), {}{}{}{}\n", coll::operation_name(spec.op),

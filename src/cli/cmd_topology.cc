@@ -1,6 +1,7 @@
 // `nest topology describe|validate FILE`: loads a topology file and reports its size, diameter,
 // injection and bisection bandwidth (and with --nodes its node and link tables, as run files
-// hold them under /topology), or just checks it.
+// hold them under /topology), or just checks it. `nest topology import FILE` converts an
+// ASTRA-sim analytical network config into a NEST topology file (kind: dimensions).
 
 #include <fmt/format.h>
 
@@ -11,8 +12,11 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "nest/config/node.h"
+#include "nest/core/atomic_file.h"
 #include "nest/core/error.h"
 #include "nest/core/unit_parse.h"
+#include "nest/topo/astra_sim.h"
 #include "nest/topo/loader.h"
 #include "nest/topo/metrics.h"
 
@@ -22,7 +26,9 @@ namespace {
 constexpr const char* kUsage =
     "nest topology describe FILE|NAME [--nodes] [--json] [--max-input-size SIZE] [--max-memory "
     "SIZE]\n"
-    "       nest topology validate FILE|NAME [--json] [--max-input-size SIZE] [--max-memory SIZE]";
+    "       nest topology validate FILE|NAME [--json] [--max-input-size SIZE] [--max-memory SIZE]\n"
+    "       nest topology import ASTRA_SIM_YAML [-o OUT] [--max-input-size SIZE] [--max-memory "
+    "SIZE]";
 
 std::string join(const std::vector<int>& v) {
   std::string out;
@@ -144,18 +150,43 @@ int validate(std::span<char* const> args) {
   return 0;
 }
 
+// Converts an ASTRA-sim analytical network config; the result is loaded (size limits, every
+// check of a NEST file) before anything is written.
+int import(std::span<char* const> args) {
+  std::string file;
+  std::string output;
+  Options o(kUsage);
+  o.positional("file", &file, "ASTRA-sim analytical network config (YAML, GB/s and ns implied)")
+      .add("output,o", &output, "write the NEST topology file here (default: standard output)");
+  LimitArgs limit_args;
+  add_limit_options(o, limit_args);
+  if (!o.parse(args)) return 0;
+  const config::Limits limits = limits_of(limit_args);
+  const std::string text =
+      topo::import_astra_sim_network(config::Node::load_file(file, limits.max_input_bytes));
+  (void)topo::load_topology_string(text, output.empty() ? file : output, limits);
+  if (output.empty()) {
+    std::cout << text;
+    return 0;
+  }
+  write_text_atomically(output, text);
+  std::cout << "topology written to " << output << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int run_topology(std::span<char* const> args, const Context&) {
   const std::string sub = args.size() > 1 ? args[1] : "";
   if (sub == "describe") return describe(args.subspan(1));
   if (sub == "validate") return validate(args.subspan(1));
+  if (sub == "import") return import(args.subspan(1));
   if (sub == "--help" || sub == "-h") {
     std::cout << "usage: " << kUsage << "\n";
     return 0;
   }
   throw Error::input("unknown or missing subcommand",
-                     {.key = "topology", .value = sub, .expected = "describe or validate"});
+                     {.key = "topology", .value = sub, .expected = "describe, validate or import"});
 }
 
 }  // namespace nest::cli

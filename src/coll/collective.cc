@@ -194,11 +194,70 @@ double bus_bandwidth_factor(Operation op, int ranks) noexcept {
   return 1;
 }
 
+std::string level_algorithms_text(std::span<const Algorithm> algorithms) {
+  std::string out;
+  for (Algorithm a : algorithms) out += (out.empty() ? "" : ",") + std::string(algorithm_name(a));
+  return out;
+}
+
 std::string levels_text(std::span<const int> levels) {
   std::string out;
   for (int l : levels) out += (out.empty() ? "" : ",") + std::to_string(l);
   return out;
 }
+
+namespace {
+
+// Per-level algorithms: hierarchical only, one per level, each valid at its level.
+void validate_level_algorithms(const CollectiveSpec& spec, const std::string& prefix) {
+  if (spec.level_algorithms.empty()) return;
+  const std::string text = level_algorithms_text(spec.level_algorithms);
+  const auto fail = [&](const std::string& message, const std::string& expected) {
+    throw Error::input(message,
+                       {.key = prefix + "level-algorithms", .value = text, .expected = expected});
+  };
+  if (spec.algorithm != Algorithm::kHierarchical) {
+    fail("level algorithms apply only to hierarchical, not " +
+             std::string(algorithm_name(spec.algorithm)),
+         "--algorithm hierarchical");
+  }
+  if (spec.level_algorithms.size() != spec.levels.size()) {
+    fail(fmt::format("{} level algorithms for {} levels", spec.level_algorithms.size(),
+                     spec.levels.size()),
+         fmt::format("one per level ({})", levels_text(spec.levels)));
+  }
+  if (spec.op != Operation::kAllReduce && spec.op != Operation::kReduceScatter &&
+      spec.op != Operation::kAllGather) {
+    fail("level algorithms apply to allreduce, reduce_scatter and all_gather",
+         "no level algorithms for " + std::string(operation_name(spec.op)));
+  }
+  for (std::size_t l = 0; l < spec.levels.size(); ++l) {
+    const Algorithm a = spec.level_algorithms[l];
+    const int d = spec.levels[l];
+    switch (a) {
+      case Algorithm::kRing:
+      case Algorithm::kDirect:
+        break;
+      case Algorithm::kHalvingDoubling:
+        if (!is_power_of_two(d)) {
+          fail(fmt::format("halving_doubling on level {} of {} ranks, not a power of two", l, d),
+               "ring or direct on that level");
+        }
+        break;
+      case Algorithm::kTree:
+        if (spec.op != Operation::kAllReduce || l + 1 != spec.levels.size()) {
+          fail(fmt::format("double_binary_tree on level {}", l),
+               "double_binary_tree only on the last level of an allreduce");
+        }
+        break;
+      default:
+        fail(fmt::format("{} cannot run on a level", algorithm_name(a)),
+             "ring, direct, halving_doubling or tree (double binary tree)");
+    }
+  }
+}
+
+}  // namespace
 
 void validate(const CollectiveSpec& spec, int ranks, std::string_view key_prefix) {
   const std::string prefix(key_prefix);
@@ -310,6 +369,7 @@ void validate(const CollectiveSpec& spec, int ranks, std::string_view key_prefix
                           .expected = "a product of " + std::to_string(ranks)});
     }
   }
+  validate_level_algorithms(spec, prefix);
 }
 
 }  // namespace nest::coll

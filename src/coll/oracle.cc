@@ -134,6 +134,7 @@ struct CollectiveOracle::Impl {
     h = hash_mix(h, spec.forward_on_arrival ? 1U : 0U);
     h = hash_mix(h, n);
     for (int l : spec.levels) h = hash_mix(h, static_cast<std::uint64_t>(l));
+    for (Algorithm a : spec.level_algorithms) h = hash_mix(h, static_cast<std::uint64_t>(a) + 1);
     return h;
   }
 
@@ -331,6 +332,8 @@ OracleAnswer CollectiveOracle::collective(const CollectiveSpec& spec,
                static_cast<std::uint64_t>(spec.size.count()),
                spec.levels.size()};
   for (int l : spec.levels) key.push_back(static_cast<std::uint64_t>(l));
+  key.push_back(spec.level_algorithms.size());
+  for (Algorithm a : spec.level_algorithms) key.push_back(static_cast<std::uint64_t>(a));
   key.push_back(groups.size());
   for (const auto& g : groups) {
     key.push_back(g.size());

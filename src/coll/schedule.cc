@@ -20,6 +20,7 @@ class Builder {
   explicit Builder(std::uint64_t expected) { transfers_.reserve(expected); }
 
   void emit(Rank src, Rank dst, std::uint64_t step, int channel, Bytes bytes) {
+    end_ = std::max(end_, step + 1);
     transfers_.push_back(Transfer{src, dst, static_cast<std::uint32_t>(step),
                                   static_cast<std::uint16_t>(channel), bytes});
   }
@@ -33,8 +34,12 @@ class Builder {
 
   std::vector<Transfer> take() { return std::move(transfers_); }
 
+  // 1 + the largest step emitted so far (0 before any).
+  [[nodiscard]] std::uint64_t end() const noexcept { return end_; }
+
  private:
   std::vector<Transfer> transfers_;
+  std::uint64_t end_ = 0;
 };
 
 std::uint64_t positive_mod(std::int64_t a, std::int64_t n) {
@@ -90,7 +95,13 @@ std::uint64_t ring_phase(Builder& b, const Hierarchy& h, std::size_t level, Ring
   return static_cast<std::uint64_t>((d - 1) * chunks);
 }
 
+void lower_leveled(Builder& b, const CollectiveSpec& spec, int n);
+
 void lower_hierarchical(Builder& b, const CollectiveSpec& spec, int n) {
+  if (!spec.level_algorithms.empty()) {
+    lower_leveled(b, spec, n);
+    return;
+  }
   const Hierarchy h(spec.levels.empty() ? std::vector<int>{n} : spec.levels);
   const std::size_t m = h.levels.size();
   std::uint64_t step = 0;
@@ -269,6 +280,122 @@ void lower_tree(Builder& b, const CollectiveSpec& spec, int n) {
   }
 }
 
+// The members of rank's group at `level`: member(y) has coordinate y there, rank's elsewhere.
+struct LevelGroup {
+  std::int64_t rank;
+  std::int64_t x;  // rank's coordinate at the level
+  std::int64_t d;
+  std::int64_t stride;
+  [[nodiscard]] Rank member(std::int64_t y) const {
+    return static_cast<Rank>(rank + (y - x) * stride);
+  }
+};
+
+LevelGroup level_group(const Hierarchy& h, std::size_t level, std::int64_t rank) {
+  return {rank, h.coordinate(rank, level), h.levels[level], h.stride[level]};
+}
+
+// Direct at a level, one step: reduce-scatter sends member y chunk y of the segment, all-gather
+// sends every member its own chunk.
+std::uint64_t direct_phase(Builder& b, const Hierarchy& h, std::size_t level, RingPhase phase,
+                           Bytes size, std::uint64_t base, std::int64_t ranks) {
+  if (h.levels[level] == 1) return 0;
+  for (std::int64_t rank = 0; rank < ranks; ++rank) {
+    const LevelGroup g = level_group(h, level, rank);
+    const Bytes segment = segment_bytes(size, h, rank, level);
+    for (std::int64_t y = 0; y < g.d; ++y) {
+      if (y == g.x) continue;
+      b.emit(static_cast<Rank>(rank), g.member(y), base, 0,
+             split_bytes(segment, g.d, phase == RingPhase::kReduceScatter ? y : g.x));
+    }
+  }
+  return 1;
+}
+
+// Recursive halving (reduce-scatter) or doubling (all-gather) at a level of 2^k members: at
+// the end of a reduce-scatter member x holds chunk x, as after a ring.
+std::uint64_t halving_doubling_phase(Builder& b, const Hierarchy& h, std::size_t level,
+                                     RingPhase phase, Bytes size, std::uint64_t base,
+                                     std::int64_t ranks) {
+  const std::int64_t d = h.levels[level];
+  const int log_d = std::countr_zero(static_cast<std::uint64_t>(d));
+  for (std::int64_t rank = 0; rank < ranks; ++rank) {
+    const LevelGroup g = level_group(h, level, rank);
+    const Bytes segment = segment_bytes(size, h, rank, level);
+    for (int k = 0; k < log_d; ++k) {
+      if (phase == RingPhase::kReduceScatter) {
+        const std::int64_t half = d >> (k + 1);
+        const std::int64_t partner = g.x ^ half;
+        b.emit(static_cast<Rank>(rank), g.member(partner), base + static_cast<std::uint64_t>(k), 0,
+               block_bytes(segment, d, partner & ~(half - 1), half));
+      } else {
+        const std::int64_t span = std::int64_t{1} << k;
+        b.emit(static_cast<Rank>(rank), g.member(g.x ^ span), base + static_cast<std::uint64_t>(k),
+               0, block_bytes(segment, d, g.x & ~(span - 1), span));
+      }
+    }
+  }
+  return static_cast<std::uint64_t>(log_d);
+}
+
+// A double binary tree allreduce of each group's segment at `level` (NCCL's trees over the
+// members' coordinates), both trees on channel 0 so that they wait for the levels below.
+std::uint64_t tree_level_allreduce(Builder& b, const Hierarchy& h, std::size_t level, Bytes size,
+                                   int chunks, std::uint64_t base, std::int64_t ranks) {
+  const std::int64_t d = h.levels[level];
+  if (d == 1) return 0;
+  const auto trees = double_binary_tree(static_cast<int>(d));
+  const Tree shapes[2] = {Tree(trees[0]), Tree(trees[1])};
+  for (std::int64_t rank = 0; rank < ranks; ++rank) {
+    const LevelGroup g = level_group(h, level, rank);
+    const Bytes segment = segment_bytes(size, h, rank, level);
+    for (int t = 0; t < 2; ++t) {
+      const Tree& tree = shapes[t];
+      const auto v = static_cast<std::size_t>(g.x);
+      const Bytes half = split_bytes(segment, 2, t);
+      const std::uint64_t down = base + static_cast<std::uint64_t>(tree.height[tree.root]);
+      if (tree.parent[v] >= 0) {
+        b.emit_pieces(static_cast<Rank>(rank), g.member(tree.parent[v]),
+                      base + static_cast<std::uint64_t>(tree.height[v]), chunks, 0, half);
+      }
+      for (int c : tree.children[v]) {
+        b.emit_pieces(static_cast<Rank>(rank), g.member(c),
+                      down + static_cast<std::uint64_t>(tree.depth[v]), chunks, 0, half);
+      }
+    }
+  }
+  return b.end() - base;
+}
+
+// Hierarchical with an algorithm per level (CollectiveSpec::level_algorithms): reduce-scatter
+// up the levels, all-gather down, a tree allreduce replacing both on the last level.
+void lower_leveled(Builder& b, const CollectiveSpec& spec, int n) {
+  const Hierarchy h(spec.levels);
+  const std::size_t m = h.levels.size();
+  const bool scatter = spec.op == Operation::kAllReduce || spec.op == Operation::kReduceScatter;
+  const bool gather = spec.op == Operation::kAllReduce || spec.op == Operation::kAllGather;
+  std::uint64_t step = 0;
+  const auto phase = [&](std::size_t l, RingPhase p) {
+    switch (spec.level_algorithms[l]) {
+      case Algorithm::kDirect:
+        return direct_phase(b, h, l, p, spec.size, step, n);
+      case Algorithm::kHalvingDoubling:
+        return halving_doubling_phase(b, h, l, p, spec.size, step, n);
+      default:
+        return ring_phase(b, h, l, p, spec.size, spec.chunks, step, n);
+    }
+  };
+  const bool tree_top = spec.level_algorithms.back() == Algorithm::kTree;
+  const std::size_t top = tree_top ? m - 1 : m;  // levels below `top` scatter and gather
+  if (scatter) {
+    for (std::size_t l = 0; l < top; ++l) step += phase(l, RingPhase::kReduceScatter);
+  }
+  if (tree_top) step += tree_level_allreduce(b, h, m - 1, spec.size, spec.chunks, step, n);
+  if (gather) {
+    for (std::size_t l = top; l-- > 0;) step += phase(l, RingPhase::kAllGather);
+  }
+}
+
 void lower_ring_broadcast(Builder& b, const CollectiveSpec& spec, int n) {
   for (int r = 0; r + 1 < n; ++r) {
     b.emit_pieces(r, r + 1, static_cast<std::uint64_t>(r), spec.chunks, 0, spec.size);
@@ -290,14 +417,42 @@ void lower_nvls(Builder& b, const CollectiveSpec& spec, int n) {
   }
 }
 
+// Transfers of lower_leveled.
+std::uint64_t count_leveled(const CollectiveSpec& spec, int ranks) {
+  const auto n = static_cast<std::uint64_t>(ranks);
+  const auto c = static_cast<std::uint64_t>(spec.chunks);
+  const std::uint64_t phases = spec.op == Operation::kAllReduce ? 2 : 1;
+  std::uint64_t sum = 0;
+  for (std::size_t l = 0; l < spec.levels.size(); ++l) {
+    const auto d = static_cast<std::uint64_t>(spec.levels[l]);
+    if (d == 1) continue;
+    switch (spec.level_algorithms[l]) {
+      case Algorithm::kDirect:
+        sum += phases * n * (d - 1);
+        break;
+      case Algorithm::kHalvingDoubling:
+        sum += phases * n * static_cast<std::uint64_t>(std::countr_zero(d));
+        break;
+      case Algorithm::kTree:
+        sum += n / d * 4 * (d - 1) * c;
+        break;
+      default:
+        sum += phases * n * (d - 1) * c;
+    }
+  }
+  return sum;
+}
+
 // Exact transfer count of a lowering, to refuse schedules that do not fit before building.
 std::uint64_t count_transfers_of(const CollectiveSpec& spec, int ranks) {
   const auto n = static_cast<std::uint64_t>(ranks);
   const auto c = static_cast<std::uint64_t>(spec.chunks);
   const std::uint64_t phases = spec.op == Operation::kAllReduce ? 2 : 1;
   switch (spec.algorithm) {
-    case Algorithm::kRing:
     case Algorithm::kHierarchical:
+      if (!spec.level_algorithms.empty()) return count_leveled(spec, ranks);
+      [[fallthrough]];
+    case Algorithm::kRing:
     case Algorithm::kTorus: {
       if (spec.op == Operation::kBroadcast || spec.op == Operation::kReduce) return (n - 1) * c;
       if (spec.channels > 1 || spec.ranks_per_node > 0) {
@@ -575,7 +730,9 @@ bool ring_family(const CollectiveSpec& spec) {
                               spec.algorithm == Algorithm::kTorus;
   const bool op = spec.op == Operation::kAllReduce || spec.op == Operation::kReduceScatter ||
                   spec.op == Operation::kAllGather;
-  return ring_algorithm && op;
+  const bool rings = std::all_of(spec.level_algorithms.begin(), spec.level_algorithms.end(),
+                                 [](Algorithm a) { return a == Algorithm::kRing; });
+  return ring_algorithm && op && rings;
 }
 
 }  // namespace

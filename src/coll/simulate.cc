@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <variant>
 
 #include "coll/uncontended.h"
 #include "nest/coll/execution.h"
@@ -56,9 +57,13 @@ SimulationResult run(const topo::Topology& topology,
 
 }  // namespace
 
-std::vector<int> hierarchy_levels(const topo::Topology& topology,
-                                  std::span<const topo::DeviceId> group) {
+namespace {
+
+// hierarchy_levels, with the index in topology.domain_sizes() of the domain each level spans.
+std::vector<int> levels_of(const topo::Topology& topology, std::span<const topo::DeviceId> group,
+                           std::vector<std::size_t>* domain_of_level) {
   const auto n = static_cast<int>(group.size());
+  std::size_t domain_index = 0;
   std::vector<int> levels;
   int below = 1;
   for (int size : topology.domain_sizes()) {
@@ -90,12 +95,62 @@ std::vector<int> hierarchy_levels(const topo::Topology& topology,
                              std::to_string(size) + " devices together",
                          {.key = "--group", .expected = "the devices of one domain consecutively"});
     }
-    if (count / below > 1) levels.push_back(count / below);
+    if (count / below > 1) {
+      levels.push_back(count / below);
+      if (domain_of_level != nullptr) domain_of_level->push_back(domain_index);
+    }
     below = count;
+    ++domain_index;
   }
-  if (below != n) levels.push_back(n / below);
-  if (levels.empty()) levels.push_back(n);
+  const std::size_t last = topology.domain_sizes().size() - 1;
+  if (below != n || levels.empty()) {
+    levels.push_back(below != n ? n / below : n);
+    if (domain_of_level != nullptr) domain_of_level->push_back(last);
+  }
   return levels;
+}
+
+// The algorithm of each level on a `kind: dimensions` topology: that of the outermost
+// dimension the level spans (its domain's); empty on other topologies.
+std::vector<Algorithm> dimension_algorithms(const topo::Topology& topology,
+                                            std::span<const topo::DeviceId> group) {
+  const auto* p = std::get_if<topo::DimensionsParams>(&topology.params());
+  if (p == nullptr) return {};
+  std::vector<std::size_t> domains;
+  (void)levels_of(topology, group, &domains);
+  // Domain j is the j-th dimension with more than one device (set_domain_sizes drops 1s).
+  std::vector<std::size_t> dimension_of_domain;
+  for (std::size_t i = 0; i < p->npus_count.size(); ++i) {
+    if (p->npus_count[i] > 1) dimension_of_domain.push_back(i);
+  }
+  std::vector<Algorithm> out;
+  for (const std::size_t j : domains) {
+    const std::size_t i = dimension_of_domain.empty() ? 0 : dimension_of_domain[j];
+    const topo::DimensionAlgorithm a =
+        p->algorithms.empty() ? topo::default_dimension_algorithm(p->kinds[i]) : p->algorithms[i];
+    switch (a) {
+      case topo::DimensionAlgorithm::kRing:
+        out.push_back(Algorithm::kRing);
+        break;
+      case topo::DimensionAlgorithm::kDirect:
+        out.push_back(Algorithm::kDirect);
+        break;
+      case topo::DimensionAlgorithm::kHalvingDoubling:
+        out.push_back(Algorithm::kHalvingDoubling);
+        break;
+      case topo::DimensionAlgorithm::kDoubleBinaryTree:
+        out.push_back(Algorithm::kTree);
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<int> hierarchy_levels(const topo::Topology& topology,
+                                  std::span<const topo::DeviceId> group) {
+  return levels_of(topology, group, nullptr);
 }
 
 int rail_block(const topo::Topology& topology, std::span<const topo::DeviceId> group) {
@@ -168,6 +223,9 @@ CollectiveSpec resolve(const CollectiveSpec& spec, const CalibratedNetwork& netw
   if ((spec.algorithm == Algorithm::kHierarchical || spec.algorithm == Algorithm::kTorus) &&
       spec.levels.empty()) {
     out.levels = hierarchy_levels(topology, group);
+    if (spec.algorithm == Algorithm::kHierarchical && spec.level_algorithms.empty()) {
+      out.level_algorithms = dimension_algorithms(topology, group);
+    }
   }
   if (out.chunks == 0) out.chunks = auto_chunks(out, network.calibrated());
   const bool ring = spec.algorithm == Algorithm::kRing &&
@@ -184,7 +242,9 @@ CollectiveSpec resolve(const CollectiveSpec& spec, const CalibratedNetwork& netw
       (out.algorithm == Algorithm::kRing || out.algorithm == Algorithm::kHierarchical ||
        out.algorithm == Algorithm::kTorus) &&
       (out.op == Operation::kAllReduce || out.op == Operation::kReduceScatter ||
-       out.op == Operation::kAllGather);
+       out.op == Operation::kAllGather) &&
+      std::all_of(out.level_algorithms.begin(), out.level_algorithms.end(),
+                  [](Algorithm a) { return a == Algorithm::kRing; });
   if (network.calibrated() && ring_family) out.forward_on_arrival = true;
   if (out.algorithm == Algorithm::kNvls && group.size() > 1 && !nvls_switch(topology, group)) {
     throw Error::input(
@@ -253,7 +313,8 @@ SimulationResult simulate(const CalibratedNetwork& network, const CollectiveSpec
     const CollectiveSpec& r = resolved[g];
     auto& schedule =
         schedules[{n, levels_text(r.levels) + "/" + std::to_string(r.chunks) + "/" +
-                          std::to_string(r.channels) + "/" + std::to_string(r.ranks_per_node)}];
+                          std::to_string(r.channels) + "/" + std::to_string(r.ranks_per_node) +
+                          "/" + level_algorithms_text(r.level_algorithms)}];
     if (!schedule) schedule = lower_program(resolved[g], n);
     result.flows += schedule->transfer_count();
     programs.push_back(schedule);

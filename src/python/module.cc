@@ -336,6 +336,13 @@ py::dict measurement_dict(const coll::Measurement& m, const coll::CollectiveSpec
   d["chunks"] = m.spec.chunks;
   d["channels"] = m.spec.channels;
   d["levels"] = leveled ? m.spec.levels : std::vector<int>{};
+  // ASTRA-sim's names, as `nest collective --json` prints them.
+  std::vector<std::string> level_algorithms;
+  for (const coll::Algorithm a : m.spec.level_algorithms) {
+    level_algorithms.emplace_back(a == coll::Algorithm::kTree ? "double_binary_tree"
+                                                              : coll::algorithm_name(a));
+  }
+  d["level_algorithms"] = level_algorithms;
   d["simulated_s"] = m.simulated_s;
   d["fastest_group_s"] = m.fastest.to_seconds();
   d["closed_form_s"] = m.closed.seconds;
@@ -382,6 +389,13 @@ py::list collectives(const PyTopology& t, const std::string& op,
   {
     py::gil_scoped_release release;
     const coll::CalibratedNetwork network(topology, ideal);
+    // As `nest collective`: hierarchical by default on ASTRA-sim's dimension networks.
+    if (algorithm.empty() && !network.calibrated() &&
+        topology.family() == topo::Family::kDimensions &&
+        (spec.op == coll::Operation::kAllReduce || spec.op == coll::Operation::kReduceScatter ||
+         spec.op == coll::Operation::kAllGather)) {
+      spec.algorithm = coll::Algorithm::kHierarchical;
+    }
     const bool tuned = auto_algorithm || (algorithm.empty() && network.calibrated());
     if (tuned && !levels.empty()) {
       throw Error::input(

@@ -43,8 +43,9 @@ void require_latency(Time t, std::string_view key) {
   require(t > Time::zero(), key, format_time(t), "a duration > 0");
 }
 
-void add_devices(Topology& t, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) t.add_device(fmt::format("dev{}", i));
+// `forwards`: true only where devices are the routers (torus, dimensions).
+void add_devices(Topology& t, std::int64_t n, bool forwards = false) {
+  for (std::int64_t i = 0; i < n; ++i) t.add_device(fmt::format("dev{}", i), forwards);
 }
 
 }  // namespace
@@ -157,7 +158,7 @@ Topology build_torus(const TorusParams& p, std::string name, std::int64_t max_me
   const detail::TorusLayout tl(p);
 
   Topology t(std::move(name), Family::kTorus);
-  add_devices(t, tl.devices);
+  add_devices(t, tl.devices, true);
   for (std::int64_t dev = 0; dev < tl.devices; ++dev) {
     for (std::size_t i = 0; i < tl.dims.size(); ++i) {
       const int m = tl.dims[i];
@@ -334,6 +335,92 @@ Topology build_dragonfly(const DragonflyParams& p, std::string name,
   }
   t.set_params(p);
   t.set_domain_sizes({d.hosts, d.hosts * d.routers, static_cast<int>(d.devices)});
+  validate(t);
+  return t;
+}
+
+Topology build_dimensions(const DimensionsParams& p, std::string name,
+                          std::int64_t max_memory_bytes) {
+  const std::size_t n = p.kinds.size();
+  require(n >= 1, "topology", "[]", "at least one dimension");
+  require(n <= kMaxLevels, "topology", fmt::format("{} dimensions", n),
+          fmt::format("at most {} dimensions", kMaxLevels));
+  const auto same_length = [n](std::size_t size, const char* key) {
+    require(size == n, key, fmt::format("{} entries", size),
+            fmt::format("{} entries, one per dimension of topology", n), "wrong length");
+  };
+  same_length(p.npus_count.size(), "npus_count");
+  same_length(p.bandwidth.size(), "bandwidth");
+  same_length(p.latency.size(), "latency");
+  if (!p.algorithms.empty()) same_length(p.algorithms.size(), "collective_algorithms");
+  for (std::size_t i = 0; i < n; ++i) {
+    require_int(p.npus_count[i], 1, fmt::format("npus_count[{}]", i));
+    require_rate(p.bandwidth[i], fmt::format("bandwidth[{}]", i));
+    require_latency(p.latency[i], fmt::format("latency[{}]", i));
+    if (!p.algorithms.empty() && p.algorithms[i] == DimensionAlgorithm::kHalvingDoubling) {
+      const auto d = static_cast<unsigned>(p.npus_count[i]);
+      require((d & (d - 1)) == 0, fmt::format("collective_algorithms[{}]", i), "halving_doubling",
+              fmt::format("ring or direct on a dimension of {} devices (halving_doubling needs "
+                          "a power of two)",
+                          d),
+              "halving_doubling on a dimension whose size is not a power of two");
+    }
+  }
+  check_size(size_of(p), max_memory_bytes, "npus_count");
+
+  std::vector<std::int64_t> stride(n + 1, 1);
+  for (std::size_t i = 0; i < n; ++i) stride[i + 1] = stride[i] * p.npus_count[i];
+  const std::int64_t devices = stride[n];
+  Topology t(std::move(name), Family::kDimensions);
+  add_devices(t, devices, true);
+  // The lowest device of each group of dimension i (x_i = 0), in increasing order.
+  const auto group_bases = [&](std::size_t i) {
+    std::vector<std::int64_t> bases;
+    for (std::int64_t dev = 0; dev < devices; ++dev) {
+      if ((dev / stride[i]) % p.npus_count[i] == 0) bases.push_back(dev);
+    }
+    return bases;
+  };
+  std::vector<std::vector<NodeId>> switch_of(n);  // per Switch dimension, per group
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p.kinds[i] != DimensionKind::kSwitch || p.npus_count[i] == 1) continue;
+    const std::vector<std::int64_t> bases = group_bases(i);
+    for (std::size_t g = 0; g < bases.size(); ++g) {
+      switch_of[i].push_back(t.add_switch(fmt::format("sw{}.{}", i, g), static_cast<int>(i) + 1));
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t m = p.npus_count[i];
+    if (m == 1) continue;
+    const std::vector<std::int64_t> bases = group_bases(i);
+    const Bandwidth bw = p.bandwidth[i];
+    const Time lat = p.latency[i];
+    for (std::size_t g = 0; g < bases.size(); ++g) {
+      const auto member = [&](std::int64_t x) {
+        return static_cast<NodeId>(bases[g] + x * stride[i]);
+      };
+      switch (p.kinds[i]) {
+        case DimensionKind::kRing:
+          // A ring of 2 is one cable.
+          for (std::int64_t x = 0; x < (m == 2 ? 1 : m); ++x) {
+            t.add_link(member(x), member((x + 1) % m), bw, lat);
+          }
+          break;
+        case DimensionKind::kFullyConnected:
+          for (std::int64_t x = 0; x < m; ++x) {
+            for (std::int64_t y = x + 1; y < m; ++y) t.add_link(member(x), member(y), bw, lat);
+          }
+          break;
+        case DimensionKind::kSwitch:
+          for (std::int64_t x = 0; x < m; ++x) t.add_link(member(x), switch_of[i][g], bw, lat);
+          break;
+      }
+    }
+  }
+  t.set_params(p);
+  std::vector<int> domains;
+  for (std::size_t i = 1; i <= n; ++i) domains.push_back(static_cast<int>(stride[i]));
+  t.set_domain_sizes(std::move(domains));
   validate(t);
   return t;
 }

@@ -11,7 +11,7 @@
 namespace nest::topo::detail {
 
 std::unique_ptr<Digraph> make_latency_digraph(const Topology& t) {
-  auto g = std::make_unique<Digraph>(t.num_nodes());
+  auto g = std::make_unique<Digraph>(t.num_nodes() + t.num_devices());
   const auto v = static_cast<std::int64_t>(t.num_nodes());
   std::int64_t total = 0;
   const auto links = t.links();
@@ -21,7 +21,8 @@ std::unique_ptr<Digraph> make_latency_digraph(const Topology& t) {
       throw Error::input("link latencies too large to route exactly", {.key = t.name()});
     }
     total += lat;
-    boost::add_edge(links[i].src, links[i].dst, EdgeProps{static_cast<LinkId>(i), lat * v + 1}, *g);
+    boost::add_edge(links[i].src, arrival_vertex(t, links[i].dst),
+                    EdgeProps{static_cast<LinkId>(i), lat * v + 1}, *g);
   }
   return g;
 }

@@ -22,13 +22,22 @@ using Digraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS
 
 inline constexpr LinkId kNoLink = std::numeric_limits<LinkId>::max();
 
-// The directed graph of `t`, edge i being link i, weighted latency_ps * V + 1 so that a
+// The vertex at which a route arrives at node `n`: `n` itself for nodes that forward, and a
+// vertex of its own with no edge out (num_nodes() + n) for devices that do not, so that a
+// search reaches such a device without passing through it.
+[[nodiscard]] inline std::size_t arrival_vertex(const Topology& t, NodeId n) {
+  return t.forwards(n) ? n : t.num_nodes() + n;
+}
+
+// The directed graph of `t` on num_nodes() + num_devices() vertices, edge i being link i from
+// vertex src to arrival_vertex(dst), weighted latency_ps * V + 1 (V = num_nodes()) so that a
 // shortest path has the least latency and, among those, the fewest hops (a path has fewer
-// than V hops). Throws Error (input) if the weights could overflow.
+// than V hops). Routes leave a device from vertex `device` and never pass through one that
+// does not forward. Throws Error (input) if the weights could overflow.
 [[nodiscard]] std::unique_ptr<Digraph> make_latency_digraph(const Topology& t);
 
-// The least-latency-then-fewest-hops tree from `src`: for each node, the link that reaches it
-// (kNoLink for `src` and unreachable nodes). Dijkstra, O((V + E) log V).
+// The least-latency-then-fewest-hops tree from `src`: for each vertex, the link that reaches it
+// (kNoLink for `src` and unreachable vertices). Dijkstra, O((V + E) log V).
 [[nodiscard]] std::vector<LinkId> latency_tree(const Digraph& g, NodeId src);
 
 }  // namespace nest::topo::detail

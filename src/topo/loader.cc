@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -163,6 +165,118 @@ Topology dragonfly(const config::Node& r, std::string name, std::int64_t max_mem
   return build_dragonfly(p, std::move(name), max_memory);
 }
 
+Topology dimensions(const config::Node& r, std::string name, std::int64_t max_memory) {
+  r.expect_keys({"kind", "name", "description", "topology", "npus_count", "bandwidth", "latency",
+                 "collective_algorithms", "collectives", "nvlink_sharp"});
+  DimensionsParams p;
+  for (const config::Node& e : r.at("topology").elements()) {
+    const std::string k = e.as_choice({"Ring", "FullyConnected", "Switch"});
+    p.kinds.push_back(k == "Ring"             ? DimensionKind::kRing
+                      : k == "FullyConnected" ? DimensionKind::kFullyConnected
+                                              : DimensionKind::kSwitch);
+  }
+  p.npus_count = ints(r.at("npus_count"));
+  p.bandwidth = bandwidths(r.at("bandwidth"));
+  p.latency = times(r.at("latency"));
+  if (const auto a = r.find("collective_algorithms")) {
+    for (const config::Node& e : a->elements()) {
+      const std::string k =
+          e.as_choice({"ring", "direct", "halving_doubling", "double_binary_tree"});
+      p.algorithms.push_back(k == "ring"               ? DimensionAlgorithm::kRing
+                             : k == "direct"           ? DimensionAlgorithm::kDirect
+                             : k == "halving_doubling" ? DimensionAlgorithm::kHalvingDoubling
+                                                       : DimensionAlgorithm::kDoubleBinaryTree);
+    }
+  }
+  return build_dimensions(p, std::move(name), max_memory);
+}
+
+// Union-find over node ids.
+class Components {
+ public:
+  explicit Components(std::size_t n) : parent_(n) {
+    for (std::size_t i = 0; i < n; ++i) parent_[i] = static_cast<NodeId>(i);
+  }
+  NodeId find(NodeId x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  }
+  void join(NodeId a, NodeId b) { parent_[find(a)] = find(b); }
+
+ private:
+  std::vector<NodeId> parent_;
+};
+
+// Devices that do not forward are endpoints only: every pair of devices must be joined by a
+// path whose inner nodes all forward. Two devices are, iff they are cabled together or they
+// touch a common component of the graph of forwarding nodes (a device that forwards touches
+// its own). O(nodes + links) when one component touches every device (a fabric of switches);
+// otherwise pair by pair, O(devices^2 x components touched), for up to 4,096 devices, and from
+// the first device only above (the router names any other pair it cannot route).
+void check_forwarding(const Topology& t, const std::vector<config::Node>& nodes,
+                      const std::vector<std::size_t>& entry_of) {
+  const std::size_t n = t.num_devices();
+  Components c(t.num_nodes());
+  bool all_forward = true;
+  for (NodeId d = 0; d < n; ++d) all_forward = all_forward && t.forwards(d);
+  if (all_forward) return;
+  for (const Link& l : t.links()) {
+    if (t.forwards(l.src) && t.forwards(l.dst)) c.join(l.src, l.dst);
+  }
+  std::vector<std::vector<NodeId>> touched(n);
+  for (NodeId d = 0; d < n; ++d) {
+    auto& s = touched[d];
+    if (t.forwards(d)) {
+      s.push_back(c.find(d));
+    } else {
+      for (const LinkId l : t.out_links(d)) {
+        if (t.forwards(t.link(l).dst)) s.push_back(c.find(t.link(l).dst));
+      }
+    }
+    std::sort(s.begin(), s.end());
+    s.erase(std::unique(s.begin(), s.end()), s.end());
+  }
+  std::vector<NodeId> common = touched[0];
+  for (NodeId d = 1; d < n && !common.empty(); ++d) {
+    std::vector<NodeId> both;
+    std::set_intersection(common.begin(), common.end(), touched[d].begin(), touched[d].end(),
+                          std::back_inserter(both));
+    common = std::move(both);
+  }
+  if (!common.empty()) return;
+  const auto joined = [&](NodeId a, NodeId b) {
+    if (t.find_link(a, b)) return true;
+    const auto& x = touched[a];
+    const auto& y = touched[b];
+    std::size_t i = 0;
+    std::size_t j = 0;
+    while (i < x.size() && j < y.size()) {
+      if (x[i] == y[j]) return true;
+      if (x[i] < y[j]) {
+        ++i;
+      } else {
+        ++j;
+      }
+    }
+    return false;
+  };
+  const NodeId sources = n <= 4096 ? static_cast<NodeId>(n) : 1;
+  for (NodeId a = 0; a < sources; ++a) {
+    for (NodeId b = a + 1; b < n; ++b) {
+      if (joined(a, b)) continue;
+      const config::Node& e = nodes[entry_of[b]];
+      throw Error::input("no route from " + t.node(a).name + " to " + t.node(b).name +
+                             " that does not pass through a device (devices do not forward)",
+                         {.file = e.file(),
+                          .line = e.line(),
+                          .key = e.path(),
+                          .value = t.node(b).name,
+                          .expected = "a path through switches, or forwarding: true on the "
+                                      "devices in between"});
+    }
+  }
+}
+
 Topology explicit_graph(const config::Node& r, std::string name, std::int64_t max_memory) {
   r.expect_keys({"kind", "name", "description", "nodes", "links", "domain_sizes", "collectives",
                  "nvlink_sharp"});
@@ -180,7 +294,7 @@ Topology explicit_graph(const config::Node& r, std::string name, std::int64_t ma
   Topology t(std::move(name), Family::kExplicit);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const config::Node& n = nodes[i];
-    n.expect_keys({"name", "kind", "tier"});
+    n.expect_keys({"name", "kind", "tier", "forwarding"});
     const std::string node_name = n.at("name").as_string();
     if (node_name.empty()) throw n.at("name").error("empty node name", "a non-empty name");
     if (ids.count(node_name) != 0) {
@@ -189,9 +303,13 @@ Topology explicit_graph(const config::Node& r, std::string name, std::int64_t ma
     ids.emplace(node_name, 0);
     if (n.at("kind").as_choice({"device", "switch"}) == "device") {
       if (n.has("tier")) throw n.at("tier").error("only switches have a tier");
-      ids[node_name] = t.add_device(node_name);
+      const auto forwarding = n.find("forwarding");
+      ids[node_name] = t.add_device(node_name, forwarding && forwarding->as_bool());
       entry_of.push_back(i);
     } else {
+      if (const auto f = n.find("forwarding")) {
+        throw f->error("only devices take forwarding (switches always forward)");
+      }
       const auto tier = n.find("tier");
       switches.emplace_back(node_name, tier ? static_cast<int>(tier->as_int(1, 64)) : 1);
       switch_entries.push_back(i);
@@ -247,6 +365,8 @@ Topology explicit_graph(const config::Node& r, std::string name, std::int64_t ma
                         .expected = "a connected graph"});
   }
 
+  check_forwarding(t, nodes, entry_of);
+
   if (const auto d = r.find("domain_sizes")) {
     const std::vector<int> sizes = ints(*d);
     int previous = 1;
@@ -288,7 +408,7 @@ Topology load_kind(const config::Node& root, const config::Limits& limits) {
   if (!root.is_map()) throw root.error("expected a map", "a topology with a kind: key");
   const std::string kind =
       root.at("kind").as_choice({"fat_tree", "spine_leaf", "torus", "rail_optimized",
-                                 "hierarchical", "dragonfly", "explicit"});
+                                 "hierarchical", "dragonfly", "explicit", "dimensions"});
   const auto name_node = root.find("name");
   std::string name = name_node ? name_node->as_string() : stem(root.file());
   if (!is_utf8(name)) {
@@ -309,6 +429,7 @@ Topology load_kind(const config::Node& root, const config::Limits& limits) {
       return rail_optimized(root, std::move(name), limits.max_memory_bytes);
     if (kind == "hierarchical") return hierarchical(root, std::move(name), limits.max_memory_bytes);
     if (kind == "dragonfly") return dragonfly(root, std::move(name), limits.max_memory_bytes);
+    if (kind == "dimensions") return dimensions(root, std::move(name), limits.max_memory_bytes);
     return explicit_graph(root, std::move(name), limits.max_memory_bytes);
   } catch (const Error& e) {
     throw locate(e, root);

@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "nest/core/error.h"
 #include "nest/topo/router.h"
 #include "topo/graph.h"
 #include "topo/layout.h"
@@ -67,23 +68,34 @@ int dragonfly_diameter(const Topology& t, const DragonflyParams& p) {
 int explicit_diameter(const Topology& t) {
   const auto g = detail::make_latency_digraph(t);
   int longest = 0;
-  std::vector<int> hops(t.num_nodes());
+  // Depths by vertex (detail::arrival_vertex): a device that does not forward is reached at a
+  // vertex of its own; every link leaves from its source node's vertex.
+  std::vector<int> hops(t.num_nodes() + t.num_devices());
   for (DeviceId s = 0; s < t.num_devices(); ++s) {
     const std::vector<LinkId> pred = detail::latency_tree(*g, s);
     std::fill(hops.begin(), hops.end(), -1);
     hops[s] = 0;
     for (DeviceId d = 0; d < t.num_devices(); ++d) {
-      // Walk up to a node of known depth, then fill the depths on the way back.
-      std::vector<NodeId> chain;
-      NodeId n = d;
-      while (hops[n] < 0) {
-        chain.push_back(n);
-        n = t.link(pred[n]).src;
+      if (d == s) continue;
+      // Walk up to a vertex of known depth, then fill the depths on the way back.
+      std::vector<std::size_t> chain;
+      std::size_t v = detail::arrival_vertex(t, d);
+      while (hops[v] < 0) {
+        if (pred[v] == detail::kNoLink) {
+          throw Error::input("no route from " + t.node(s).name + " to " + t.node(d).name +
+                                 " that does not pass through a device (devices do not forward)",
+                             {.key = "nodes",
+                              .value = t.name(),
+                              .expected = "a path through switches, or forwarding: true on the "
+                                          "devices in between"});
+        }
+        chain.push_back(v);
+        v = t.link(pred[v]).src;
       }
       for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
         hops[*it] = hops[t.link(pred[*it]).src] + 1;
       }
-      longest = std::max(longest, hops[d]);
+      longest = std::max(longest, hops[detail::arrival_vertex(t, d)]);
     }
   }
   return longest;

@@ -336,7 +336,7 @@ struct DragonflyPaths {
 // Least latency, then fewest hops: one Dijkstra tree per source, computed on first use.
 class ExplicitPaths {
  public:
-  explicit ExplicitPaths(const Topology& t) : graph_(detail::make_latency_digraph(t)) {
+  explicit ExplicitPaths(const Topology& t) : t_(&t), graph_(detail::make_latency_digraph(t)) {
     link_src_.reserve(t.num_links());
     for (const Link& l : t.links()) link_src_.push_back(l.src);
   }
@@ -348,16 +348,25 @@ class ExplicitPaths {
     if (it == trees_.end()) it = trees_.emplace(a, detail::latency_tree(*graph_, a)).first;
     const std::vector<LinkId>& pred = it->second;
     const std::size_t first = out.size();
-    for (NodeId n = b; n != a;) {
-      const LinkId l = pred[n];
-      if (l == detail::kNoLink) throw Error::internal("router: destination unreachable");
+    if (pred[detail::arrival_vertex(*t_, b)] == detail::kNoLink) {
+      throw Error::input(
+          "no route from " + t_->node(a).name + " to " + t_->node(b).name +
+              " that does not pass through a device (devices do not forward)",
+          {.key = "nodes",
+           .value = t_->name(),
+           .expected = "a path through switches, or forwarding: true on the devices in between"});
+    }
+    // The last hop arrives at b's arrival vertex; every node before it forwards.
+    for (std::size_t v = detail::arrival_vertex(*t_, b); v != a;) {
+      const LinkId l = pred[v];
       out.push_back(l);
-      n = link_src_[l];
+      v = link_src_[l];
     }
     std::reverse(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
   }
 
  private:
+  const Topology* t_;
   std::unique_ptr<detail::Digraph> graph_;  // owned by pointer: moved, never copied
   std::vector<NodeId> link_src_;
   std::unordered_map<NodeId, std::vector<LinkId>> trees_;

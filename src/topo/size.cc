@@ -128,6 +128,34 @@ TopologySize size_of(const DragonflyParams& p) noexcept {
   return s;
 }
 
+TopologySize size_of(const DimensionsParams& p) noexcept {
+  TopologySize s;
+  s.devices = 1;
+  for (const int n : p.npus_count) s.devices = mul(s.devices, at_least(n, 1));
+  if (s.devices == kSaturated) {
+    s.switches = s.cables = kSaturated;
+    return s;
+  }
+  for (std::size_t i = 0; i < p.npus_count.size() && i < p.kinds.size(); ++i) {
+    const std::int64_t n = at_least(p.npus_count[i], 1);
+    const std::int64_t groups = s.devices / n;
+    if (n == 1) continue;
+    switch (p.kinds[i]) {
+      case DimensionKind::kRing:
+        s.cables = add(s.cables, mul(groups, n == 2 ? 1 : n));
+        break;
+      case DimensionKind::kFullyConnected:
+        s.cables = add(s.cables, mul(groups, mul(n, n - 1) / 2));
+        break;
+      case DimensionKind::kSwitch:
+        s.switches = add(s.switches, groups);
+        s.cables = add(s.cables, s.devices);
+        break;
+    }
+  }
+  return s;
+}
+
 void check_size(const TopologySize& size, std::int64_t max_memory_bytes, const std::string& key) {
   const std::string what =
       fmt::format("{} cables and {} nodes", grouped(size.cables), grouped(size.nodes()));

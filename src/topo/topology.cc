@@ -22,6 +22,8 @@ const char* family_name(Family family) noexcept {
       return "dragonfly";
     case Family::kExplicit:
       return "explicit";
+    case Family::kDimensions:
+      return "dimensions";
   }
   return "explicit";
 }
@@ -31,11 +33,11 @@ Topology::~Topology() = default;
 Topology::Topology(Topology&&) noexcept = default;
 Topology& Topology::operator=(Topology&&) noexcept = default;
 
-NodeId Topology::add_device(std::string name) {
+NodeId Topology::add_device(std::string name, bool forwards) {
   if (num_devices_ != nodes_.size()) {
     throw Error::internal("devices must be added before switches (" + name + ")");
   }
-  nodes_.push_back(Node{std::move(name), NodeKind::kDevice, 0});
+  nodes_.push_back(Node{std::move(name), NodeKind::kDevice, 0, forwards});
   out_.emplace_back();
   ++num_devices_;
   if (!domains_set_) domain_sizes_ = {static_cast<int>(num_devices_)};
@@ -44,7 +46,7 @@ NodeId Topology::add_device(std::string name) {
 
 NodeId Topology::add_switch(std::string name, int tier) {
   if (tier < 1) throw Error::internal("switch tier must be >= 1 (" + name + ")");
-  nodes_.push_back(Node{std::move(name), NodeKind::kSwitch, tier});
+  nodes_.push_back(Node{std::move(name), NodeKind::kSwitch, tier, true});
   out_.emplace_back();
   return static_cast<NodeId>(nodes_.size() - 1);
 }
@@ -76,9 +78,9 @@ std::optional<LinkId> Topology::find_link(NodeId a, NodeId b) const {
 }
 
 void Topology::set_params(TopologyParams params) {
-  constexpr Family kByIndex[] = {Family::kExplicit, Family::kFatTree,       Family::kSpineLeaf,
-                                 Family::kTorus,    Family::kRailOptimized, Family::kHierarchical,
-                                 Family::kDragonfly};
+  constexpr Family kByIndex[] = {Family::kExplicit,  Family::kFatTree,       Family::kSpineLeaf,
+                                 Family::kTorus,     Family::kRailOptimized, Family::kHierarchical,
+                                 Family::kDragonfly, Family::kDimensions};
   if (kByIndex[params.index()] != family_) {
     throw Error::internal("parameters do not match the family of topology " + name_);
   }

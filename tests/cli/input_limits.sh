@@ -105,10 +105,10 @@ expect_failure "nest collective: --topology: path too long (got 5000 bytes begin
 
 # --- Values shown escaped and short, files never echoed (defect 6) ---
 printf 'kind: "\\e[2J\\e[Hall is well"\n' > escape.yaml
-expect_failure 'nest topology: escape.yaml:1: kind: unknown value (got "\x1b[2J\x1b[Hall is well"; expected one of fat_tree, spine_leaf, torus, rail_optimized, hierarchical, dragonfly, explicit)' \
+expect_failure 'nest topology: escape.yaml:1: kind: unknown value (got "\x1b[2J\x1b[Hall is well"; expected one of fat_tree, spine_leaf, torus, rail_optimized, hierarchical, dragonfly, explicit, dimensions)' \
   run topology validate escape.yaml
 { printf 'kind: '; head -c 10485760 /dev/zero | tr '\0' x; echo; } > huge_value.yaml
-expect_failure "nest topology: huge_value.yaml:1: kind: unknown value (got 10485760 bytes beginning \"$(printf 'x%.0s' {1..256})...\"; expected one of fat_tree, spine_leaf, torus, rail_optimized, hierarchical, dragonfly, explicit)" \
+expect_failure "nest topology: huge_value.yaml:1: kind: unknown value (got 10485760 bytes beginning \"$(printf 'x%.0s' {1..256})...\"; expected one of fat_tree, spine_leaf, torus, rail_optimized, hierarchical, dragonfly, explicit, dimensions)" \
   run topology validate huge_value.yaml
 printf 'root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n' > passwd
 expect_failure "nest place: $tmp/passwd:1: (document): expected a map (expected a map with keys kind, model, accelerator, sequence_length, micro_batch, global_batch, time_unit, hbm, activation_recomputation, total_parameters, peak_flop_rate, variants)" \

@@ -57,7 +57,7 @@ expected = {
     "topology_validate": ["file", "valid", "name", "kind", "devices", "switches", "links"],
     "collective": ["topology", "model", "op", "algorithm", "tuned", "protocol", "base_latency_s",
                    "ranks", "groups", "size_bytes", "chunks", "channels",
-                   "levels", "simulated_s", "fastest_group_s", "closed_form_s",
+                   "levels", "level_algorithms", "simulated_s", "fastest_group_s", "closed_form_s",
                    "closed_form_latency_s", "closed_form_bandwidth_s", "closed_form_steps",
                    "difference_s", "algbw_bytes_per_s", "busbw_bytes_per_s", "flows", "events",
                    "method", "busiest_links"],

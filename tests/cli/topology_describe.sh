@@ -88,7 +88,7 @@ fi
 # An unknown subcommand is an input error.
 err=$("$nest" topology draw x.yaml 2>&1 >/dev/null)
 status=$?
-if [ "$status" -ne 2 ] || [ "$err" != 'nest topology: topology: unknown or missing subcommand (got "draw"; expected describe or validate)' ]; then
+if [ "$status" -ne 2 ] || [ "$err" != 'nest topology: topology: unknown or missing subcommand (got "draw"; expected describe, validate or import)' ]; then
   echo "FAIL topology draw: status $status: $err"
   failed=1
 fi

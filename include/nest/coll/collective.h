@@ -79,6 +79,14 @@ struct CollectiveSpec {
   /// level-0 domain iff p / levels[0] == q / levels[0]). Empty: derived from the topology's
   /// domains (see `hierarchy_levels` in nest/coll/simulate.h).
   std::vector<int> levels;
+  /// Hierarchical: the algorithm of each level (one per entry of `levels`), as ASTRA-sim runs a
+  /// different one per network dimension: kRing (d-1 steps), kDirect (one step, every member to
+  /// every member), kHalvingDoubling (log2 d steps, d a power of two) for the level's
+  /// reduce-scatter and all-gather, and kTree (a double binary tree allreduce of the level's
+  /// segment, replacing its reduce-scatter and all-gather; only on the last level of an
+  /// allreduce, where ASTRA-sim's localBWAware schedule runs an allreduce too). Empty: ring at
+  /// every level. `resolve` fills it from a `kind: dimensions` topology's dimensions.
+  std::vector<Algorithm> level_algorithms;
   /// Rings of a ring allreduce, reduce-scatter or all-gather (NCCL's channels), each carrying
   /// size / channels; 0 asks `resolve` to choose (under a collective model: the model's channels,
   /// at most the group's devices per scale-up domain, when the group spans domains rail by rail;
@@ -125,6 +133,9 @@ struct CollectiveSpec {
 /// doc/PERFORMANCE.md and src/*.cu). allreduce 2(n-1)/n; reduce-scatter, all-gather,
 /// all-to-all, gather and scatter (n-1)/n; broadcast, reduce, send and sendrecv 1.
 [[nodiscard]] double bus_bandwidth_factor(Operation op, int ranks) noexcept;
+
+/// Level algorithms as text: "ring,direct,ring".
+[[nodiscard]] std::string level_algorithms_text(std::span<const Algorithm> algorithms);
 
 /// Level sizes as text: "8,4".
 [[nodiscard]] std::string levels_text(std::span<const int> levels);

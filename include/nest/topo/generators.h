@@ -48,6 +48,14 @@ namespace nest::topo {
     const DragonflyParams& params, std::string name = "dragonfly",
     std::int64_t max_memory_bytes = config::machine_memory_limit());
 
+/// ASTRA-sim's multi-dimensional network (`kind: dimensions`). Domains: running products of
+/// npus_count {n0, n0*n1, ..., all}. npus_count, bandwidth and latency must have one entry per
+/// dimension of kinds (`topology:`; key of the error: the list that does not), algorithms none
+/// or one per dimension; halving_doubling needs a power-of-two dimension.
+[[nodiscard]] Topology build_dimensions(
+    const DimensionsParams& params, std::string name = "dimensions",
+    std::int64_t max_memory_bytes = config::machine_memory_limit());
+
 /// Checks a built topology: at least one device; unique node names; every rate and latency
 /// > 0; every device has a link; the graph is connected. Throws an input `Error` naming the
 /// offending node (key "nodes[i]") or link (key "links[i]", i = cable index); the loader of

@@ -1,11 +1,11 @@
 #pragma once
 /// \file
 /// Topology files (YAML). Every file is a map with `kind:` (fat_tree, spine_leaf, torus,
-/// rail_optimized, hierarchical, dragonfly, explicit), an optional `name:` (default: the file
-/// name without directory and extension) and `description:`, and the keys of its kind. Reading
-/// is strict: unknown keys, missing keys, numbers without units, non-positive rates or latencies,
-/// and out-of-range counts are input errors naming file:line and the key. Keys per kind (every
-/// bandwidth and latency is a string with its unit, e.g. "400 Gb/s", "1 us"):
+/// rail_optimized, hierarchical, dragonfly, explicit, dimensions), an optional `name:` (default:
+/// the file name without directory and extension) and `description:`, and the keys of its kind.
+/// Reading is strict: unknown keys, missing keys, numbers without units, non-positive rates or
+/// latencies, and out-of-range counts are input errors naming file:line and the key. Keys per kind
+/// (every bandwidth and latency is a string with its unit, e.g. "400 Gb/s", "1 us"):
 ///
 /// - fat_tree: k, link_bandwidth, link_latency; optional edge_oversubscription,
 ///   aggregation_oversubscription (ratios >= 1, default 1), devices_per_host (default 1) with
@@ -22,7 +22,16 @@
 /// - explicit: `nodes:` a list of {name, kind: device|switch, tier (switches, default 1)};
 ///   `links:` a list of {a, b, bandwidth, latency, optional reverse_bandwidth,
 ///   reverse_latency (the b -> a direction; default: the same)}; optional `domain_sizes:`.
-///   Devices are numbered in the order they are listed, switches follow.
+///   Devices are numbered in the order they are listed, switches follow. Devices do not forward:
+///   a route never passes through a device unless it is marked `forwarding: true` (a GPU is an
+///   endpoint; a flow between nodes takes the rail and spine switches, never another GPU's
+///   NVLink and NIC). A graph in which two devices are joined only through devices that do not
+///   forward is refused, naming the pair.
+/// - dimensions: ASTRA-sim's notation, one entry per dimension, dimension 0 first:
+///   `topology:` (Ring, FullyConnected or Switch), `npus_count:`, `bandwidth:`, `latency:`
+///   (with units, unlike ASTRA-sim's files: `nest topology import` converts those, see
+///   nest/topo/astra_sim.h), optional `collective_algorithms:` (ring, direct,
+///   halving_doubling, double_binary_tree; default ring, direct on FullyConnected).
 ///
 /// Every kind also takes `collectives:` (a collective model: a `kind: collective_model` file, a
 /// list of them merged, or an inline map, files relative to the topology file's folder; see

@@ -116,8 +116,52 @@ struct DragonflyParams {
 /// A graph listed node by node (no structure known): routed by shortest latency, then hops.
 struct ExplicitParams {};
 
+/// The building block of one dimension of a `DimensionsParams` network, as ASTRA-sim's
+/// analytical network names them (astra-sim/astra-network-analytical, `topology:` key).
+enum class DimensionKind : std::uint8_t {
+  kRing,            ///< bidirectional ring: member x cabled to x+1 (mod n); n = 2: one cable
+  kFullyConnected,  ///< a cable between every pair of members
+  kSwitch,          ///< one switch per group, a cable from every member to it (2 hops apart)
+};
+
+/// The collective algorithm a hierarchical collective runs on a dimension, with ASTRA-sim's
+/// names (its system config `all-reduce-implementation: [ring, direct, ...]`).
+enum class DimensionAlgorithm : std::uint8_t {
+  kRing,              ///< "ring": d-1 steps to the next member
+  kDirect,            ///< "direct": one step, every member to every member
+  kHalvingDoubling,   ///< "halving_doubling": log2(d) steps (d a power of two)
+  kDoubleBinaryTree,  ///< "double_binary_tree": allreduce of the dimension's segment by two
+                      ///< trees (only on the outermost dimension of an allreduce)
+};
+
+/// ASTRA-sim's multi-dimensional network (`topology: [Ring, FullyConnected, Switch]`,
+/// `npus_count: [2, 8, 4]`): devices = product of npus_count, numbered with dimension 0
+/// fastest, device = x0 + n0 * (x1 + n1 * (x2 + ...)). In dimension i the devices that share
+/// every other coordinate form a group of npus_count[i] members joined by that dimension's
+/// building block with cables of bandwidth[i] / latency[i] (per direction). Switches: one per
+/// group of each Switch dimension (tier = i + 1), in dimension order, groups by their lowest
+/// device. Devices forward (a ring's and a dimension change's paths pass through them), as in
+/// ASTRA-sim.
+struct DimensionsParams {
+  std::vector<DimensionKind> kinds;  ///< one per dimension, dimension 0 first
+  std::vector<int> npus_count;       ///< each >= 1
+  std::vector<Bandwidth> bandwidth;  ///< per link and direction
+  std::vector<Time> latency;         ///< per link
+  /// The algorithm of each dimension in hierarchical collectives (empty: the kind's default,
+  /// `default_dimension_algorithm`).
+  std::vector<DimensionAlgorithm> algorithms;
+};
+
+/// The algorithm a dimension runs unless its file says otherwise: ring on Ring and Switch,
+/// direct on FullyConnected (a ring there would use 2 of each member's n-1 links).
+[[nodiscard]] constexpr DimensionAlgorithm default_dimension_algorithm(DimensionKind k) noexcept {
+  return k == DimensionKind::kFullyConnected ? DimensionAlgorithm::kDirect
+                                             : DimensionAlgorithm::kRing;
+}
+
 /// The parameters of whichever generator made a topology.
-using TopologyParams = std::variant<ExplicitParams, FatTreeParams, SpineLeafParams, TorusParams,
-                                    RailOptimizedParams, HierarchicalParams, DragonflyParams>;
+using TopologyParams =
+    std::variant<ExplicitParams, FatTreeParams, SpineLeafParams, TorusParams, RailOptimizedParams,
+                 HierarchicalParams, DragonflyParams, DimensionsParams>;
 
 }  // namespace nest::topo

@@ -46,6 +46,7 @@ struct TopologySize {
 [[nodiscard]] TopologySize size_of(const RailOptimizedParams& p) noexcept;
 [[nodiscard]] TopologySize size_of(const HierarchicalParams& p) noexcept;
 [[nodiscard]] TopologySize size_of(const DragonflyParams& p) noexcept;
+[[nodiscard]] TopologySize size_of(const DimensionsParams& p) noexcept;
 
 /// Throws an input `Error` whose key is `key` (the parameter that sets the size) when `size`
 /// has more than kMaxTopologyNodes nodes or kMaxTopologyCables cables, or when its estimated

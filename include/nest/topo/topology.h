@@ -33,10 +33,17 @@ enum class NodeKind : std::uint8_t { kDevice, kSwitch };
 
 /// One node. `tier` is 0 for devices, and for switches the level in the generator's hierarchy
 /// (1 = the switch devices attach to, e.g. NVSwitch or edge; higher = further up).
+///
+/// `forwards`: whether routes may pass through the node. Switches always forward. Devices of
+/// the torus and `dimensions` families forward (they are the network's routers, as in a TPU
+/// torus or ASTRA-sim's rings); devices of the other generators do not (their routes never
+/// pass through a device anyway); devices of explicit files forward only when marked
+/// `forwarding: true`. A route starts and ends at devices whatever their flag.
 struct Node {
   std::string name;                   ///< unique within the topology
   NodeKind kind = NodeKind::kDevice;  ///< device or switch
   int tier = 0;                       ///< 0 for devices; switch level, 1 = closest to devices
+  bool forwards = true;               ///< routes may pass through it (see above)
 };
 
 /// One direction of a cable.
@@ -56,6 +63,7 @@ enum class Family : std::uint8_t {
   kHierarchical,
   kDragonfly,
   kExplicit,
+  kDimensions,  ///< ASTRA-sim's multi-dimensional network (DimensionsParams)
 };
 
 /// Lower-case name of a family as YAML spells it after `kind:` ("fat_tree", "torus", ...).
@@ -75,7 +83,9 @@ class Topology {
   Topology& operator=(const Topology&) = delete;
 
   /// Adds device number num_devices(); throws Error (internal) once a switch exists.
-  NodeId add_device(std::string name);
+  /// `forwards`: whether routes may pass through it (Node::forwards). The default, true, keeps
+  /// graphs built by hand as they were; the loader and the generators set it explicitly.
+  NodeId add_device(std::string name, bool forwards = true);
   /// Adds a switch at `tier` (>= 1) and returns its id.
   NodeId add_switch(std::string name, int tier);
   /// Adds a full-duplex cable: link 2i goes a->b with (bw_ab, lat_ab), 2i+1 goes b->a.
@@ -102,6 +112,8 @@ class Topology {
   [[nodiscard]] const Node& node(NodeId id) const { return nodes_[id]; }
   /// True when `id` is a device.
   [[nodiscard]] bool is_device(NodeId id) const noexcept { return id < num_devices_; }
+  /// True when routes may pass through node `id` (switches, forwarding devices).
+  [[nodiscard]] bool forwards(NodeId id) const { return nodes_[id].forwards; }
   /// Directed link `id` (< num_links(); unchecked).
   [[nodiscard]] const Link& link(LinkId id) const { return links_[id]; }
   /// All directed links; link 2i and 2i+1 are the two directions of cable i.
