@@ -531,6 +531,8 @@ replay::RunRecord Job::simulate(const placer::Plan& plan, const SimulateOptions&
   replay::PlanReplayOptions replay = options.replay;
   replay.seed = m.spec.seed;
   replay.ideal = m.spec.ideal;
+  // The reduction runs as the plan was priced: beside the last backward or after it.
+  replay.overlap_gradient_sync = m.search.cost.overlap_gradient_sync;
   if (m.spec.algorithm) replay.data_parallel_algorithm = m.spec.algorithm;
   replay::RunRecord run = replay::replay_plan(plan, *m.profile, *m.topology, replay);
   nest::log(m.log, LogLevel::kInfo, "replay: {} timeline rows, {} links in {:.3f} s",
