@@ -178,7 +178,6 @@ TEST(PlanFile, MissingVariantIsNamed) {
   }
 }
 
-
 TEST(PlanFile, RecordsTheFixedDimensionsAndTheReductionAndReadsThemBack) {
   Fixture f;
   const Plan plan = f.plan();
