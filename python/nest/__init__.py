@@ -150,7 +150,10 @@ from . import topology  # noqa: E402  (the generators need Topology)
 _JOB_OPTIONS = {"profile", "model", "accelerator", "topology", "devices", "rules", "network",
                 "flat_bandwidth", "flat_latency", "memory_bandwidth", "seed", "anneal_seed",
                 "anneal_steps", "fixed_plan", "baselines", "precision", "flash_attention", "seq",
-                "global_batch", "max_tp", "micro_batches", "orders", "ideal", "algorithm"}
+                "global_batch", "max_tp", "micro_batches", "orders", "ideal", "algorithm",
+                "tp", "pp", "dp", "cp", "ep", "vp", "mb", "zero", "recompute", "sp", "order",
+                "partition", "ignore_memory", "tp_overlap", "grad_accumulation_bytes",
+                "grad_buckets", "grad_overlap"}
 
 
 class Job:
@@ -159,7 +162,11 @@ class Job:
     a generated one: its plans then record no topology file); devices; rules; network; seed (routing); baselines (names; default all three);
     anneal_seed, anneal_steps; seq, global_batch, precision, flash_attention; max_tp,
     micro_batches, orders; flat_bandwidth, flat_latency, memory_bandwidth; fixed_plan; ideal
-    (ignore the topology's collective model); algorithm (one for every collective)."""
+    (ignore the topology's collective model); algorithm (one for every collective). A
+    configuration fixes dimensions as `nest place --tp --pp ...` does: tp, pp, dp, cp, ep, vp,
+    mb, zero (ints), recompute ("none", "selective", "full"), sp (bool), order ("tp-dp-pp",
+    ...), partition ("balanced" or "uniform"), ignore_memory (bool); and the software:
+    tp_overlap (bool), grad_accumulation_bytes, grad_buckets, grad_overlap (bool)."""
 
     def __init__(self, **options):
         unknown = sorted(set(options) - _JOB_OPTIONS)
@@ -210,9 +217,13 @@ class Job:
         """`plan`'s choice priced by this job's cost model."""
         return Plan(self._core.evaluate(plan._core))
 
-    def simulate(self, plan, schedule="1f1b", virtual_stages=2, buckets=4):
-        """Replays one iteration of `plan`; nothing is written unless asked (`Run.write_hdf5`)."""
-        return Run(self._core.simulate(plan._core, schedule, virtual_stages, buckets))
+    def simulate(self, plan, schedule="1f1b", virtual_stages=2, buckets=None):
+        """Replays one iteration of `plan`; nothing is written unless asked (`Run.write_hdf5`).
+        `buckets`: the data-parallel gradient buckets, by default the job's (grad_buckets)."""
+        if buckets is not None and buckets < 1:
+            raise InputError(f"buckets: bucket count out of range (got \"{buckets}\"; "
+                             "expected an integer >= 1)")
+        return Run(self._core.simulate(plan._core, schedule, virtual_stages, buckets or 0))
 
 
 class Plan:

@@ -27,7 +27,9 @@ using placer::Plan;
 constexpr const char* kUsage =
     "nest place --model M --accelerator A | --profile FILE  --topology T [--devices N] "
     "[--rules megatron|nest-artifact] [--network oracle|flat|zero] [--baselines all|none|LIST] "
-    "[--fixed PLAN] [-o plan.yaml] [--json]";
+    "[--tp N] [--pp N] [--dp N] [--cp N] [--ep N] [--vp N] [--mb N] [--zero 0..3] "
+    "[--recompute none|selective|full] [--sp on|off] [--order ORDER] [--partition "
+    "balanced|uniform] [--ignore-memory] [--fixed PLAN] [-o plan.yaml] [--json]";
 
 // Devices of a stage: replica 0's ids as ranges, and how the other replicas follow.
 std::string stage_devices(const placer::DeviceMap& map, int stage) {
@@ -58,6 +60,20 @@ std::string describe_choice(const Plan& p) {
       placer::to_string(p.choice.order));
 }
 
+// "does not fit: stage k needs X per device, Y more than the Z of device memory" for the stage
+// that exceeds memory most.
+std::string memory_excess(const Plan& p) {
+  std::size_t worst = 0;
+  for (std::size_t s = 1; s < p.stages.size(); ++s) {
+    if (p.stages[s].memory.total() > p.stages[worst].memory.total()) worst = s;
+  }
+  const Bytes need = p.stages[worst].memory.total();
+  return fmt::format(
+      "does not fit: stage {} needs {} per device, {} more than the {} of device memory (priced "
+      "with --ignore-memory)",
+      worst, format_bytes(need), format_bytes(need - p.capacity), format_bytes(p.capacity));
+}
+
 void print_text(const Plan& p, const std::vector<BaselineResult>& baselines,
                 const std::string& header) {
   const auto& b = p.breakdown;
@@ -76,6 +92,7 @@ void print_text(const Plan& p, const std::vector<BaselineResult>& baselines,
   }
   if (p.mfu) throughput += ", MFU " + format_percent(*p.mfu);
   std::cout << "throughput: " << throughput << "\n";
+  if (!p.fits()) std::cout << "memory: " << memory_excess(p) << "\n";
   std::cout << fmt::format("stages (memory per device against {}):\n", format_bytes(p.capacity));
   std::cout << fmt::format("  {:>3}  {:>9}  {:>9}  {:>10}  {:>10}  {:>6}  {}\n", "#", "layers",
                            "in flight", "time/mb", "memory", "", "devices (replica 0)");
@@ -130,7 +147,7 @@ int run_place(std::span<char* const> args, const Context& context) {
   if (!o.parse(args)) return 0;
   return o.run([&] {
     job::Job job(job_spec(a), catalog(), context.log);
-    const Plan plan = job.place();
+    const Plan plan = place(job);
     const std::vector<BaselineResult> baselines = job.baselines();
     const fs::path plan_path = output.empty() ? fs::path("plan.yaml") : fs::path(output);
     if (!output.empty()) write_text_atomically(output, job.plan_yaml(plan, baselines, plan_path));

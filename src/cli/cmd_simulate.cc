@@ -58,7 +58,7 @@ replay::Schedule parse_schedule(const std::string& text) {
 struct ReplayArgs {
   std::string schedule = "1f1b";
   int virtual_stages = 2;
-  int buckets = 4;
+  std::optional<int> buckets;  // empty: the job's (--grad-buckets, or the plan's)
 };
 
 void add_replay_options(Options& o, ReplayArgs& r) {
@@ -67,18 +67,27 @@ void add_replay_options(Options& o, ReplayArgs& r) {
       .add("virtual-stages", &r.virtual_stages,
            "model chunks per device under --schedule interleaved")
       .add("buckets", &r.buckets,
-           "data-parallel gradient buckets (reduced as the last backward pass produces them)");
+           "data-parallel gradient buckets (reduced as the last backward pass produces them; "
+           "default: the plan's, 4 unless --grad-buckets)");
 }
 
 replay::PlanReplayOptions replay_options(const ReplayArgs& r) {
-  if (r.buckets < 1) {
+  if (r.buckets && *r.buckets < 1) {
     throw Error::input(
         "bucket count out of range",
-        {.key = "--buckets", .value = std::to_string(r.buckets), .expected = "an integer >= 1"});
+        {.key = "--buckets", .value = std::to_string(*r.buckets), .expected = "an integer >= 1"});
   }
   return {.schedule = parse_schedule(r.schedule),
           .virtual_stages = r.virtual_stages,
-          .gradient_buckets = r.buckets};
+          .gradient_buckets = r.buckets.value_or(4)};
+}
+
+// The job's gradient reduction (buckets unless --buckets, and whether it runs beside the last
+// backward) in the replay, so that it reduces as the plan was priced.
+void follow_job(replay::PlanReplayOptions& replay, const ReplayArgs& r, const job::Job& job) {
+  const placer::CostOptions& cost = job.search_options().cost;
+  if (!r.buckets) replay.gradient_buckets = cost.gradient_buckets;
+  replay.overlap_gradient_sync = cost.overlap_gradient_sync;
 }
 
 std::string slurp(const fs::path& path) {
@@ -246,6 +255,7 @@ int run_simulate(std::span<char* const> args, const Context& context) {
     job::PlannedJob planned = job::load_plan(
         plan_file, {.topology = topology, .seed = seed, .limits = limits_of(limit_args)}, catalog(),
         context.log);
+    follow_job(replay, r, planned.job);
     // An output that would replace an input (or another output) is refused before any work.
     std::vector<NamedPath> inputs = plan_inputs(planned.job.spec(), !topology.empty());
     inputs.push_back({"--plan", plan_file});
@@ -318,7 +328,8 @@ int run_run(std::span<char* const> args, const Context& context) {
     try {
       Progress progress("nest run", 3);
       job::Job job(job_spec(a), catalog(), context.log);
-      const placer::Plan plan = job.place();
+      follow_job(replay, r, job);
+      const placer::Plan plan = place(job);
       const std::vector<placer::BaselineResult> baselines = job.baselines();
       progress.advance();
       // Inputs are recorded relative to the plan's final place (the staging folder is its

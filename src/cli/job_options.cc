@@ -8,6 +8,8 @@
 
 #include "nest/coll/collective.h"
 #include "nest/placer/plan.h"
+#include "nest/replay/plan_replay.h"
+#include "nest/workload/layer_profile.h"
 
 namespace nest::cli {
 namespace {
@@ -33,6 +35,25 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& key)
   }
   if (out.empty()) throw Error::input("empty list", {.key = key, .expected = "e.g. 1,2,4"});
   return out;
+}
+
+// `value` of an on/off option.
+bool on_off(const std::string& value, const std::string& key) {
+  if (value == "on") return true;
+  if (value == "off") return false;
+  throw Error::input("not on or off", {.key = key, .value = value, .expected = "on or off"});
+}
+
+// A fixed degree, checked against its range.
+std::vector<int> fixed_degree(const std::optional<int>& value, const std::string& key, int min = 1,
+                              int max = 1 << 20) {
+  if (!value) return {};
+  if (*value < min || *value > max) {
+    throw Error::input("out of range", {.key = key,
+                                        .value = std::to_string(*value),
+                                        .expected = fmt::format("an integer in {}..{}", min, max)});
+  }
+  return {*value};
 }
 
 }  // namespace
@@ -65,11 +86,52 @@ void add_job_options(Options& o, JobArgs& a) {
            "precision")
       .add("flash-attention", &s.workload.build.flash_attention,
            "fused attention (no s x s activations kept)")
-      .add("micro-batches", &a.micro_batches, "micro-batch sizes to try (model input)",
-           "micro_batches")
+      .add("micro-batches", &a.micro_batches,
+           "micro-batch sizes to try (model input; default 1,2,4)", "micro_batches")
       .add("max-tp", &s.workload.candidates.max_tensor_parallel,
            "largest tensor parallel degree (0: the scale-up domain)", "workload.candidates")
-      .add("orders", &a.orders, "placement orders to try (innermost axis first)", "orders")
+      .add("orders", &a.orders,
+           "placement orders to try (innermost axis first; default tp-pp-dp,tp-dp-pp)", "orders")
+      .add("tp", &a.tensor_parallel, "fix the tensor-parallel degree (model input)",
+           "tensor_parallel")
+      .add("pp", &a.pipeline, "fix the pipeline depth (stages)", "search.stages")
+      .add("dp", &a.data_parallel, "fix the data-parallel degree (replicas)",
+           "search.data_parallel")
+      .add("cp", &a.context_parallel, "fix the context-parallel degree (model input; default 1)",
+           "context_parallel")
+      .add("ep", &a.expert_parallel, "fix the expert-parallel degree (MoE model input)",
+           "expert_parallel")
+      .add("vp", &a.virtual_stages,
+           "fix the virtual stages per device (interleaved 1F1B; 1 = plain 1F1B)",
+           "search.virtual_stages")
+      .add("mb", &a.micro_batch, "fix the micro-batch size (model input)", "micro_batch")
+      .add("zero", &a.zero_stage, "fix the ZeRO stage (0..3)", "zero_stages")
+      .add("recompute", &a.recompute, "fix the activation recomputation: none, selective or full",
+           "recompute_modes")
+      .add("sp", &a.sequence_parallel,
+           "sequence parallelism on or off (model input; default on whenever t > 1)",
+           "sequence_parallel")
+      .add("order", &a.order, "fix the placement order (tp-pp-dp, tp-dp-pp, ...)", "orders")
+      .add("partition", &a.partition,
+           "balanced (the layer split of the least stage time) or uniform (Megatron-LM's: equal "
+           "blocks per stage, embedding and head on the ends)",
+           "search.uniform_partition")
+      .add("ignore-memory", &s.search.ignore_memory,
+           "price plans whatever their memory (the report says which stage does not fit)")
+      .add("tp-overlap", &a.tp_overlap,
+           "asynchronous tensor-parallel communication in the backward: on (Megatron-LM since "
+           "2021-09) or off",
+           "tp_comm_overlap")
+      .add("grad-accumulation-bytes", &s.workload.build.gradient_accumulation_bytes,
+           "memory traffic per parameter and microbatch of the gradient accumulation (0: fused, "
+           "6: PyTorch DDP, 10: Megatron-LM's local DDP of 2021)",
+           "gradient_accumulation_bytes")
+      .add("grad-buckets", &s.search.cost.gradient_buckets,
+           "buckets of the data-parallel gradient reduction (default 4)", "gradient_buckets")
+      .add("grad-overlap", &a.gradient_overlap,
+           "data-parallel reduction beside the last backward pass: on, or off (after the "
+           "backward, Megatron-LM's local DDP of 2021)",
+           "overlap_gradient_sync")
       .add("baselines", &a.baselines, "all, none, or a list of manual,topology-agnostic,anneal",
            "baselines")
       .add("fixed", &s.fixed_plan, "a plan file to evaluate as the `fixed` baseline")
@@ -113,15 +175,75 @@ job::JobSpec job_spec(JobArgs& a) {
           {.key = "--algorithm", .value = a.algorithm, .expected = e.context().expected});
     }
   }
-  s.workload.candidates.micro_batches = parse_int_list(a.micro_batches, "--micro-batches");
+  if (a.micro_batch && !a.micro_batches.empty()) {
+    throw Error::input("give --mb or --micro-batches, not both", {.key = "--mb"});
+  }
+  s.workload.candidates.micro_batches =
+      a.micro_batch
+          ? fixed_degree(a.micro_batch, "--mb")
+          : parse_int_list(a.micro_batches.empty() ? "1,2,4" : a.micro_batches, "--micro-batches");
+  if (!a.order.empty() && !a.orders.empty()) {
+    throw Error::input("give --order or --orders, not both", {.key = "--order"});
+  }
+  const std::string order_key = a.order.empty() ? "--orders" : "--order";
+  const std::string orders = !a.order.empty()   ? a.order
+                             : a.orders.empty() ? "tp-pp-dp,tp-dp-pp"
+                                                : a.orders;
+  if (!a.order.empty() && a.order.find(',') != std::string::npos) {
+    throw Error::input("one placement order", {.key = "--order",
+                                               .value = a.order,
+                                               .expected = "one order such as tp-dp-pp (a list "
+                                                           "goes to --orders)"});
+  }
   s.search.orders.clear();
-  for (const std::string& item : split(a.orders)) {
+  for (const std::string& item : split(orders)) {
     try {
       s.search.orders.push_back(placer::parse_placement_order(item));
     } catch (const Error& e) {
       throw Error::input(e.message(),
-                         {.key = "--orders", .value = item, .expected = e.context().expected});
+                         {.key = order_key, .value = item, .expected = e.context().expected});
     }
+  }
+  placer::CandidateOptions& c = s.workload.candidates;
+  c.tensor_parallel = fixed_degree(a.tensor_parallel, "--tp");
+  c.expert_parallel = fixed_degree(a.expert_parallel, "--ep");
+  if (a.context_parallel) c.context_parallel = fixed_degree(a.context_parallel, "--cp");
+  if (!a.sequence_parallel.empty()) c.sequence_parallel = on_off(a.sequence_parallel, "--sp");
+  placer::SearchOptions& search = s.search;
+  search.stages = fixed_degree(a.pipeline, "--pp");
+  search.data_parallel = fixed_degree(a.data_parallel, "--dp");
+  search.virtual_stages = fixed_degree(a.virtual_stages, "--vp");
+  if (a.zero_stage) search.zero_stages = fixed_degree(a.zero_stage, "--zero", 0, 3);
+  if (!a.recompute.empty()) {
+    try {
+      search.recompute_modes = {workload::parse_recompute(a.recompute)};
+    } catch (const Error& e) {
+      throw Error::input(
+          e.message(),
+          {.key = "--recompute", .value = a.recompute, .expected = "none, selective or full"});
+    }
+  }
+  if (a.partition != "balanced" && a.partition != "uniform") {
+    throw Error::input(
+        "unknown partition",
+        {.key = "--partition", .value = a.partition, .expected = "balanced or uniform"});
+  }
+  search.uniform_partition = a.partition == "uniform";
+  s.workload.build.tp_comm_overlap = on_off(a.tp_overlap, "--tp-overlap");
+  search.cost.overlap_gradient_sync = on_off(a.gradient_overlap, "--grad-overlap");
+  if (search.cost.gradient_buckets < 1 ||
+      search.cost.gradient_buckets > replay::kMaxGradientBuckets) {
+    throw Error::input(
+        "bucket count out of range",
+        {.key = "--grad-buckets",
+         .value = std::to_string(search.cost.gradient_buckets),
+         .expected = fmt::format("an integer in 1..{}", replay::kMaxGradientBuckets)});
+  }
+  if (s.workload.build.gradient_accumulation_bytes < 0) {
+    throw Error::input("must not be negative",
+                       {.key = "--grad-accumulation-bytes",
+                        .value = std::to_string(s.workload.build.gradient_accumulation_bytes),
+                        .expected = "bytes per parameter and microbatch >= 0"});
   }
   if (a.baselines == "all") {
     s.baselines.assign(std::begin(job::kBaselineNames), std::end(job::kBaselineNames));
@@ -131,6 +253,17 @@ job::JobSpec job_spec(JobArgs& a) {
     s.baselines = split(a.baselines);
   }
   return s;
+}
+
+placer::Plan place(job::Job& job) {
+  placer::SearchResult result = job.search();
+  if (result.best) return std::move(*result.best);
+  std::string reason = result.infeasible_reason;
+  const std::string library = "(ignore_memory prices it anyway)";
+  if (const auto at = reason.find(library); at != std::string::npos) {
+    reason.replace(at, library.size(), "(--ignore-memory prices it anyway)");
+  }
+  throw Error::input(reason);
 }
 
 }  // namespace nest::cli

@@ -2,6 +2,7 @@
 // The options that state a job (`nest place` and `nest run`): each fills a field of
 // `job::JobSpec` and answers for that field's errors.
 
+#include <optional>
 #include <string>
 
 #include "cli/options.h"
@@ -13,9 +14,24 @@ namespace nest::cli {
 struct JobArgs {
   job::JobSpec spec;
   std::string rules = "megatron";
-  std::string network;  // empty: the job's default
-  std::string micro_batches = "1,2,4";
-  std::string orders = "tp-pp-dp,tp-dp-pp";
+  std::string network;        // empty: the job's default
+  std::string micro_batches;  // empty: 1,2,4
+  std::string orders;         // empty: tp-pp-dp,tp-dp-pp
+  // The dimensions a configuration fixes (`--tp 8 --pp 8 ...`); the search ranges over the rest.
+  std::optional<int> tensor_parallel;
+  std::optional<int> pipeline;
+  std::optional<int> data_parallel;
+  std::optional<int> context_parallel;
+  std::optional<int> expert_parallel;
+  std::optional<int> virtual_stages;
+  std::optional<int> micro_batch;
+  std::optional<int> zero_stage;
+  std::string recompute;          // empty: none, selective and full
+  std::string sequence_parallel;  // empty: on whenever t > 1
+  std::string order;              // empty: --orders
+  std::string partition = "balanced";
+  std::string tp_overlap = "on";
+  std::string gradient_overlap = "on";
   std::string baselines = "all";
   std::string precision = "bf16";
   std::string algorithm;  // empty: the tuner's choice per group
@@ -28,5 +44,9 @@ void add_job_options(Options& options, JobArgs& args);
 /// The spec the parsed options state. Throws `Error` (input) naming the option for values
 /// that are malformed as text (lists, names); the Job checks the rest.
 [[nodiscard]] job::JobSpec job_spec(JobArgs& args);
+
+/// The job's plan (`job::Job::place`), its reason when nothing fits worded for the command line
+/// (the library's `ignore_memory` is `--ignore-memory` here).
+[[nodiscard]] placer::Plan place(job::Job& job);
 
 }  // namespace nest::cli

@@ -150,6 +150,106 @@ void emit(YAML::Emitter& out, const Json& j, int depth) {
   }
 }
 
+Json search_document(const placer::SearchOptions& o) {
+  Json recompute = Json::array();
+  for (const workload::Recompute r : o.recompute_modes) {
+    recompute.push_back(std::string(workload::to_string(r)));
+  }
+  Json orders = Json::array();
+  for (const placer::PlacementOrder order : o.orders)
+    orders.push_back(std::string(to_string(order)));
+  return {{"stages", o.stages},
+          {"data_parallel", o.data_parallel},
+          {"virtual_stages", o.virtual_stages},
+          {"zero_stages", o.zero_stages},
+          {"recompute", std::move(recompute)},
+          {"orders", std::move(orders)},
+          {"max_stages", o.max_stages},
+          {"uniform_partition", o.uniform_partition},
+          {"ignore_memory", o.ignore_memory},
+          {"gradient_buckets", o.cost.gradient_buckets},
+          {"overlap_gradient_sync", o.cost.overlap_gradient_sync}};
+}
+
+Json candidates_document(const placer::CandidateOptions& c) {
+  Json j = {{"tensor_parallel", c.tensor_parallel},
+            {"expert_parallel", c.expert_parallel},
+            {"context_parallel", c.context_parallel},
+            {"micro_batches", c.micro_batches},
+            {"max_tensor_parallel", c.max_tensor_parallel},
+            {"max_expert_parallel", c.max_expert_parallel}};
+  if (c.sequence_parallel) j["sequence_parallel"] = *c.sequence_parallel;
+  return j;
+}
+
+std::vector<int> int_list(const config::Node& n, std::int64_t min) {
+  std::vector<int> out;
+  for (const std::int64_t v : n.as_int_list(min)) {
+    if (v > (1 << 30)) throw n.error("value out of range", "integers up to 2^30");
+    out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
+placer::SearchOptions read_search(const config::Node& n) {
+  n.expect_keys({"stages", "data_parallel", "virtual_stages", "zero_stages", "recompute", "orders",
+                 "max_stages", "uniform_partition", "ignore_memory", "gradient_buckets",
+                 "overlap_gradient_sync"});
+  placer::SearchOptions o;
+  if (auto x = n.find("stages")) o.stages = int_list(*x, 1);
+  if (auto x = n.find("data_parallel")) o.data_parallel = int_list(*x, 1);
+  if (auto x = n.find("virtual_stages")) o.virtual_stages = int_list(*x, 1);
+  if (auto x = n.find("zero_stages")) {
+    o.zero_stages = int_list(*x, 0);
+    for (const int z : o.zero_stages) {
+      if (z > 3) throw x->error("ZeRO stage out of range", "0..3");
+    }
+  }
+  if (auto x = n.find("recompute")) {
+    o.recompute_modes.clear();
+    for (const config::Node& e : x->elements()) {
+      o.recompute_modes.push_back(
+          workload::parse_recompute(e.as_choice({"none", "selective", "full"})));
+    }
+  }
+  if (auto x = n.find("orders")) {
+    o.orders.clear();
+    for (const config::Node& e : x->elements()) {
+      try {
+        o.orders.push_back(parse_placement_order(e.as_string()));
+      } catch (const Error& err) {
+        throw e.error(err.message(), err.context().expected);
+      }
+    }
+  }
+  if (auto x = n.find("max_stages")) o.max_stages = static_cast<int>(x->as_int(0, 1 << 30));
+  if (auto x = n.find("uniform_partition")) o.uniform_partition = x->as_bool();
+  if (auto x = n.find("ignore_memory")) o.ignore_memory = x->as_bool();
+  if (auto x = n.find("gradient_buckets")) {
+    o.cost.gradient_buckets = static_cast<int>(x->as_int(1, 65'536));
+  }
+  if (auto x = n.find("overlap_gradient_sync")) o.cost.overlap_gradient_sync = x->as_bool();
+  return o;
+}
+
+placer::CandidateOptions read_candidates(const config::Node& n) {
+  n.expect_keys({"tensor_parallel", "expert_parallel", "context_parallel", "micro_batches",
+                 "max_tensor_parallel", "max_expert_parallel", "sequence_parallel"});
+  placer::CandidateOptions c{.max_tensor_parallel = 0};
+  if (auto x = n.find("tensor_parallel")) c.tensor_parallel = int_list(*x, 1);
+  if (auto x = n.find("expert_parallel")) c.expert_parallel = int_list(*x, 1);
+  if (auto x = n.find("context_parallel")) c.context_parallel = int_list(*x, 1);
+  if (auto x = n.find("micro_batches")) c.micro_batches = int_list(*x, 1);
+  if (auto x = n.find("max_tensor_parallel")) {
+    c.max_tensor_parallel = static_cast<int>(x->as_int(0, 1 << 20));
+  }
+  if (auto x = n.find("max_expert_parallel")) {
+    c.max_expert_parallel = static_cast<int>(x->as_int(0, 1 << 20));
+  }
+  if (auto x = n.find("sequence_parallel")) c.sequence_parallel = x->as_bool();
+  return c;
+}
+
 Json plan_document(const PlanInputs& in, const Plan& plan,
                    const std::vector<BaselineResult>& baselines) {
   Json doc;
@@ -178,12 +278,16 @@ Json plan_document(const PlanInputs& in, const Plan& plan,
     inputs["build"] = {{"precision", in.build.precision},
                        {"flash_attention", in.build.flash_attention},
                        {"sequence_length", in.build.sequence_length},
-                       {"global_batch", in.build.global_batch}};
+                       {"global_batch", in.build.global_batch},
+                       {"tp_comm_overlap", in.build.tp_comm_overlap},
+                       {"gradient_accumulation_bytes", in.build.gradient_accumulation_bytes}};
   }
   inputs["seed"] = in.seed;
   inputs["anneal_seed"] = in.anneal_seed;
   inputs["ideal"] = in.ideal;
   if (!in.algorithm.empty()) inputs["algorithm"] = in.algorithm;
+  inputs["search"] = search_document(in.search);
+  if (!in.model.empty()) inputs["candidates"] = candidates_document(in.candidates);
 
   const VariantDegrees& v = plan.degrees;
   doc["variant"] = {
@@ -321,7 +425,7 @@ PlanRecord parse_plan(std::string_view text, const std::string& name) {
   const config::Node in = root.at("inputs");
   in.expect_keys({"profile", "model", "accelerator", "topology", "hashes", "network",
                   "flat_bandwidth", "flat_latency", "rules", "devices", "memory_bandwidth", "build",
-                  "seed", "anneal_seed", "ideal", "algorithm"});
+                  "seed", "anneal_seed", "ideal", "algorithm", "search", "candidates"});
   if (auto n = in.find("profile")) r.inputs.profile = n->as_string();
   if (auto n = in.find("model")) r.inputs.model = n->as_string();
   if (auto n = in.find("accelerator")) r.inputs.accelerator = n->as_string();
@@ -352,13 +456,20 @@ PlanRecord parse_plan(std::string_view text, const std::string& name) {
     }
   }
   if (auto n = in.find("build")) {
-    n->expect_keys({"precision", "flash_attention", "sequence_length", "global_batch"});
+    n->expect_keys({"precision", "flash_attention", "sequence_length", "global_batch",
+                    "tp_comm_overlap", "gradient_accumulation_bytes"});
     workload::BuildOptions& b = r.inputs.build;
     if (auto x = n->find("precision")) b.precision = x->as_string();
     if (auto x = n->find("flash_attention")) b.flash_attention = x->as_bool();
     if (auto x = n->find("sequence_length")) b.sequence_length = x->as_int(0);
     if (auto x = n->find("global_batch")) b.global_batch = x->as_int(0);
+    if (auto x = n->find("tp_comm_overlap")) b.tp_comm_overlap = x->as_bool();
+    if (auto x = n->find("gradient_accumulation_bytes")) {
+      b.gradient_accumulation_bytes = x->as_int(0, 1 << 20);
+    }
   }
+  if (auto n = in.find("search")) r.inputs.search = read_search(*n);
+  if (auto n = in.find("candidates")) r.inputs.candidates = read_candidates(*n);
   if (auto n = in.find("seed")) r.inputs.seed = static_cast<std::uint64_t>(n->as_int(0));
   if (auto n = in.find("anneal_seed")) {
     r.inputs.anneal_seed = static_cast<std::uint64_t>(n->as_int(0));

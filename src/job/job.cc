@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <system_error>
 #include <utility>
 
@@ -96,9 +97,11 @@ struct Job::Impl {
     load_workload(std::move(prebuilt));
     build_network();
     search = spec.search;
-    search.cost = {.rules = spec.rules,
-                   .devices = spec.devices,
-                   .memory_bandwidth = spec.memory_bandwidth.value_or(Bandwidth())};
+    search.cost.rules = spec.rules;
+    search.cost.devices = spec.devices;
+    search.cost.memory_bandwidth = spec.memory_bandwidth.value_or(Bandwidth());
+    if (spec.workload.model.empty()) select_profile_variants();
+    check_fixed_dimensions();
     for (const std::string& name : spec.baselines) {
       if (std::find(std::begin(kBaselineNames), std::end(kBaselineNames), name) ==
           std::end(kBaselineNames)) {
@@ -112,6 +115,160 @@ struct Job::Impl {
       throw Error::input("must not be negative",
                          {.key = "anneal_steps", .value = std::to_string(spec.anneal_steps)});
     }
+  }
+
+  // A layer profile's variants of the fixed tensor-parallel and expert-parallel degrees and
+  // sequence parallelism (a model's are built for those only).
+  void select_profile_variants() {
+    const placer::CandidateOptions& c = spec.workload.candidates;
+    if (c.tensor_parallel.empty() && c.expert_parallel.empty() && !c.sequence_parallel) return;
+    const auto allowed = [](const std::vector<int>& list, int value) {
+      return list.empty() || std::find(list.begin(), list.end(), value) != list.end();
+    };
+    std::vector<std::size_t> selected;
+    for (std::size_t i = 0; i < profile->variants.size(); ++i) {
+      const workload::Variant& v = profile->variants[i];
+      if (!allowed(c.tensor_parallel, v.tensor_parallel)) continue;
+      if (!allowed(c.expert_parallel, v.expert_parallel)) continue;
+      if (c.sequence_parallel && v.tensor_parallel > 1 &&
+          *c.sequence_parallel != v.sequence_parallel) {
+        continue;
+      }
+      if (search.variants.empty() ||
+          std::find(search.variants.begin(), search.variants.end(), i) != search.variants.end()) {
+        selected.push_back(i);
+      }
+    }
+    if (selected.empty()) {
+      std::string have;
+      for (const auto& v : profile->variants) {
+        have += fmt::format("{}t={}{}{}", have.empty() ? "" : ", ", v.tensor_parallel,
+                            v.expert_parallel > 1 ? fmt::format(" e={}", v.expert_parallel) : "",
+                            v.sequence_parallel ? " sp" : "");
+      }
+      throw Error::input(
+          "the layer profile has no variant of the fixed degrees",
+          {.key = c.tensor_parallel.empty() ? "expert_parallel" : "tensor_parallel",
+           .value = std::to_string(c.tensor_parallel.empty() ? c.expert_parallel.front()
+                                                             : c.tensor_parallel.front()),
+           .expected = "one of the profile's variants: " + have});
+    }
+    search.variants = selected;
+  }
+
+  // Interleaved 1F1B and the uniform split with the depth fixed: chunks of equal blocks (and,
+  // interleaved, microbatches per replica a multiple of the depth), as the search builds them.
+  void check_fixed_schedule() const {
+    const placer::SearchOptions& o = search;
+    if (o.stages.size() != 1) return;
+    const int S = o.stages.front();
+    const workload::Variant& v = profile->variants.front();
+    std::size_t blocks = 0;  // the longest run of alike layers: the transformer blocks
+    for (std::size_t i = 0; i < v.layers.size();) {
+      std::size_t j = i + 1;
+      while (j < v.layers.size() && v.layers[j].name == v.layers[i].name) ++j;
+      blocks = std::max(blocks, j - i);
+      i = j;
+    }
+    const auto divides = [&](int chunks) {
+      return !placer::interleaved_partition(v, S, chunks / S).empty();
+    };
+    if (o.virtual_stages.size() == 1 && o.virtual_stages.front() >= 2) {
+      const int vs = o.virtual_stages.front();
+      if (S < 2) {
+        throw Error::input("interleaved 1F1B needs at least 2 stages",
+                           {.key = "search.virtual_stages",
+                            .value = std::to_string(vs),
+                            .expected = "1 with a single stage"});
+      }
+      if (!divides(S * vs)) {
+        std::string fit;
+        for (int w = 2; static_cast<std::size_t>(S) * w <= blocks; ++w) {
+          if (divides(S * w)) fit += (fit.empty() ? "" : ", ") + std::to_string(w);
+        }
+        throw Error::input(
+            fmt::format("interleaved 1F1B needs equal blocks per chunk: {} stages x {} virtual "
+                        "stages = {} chunks do not divide the {} transformer blocks",
+                        S, vs, S * vs, blocks),
+            {.key = "search.virtual_stages",
+             .value = std::to_string(vs),
+             .expected = fit.empty() ? std::string("1 (no v >= 2 divides them)") : "1 or " + fit});
+      }
+      if (o.data_parallel.size() == 1 && profile->variants.size() == 1) {
+        const std::int64_t m = v.microbatches;
+        const int d = o.data_parallel.front();
+        if (m % d != 0 || (m / d) % S != 0) {
+          throw Error::input(
+              fmt::format("interleaved 1F1B needs the microbatches of each replica to be a "
+                          "multiple of the {} stages: {} microbatches over {} replicas",
+                          S, m, d),
+              {.key = "search.virtual_stages",
+               .value = std::to_string(vs),
+               .expected =
+                   "1, or a global batch of a multiple of micro-batch x replicas x stages"});
+        }
+      }
+    } else if (o.uniform_partition && !divides(S)) {
+      throw Error::input(
+          fmt::format("the uniform split needs the stages to divide the {} transformer blocks",
+                      blocks),
+          {.key = "search.uniform_partition",
+           .value = std::to_string(S) + " stages",
+           .expected = "a number of stages dividing " + std::to_string(blocks) +
+                       ", or the balanced split"});
+    }
+  }
+
+  // A configuration the fixed dimensions rule out before any search: a pipeline deeper than
+  // the layers, or more devices than the budget.
+  void check_fixed_dimensions() const {
+    const placer::SearchOptions& o = search;
+    const auto& variants = profile->variants;
+    if (variants.empty()) return;
+    const std::size_t layers = variants.front().layers.size();
+    for (const int s : o.stages) {
+      if (s >= 1 && static_cast<std::size_t>(s) <= layers) continue;
+      throw Error::input(
+          fmt::format("a pipeline of {} stages needs at least {} layers, the model has {}", s, s,
+                      layers),
+          {.key = "search.stages",
+           .value = std::to_string(s),
+           .expected = fmt::format("1..{} stages", layers)});
+    }
+    for (const int v : o.virtual_stages) {
+      if (v >= 1) continue;
+      throw Error::input(
+          "virtual stages out of range",
+          {.key = "search.virtual_stages", .value = std::to_string(v), .expected = "at least 1"});
+    }
+    check_fixed_schedule();
+    if (o.stages.empty() && o.data_parallel.empty()) return;
+    // The smallest plan the fixed dimensions allow.
+    std::int64_t per_replica = std::numeric_limits<std::int64_t>::max();
+    for (const auto& v : variants)
+      per_replica = std::min<std::int64_t>(per_replica, v.devices_per_replica);
+    const std::int64_t stages =
+        o.stages.empty() ? 1 : *std::min_element(o.stages.begin(), o.stages.end());
+    const std::int64_t replicas =
+        o.data_parallel.empty() ? 1
+                                : *std::min_element(o.data_parallel.begin(), o.data_parallel.end());
+    const std::int64_t need = per_replica * stages * replicas;
+    if (need <= spec.devices) return;
+    const std::string what = fmt::format(
+        "{} devices per stage replica x {} stage{} x {} replica{} = {} devices, more than the {} "
+        "of the job",
+        per_replica, stages, stages == 1 ? "" : "s", replicas, replicas == 1 ? "" : "s", need,
+        spec.devices);
+    if (!o.data_parallel.empty()) {
+      throw Error::input(what, {.key = "search.data_parallel",
+                                .value = std::to_string(replicas),
+                                .expected = fmt::format("at most {} replicas",
+                                                        spec.devices / (per_replica * stages))});
+    }
+    throw Error::input(what,
+                       {.key = "search.stages",
+                        .value = std::to_string(stages),
+                        .expected = fmt::format("at most {} stages", spec.devices / per_replica)});
   }
 
   void load_topology(Prebuilt&& prebuilt) {
@@ -299,16 +456,17 @@ placer::SearchResult Job::search() {
             "search: {} tables, {} candidates, {} network queries in {:.3f} s", result.stats.tables,
             result.stats.candidates, result.stats.network_queries, seconds_since(start));
   impl_->log_oracle("the search");
+  if (result.best && impl_->oracle != nullptr) {
+    // What the oracle chose for each of the plan's groups, for the plan file.
+    result.best->collectives =
+        placer::plan_collectives(*impl_->profile, *result.best, *impl_->oracle, impl_->search.cost);
+  }
   return result;
 }
 
 placer::Plan Job::place() {
   placer::SearchResult result = search();
   if (!result.best) throw Error::input(result.infeasible_reason);
-  if (impl_->oracle != nullptr) {
-    result.best->collectives =
-        placer::plan_collectives(*impl_->profile, *result.best, *impl_->oracle, impl_->search.cost);
-  }
   return std::move(*result.best);
 }
 
@@ -379,6 +537,8 @@ replay::RunRecord Job::simulate(const placer::Plan& plan, const SimulateOptions&
   replay::PlanReplayOptions replay = options.replay;
   replay.seed = m.spec.seed;
   replay.ideal = m.spec.ideal;
+  // The reduction runs as the plan was priced: beside the last backward or after it.
+  replay.overlap_gradient_sync = m.search.cost.overlap_gradient_sync;
   if (m.spec.algorithm) replay.data_parallel_algorithm = m.spec.algorithm;
   replay::RunRecord run = replay::replay_plan(plan, *m.profile, *m.topology, replay);
   nest::log(m.log, LogLevel::kInfo, "replay: {} timeline rows, {} links in {:.3f} s",
@@ -420,6 +580,10 @@ io::PlanInputs Job::plan_inputs(const fs::path& plan_path) const {
   in.anneal_seed = m.spec.anneal_seed;
   in.ideal = m.spec.ideal;
   if (m.spec.algorithm) in.algorithm = std::string(coll::algorithm_name(*m.spec.algorithm));
+  in.search = m.spec.search;
+  in.search.variants.clear();  // indices into this job's profile: not an input
+  in.search.cost = m.search.cost;
+  if (!w.model.empty()) in.candidates = w.candidates;
   return in;
 }
 
@@ -455,6 +619,8 @@ PlannedJob load_plan(const fs::path& path, const PlanOverrides& overrides, const
     spec.workload.accelerator = beside(in.accelerator, "inputs.accelerator");
   }
   spec.workload.build = in.build;
+  spec.workload.candidates = in.candidates;
+  spec.search = in.search;
   if (!overrides.topology.empty()) {
     spec.topology = catalog.find(DataKind::kTopology, overrides.topology, "topology");
   } else if (!in.topology.empty()) {

@@ -188,7 +188,64 @@ job::JobSpec spec_of(const py::dict& kw) {
       s.search.orders.push_back(placer::parse_placement_order(o));
     }
   }
+  // The dimensions a configuration fixes (`nest place --tp --pp ...`).
+  const auto one = [&](const char* key) {
+    const auto v = number_of<int>(kw, key);
+    return v ? std::vector<int>{*v} : std::vector<int>{};
+  };
+  if (auto v = number_of<int>(kw, "tp")) c.tensor_parallel = {*v};
+  if (auto v = number_of<int>(kw, "ep")) c.expert_parallel = {*v};
+  if (auto v = number_of<int>(kw, "cp")) c.context_parallel = {*v};
+  if (auto v = number_of<int>(kw, "mb")) c.micro_batches = {*v};
+  if (auto v = number_of<bool>(kw, "sp")) c.sequence_parallel = *v;
+  placer::SearchOptions& search = s.search;
+  search.stages = one("pp");
+  search.data_parallel = one("dp");
+  search.virtual_stages = one("vp");
+  if (auto v = number_of<int>(kw, "zero")) search.zero_stages = {*v};
+  if (auto v = text_of(kw, "recompute")) search.recompute_modes = {workload::parse_recompute(*v)};
+  if (auto v = text_of(kw, "order")) search.orders = {placer::parse_placement_order(*v)};
+  if (auto v = text_of(kw, "partition")) {
+    if (*v != "balanced" && *v != "uniform") {
+      throw Error::input("unknown partition",
+                         {.key = "partition", .value = *v, .expected = "balanced or uniform"});
+    }
+    search.uniform_partition = *v == "uniform";
+  }
+  if (auto v = number_of<bool>(kw, "ignore_memory")) search.ignore_memory = *v;
+  if (auto v = number_of<bool>(kw, "tp_overlap")) b.tp_comm_overlap = *v;
+  if (auto v = number_of<std::int64_t>(kw, "grad_accumulation_bytes")) {
+    b.gradient_accumulation_bytes = *v;
+  }
+  if (auto v = number_of<int>(kw, "grad_buckets")) search.cost.gradient_buckets = *v;
+  if (auto v = number_of<bool>(kw, "grad_overlap")) search.cost.overlap_gradient_sync = *v;
   return s;
+}
+
+// An error of the job's spec under the keyword argument that set the field.
+Error as_keyword(const Error& e) {
+  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
+      {"tensor_parallel", "tp"},
+      {"expert_parallel", "ep"},
+      {"context_parallel", "cp"},
+      {"micro_batch", "mb"},
+      {"sequence_parallel", "sp"},
+      {"search.stages", "pp"},
+      {"search.data_parallel", "dp"},
+      {"search.virtual_stages", "vp"},
+      {"zero_stages", "zero"},
+      {"recompute_modes", "recompute"},
+      {"search.uniform_partition", "partition"},
+      {"gradient_buckets", "grad_buckets"}};
+  const ErrorContext& c = e.context();
+  if (!c.file.empty()) return e;
+  for (const auto& [field, name] : kNames) {
+    if (c.key != field) continue;
+    ErrorContext renamed = c;
+    renamed.key = std::string(name);
+    return Error(e.kind(), e.message(), renamed);
+  }
+  return e;
 }
 
 struct PyJob {
@@ -479,20 +536,24 @@ PYBIND11_MODULE(_nest, m) {
       .def("link_columns", &link_columns);
 
   py::class_<PyJob>(m, "Job")
-      .def(
-          py::init([](const py::dict& kw, const std::vector<fs::path>& roots,
-                      const PyTopology* topology) {
-            job::JobSpec spec = spec_of(kw);
-            const Catalog catalog = catalog_of(roots);
-            job::Prebuilt prebuilt;
-            if (topology != nullptr) {
-              prebuilt.topology = topology->topology;
-              prebuilt.topology_name = topology->topology->name();
-            }
-            py::gil_scoped_release release;
-            return PyJob{std::make_shared<job::Job>(std::move(spec), std::move(prebuilt), catalog)};
-          }),
-          py::arg("options"), py::arg("roots"), py::arg("topology") = nullptr)
+      .def(py::init([](const py::dict& kw, const std::vector<fs::path>& roots,
+                       const PyTopology* topology) {
+             job::JobSpec spec = spec_of(kw);
+             const Catalog catalog = catalog_of(roots);
+             job::Prebuilt prebuilt;
+             if (topology != nullptr) {
+               prebuilt.topology = topology->topology;
+               prebuilt.topology_name = topology->topology->name();
+             }
+             py::gil_scoped_release release;
+             try {
+               return PyJob{
+                   std::make_shared<job::Job>(std::move(spec), std::move(prebuilt), catalog)};
+             } catch (const Error& e) {
+               throw as_keyword(e);
+             }
+           }),
+           py::arg("options"), py::arg("roots"), py::arg("topology") = nullptr)
       .def("place",
            [](PyJob& j) {
              py::gil_scoped_release release;
@@ -529,8 +590,11 @@ PYBIND11_MODULE(_nest, m) {
           "simulate",
           [](PyJob& j, const PyPlan& p, const std::string& schedule, int virtual_stages,
              int buckets) {
-            replay::PlanReplayOptions options{.virtual_stages = virtual_stages,
-                                              .gradient_buckets = buckets};
+            // 0 (None in Python): the job's buckets, as the plan was priced.
+            replay::PlanReplayOptions options{
+                .virtual_stages = virtual_stages,
+                .gradient_buckets =
+                    buckets == 0 ? j.job->search_options().cost.gradient_buckets : buckets};
             if (schedule == "gpipe") {
               options.schedule = replay::Schedule::kGPipe;
             } else if (schedule == "interleaved") {
@@ -540,7 +604,7 @@ PYBIND11_MODULE(_nest, m) {
                   "unknown schedule",
                   {.key = "schedule", .value = schedule, .expected = "1f1b, gpipe or interleaved"});
             }
-            if (buckets < 1) {
+            if (options.gradient_buckets < 1) {
               throw Error::input("bucket count out of range", {.key = "buckets",
                                                                .value = std::to_string(buckets),
                                                                .expected = "an integer >= 1"});

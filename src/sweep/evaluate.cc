@@ -94,6 +94,27 @@ topo::Topology build_topology(const Study& study, const Point& point) {
   }
 }
 
+namespace {
+
+// An error of a fixed dimension under the study axis that fixed it ("pp", not the spec's
+// "search.stages").
+Error as_axis(const Error& e) {
+  static constexpr std::pair<std::string_view, std::string_view> kAxes[] = {
+      {"tensor_parallel", "tp"},       {"search.stages", "pp"}, {"search.data_parallel", "dp"},
+      {"search.virtual_stages", "vp"}, {"zero_stages", "zero"}, {"recompute_modes", "recompute"}};
+  const ErrorContext& c = e.context();
+  if (!c.file.empty()) return e;
+  for (const auto& [field, axis] : kAxes) {
+    if (c.key != field) continue;
+    ErrorContext renamed = c;
+    renamed.key = std::string(axis);
+    return Error(e.kind(), e.message(), renamed);
+  }
+  return e;
+}
+
+}  // namespace
+
 StudyEvaluator::StudyEvaluator(const Study& study) : study_(study) {
   for (const WorkloadEntry& w : study.workloads) {
     Loaded loaded;
@@ -215,6 +236,20 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
   }
   if (!study_.placer.recompute) spec.search.recompute_modes = {workload::Recompute::kNone};
   spec.search.max_stages = study_.placer.max_stages;
+  for (const auto& [axis, value] : point.configuration) {
+    if (axis == "recompute") {
+      spec.search.recompute_modes = {workload::parse_recompute(value)};
+    } else if (axis == "order") {
+      spec.search.orders = {placer::parse_placement_order(value)};
+    } else {
+      const int v = std::stoi(value);
+      if (axis == "tp") spec.workload.candidates.tensor_parallel = {v};
+      if (axis == "pp") spec.search.stages = {v};
+      if (axis == "dp") spec.search.data_parallel = {v};
+      if (axis == "vp") spec.search.virtual_stages = {v};
+      if (axis == "zero") spec.search.zero_stages = {v};
+    }
+  }
   spec.baselines = study_.placer.baselines;
   job::Prebuilt prebuilt{.topology = std::make_shared<const topo::Topology>(std::move(topology)),
                          .topology_name = point.topology,
@@ -222,7 +257,13 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
                          .memory_bandwidth = megatron
                                                  ? std::optional<Bandwidth>(loaded.memory_bandwidth)
                                                  : std::optional<Bandwidth>(Bandwidth())};
-  job::Job job(std::move(spec), std::move(prebuilt));
+  job::Job job = [&] {
+    try {
+      return job::Job(std::move(spec), std::move(prebuilt));
+    } catch (const Error& e) {
+      throw as_axis(e);
+    }
+  }();
   const placer::SearchResult result = job.search();
 
   Outcome out;

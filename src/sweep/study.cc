@@ -242,14 +242,44 @@ class PointBuilder {
       point.seed = static_cast<std::uint64_t>(node.as_int(0));
     } else if (key.starts_with("topology.") && key.size() > 9) {
       set_parameter(point.topology_overrides, key.substr(9), value_of(node));
+    } else if (std::find(std::begin(kConfigurationAxes), std::end(kConfigurationAxes), key) !=
+               std::end(kConfigurationAxes)) {
+      set_configuration(point, key, node);
     } else {
       throw node.error(fmt::format("unknown axis \"{}\"", key),
                        "one of topology, workload, devices, rules, replay, "
-                       "spine_oversubscription, seed, topology.<parameter>");
+                       "spine_oversubscription, seed, topology.<parameter>, tp, pp, dp, vp, zero, "
+                       "recompute, order");
     }
   }
 
  private:
+  // A configuration axis, checked as the command line checks its flag.
+  static void set_configuration(Point& point, const std::string& key, const Node& node) {
+    std::string value;
+    if (key == "recompute") {
+      value = node.as_choice({"none", "selective", "full"});
+    } else if (key == "order") {
+      value = node.as_string();
+      try {
+        (void)placer::parse_placement_order(value);
+      } catch (const Error& e) {
+        throw node.error(e.message(), e.context().expected);
+      }
+    } else if (key == "zero") {
+      value = std::to_string(node.as_int(0, 3));
+    } else {
+      value = std::to_string(node.as_int(1, 1 << 20));
+    }
+    auto& c = point.configuration;
+    const auto at = std::find_if(c.begin(), c.end(), [&](const auto& e) { return e.first == key; });
+    if (at != c.end()) {
+      at->second = value;
+    } else {
+      c.emplace_back(key, value);
+    }
+  }
+
   template <class Entry>
   static std::string entry_name(const Node& node, const std::vector<Entry>& entries) {
     const std::string name = node.as_string();
@@ -318,7 +348,16 @@ void fill_inputs(const Study& study, Point& point) {
   point.inputs.push_back(std::to_string(point.seed));
   const TopologyEntry& topology = study.topology(point);
   for (std::size_t c = std::size(kStandardAxes); c < study.input_columns.size(); ++c) {
-    const std::string key = study.input_columns[c].substr(9);
+    const std::string& column = study.input_columns[c];
+    if (!column.starts_with("topology.")) {
+      const std::string axis = column.substr(6);  // "fixed.<axis>"
+      const auto& fixed = point.configuration;
+      const auto at =
+          std::find_if(fixed.begin(), fixed.end(), [&](const auto& e) { return e.first == axis; });
+      point.inputs.push_back(at != fixed.end() ? at->second : "");
+      continue;
+    }
+    const std::string key = column.substr(9);
     const Parameter* p = find_parameter(point.topology_overrides, key);
     if (p == nullptr) p = find_parameter(topology.parameters, key);
     point.inputs.push_back(p != nullptr ? p->second.text() : "");
@@ -468,11 +507,23 @@ Study parse_study(std::string_view text, const std::string& name,
       }
     }
   }
+  // The configuration axes any point sets, after the topology parameters.
+  for (const std::string_view axis : kConfigurationAxes) {
+    for (const auto& [point, where] : expanded) {
+      const auto& c = point.configuration;
+      if (std::find_if(c.begin(), c.end(), [&](const auto& e) { return e.first == axis; }) !=
+          c.end()) {
+        study.input_columns.push_back("fixed." + std::string(axis));
+        break;
+      }
+    }
+  }
   for (auto& [point, where] : expanded) {
     point.index = study.points.size();
     // Overrides in column order, so that equal points have equal overrides.
     std::vector<Parameter> ordered;
     for (std::size_t c = std::size(kStandardAxes); c < study.input_columns.size(); ++c) {
+      if (!study.input_columns[c].starts_with("topology.")) continue;
       if (const Parameter* p = find_parameter(point.topology_overrides,
                                               std::string_view(study.input_columns[c]).substr(9))) {
         ordered.push_back(*p);

@@ -28,7 +28,7 @@ study 'sweep: {product: {devices: [16], topology.k: [4]}}'
 expect_error "nest sweep: $tmp/s.yaml:18: sweep.product.topology.k: not a parameter of rail_optimized topology \"rail\" (expected one of nodes, gpus_per_node, nodes_per_leaf, spines, nvlink_bandwidth, nvlink_latency, nic_bandwidth, nic_latency, spine_bandwidth, spine_latency)" \
   "$tmp/s.yaml" --output "$tmp/out"
 study 'sweep: {product: {devices: [16], bandwidth: [1 GB/s]}}'
-expect_error "nest sweep: $tmp/s.yaml:18: sweep.product.bandwidth[0]: unknown axis \"bandwidth\" (got \"1 GB/s\"; expected one of topology, workload, devices, rules, replay, spine_oversubscription, seed, topology.<parameter>)" \
+expect_error "nest sweep: $tmp/s.yaml:18: sweep.product.bandwidth[0]: unknown axis \"bandwidth\" (got \"1 GB/s\"; expected one of topology, workload, devices, rules, replay, spine_oversubscription, seed, topology.<parameter>, tp, pp, dp, vp, zero, recompute, order)" \
   "$tmp/s.yaml" --output "$tmp/out"
 study 'sweep: {points: [{devices: 16, workload: gpt}]}'
 expect_error "nest sweep: $tmp/s.yaml:18: sweep.points[0].workload: unknown name (got \"gpt\"; expected one of llama)" \

@@ -23,11 +23,21 @@
 ///   devices: 1024                                # the budget the plan was made for
 ///   memory_bandwidth: 2680000000000 B/s          # * optimizer step; absent: not modeled
 ///   build: {precision: bf16, flash_attention: false, sequence_length: 2048,
-///           global_batch: 1536}                  # * model only
+///           global_batch: 1536, tp_comm_overlap: true,
+///           gradient_accumulation_bytes: 0}      # * model only
 ///   seed: 0                                      # * routing seed (default 0)
 ///   anneal_seed: 1                               # * the anneal baseline's (default 1)
 ///   ideal: false                                 # * collective model ignored (default false)
 ///   algorithm: ring                              # * one fixed algorithm (default: per group)
+///   search: {stages: [8], data_parallel: [32],   # * what the search ranged over: the
+///            virtual_stages: [], zero_stages: [0, 1, 2, 3],  # dimensions `nest place` fixed
+///            recompute: [none, selective, full], # (--pp, --dp, ...) are lists of one, an
+///            orders: [tp-pp-dp, tp-dp-pp],       # empty list is the search's default range
+///            uniform_partition: false, ignore_memory: false,
+///            gradient_buckets: 4, overlap_gradient_sync: true}
+///   candidates: {tensor_parallel: [4], expert_parallel: [], context_parallel: [1],
+///                micro_batches: [1, 2, 4], max_tensor_parallel: 8,
+///                sequence_parallel: true}       # * model only; sequence_parallel absent: t > 1
 /// variant: {tensor_parallel: 4, expert_parallel: 1, context_parallel: 1,
 ///           sequence_parallel: true, micro_batch: 1, devices_per_replica: 4}
 /// stages: 8
@@ -68,6 +78,8 @@
 #include "nest/config/limits.h"
 #include "nest/core/units.h"
 #include "nest/placer/plan.h"
+#include "nest/placer/search.h"
+#include "nest/placer/variants.h"
 #include "nest/workload/memory.h"
 #include "nest/workload/model_profile.h"
 
@@ -97,6 +109,13 @@ struct PlanInputs {
   std::uint64_t anneal_seed = 1;  ///< the anneal baseline's seed
   bool ideal = false;             ///< the topology's collective model ignored
   std::string algorithm;          ///< one fixed collective algorithm; empty: chosen per group
+  /// What the search ranged over (the dimensions `nest place --tp --pp ...` fixed are lists of
+  /// one), Megatron's uniform split, ignore_memory, and the data-parallel reduction
+  /// (`cost.gradient_buckets`, `cost.overlap_gradient_sync`; the rest of `cost` is above).
+  /// The defaults for older plans.
+  placer::SearchOptions search;
+  /// The intra-layer configurations the search ranged over (model inputs only).
+  placer::CandidateOptions candidates{.max_tensor_parallel = 0};
 };
 
 /// A baseline's figures as a plan file records them.

@@ -103,7 +103,15 @@ struct JobSpec {
   /// groups in the search and the replay's data-parallel buckets) instead of the tuner's choice
   /// per group.
   std::optional<coll::Algorithm> algorithm;
-  /// The search's options; `search.cost` is filled in by the Job.
+  /// The search's options: a dimension fixed is a list of one (`nest place --pp 8` is
+  /// `stages = {8}`; the tensor, expert and context-parallel degrees, sequence parallelism and
+  /// micro-batches are `workload.candidates`). The rules, devices and memory bandwidth of
+  /// `search.cost` are filled in by the Job; its gradient buckets and overlap are the spec's.
+  /// A fixed depth deeper than the layers, fixed degrees needing more than `devices`, or
+  /// virtual stages (or a uniform split) that do not divide the blocks are `Error` (input)
+  /// naming "search.stages", "search.data_parallel", "search.virtual_stages" or
+  /// "search.uniform_partition". With a layer profile, fixed tensor or expert-parallel degrees
+  /// (and sequence parallelism) select its variants.
   placer::SearchOptions search;
   /// Baselines to compute beside the plan (names of `kBaselineNames`).
   std::vector<std::string> baselines = {"manual", "topology-agnostic", "anneal"};
@@ -163,7 +171,8 @@ class Job {
   /// Oracle counters (zero for the flat and zero networks).
   [[nodiscard]] coll::OracleStats oracle_stats() const noexcept;
 
-  /// The NEST search. `best` is empty when nothing fits (`infeasible_reason` says why).
+  /// The NEST search. `best` is empty when nothing fits (`infeasible_reason` says why); on the
+  /// collective oracle it carries the collectives of its groups (`placer::plan_collectives`).
   [[nodiscard]] placer::SearchResult search();
   /// The search's plan; throws `Error` (input) with the reason when nothing fits.
   [[nodiscard]] placer::Plan place();

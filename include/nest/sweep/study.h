@@ -67,7 +67,11 @@
 ///   host_bandwidth / (spines · ratio); fat_tree `aggregation_oversubscription` = ratio;
 /// - `seed`: the ECMP seed (default 0);
 /// - `topology.<parameter>`: any parameter of the point's topology generator, value as in a
-///   topology file.
+///   topology file;
+/// - `tp`, `pp`, `dp`, `vp` (>= 1), `zero` (0..3), `recompute` (none, selective, full),
+///   `order` (tp-dp-pp, ...): fix that dimension of the point's plan, as `nest place --tp ...`
+///   (the search ranges over the rest); input columns `fixed.<axis>`. A combination the job
+///   refuses (a pipeline deeper than the layers, ...) is the point's error, naming the axis.
 ///
 /// Everything that can be checked without running a point is checked when the study is read,
 /// so a malformed study fails before any work, naming file, line and key: unknown keys, wrong
@@ -149,6 +153,12 @@ struct PlacerSettings {
 inline constexpr std::string_view kStandardAxes[] = {
     "topology", "workload", "devices", "rules", "replay", "spine_oversubscription", "seed"};
 
+/// The axes that fix a dimension of the plan (`nest place --tp --pp --dp --vp --zero --recompute
+/// --order`); a column `fixed.<axis>` each, after the topology parameters, when any point
+/// sets it (the plan's own columns say what the search chose).
+inline constexpr std::string_view kConfigurationAxes[] = {"tp",   "pp",        "dp",   "vp",
+                                                          "zero", "recompute", "order"};
+
 /// One point of a study: the values of every axis.
 struct Point {
   std::size_t index = 0;  ///< position in the study's expansion, from 0
@@ -161,6 +171,9 @@ struct Point {
   std::uint64_t seed = 0;
   /// `topology.<parameter>` axes (parameter names without the prefix), in column order.
   std::vector<Parameter> topology_overrides;
+  /// The configuration axes the point sets (`kConfigurationAxes` name → value as written:
+  /// "8", "selective", "tp-dp-pp"); the search ranges over the rest.
+  std::vector<std::pair<std::string, std::string>> configuration;
   /// The text of every input column (`Study::input_columns`), for the results table.
   std::vector<std::string> inputs;
 };

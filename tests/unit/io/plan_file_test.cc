@@ -129,7 +129,7 @@ TEST(PlanFile, WritesTheRecomputationModeAndReadsTheOlderBooleans) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
-                 "old.yaml:24: recompute: unknown value (got \"sometimes\"; expected one of none, "
+                 "old.yaml:25: recompute: unknown value (got \"sometimes\"; expected one of none, "
                  "selective, full, true, false)");
   }
 }
@@ -178,5 +178,60 @@ TEST(PlanFile, MissingVariantIsNamed) {
   }
 }
 
+TEST(PlanFile, RecordsTheFixedDimensionsAndTheReductionAndReadsThemBack) {
+  Fixture f;
+  const Plan plan = f.plan();
+  PlanInputs in = f.inputs;
+  in.search.stages = {8};
+  in.search.data_parallel = {16};
+  in.search.virtual_stages = {3};
+  in.search.zero_stages = {1};
+  in.search.recompute_modes = {workload::Recompute::kSelective};
+  in.search.orders = {placer::PlacementOrder::kTensorDataPipeline};
+  in.search.uniform_partition = true;
+  in.search.ignore_memory = true;
+  in.search.cost.gradient_buckets = 1;
+  in.search.cost.overlap_gradient_sync = false;
+  const std::string text = plan_to_yaml(in, plan, {});
+  ASSERT_NE(text.find("  search: {stages: [8], data_parallel: [16], virtual_stages: [3], "
+                      "zero_stages: [1], recompute: [selective], orders: [tp-dp-pp], "
+                      "max_stages: 0, uniform_partition: true, ignore_memory: true, "
+                      "gradient_buckets: 1, overlap_gradient_sync: false}\n"),
+            std::string::npos)
+      << text;
+  const PlanRecord r = parse_plan(text, "fixed.yaml");
+  const placer::SearchOptions& s = r.inputs.search;
+  EXPECT_EQ(s.stages, std::vector<int>{8});
+  EXPECT_EQ(s.data_parallel, std::vector<int>{16});
+  EXPECT_EQ(s.virtual_stages, std::vector<int>{3});
+  EXPECT_EQ(s.zero_stages, std::vector<int>{1});
+  ASSERT_EQ(s.recompute_modes.size(), 1U);
+  EXPECT_EQ(s.recompute_modes[0], workload::Recompute::kSelective);
+  ASSERT_EQ(s.orders.size(), 1U);
+  EXPECT_EQ(s.orders[0], placer::PlacementOrder::kTensorDataPipeline);
+  EXPECT_TRUE(s.uniform_partition);
+  EXPECT_TRUE(s.ignore_memory);
+  EXPECT_EQ(s.cost.gradient_buckets, 1);
+  EXPECT_FALSE(s.cost.overlap_gradient_sync);
+  // A plan without the key (0.1, 0.2) has the search's defaults.
+  std::string older = text;
+  const auto at = older.find("  search: ");
+  older.erase(at, older.find('\n', at) + 1 - at);
+  const PlanRecord o = parse_plan(older, "older.yaml");
+  EXPECT_TRUE(o.inputs.search.stages.empty());
+  EXPECT_EQ(o.inputs.search.zero_stages, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(o.inputs.search.cost.gradient_buckets, 4);
+  EXPECT_TRUE(o.inputs.search.cost.overlap_gradient_sync);
+  EXPECT_FALSE(o.inputs.search.ignore_memory);
+  // A bad entry names its key.
+  std::string bad = text;
+  bad.replace(bad.find("zero_stages: [1]"), 16, "zero_stages: [7]");
+  try {
+    (void)parse_plan(bad, "bad.yaml");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ZeRO stage out of range"), std::string::npos) << e.what();
+  }
+}
 }  // namespace
 }  // namespace nest::io

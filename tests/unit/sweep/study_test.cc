@@ -167,7 +167,7 @@ TEST_F(StudyTest, MalformedStudiesFailNamingFileLineAndKey) {
       {"sweep:\n  product:\n    device: [1]\n",
        "s.yaml:26: sweep.product.device[0]: unknown axis \"device\" (got \"1\"; expected one of "
        "topology, workload, devices, rules, replay, spine_oversubscription, seed, "
-       "topology.<parameter>)"},
+       "topology.<parameter>, tp, pp, dp, vp, zero, recompute, order)"},
       {"sweep:\n  product:\n    topology.k: [4]\n",
        "s.yaml:26: sweep.product.topology.k: not a parameter of rail_optimized topology \"rail\" "
        "(expected one of nodes, gpus_per_node, nodes_per_leaf, spines, nvlink_bandwidth, "
