@@ -81,6 +81,7 @@ class OracleCommCost final : public CommCost {
   int scale_up_size() const noexcept override;
   std::string describe() const override;
 
+  std::uint64_t simulated_events() const noexcept override { return oracle_.stats().events; }
   /// The oracle's counters (queries, memo hits, simulations).
   [[nodiscard]] const coll::OracleStats& stats() const noexcept { return oracle_.stats(); }
   /// What `collective(op, size, layout)` chose and took, if it was asked (interpolated sizes:
