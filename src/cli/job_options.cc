@@ -144,7 +144,11 @@ void add_job_options(Options& o, JobArgs& a) {
            "hierarchical, nvls, ...) instead of the tuner's choice per group",
            "algorithm")
       .add("anneal-seed", &s.anneal_seed, "seed of the anneal baseline", "anneal_seed")
-      .add("anneal-steps", &s.anneal_steps, "steps of the anneal baseline", "anneal_steps");
+      .add("anneal-steps", &s.anneal_steps, "steps of the anneal baseline", "anneal_steps")
+      .add("anneal-events", &s.anneal_events,
+           "simulated events the anneal baseline may spend: -1 a quarter of the search's "
+           "(default), 0 no limit",
+           "anneal_events");
   add_limit_options(o, a.limits);
 }
 

@@ -60,8 +60,8 @@ ClosedForm closed_form(const Program& program, std::span<const topo::DeviceId> g
       beta = rate;
     }
   };
-  const auto close_step = [&] {
-    if (!open) return;
+  // A step's terms into the sums (the same operations for a step and its repeats).
+  const auto add_step = [&] {
     ++out.steps;
     out.max_alpha = std::max(out.max_alpha, alpha);
     out.latency_seconds += alpha.to_seconds();
@@ -69,6 +69,16 @@ ClosedForm closed_form(const Program& program, std::span<const topo::DeviceId> g
       out.bandwidth_seconds += static_cast<double>(load) / beta;
       min_beta = std::min(min_beta, beta);
     }
+  };
+  Time last_alpha;
+  std::int64_t last_load = 0;
+  double last_beta = std::numeric_limits<double>::infinity();
+  const auto close_step = [&] {
+    if (!open) return;
+    add_step();
+    last_alpha = alpha;
+    last_load = load;
+    last_beta = beta;
     for (const std::uint32_t p : touched) port_bytes[p] = 0;
     touched.clear();
     alpha = Time::zero();
@@ -94,16 +104,57 @@ ClosedForm closed_form(const Program& program, std::span<const topo::DeviceId> g
   std::vector<std::vector<LastRoute>> last(1, std::vector<LastRoute>(group.size()));
   // Copied out, not cached: an all-to-all's n(n-1) routes would stay in the router for its life.
   std::vector<topo::LinkId> route;
+  // Uniform rings (Program::uniform_ring) repeat each phase's step: the same transfers (ranks,
+  // channels, bytes), hence the same routes, alpha, loads and beta. Such a step is priced once
+  // and its repeats add the same terms, in the same order as step by step. `fresh[s]`: step s
+  // begins a phase of some channel (or is step 0).
+  std::vector<bool> fresh;
+  std::uint64_t per_step = 0;
+  if (program.steps() > 1) {
+    const auto phases = program.uniform_ring();
+    if (!phases.empty() && program.transfer_count() % program.steps() == 0) {
+      per_step = program.transfer_count() / program.steps();
+      fresh.assign(program.steps(), false);
+      fresh[0] = true;
+      std::vector<std::uint32_t> at;  // per channel: the next phase's first step
+      for (const auto& p : phases) {
+        if (p.channel >= at.size()) at.resize(p.channel + 1U, 0);
+        if (at[p.channel] < fresh.size()) fresh[at[p.channel]] = true;
+        at[p.channel] += p.steps;
+      }
+    }
+  }
   constexpr std::size_t kBlock = 1024;
   std::vector<Transfer> batch(kBlock);
+  TransferId batch_first = 0;
+  std::uint64_t batch_size = 0;
   const std::uint64_t count = program.transfer_count();
   for (TransferId id = 0; id < count; ++id) {
-    if (id % kBlock == 0) {
-      program.transfers(id, std::span(batch).first(std::min<std::uint64_t>(kBlock, count - id)));
+    if (id < batch_first || id >= batch_first + batch_size) {
+      batch_first = id;
+      batch_size = std::min<std::uint64_t>(kBlock, count - id);
+      program.transfers(id, std::span(batch).first(batch_size));
     }
-    const Transfer& t = batch[id % kBlock];
+    const Transfer& t = batch[id - batch_first];
     if (!open || t.step != step) {
       close_step();
+      if (!fresh.empty() && !fresh[t.step]) {
+        // Steps t.step .. the next phase's first (exclusive) repeat the step just closed.
+        std::uint32_t s = t.step;
+        while (s < fresh.size() && !fresh[s]) {
+          alpha = last_alpha;
+          load = last_load;
+          beta = last_beta;
+          add_step();
+          ++s;
+        }
+        alpha = Time::zero();
+        beta = std::numeric_limits<double>::infinity();
+        load = 0;
+        open = false;
+        id = static_cast<TransferId>(s) * per_step - 1;  // the loop's ++ lands on step s
+        continue;
+      }
       open = true;
       step = t.step;
     }

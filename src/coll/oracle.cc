@@ -209,7 +209,9 @@ struct CollectiveOracle::Impl {
           std::make_unique<Execution>(*e.simulator, e.router, part.schedule, part.group, seed));
     }
     for (auto& run : runs) run->start();
+    const std::uint64_t events_before = e.simulator->events_processed();
     e.simulator->run();
+    stats.events += e.simulator->events_processed() - events_before;
     OracleAnswer answer;
     for (std::size_t i = 0; i < runs.size(); ++i) {
       if (!runs[i]->finished()) throw Error::internal("oracle: collective did not finish");

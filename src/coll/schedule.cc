@@ -617,6 +617,30 @@ class RingProgram final : public Program {
     for (std::uint64_t id = 0; id < transfer_count(); ++id) visit(transfer(id));
   }
 
+  // Uniform when the buffer splits evenly all the way down: with size divisible by
+  // n · chunks, the segment at level l is size / (levels below l), each of its d chunks a d-th
+  // of it and each piece a chunks-th of that, for every rank, round and piece.
+  std::vector<UniformRingPhase> uniform_ring() const override {
+    std::vector<UniformRingPhase> out;
+    const std::int64_t all = static_cast<std::int64_t>(n_) * chunks_;
+    if (!own_ || steps_ == 0 || size_.count() <= 0 || size_.count() % all != 0) return out;
+    for (std::size_t q = 0; q < phases_.size(); ++q) {
+      const Phase& p = phases_[q];
+      std::int64_t below = 1;
+      for (std::size_t l = 0; l <= p.level; ++l) below *= h_.levels[l];
+      UniformRingPhase u;
+      const std::uint64_t end = q + 1 < phases_.size() ? phases_[q + 1].base : steps_;
+      u.steps = static_cast<std::uint32_t>(end - p.base);
+      u.piece = Bytes(size_.count() / below / chunks_);
+      u.next.resize(static_cast<std::size_t>(n_));
+      for (std::int64_t r = 0; r < n_; ++r) {
+        u.next[static_cast<std::size_t>(r)] = static_cast<std::uint32_t>(next_rank(r, p.level));
+      }
+      out.push_back(std::move(u));
+    }
+    return out;
+  }
+
  private:
   struct Phase {
     std::size_t level;
@@ -706,6 +730,28 @@ class ChannelRingProgram final : public Program {
 
   void for_each_transfer(const std::function<void(const Transfer&)>& visit) const override {
     for (std::uint64_t id = 0; id < transfer_count(); ++id) visit(transfer(id));
+  }
+
+  // Uniform when every channel's share splits evenly into n chunks of `chunks` pieces.
+  std::vector<UniformRingPhase> uniform_ring() const override {
+    std::vector<UniformRingPhase> out;
+    if (!own_ || steps_ == 0) return out;
+    const std::int64_t all = static_cast<std::int64_t>(n_) * chunks_;
+    for (int c = 0; c < channels_; ++c) {
+      const Bytes share = split_bytes(size_, channels_, c);
+      if (share.count() <= 0 || share.count() % all != 0) return {};
+      UniformRingPhase u;
+      u.channel = static_cast<std::uint16_t>(c);
+      u.steps = steps_;
+      u.piece = Bytes(share.count() / all);
+      u.next.resize(static_cast<std::size_t>(n_));
+      const auto& order = orders_[static_cast<std::size_t>(c)];
+      for (std::size_t p = 0; p < order.size(); ++p) {
+        u.next[order[p]] = order[(p + 1) % order.size()];
+      }
+      out.push_back(std::move(u));
+    }
+    return out;
   }
 
  private:

@@ -9,8 +9,11 @@
 #include "nest/net/simulator.h"
 
 namespace nest::coll::detail {
-UncontendedEvaluator::UncontendedEvaluator(const topo::Topology& topology)
-    : topology_(&topology), links_(topology.num_links()) {}
+UncontendedEvaluator::UncontendedEvaluator(const topo::Topology& topology, bool derive_rings)
+    : topology_(&topology),
+      derive_rings_(derive_rings),
+      links_(topology.num_links()),
+      owner_(topology.num_links(), 0) {}
 
 std::optional<UncontendedRun> UncontendedEvaluator::evaluate(topo::Router& router,
                                                              std::span<const GroupProgram> groups,
@@ -20,6 +23,12 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate(topo::Router& route
   }
   for (const topo::LinkId link : used_) links_[link] = LinkState{};
   used_.clear();
+  if (derive_rings_) {
+    if (auto derived = evaluate_rings(router, groups, salt)) {
+      ++derived_;
+      return derived;
+    }
+  }
   UncontendedRun run;
   for (const GroupProgram& group : groups) {
     if (!evaluate_group(router, group, salt, run)) return std::nullopt;
@@ -111,6 +120,156 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
   }
   run.durations.push_back(end);
   return true;
+}
+
+// Uniform rings, derived. Take one channel of one group, with phases p = 1..P of K_p steps;
+// rank r's transfer in phase p takes d(r, p) = latency + drain_time(piece_p, slowest link) of
+// its route to next_p[r]. Write a(r, k) for the arrival of rank r's send of step k and
+// o(r, k) for the opening of its gate. The pass's rules give o(r, 0) = 0 and, since a rank
+// waits for its own and its predecessor's sends of the step before (and only those: it
+// receives one transfer per step, from its predecessor of that step, and later receives only
+// come later), o(r, k) = max(a(r, k-1), a(q, k-1)) with q that predecessor, and
+// a(r, k) = o(r, k) + d(r, phase of k) -- provided every flow is admitted, see below.
+// Let D_p = max_r d(r, p). (i) By induction on k, every a(x, k) <= sum of D over the steps
+// 0..k (each step adds one d of its phase to a maximum of arrivals of the step before).
+// (ii) a(r, k) >= a(r, k-1) + d(r, phase of k), so a rank r* with d(r*, p) = D_p in every
+// phase reaches that sum. When such a rank exists (checked; otherwise the pass answers),
+// the channel's last arrival is exactly sum_p K_p * D_p, and the group's the maximum over its
+// channels (they share no gate). Admission: when no two senders (group, channel, rank) have a
+// link in common (checked; otherwise the pass answers) and every route has a positive latency,
+// the flows on a link are one rank's, visited in step order, and each starts at
+// o(r, k) >= a(r, k-1) = o(r, k-1) + latency + drain > the drain end of the one before: the
+// pass admits every flow. Its link statistics are then, per link, the sums over that rank's
+// steps of piece bytes (integers below 2^53, so the floating sums are exact) and drain times;
+// its events two per flow. Each step's routes are the same (the same pair and flow key).
+std::optional<UncontendedRun> UncontendedEvaluator::evaluate_rings(
+    topo::Router& router, std::span<const GroupProgram> groups, std::uint64_t salt) {
+  std::vector<std::vector<UniformRingPhase>> rings;
+  rings.reserve(groups.size());
+  for (const GroupProgram& group : groups) {
+    if (group.program->ranks() != static_cast<int>(group.group.size())) return std::nullopt;
+    rings.push_back(group.program->uniform_ring());
+    if (rings.back().empty()) return std::nullopt;
+  }
+  const auto all = topology_->links();
+  std::vector<topo::LinkId> owned;  // links given an owner, reset on return
+  UncontendedRun run;
+  bool ok = true;
+  std::uint64_t next_owner = 1;
+  constexpr double kExactDouble = 9007199254740992.0;  // 2^53
+  std::vector<Time> d;
+  std::vector<Time> drains;
+  for (std::size_t g = 0; g < groups.size() && ok; ++g) {
+    const auto& phases = rings[g];
+    const auto& devices = groups[g].group;
+    const std::size_t n = devices.size();
+    Time end;
+    std::vector<std::uint16_t> channels;
+    for (const auto& p : phases) {
+      if (std::find(channels.begin(), channels.end(), p.channel) == channels.end()) {
+        channels.push_back(p.channel);
+      }
+    }
+    for (const std::uint16_t c : channels) {
+      std::vector<const UniformRingPhase*> mine;  // the channel's phases, in step order
+      for (const auto& p : phases) {
+        if (p.channel == c) mine.push_back(&p);
+      }
+      // d(r, p) = latency + drain, the drains kept for the link sums.
+      d.assign(mine.size() * n, Time::zero());
+      drains.assign(mine.size() * n, Time::zero());
+      std::vector<Time> top(mine.size());
+      for (std::size_t r = 0; r < n && ok; ++r) {
+        const std::uint64_t owner = next_owner + r;
+        for (std::size_t q = 0; q < mine.size() && ok; ++q) {
+          const UniformRingPhase& p = *mine[q];
+          const topo::DeviceId src = devices[r];
+          const topo::DeviceId dst = devices[p.next[r]];
+          const auto route = router.route(src, dst, flow_key(src, dst, c, salt));
+          double rate = std::numeric_limits<double>::infinity();
+          Time latency;
+          for (const topo::LinkId link : route) {
+            const double bandwidth = all[link].bandwidth.bytes_per_s();
+            if (!(bandwidth > 0)) ok = false;
+            rate = std::min(rate, bandwidth);
+            latency += all[link].latency;
+            if (owner_[link] == 0) {
+              owner_[link] = owner;
+              owned.push_back(link);
+            } else if (owner_[link] != owner) {
+              ok = false;  // two senders share a link
+            }
+          }
+          if (!ok || route.empty() || latency <= Time::zero() || p.piece.count() <= 0) {
+            ok = false;
+            break;
+          }
+          const Time drain = net::drain_time(p.piece, Bandwidth::bytes_per_second(rate));
+          drains[q * n + r] = drain;
+          d[q * n + r] = net::later(latency, drain);
+          top[q] = std::max(top[q], d[q * n + r]);
+        }
+      }
+      if (!ok) break;
+      // A rank maximal in every phase.
+      bool reached = false;
+      for (std::size_t r = 0; r < n && !reached; ++r) {
+        bool everywhere = true;
+        for (std::size_t q = 0; q < mine.size() && everywhere; ++q) {
+          everywhere = d[q * n + r] == top[q];
+        }
+        reached = everywhere;
+      }
+      Time channel_end;
+      for (std::size_t q = 0; q < mine.size() && reached; ++q) {
+        const auto k = static_cast<std::int64_t>(mine[q]->steps);
+        if (top[q].ps() >= (net::kHorizon.ps() - channel_end.ps()) / k) {
+          reached = false;  // the pass reports the horizon
+          break;
+        }
+        channel_end = channel_end + top[q] * k;
+        run.events += 2 * static_cast<std::uint64_t>(mine[q]->steps) * n;
+      }
+      if (!reached) {
+        ok = false;
+        break;
+      }
+      end = std::max(end, channel_end);
+      // Every link of rank r's route in phase q carries its K_q pieces, one at a time.
+      for (std::size_t r = 0; r < n && ok; ++r) {
+        for (std::size_t q = 0; q < mine.size(); ++q) {
+          const UniformRingPhase& p = *mine[q];
+          const topo::DeviceId src = devices[r];
+          const topo::DeviceId dst = devices[p.next[r]];
+          const auto route = router.route(src, dst, flow_key(src, dst, c, salt));
+          for (const topo::LinkId link : route) {
+            LinkState& state = links_[link];
+            if (state.busy_until < Time::zero()) {
+              used_.push_back(link);
+              state.busy_until = Time::zero();
+            }
+            state.bytes += static_cast<double>(p.piece.count()) * p.steps;
+            state.busy += drains[q * n + r] * static_cast<std::int64_t>(p.steps);
+            if (!(state.bytes < kExactDouble)) ok = false;
+          }
+        }
+      }
+      next_owner += n;
+    }
+    if (ok) run.durations.push_back(end);
+  }
+  for (const topo::LinkId link : owned) owner_[link] = 0;
+  if (!ok) {
+    for (const topo::LinkId link : used_) links_[link] = LinkState{};
+    used_.clear();
+    return std::nullopt;
+  }
+  std::sort(used_.begin(), used_.end());
+  run.links.reserve(used_.size());
+  for (const topo::LinkId link : used_) {
+    run.links.push_back(LinkUse{link, links_[link].bytes, links_[link].busy, 1});
+  }
+  return run;
 }
 
 bool UncontendedEvaluator::admit(std::span<const topo::LinkId> route, Time start, Time drain,

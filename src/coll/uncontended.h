@@ -15,6 +15,11 @@
 // overlap but starts before an earlier-visited one on its link abandons too), never wrong.
 //
 // Cost: O(transfers + route hops), no events, no rate computation; memory O(ranks + links).
+//
+// Uniform rings (`Program::uniform_ring`: every rank sends one piece per step to its successor
+// of the phase, waiting for its own and its predecessor's sends of the step before) are derived
+// from one step per phase instead, when every group is one, in O(phases · ranks · route hops):
+// see `evaluate_rings` for the conditions and the proof that the answer is the pass's.
 
 #include <cstdint>
 #include <optional>
@@ -46,7 +51,9 @@ struct UncontendedRun {
 /// Reusable buffers for `evaluate`: one per thread (e.g. per oracle).
 class UncontendedEvaluator {
  public:
-  explicit UncontendedEvaluator(const topo::Topology& topology);
+  /// `derive_rings`: derive uniform rings from one step per phase (see `evaluate_rings`);
+  /// false visits every transfer (the tests compare both).
+  explicit UncontendedEvaluator(const topo::Topology& topology, bool derive_rings = true);
 
   /// All `groups` started together at time zero, routed by `router` with flow keys salted by
   /// `salt` (as `Execution` does). nullopt when a flow would start on a link before the previous
@@ -55,6 +62,9 @@ class UncontendedEvaluator {
   [[nodiscard]] std::optional<UncontendedRun> evaluate(topo::Router& router,
                                                        std::span<const GroupProgram> groups,
                                                        std::uint64_t salt);
+
+  /// How many `evaluate` calls were answered by the ring derivation.
+  [[nodiscard]] std::uint64_t derived() const noexcept { return derived_; }
 
  private:
   struct LinkState {
@@ -81,11 +91,19 @@ class UncontendedEvaluator {
 
   bool evaluate_group(topo::Router& router, const GroupProgram& group, std::uint64_t salt,
                       UncontendedRun& run);
+  // The run of groups that are all uniform rings, derived; nullopt when a condition of the
+  // derivation fails (the transfer-by-transfer pass answers then).
+  std::optional<UncontendedRun> evaluate_rings(topo::Router& router,
+                                               std::span<const GroupProgram> groups,
+                                               std::uint64_t salt);
   bool admit(std::span<const topo::LinkId> route, Time start, Time drain, Bytes bytes);
 
   const topo::Topology* topology_;
+  bool derive_rings_ = true;
+  std::uint64_t derived_ = 0;
   std::vector<LinkState> links_;
-  std::vector<topo::LinkId> used_;             // links touched by the current run
+  std::vector<std::uint64_t> owner_;  // per link: 1 + the sender whose route holds it, or 0
+  std::vector<topo::LinkId> used_;    // links touched by the current run
   std::vector<std::vector<RankState>> ranks_;  // [channel][rank] of the current group
   std::vector<Transfer> batch_;                // transfers read from the program, a block at a time
 };

@@ -89,6 +89,7 @@ struct Job::Impl {
   std::unique_ptr<placer::CommCost> comm;
   placer::OracleCommCost* oracle = nullptr;  // comm, when it is the oracle
   placer::SearchOptions search;
+  std::uint64_t searched_events = 0;  // events the searches' simulations processed
 
   Impl(JobSpec s, Prebuilt prebuilt, const Catalog& c, Logger* l)
       : spec(std::move(s)), catalog(c), log(l) {
@@ -114,6 +115,10 @@ struct Job::Impl {
     if (spec.anneal_steps < 0) {
       throw Error::input("must not be negative",
                          {.key = "anneal_steps", .value = std::to_string(spec.anneal_steps)});
+    }
+    if (spec.anneal_events < -1) {
+      throw Error::input("must be -1 (a quarter of the search's), 0 (no limit) or a count",
+                         {.key = "anneal_events", .value = std::to_string(spec.anneal_events)});
     }
   }
 
@@ -404,14 +409,20 @@ struct Job::Impl {
     }
   }
 
+  // The anneal's budget of simulated events (JobSpec::anneal_events).
+  std::uint64_t anneal_budget() const {
+    if (spec.anneal_events >= 0) return static_cast<std::uint64_t>(spec.anneal_events);
+    return std::max<std::uint64_t>(std::uint64_t{1} << 20, searched_events / 4);
+  }
+
   void log_oracle(std::string_view phase) const {
     if (oracle == nullptr) return;
     const coll::OracleStats& s = oracle->stats();
     nest::log(log, LogLevel::kDebug,
               "oracle after {}: {} queries, {} exact hits, {} structural hits, {} simulations ({} "
-              "contention-free), {} trivial",
+              "contention-free, {} events), {} trivial",
               phase, s.queries, s.exact_hits, s.structural_hits, s.simulations, s.contention_free,
-              s.trivial);
+              s.events, s.trivial);
   }
 
   // The input files of the job, as resolved.
@@ -451,7 +462,9 @@ coll::OracleStats Job::oracle_stats() const noexcept {
 
 placer::SearchResult Job::search() {
   const auto start = Clock::now();
+  const std::uint64_t before = impl_->comm->simulated_events();
   placer::SearchResult result = placer::search(*impl_->profile, *impl_->comm, impl_->search);
+  impl_->searched_events += impl_->comm->simulated_events() - before;
   nest::log(impl_->log, LogLevel::kInfo,
             "search: {} tables, {} candidates, {} network queries in {:.3f} s", result.stats.tables,
             result.stats.candidates, result.stats.network_queries, seconds_since(start));
@@ -478,9 +491,10 @@ std::vector<placer::BaselineResult> Job::baselines() {
     if (name == "manual") {
       out.push_back(placer::manual_baseline(*m.profile, *m.comm, m.search));
     } else if (name == "anneal") {
-      out.push_back(
-          placer::anneal_baseline(*m.profile, *m.comm, m.search,
-                                  {.seed = m.spec.anneal_seed, .iterations = m.spec.anneal_steps}));
+      out.push_back(placer::anneal_baseline(*m.profile, *m.comm, m.search,
+                                            {.seed = m.spec.anneal_seed,
+                                             .iterations = m.spec.anneal_steps,
+                                             .max_events = m.anneal_budget()}));
     } else if (m.network != NetworkModel::kOracle || !m.flat) {
       out.push_back({.name = name,
                      .note = fmt::format("not applicable: the {} network is already "

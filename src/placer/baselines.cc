@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "nest/core/error.h"
@@ -183,6 +184,19 @@ BaselineResult topology_agnostic_baseline(const workload::LayerProfile& profile,
 
 namespace {
 
+// A digest of a choice, for the annealer's memo of energies.
+struct ChoiceHash {
+  std::size_t operator()(const PlanChoice& c) const noexcept {
+    std::uint64_t h = hash_mix(c.variant, static_cast<std::uint64_t>(c.data_parallel));
+    h = hash_mix(h, static_cast<std::uint64_t>(c.zero_stage));
+    h = hash_mix(h, static_cast<std::uint64_t>(c.recompute));
+    h = hash_mix(h, static_cast<std::uint64_t>(c.virtual_stages));
+    h = hash_mix(h, static_cast<std::uint64_t>(c.order));
+    for (const std::size_t b : c.boundaries) h = hash_mix(h, b);
+    return static_cast<std::size_t>(h);
+  }
+};
+
 // One annealing state and its energy.
 struct State {
   PlanChoice choice;
@@ -238,7 +252,18 @@ class Annealer {
   }
 
   // Plans that do not fit cost more by how far they overflow, so the walk can cross them.
+  // Memoized by choice: the walk proposes the same neighbours again and again, and a choice's
+  // energy is a function of the choice (the network's answers are). A repeated choice cannot
+  // change `fitting` either: its plan was compared when first met, and only a strictly faster
+  // plan replaces the one kept.
   double energy(const PlanChoice& c, std::optional<Plan>& fitting) {
+    if (const auto it = energies_.find(c); it != energies_.end()) return it->second;
+    const double e = fresh_energy(c, fitting);
+    energies_.emplace(c, e);
+    return e;
+  }
+
+  double fresh_energy(const PlanChoice& c, std::optional<Plan>& fitting) {
     try {
       validate_choice(profile_, c, options_.cost);
     } catch (const Error&) {
@@ -321,12 +346,18 @@ class Annealer {
   }
 
   std::optional<Plan> run(PlanChoice start, const AnnealOptions& a) {
+    const std::uint64_t first = comm_.simulated_events();
     std::optional<Plan> fitting;
     State cur{start, energy(start, fitting)};
     if (!std::isfinite(cur.energy)) return fitting;
     const double t0 = a.start_temperature * cur.energy;
     const double t1 = a.end_temperature * cur.energy;
+    steps_ = a.iterations;
     for (int it = 0; it < a.iterations; ++it) {
+      if (a.max_events > 0 && comm_.simulated_events() - first >= a.max_events) {
+        steps_ = it;
+        break;
+      }
       const double frac = a.iterations > 1 ? static_cast<double>(it) / (a.iterations - 1) : 1.0;
       const double temperature = t0 * std::pow(t1 / t0, frac);
       const auto next = neighbour(cur.choice);
@@ -349,6 +380,11 @@ class Annealer {
   std::vector<workload::Recompute> modes_;
   std::vector<int> zeros_;
   std::vector<PlacementOrder> orders_;
+  std::unordered_map<PlanChoice, double, ChoiceHash> energies_;
+  int steps_ = 0;  // steps the last run took (fewer than asked when the budget stopped it)
+
+ public:
+  [[nodiscard]] int steps() const noexcept { return steps_; }
 };
 
 }  // namespace
@@ -401,7 +437,11 @@ BaselineResult anneal_baseline(const workload::LayerProfile& profile, CommCost& 
         fmt::format("no fitting plan met in {} steps (seed {})", anneal.iterations, anneal.seed);
     return r;
   }
-  r.note = fmt::format("{} steps from the manual plan (seed {}): {}", anneal.iterations,
+  const std::string budget = annealer.steps() < anneal.iterations
+                                 ? fmt::format(" (of {}: its {} simulated events spent)",
+                                               anneal.iterations, anneal.max_events)
+                                 : "";
+  r.note = fmt::format("{} steps{} from the manual plan (seed {}): {}", annealer.steps(), budget,
                        anneal.seed, describe(*plan));
   r.plan = std::move(plan);
   return r;

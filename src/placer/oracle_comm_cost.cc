@@ -48,6 +48,20 @@ void check_range(const GroupLayout& layout, const topo::Topology& topology) {
   }
 }
 
+// Calls f(first device of group g) for g = 0, 1, ... in order, without a division per device.
+template <class F>
+void for_each_group(const GroupLayout& layout, F&& f) {
+  const auto& ax = layout.groups;
+  for (int g2 = 0; g2 < ax[2].count; ++g2) {
+    const topo::DeviceId b2 = layout.base + static_cast<std::uint32_t>(g2) * ax[2].stride;
+    for (int g1 = 0; g1 < ax[1].count; ++g1) {
+      const topo::DeviceId b1 = b2 + static_cast<std::uint32_t>(g1) * ax[1].stride;
+      for (int g0 = 0; g0 < ax[0].count; ++g0)
+        f(b1 + static_cast<std::uint32_t>(g0) * ax[0].stride);
+    }
+  }
+}
+
 }  // namespace
 
 OracleCommCost::OracleCommCost(const topo::Topology& topology, OracleOptions options)
@@ -84,6 +98,11 @@ OracleCommCost::OracleCommCost(const topo::Topology& topology, OracleOptions opt
   const std::size_t domains = devices / static_cast<std::size_t>(d0);
   exit_out_.assign(domains, 0);
   exit_in_.assign(domains, 0);
+  out_.assign(domains, 0);
+  in_.assign(domains, 0);
+  dirty_.assign(domains, 0);
+  members_.assign(domains, 0);
+  pair_count_.assign(domains, 0);
   for (const auto& link : topology.links()) {
     const int a = domain[link.src];
     const int b = domain[link.dst];
@@ -117,13 +136,35 @@ double OracleCommCost::device_seconds(topo::DeviceId a, topo::DeviceId b, double
   return seconds;
 }
 
-Time OracleCommCost::exit_bound(const std::vector<double>& out,
-                                const std::vector<double>& in) const {
-  double seconds = 0;
-  for (std::size_t x = 0; x < out.size(); ++x) {
-    if (out[x] > 0 && exit_out_[x] > 0) seconds = std::max(seconds, out[x] / exit_out_[x]);
-    if (in[x] > 0 && exit_in_[x] > 0) seconds = std::max(seconds, in[x] / exit_in_[x]);
+void OracleCommCost::add_out(std::uint32_t x, double bytes) {
+  if (!dirty_[x]) {
+    dirty_[x] = 1;
+    dirty_list_.push_back(x);
   }
+  out_[x] += bytes;
+}
+
+void OracleCommCost::add_in(std::uint32_t x, double bytes) {
+  if (!dirty_[x]) {
+    dirty_[x] = 1;
+    dirty_list_.push_back(x);
+  }
+  in_[x] += bytes;
+}
+
+Time OracleCommCost::exit_bound() {
+  // The maximum over the domains a query touched: untouched domains hold zero bytes and
+  // contributed nothing to the maximum over all domains, and a maximum does not depend on the
+  // order it is taken in. Resets the buffers for the next query.
+  double seconds = 0;
+  for (const auto x : dirty_list_) {
+    if (out_[x] > 0 && exit_out_[x] > 0) seconds = std::max(seconds, out_[x] / exit_out_[x]);
+    if (in_[x] > 0 && exit_in_[x] > 0) seconds = std::max(seconds, in_[x] / exit_in_[x]);
+    out_[x] = 0;
+    in_[x] = 0;
+    dirty_[x] = 0;
+  }
+  dirty_list_.clear();
   // Rounded down (and a billionth below) so that it stays a lower bound.
   return Time::picoseconds(
       static_cast<std::int64_t>(std::floor(checked_ps(seconds * 1e12 * (1 - 1e-9)))));
@@ -160,6 +201,9 @@ std::optional<coll::Algorithm> OracleCommCost::fixed_algorithm(workload::Collect
 // result needs the others' contributions, theirs its own). All-gather (reduce-scatter): a
 // domain imports (exports) the chunks of the members outside it. All-to-all: exactly the bytes
 // its members send out of (receive into) it, which also bound each device's own links.
+//
+// Cost: O(devices of the layout) additions into buffers the object owns (no allocation once
+// they have grown to the largest group), and the maximum over the domains the layout touches.
 Time OracleCommCost::calibrated_bound(workload::CollectiveOp op, Bytes size,
                                       const GroupLayout& layout) {
   const workload::CollectiveOp flat_op =
@@ -168,53 +212,64 @@ Time OracleCommCost::calibrated_bound(workload::CollectiveOp op, Bytes size,
   const int n = layout.group_size();
   if (domain_size_ == 0 || n <= 1 || size.count() <= 0) return flat;
   if (layout.end() > topology_.num_devices()) return flat;
-  std::vector<double> out(exit_out_.size(), 0);
-  std::vector<double> in(exit_in_.size(), 0);
   double device = 0;
   const auto d0 = static_cast<std::uint32_t>(domain_size_);
   const double s = size.as_double();
-  std::vector<int> members(exit_out_.size(), 0);
-  for (int g = 0; g < layout.group_count(); ++g) {
-    std::vector<std::uint32_t> touched;
+  const bool all_to_all = op == workload::CollectiveOp::kAllToAll;
+  // crossing_[k]: k additions of s/n from zero, the bytes a member with k peers outside its
+  // domain sends out of it, summed as the peers are visited one by one.
+  if (all_to_all) fill_crossing(s / n, n);
+  const std::uint32_t stride = layout.member.stride;
+  for_each_group(layout, [&](std::uint32_t first) {
+    group_touched_.clear();
     for (int m = 0; m < n; ++m) {
-      const auto x = layout.device(g, m) / d0;
-      if (members[x]++ == 0) touched.push_back(x);
+      const auto x = (first + static_cast<std::uint32_t>(m) * stride) / d0;
+      if (members_[x]++ == 0) group_touched_.push_back(x);
     }
-    for (const auto x : touched) {
-      const double outside = static_cast<double>(n - members[x]) / n;
+    for (const auto x : group_touched_) {
+      const double outside = static_cast<double>(n - members_[x]) / n;
       if (outside > 0) {
         switch (op) {
           case workload::CollectiveOp::kAllReduce:
-            out[x] += s;
-            in[x] += s;
+            add_out(x, s);
+            add_in(x, s);
             break;
           case workload::CollectiveOp::kAllGather:
-            in[x] += outside * s;
+            add_in(x, outside * s);
             break;
           case workload::CollectiveOp::kReduceScatter:
-            out[x] += outside * s;
+            add_out(x, outside * s);
             break;
           case workload::CollectiveOp::kAllToAll:
-            out[x] += members[x] * outside * s;
-            in[x] += members[x] * outside * s;
+            add_out(x, members_[x] * outside * s);
+            add_in(x, members_[x] * outside * s);
             break;
         }
       }
-      members[x] = 0;
     }
-    if (op != workload::CollectiveOp::kAllToAll) continue;
-    for (int m = 0; m < n; ++m) {
-      const auto a = layout.device(g, m);
-      double crossing = 0;
-      for (int k = 0; k < n; ++k) {
-        if (k != m && layout.device(g, k) / d0 != a / d0) crossing += s / n;
+    if (all_to_all) {
+      // Member m's peers outside its domain: n minus the members in it (m among them).
+      for (int m = 0; m < n; ++m) {
+        const auto a = first + static_cast<std::uint32_t>(m) * stride;
+        const double crossing = crossing_[static_cast<std::size_t>(n - members_[a / d0])];
+        device = std::max(device, device_seconds(a, a, crossing, crossing));
       }
-      device = std::max(device, device_seconds(a, a, crossing, crossing));
     }
-  }
+    for (const auto x : group_touched_) members_[x] = 0;
+  });
   const Time by_device =
       Time::picoseconds(static_cast<std::int64_t>(std::floor(device * 1e12 * (1 - 1e-9))));
-  return std::max({flat, exit_bound(out, in), by_device});
+  return std::max({flat, exit_bound(), by_device});
+}
+
+void OracleCommCost::fill_crossing(double step, int n) {
+  crossing_.resize(static_cast<std::size_t>(n) + 1);
+  double sum = 0;
+  crossing_[0] = 0;
+  for (int k = 1; k <= n; ++k) {
+    sum += step;
+    crossing_[static_cast<std::size_t>(k)] = sum;
+  }
 }
 
 Time OracleCommCost::collective_bound(workload::CollectiveOp op, Bytes size,
@@ -242,59 +297,85 @@ Time OracleCommCost::collective_bound(workload::CollectiveOp op, Bytes size,
   if (ring_family ? algorithm != coll::Algorithm::kRing : algorithm != coll::Algorithm::kPairwise) {
     return flat;
   }
-  std::vector<double> out(exit_out_.size(), 0);
-  std::vector<double> in(exit_in_.size(), 0);
   double device = 0;  // seconds, the device-exit bound
   const auto d0 = static_cast<std::uint32_t>(domain_size_);
-  for (int g = 0; g < layout.group_count(); ++g) {
-    for (int m = 0; m < n; ++m) {
-      const auto a = layout.device(g, m);
-      if (ring_family) {
+  const std::uint32_t stride = layout.member.stride;
+  if (ring_family) {
+    for_each_group(layout, [&](std::uint32_t first) {
+      for (int m = 0; m < n; ++m) {
         // Each member sends one ring hop (and receives one).
-        const auto b = layout.device(g, (m + 1) % n);
+        const auto a = first + static_cast<std::uint32_t>(m) * stride;
+        const auto b = first + static_cast<std::uint32_t>((m + 1) % n) * stride;
         if (a / d0 == b / d0) continue;
-        out[a / d0] += per_hop;
-        in[b / d0] += per_hop;
+        add_out(a / d0, per_hop);
+        add_in(b / d0, per_hop);
         device = std::max(device, device_seconds(a, b, per_hop, per_hop));
-        continue;
       }
-      double crossing = 0;  // bytes a sends out of its domain (and receives from outside)
-      for (int k = 0; k < n; ++k) {
-        const auto b = layout.device(g, k);
-        if (k == m || a / d0 == b / d0) continue;
-        out[a / d0] += per_hop;
-        in[b / d0] += per_hop;
-        crossing += per_hop;
+    });
+  } else {
+    // Pairwise: member a sends per_hop to each of its n - members(a's domain) peers outside
+    // its domain, and each of them receives per_hop from a. Every addition into a domain's
+    // sum adds the same per_hop, so a sum depends only on how many there are: they are
+    // counted per domain (members · outsiders per group) and summed one by one at the end, the
+    // same additions in the same values as pair by pair.
+    fill_crossing(per_hop, n);
+    for_each_group(layout, [&](std::uint32_t first) {
+      group_touched_.clear();
+      for (int m = 0; m < n; ++m) {
+        const auto x = (first + static_cast<std::uint32_t>(m) * stride) / d0;
+        if (members_[x]++ == 0) group_touched_.push_back(x);
       }
-      device = std::max(device, device_seconds(a, a, crossing, crossing));
+      for (int m = 0; m < n; ++m) {
+        const auto a = first + static_cast<std::uint32_t>(m) * stride;
+        const double crossing = crossing_[static_cast<std::size_t>(n - members_[a / d0])];
+        device = std::max(device, device_seconds(a, a, crossing, crossing));
+      }
+      for (const auto x : group_touched_) {
+        const auto pairs =
+            static_cast<std::uint64_t>(members_[x]) * static_cast<std::uint64_t>(n - members_[x]);
+        if (pairs > 0) {
+          add_out(x, 0);
+          add_in(x, 0);
+          pair_count_[x] += pairs;
+        }
+        members_[x] = 0;
+      }
+    });
+    for (const auto x : dirty_list_) {
+      double sum = 0;
+      for (std::uint64_t k = 0; k < pair_count_[x]; ++k) sum += per_hop;
+      out_[x] = sum;
+      in_[x] = sum;
+      pair_count_[x] = 0;
     }
   }
   const Time by_device = Time::picoseconds(
       static_cast<std::int64_t>(std::floor(checked_ps(device * 1e12 * (1 - 1e-9)))));
-  return std::max({flat, exit_bound(out, in), by_device});
+  return std::max({flat, exit_bound(), by_device});
 }
 
 Time OracleCommCost::transfer_bound(Bytes size, const GroupLayout& from, const GroupLayout& to) {
   const Time flat = CommCost::transfer_bound(size, from, to);
   if (domain_size_ == 0 || size.count() <= 0) return flat;
   if (from.end() > topology_.num_devices() || to.end() > topology_.num_devices()) return flat;
-  std::vector<double> out(exit_out_.size(), 0);
-  std::vector<double> in(exit_in_.size(), 0);
   double device = 0;
   const auto d0 = static_cast<std::uint32_t>(domain_size_);
-  for (int g = 0; g < from.group_count(); ++g) {
+  const double bytes = size.as_double();
+  int g = 0;
+  for_each_group(from, [&](std::uint32_t first) {
+    const auto to_first = to.device(g++, 0);
     for (int m = 0; m < from.group_size(); ++m) {
-      const auto a = from.device(g, m);
-      const auto b = to.device(g, m);
+      const auto a = first + static_cast<std::uint32_t>(m) * from.member.stride;
+      const auto b = to_first + static_cast<std::uint32_t>(m) * to.member.stride;
       if (a / d0 == b / d0) continue;
-      out[a / d0] += size.as_double();
-      in[b / d0] += size.as_double();
-      device = std::max(device, device_seconds(a, b, size.as_double(), size.as_double()));
+      add_out(a / d0, bytes);
+      add_in(b / d0, bytes);
+      device = std::max(device, device_seconds(a, b, bytes, bytes));
     }
-  }
+  });
   const Time by_device = Time::picoseconds(
       static_cast<std::int64_t>(std::floor(checked_ps(device * 1e12 * (1 - 1e-9)))));
-  return std::max({flat, exit_bound(out, in), by_device});
+  return std::max({flat, exit_bound(), by_device});
 }
 
 Time OracleCommCost::exact_collective(workload::CollectiveOp op, const coll::CollectiveSpec& spec,

@@ -1,7 +1,8 @@
 // Benchmarks of collectives end to end (lowering, routing, simulation) on generated topologies:
-// - ring allreduce of 1 GiB over the first n devices of a 1:1 k-ary fat-tree (k = 16, 26, 42:
-//   1,024, 4,394 and 18,522 hosts), n = 1,024, 4,096, 16,384: 2n(n-1) flows, every step of
-//   every rank a flow with its per-rank dependencies;
+// - ring allreduce of 1 GiB over the first n devices of a 1:1 k-ary fat-tree (k = 16, 26, 42,
+//   64: 1,024, 4,394, 18,522 and 65,536 hosts), n = 1,024, 4,096, 16,384, 65,536: 2n(n-1)
+//   flows, every step of every rank a flow with its per-rank dependencies (the contention-free
+//   evaluation derives these uniform rings from one step, coll/uncontended.h);
 // - pairwise all-to-all with 1 MiB per pair over 512 devices of a k = 16 fat-tree (512 MiB
 //   per rank in all, nccl-tests convention): 512·511 = 261,632 flows (the issue counts the
 //   512 local copies too: 262,144);
@@ -93,16 +94,18 @@ void run(benchmark::State& state, const nest::topo::Topology& t, const Collectiv
 
 void BM_RingAllReduceFatTree(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  const int k = n <= 1024 ? 16 : n <= 4096 ? 26 : 42;
+  const int k = n <= 1024 ? 16 : n <= 4096 ? 26 : n <= 16384 ? 42 : 64;
   const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes::gibibytes(1)};
   run(state, fat_tree(k), spec, n, state.range(1) != 0);
 }
 // Second argument: 1 = event simulation only, 0 = the default (contention-free evaluation
-// first). The 16,384-device event simulation (537M flows) is left out: hours.
+// first). The 16,384-device event simulation (537M flows) is left out: hours. 65,536 devices:
+// all the hosts of a k=64 fat-tree (8.6 G flows), derived from one step (uniform ring).
 BENCHMARK(BM_RingAllReduceFatTree)
     ->Args({1024, 0})
     ->Args({4096, 0})
     ->Args({16384, 0})
+    ->Args({65536, 0})
     ->Args({1024, 1})
     ->Args({4096, 1})
     ->Unit(benchmark::kMillisecond)

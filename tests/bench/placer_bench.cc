@@ -128,6 +128,42 @@ BENCHMARK(BM_Gpt3BlocksOnRail1024)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
+// The network's lower bounds, the search's pruning queries, on the rail cluster of `devices`
+// GPUs: the data-parallel rings of tensor-parallel-8 replicas (one member per node, 8 groups
+// of devices/8; uncalibrated: the ring bound), a pairwise all-to-all over the 8 GPUs of every
+// node, and a stage-to-stage transfer from the first half of the nodes to the second. Each
+// call walks every device of its layout into buffers the oracle owns (no allocation per call).
+void BM_OracleBounds(benchmark::State& state) {
+  const int devices = static_cast<int>(state.range(0));
+  placer::OracleCommCost oracle(rail(devices));
+  const auto nodes = static_cast<std::uint32_t>(devices / 8);
+  const placer::GroupLayout dp{
+      .base = 0, .member = {static_cast<int>(nodes), 8}, .groups = {{{8, 1}, {1, 0}, {1, 0}}}};
+  const placer::GroupLayout ep{
+      .base = 0, .member = {8, 1}, .groups = {{{static_cast<int>(nodes), 8}, {1, 0}, {1, 0}}}};
+  const placer::GroupLayout from{
+      .base = 0, .member = {8, 1}, .groups = {{{static_cast<int>(nodes / 2), 8}, {1, 0}, {1, 0}}}};
+  placer::GroupLayout to = from;
+  to.base = nodes / 2 * 8;
+  std::int64_t sum = 0;
+  for (auto _ : state) {
+    sum +=
+        oracle.collective_bound(workload::CollectiveOp::kAllReduce, Bytes::mebibytes(256), dp).ps();
+    sum +=
+        oracle.collective_bound(workload::CollectiveOp::kAllToAll, Bytes::mebibytes(64), ep).ps();
+    sum += oracle.transfer_bound(Bytes::mebibytes(64), from, to).ps();
+    benchmark::DoNotOptimize(sum);
+  }
+  // Devices walked per iteration: the ring and the all-to-all every device, the transfer half.
+  state.counters["devices_walked"] = 2.5 * devices;
+}
+BENCHMARK(BM_OracleBounds)
+    ->ArgNames({"devices"})
+    ->Arg(16384)
+    ->Arg(65536)
+    ->Arg(131072)
+    ->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -52,6 +52,7 @@ struct OracleStats {
   std::uint64_t contention_free = 0;  ///< of those, answered by the contention-free evaluation
                                       ///< (see `simulate`), the others by the event simulation
   std::uint64_t trivial = 0;          ///< zero size or one-device groups: answered 0
+  std::uint64_t events = 0;           ///< events the event simulations processed
 };
 
 /// How an oracle prices.

@@ -29,6 +29,15 @@ struct Transfer {
   Bytes bytes;                ///< >= 0; zero-byte transfers still pay the route latency
 };
 
+/// One phase of a ring-family program whose transfers are uniform (`Program::uniform_ring`):
+/// `steps` consecutive steps of one channel in which every rank r sends `piece` to `next[r]`.
+struct UniformRingPhase {
+  std::uint16_t channel = 0;
+  std::uint32_t steps = 0;
+  Bytes piece;                      ///< > 0, the bytes of every transfer of the phase
+  std::vector<std::uint32_t> next;  ///< next[r]: where rank r sends (a permutation, no r -> r)
+};
+
 /// Names a gate of a program.
 using GateId = std::uint64_t;
 /// Names a transfer of a program.
@@ -74,6 +83,13 @@ class Program {
   /// for its own previous sends to arrive (rule (1) of nest/coll/schedule.h dropped): rings with
   /// `CollectiveSpec::forward_on_arrival`.
   [[nodiscard]] virtual bool waits_for_own_sends() const noexcept { return true; }
+  /// The program as uniform rings, when it is one: every channel's steps are covered by its
+  /// phases (listed per channel in step order), in every step every rank of the channel sends
+  /// exactly one transfer (the phase's piece, to its successor), and a rank's sends of a step
+  /// wait for its own and its predecessor's sends of the step before (`waits_for_own_sends`).
+  /// Empty otherwise (the default). The contention-free evaluator derives such a run from one
+  /// step per phase (coll/uncontended.h). O(phases · ranks).
+  [[nodiscard]] virtual std::vector<UniformRingPhase> uniform_ring() const { return {}; }
 
  protected:
   // Derived programs may be copied and moved; a Program itself is never sliced.

@@ -117,6 +117,10 @@ struct JobSpec {
   std::vector<std::string> baselines = {"manual", "topology-agnostic", "anneal"};
   std::uint64_t anneal_seed = 1;  ///< the anneal baseline's own seed
   int anneal_steps = 2000;
+  /// The anneal baseline's budget of simulated events (`AnnealOptions::max_events`): -1 (the
+  /// default) a quarter of those the search's simulations processed in this job, at least
+  /// 2^20, so that the baselines cost a fraction of the search whatever the scale; 0 no limit.
+  std::int64_t anneal_events = -1;
   /// A plan file to evaluate as the `fixed` baseline ("how good is my configuration"); empty
   /// for none.
   std::string fixed_plan;

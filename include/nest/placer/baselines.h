@@ -46,6 +46,10 @@ struct AnnealOptions {
   /// cooling between them).
   double start_temperature = 0.1;
   double end_temperature = 1e-5;
+  /// The walk's budget of simulated events (`CommCost::simulated_events`, counted from its
+  /// start): it stops before the first step taken once it has used them (0: no limit).
+  /// Deterministic: the same inputs run the same simulations.
+  std::uint64_t max_events = 0;
 };
 
 /// Simulated annealing from the manual plan (or, when none fits, from one stage per layer at

@@ -99,6 +99,10 @@ class CommCost {
   /// Devices per scale-up domain (an NVLink node), used by the `manual` baseline.
   [[nodiscard]] virtual int scale_up_size() const noexcept = 0;
 
+  /// Events the network's event simulations processed so far (0 for networks that do not
+  /// simulate): the work of pricing, which the anneal baseline's budget counts.
+  [[nodiscard]] virtual std::uint64_t simulated_events() const noexcept { return 0; }
+
   /// A short description for reports ("zero network", "flat 50 GB/s, 5.00 us", ...).
   [[nodiscard]] virtual std::string describe() const = 0;
 };
@@ -126,6 +130,7 @@ class ForwardingCommCost : public CommCost {
   Bandwidth injection_bound() const noexcept override { return inner_.injection_bound(); }
   int scale_up_size() const noexcept override { return inner_.scale_up_size(); }
   std::string describe() const override { return inner_.describe(); }
+  std::uint64_t simulated_events() const noexcept override { return inner_.simulated_events(); }
 
  protected:
   [[nodiscard]] CommCost& inner() const noexcept { return inner_; }

@@ -72,7 +72,7 @@ class OracleCommCost final : public CommCost {
   /// of (receives into) its domain over its own links that leave (enter) it. Ring algorithms send
   /// 2(n−1)/n·S (allreduce) or (n−1)/n·S (all-gather, reduce-scatter) along each ring hop,
   /// pairwise all-to-all S/n to every other member; other algorithms get the injection bound
-  /// only. O(devices of the layout).
+  /// only. O(devices of the layout), allocation-free.
   Time collective_bound(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override;
   Time transfer_bound(Bytes size, const GroupLayout& from, const GroupLayout& to) override;
   bool placement_independent() const noexcept override { return false; }
@@ -81,6 +81,7 @@ class OracleCommCost final : public CommCost {
   int scale_up_size() const noexcept override;
   std::string describe() const override;
 
+  std::uint64_t simulated_events() const noexcept override { return oracle_.stats().events; }
   /// The oracle's counters (queries, memo hits, simulations).
   [[nodiscard]] const coll::OracleStats& stats() const noexcept { return oracle_.stats(); }
   /// What `collective(op, size, layout)` chose and took, if it was asked (interpolated sizes:
@@ -103,9 +104,14 @@ class OracleCommCost final : public CommCost {
   // The bound under a collective model (any algorithm, any channel count).
   [[nodiscard]] Time calibrated_bound(workload::CollectiveOp op, Bytes size,
                                       const GroupLayout& layout);
-  // Bytes crossing domain boundaries (per domain, out and in) to a time bound.
-  [[nodiscard]] Time exit_bound(const std::vector<double>& out,
-                                const std::vector<double>& in) const;
+  // Bytes crossing domain boundaries (out_ and in_ over the domains in dirty_list_) to a time
+  // bound; clears those buffers for the next query.
+  [[nodiscard]] Time exit_bound();
+  // out_[x] += bytes (in_[x] += bytes), recording x as touched.
+  void add_out(std::uint32_t x, double bytes);
+  void add_in(std::uint32_t x, double bytes);
+  // crossing_[k] = k additions of `step` from zero, k <= n.
+  void fill_crossing(double step, int n);
   // Seconds for `bytes_out` to leave device `a` (`bytes_in` to enter device `b`) through its own
   // exit links; 0 when the device bound does not apply.
   [[nodiscard]] double device_seconds(topo::DeviceId a, topo::DeviceId b, double bytes_out,
@@ -120,6 +126,18 @@ class OracleCommCost final : public CommCost {
   std::vector<double> exit_in_;     // per domain: capacity of the links entering it, B/s
   std::vector<double> device_out_;  // per device: its links leaving its domain, B/s (or empty)
   std::vector<double> device_in_;   // per device: its links entering from outside, B/s
+  // Buffers of the bounds, owned so that a query allocates nothing (sized per domain once; all
+  // zero between queries): bytes out of and into each domain, whether a query touched it (and
+  // the list of those), one group's members per domain, pairwise pairs per domain, the
+  // domains one group touches, the all-to-all crossing sums.
+  std::vector<double> out_;
+  std::vector<double> in_;
+  std::vector<std::uint8_t> dirty_;
+  std::vector<std::uint32_t> dirty_list_;
+  std::vector<int> members_;
+  std::vector<std::uint64_t> pair_count_;
+  std::vector<std::uint32_t> group_touched_;
+  std::vector<double> crossing_;
   struct ChoiceKey {
     int op = 0;
     std::int64_t size = 0;

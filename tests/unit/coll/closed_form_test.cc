@@ -1,6 +1,6 @@
 // Closed forms of every algorithm on a non-blocking switch against the textbook alpha-beta
-// formulas (tests/validation/reference/README.md, "Formulas worth testing against") and hand-derived
-// ones where the reference has none.
+// formulas (tests/validation/reference/README.md, "Formulas worth testing against") and
+// hand-derived ones where the reference has none.
 
 #include "nest/coll/closed_form.h"
 
@@ -8,10 +8,13 @@
 
 #include <cmath>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "coll_test_util.h"
 #include "nest/coll/schedule.h"
+#include "nest/core/error.h"
+#include "nest/topo/loader.h"
 #include "nest/topo/router.h"
 
 namespace nest::coll {
@@ -130,6 +133,60 @@ TEST(ClosedForm, ReportsStepsAndBottleneck) {
   EXPECT_EQ(cf.bottleneck, kRate);
   EXPECT_EQ(to_ps(cf.latency_seconds), to_ps(6e-6));
   EXPECT_EQ(to_ps(cf.bandwidth_seconds), to_ps(6 * 1000 / kB));
+}
+
+// The implicit ring programs price each phase's step once and repeat its terms: the same
+// numbers, bit for bit, as the stored schedule priced step by step (`lower` stores the same
+// transfers), for ring, hierarchical and torus rings with one and several channels, rail
+// rings, pipelined chunks and sizes that split evenly (repeated) or not (step by step), on the
+// bundled H100 rail cluster (NVLink inside a node, rails between).
+TEST(ClosedForm, RepeatedRingStepsEqualTheStoredSchedule) {
+  const topo::Topology t =
+      topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_64.yaml");
+  int repeated = 0;
+  for (const Algorithm a : {Algorithm::kRing, Algorithm::kHierarchical, Algorithm::kTorus}) {
+    for (const Operation op :
+         {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather}) {
+      for (const int n : {8, 32}) {
+        for (const int channels : {1, 2}) {
+          for (const int rails : {0, 8}) {
+            if ((channels == 1 && rails > 0) || (a != Algorithm::kRing && channels > 1)) continue;
+            for (const int chunks : {1, 3}) {
+              for (const std::int64_t size :
+                   {std::int64_t{n} * chunks * channels * 1024, std::int64_t{1000003}}) {
+                CollectiveSpec spec{op, a, Bytes(size), chunks};
+                spec.channels = channels;
+                spec.ranks_per_node = rails;
+                if (a != Algorithm::kRing) spec.levels = {8, n / 8};
+                try {
+                  validate(spec, n);
+                } catch (const Error&) {
+                  continue;
+                }
+                SCOPED_TRACE(std::string(algorithm_name(a)) + " " +
+                             std::string(operation_name(op)) + " n=" + std::to_string(n) +
+                             " channels=" + std::to_string(channels) +
+                             " chunks=" + std::to_string(chunks) + " size=" + std::to_string(size));
+                const auto program = ring_program(spec, n);
+                if (!program->uniform_ring().empty()) ++repeated;
+                topo::Router ra(t, 5);
+                topo::Router rb(t, 5);
+                const ClosedForm x = closed_form(*program, first(n), ra, 5);
+                const ClosedForm y = closed_form(lower(spec, n), first(n), rb, 5);
+                EXPECT_EQ(x.seconds, y.seconds);
+                EXPECT_EQ(x.latency_seconds, y.latency_seconds);
+                EXPECT_EQ(x.bandwidth_seconds, y.bandwidth_seconds);
+                EXPECT_EQ(x.steps, y.steps);
+                EXPECT_EQ(x.max_alpha, y.max_alpha);
+                EXPECT_EQ(x.bottleneck, y.bottleneck);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(repeated, 20);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "nest/core/rng.h"
 #include "nest/net/simulator.h"
 #include "nest/topo/generators.h"
+#include "nest/topo/loader.h"
 #include "nest/topo/router.h"
 
 namespace nest::coll {
@@ -286,6 +287,186 @@ TEST(Uncontended, OneDeviceGroupTakesNoTimeAndOneEvent) {
   EXPECT_EQ(r.makespan, Time::zero());
   EXPECT_EQ(r.events, 1U);
   EXPECT_TRUE(r.busiest.empty());
+}
+
+}  // namespace
+}  // namespace nest::coll
+
+namespace nest::coll {
+namespace {
+
+// Uniform rings derived from one step per phase (UncontendedEvaluator::evaluate_rings) against
+// the transfer-by-transfer pass and the event simulation on every bundled topology: ring,
+// hierarchical and torus rings, allreduce, reduce-scatter and all-gather, one and several
+// channels (rotations and rail rings), pipelined chunks, even sizes (derived) and odd ones (the
+// pass), one group and two concurrent ones. Wherever the derivation answers it must equal both
+// in durations, events and every link's bytes and busy time; wherever it steps aside the pass's
+// answer stands (asserted equal to the event simulation by the tests above).
+TEST(Uncontended, DerivedRingsEqualThePassAndTheEventSimulation) {
+  const std::string dir = std::string(NEST_SOURCE_DIR) + "/topologies/";
+  const std::vector<std::string> files{"dgx_a100.yaml",
+                                       "dgx_h100.yaml",
+                                       "fat_tree_k16.yaml",
+                                       "h100_rail_1024.yaml",
+                                       "h100_rail_1024_2to1.yaml",
+                                       "h100_rail_1024_4to1.yaml",
+                                       "h100_rail_64.yaml",
+                                       "nest_h100_spineleaf.yaml",
+                                       "nest_tpuv4_fattree.yaml",
+                                       "selene_4480.yaml",
+                                       "small_explicit.yaml",
+                                       "tpuv4_torus_8x8x16.yaml"};
+  int derived = 0;
+  int passed = 0;
+  for (const std::string& file : files) {
+    const topo::Topology t = topo::load_topology(dir + file);
+    const int devices = static_cast<int>(t.num_devices());
+    for (const int n : {4, 8, 32}) {
+      if (n > devices) continue;
+      for (const Algorithm a : {Algorithm::kRing, Algorithm::kHierarchical, Algorithm::kTorus}) {
+        for (const Operation op :
+             {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather}) {
+          for (const int channels : {1, 2}) {
+            for (const int rails : {0, 4}) {
+              if ((channels == 1 && rails > 0) || (a != Algorithm::kRing && channels > 1)) continue;
+              for (const int chunks : {1, 2}) {
+                for (const std::int64_t size :
+                     {std::int64_t{n} * chunks * channels * 65536, std::int64_t{1000003}}) {
+                  CollectiveSpec spec{op, a, Bytes(size), chunks};
+                  spec.channels = channels;
+                  spec.ranks_per_node = rails;
+                  if (a != Algorithm::kRing)
+                    spec.levels = {a == Algorithm::kTorus ? 2 : 4,
+                                   n / (a == Algorithm::kTorus ? 2 : 4)};
+                  try {
+                    validate(spec, n);
+                  } catch (const Error&) {
+                    continue;
+                  }
+                  const auto program = ring_program(spec, n);
+                  for (const int count : {1, 2}) {
+                    if (count * n > devices) continue;
+                    // The second group strided across the devices.
+                    Groups groups{iota_group(n)};
+                    if (count == 2) {
+                      std::vector<topo::DeviceId> other;
+                      const int stride = devices / n;
+                      for (int r = 0; r < n; ++r) {
+                        other.push_back(static_cast<topo::DeviceId>(r * stride + stride - 1));
+                      }
+                      if (std::find(other.begin(), other.end(), groups[0].back()) != other.end() ||
+                          other.back() < static_cast<topo::DeviceId>(n)) {
+                        other = iota_group(n, n);
+                      }
+                      groups.push_back(other);
+                    }
+                    SCOPED_TRACE(
+                        file + " " + std::string(algorithm_name(a)) + " " +
+                        std::string(operation_name(op)) + " n=" + std::to_string(n) +
+                        " channels=" + std::to_string(channels) +
+                        " rails=" + std::to_string(rails) + " chunks=" + std::to_string(chunks) +
+                        " size=" + std::to_string(size) + " groups=" + std::to_string(count));
+                    std::vector<detail::GroupProgram> parts;
+                    for (const auto& g : groups) parts.push_back({program.get(), g});
+                    topo::Router router_a(t, 3);
+                    topo::Router router_b(t, 3);
+                    detail::UncontendedEvaluator fast(t, true);
+                    detail::UncontendedEvaluator slow(t, false);
+                    const auto x = fast.evaluate(router_a, parts, 3);
+                    const auto y = slow.evaluate(router_b, parts, 3);
+                    ASSERT_EQ(x.has_value(), y.has_value());
+                    if (fast.derived() == 0) {
+                      ++passed;
+                      continue;
+                    }
+                    ++derived;
+                    ASSERT_TRUE(x.has_value());
+                    EXPECT_EQ(x->durations, y->durations);
+                    EXPECT_EQ(x->events, y->events);
+                    ASSERT_EQ(x->links.size(), y->links.size());
+                    for (std::size_t i = 0; i < x->links.size(); ++i) {
+                      EXPECT_EQ(x->links[i].link, y->links[i].link);
+                      EXPECT_EQ(x->links[i].bytes, y->links[i].bytes);
+                      EXPECT_EQ(x->links[i].busy, y->links[i].busy);
+                      EXPECT_EQ(x->links[i].peak_flows, y->links[i].peak_flows);
+                    }
+                    // The event simulation of the same run.
+                    net::Simulator simulator(t);
+                    topo::Router router_c(t, 3);
+                    std::vector<std::unique_ptr<Execution>> runs;
+                    for (const auto& g : groups) {
+                      runs.push_back(
+                          std::make_unique<Execution>(simulator, router_c, program, g, 3));
+                    }
+                    for (auto& r : runs) r->start();
+                    simulator.run();
+                    for (std::size_t g = 0; g < runs.size(); ++g) {
+                      EXPECT_EQ(runs[g]->duration(), x->durations[g]);
+                    }
+                    EXPECT_EQ(simulator.events_processed(), x->events);
+                    for (const LinkUse& use : x->links) {
+                      EXPECT_EQ(simulator.link_stats(use.link).bytes, use.bytes);
+                      EXPECT_EQ(simulator.link_stats(use.link).busy, use.busy);
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  // Both ways were exercised, many times.
+  EXPECT_GT(derived, 100);
+  EXPECT_GT(passed, 100);
+}
+
+// A hierarchical ring (levels 2 x 2) whose slowest hop is not one rank's in every phase: the
+// derivation steps aside and the pass answers. With both slow hops rank 0's it is derived:
+// phases reduce-scatter level 0, level 1, all-gather level 1, level 0, one step each, pieces of
+// 4000 / 2 = 2000 bytes at level 0 and 1000 at level 1, rank 0's hops at half the rate
+// (20 ps per byte), 100 ns each: 2 x (100 ns + 40 ns) + 2 x (100 ns + 20 ns) = 520 ns.
+TEST(Uncontended, RingsWithoutACommonSlowestRankAreNotDerived) {
+  // Cables 0-1 and 2-3 (level 0), 0-2 and 1-3 (level 1), 100 ns; out of `slow` half the rate.
+  const auto build = [](topo::NodeId slow_level0, topo::NodeId slow_level1) {
+    topo::Topology t("ring4", topo::Family::kExplicit);
+    for (int i = 0; i < 4; ++i) t.add_device("d" + std::to_string(i));
+    const auto cable = [&](topo::NodeId a, topo::NodeId b, topo::NodeId slow) {
+      const Time latency = Time::nanoseconds(100);
+      const Bandwidth half = testing::kRate * 0.5;
+      t.add_link(a, b, a == slow ? half : testing::kRate, latency,
+                 b == slow ? half : testing::kRate, latency);
+    };
+    cable(0, 1, slow_level0);
+    cable(2, 3, slow_level0);
+    cable(0, 2, slow_level1);
+    cable(1, 3, slow_level1);
+    return t;
+  };
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kHierarchical, Bytes(4000), 1};
+  spec.levels = {2, 2};
+  const auto program = ring_program(spec, 4);
+  const std::vector<topo::DeviceId> group{0, 1, 2, 3};
+  const std::vector<detail::GroupProgram> parts{{program.get(), group}};
+  {
+    const topo::Topology t = build(0, 1);
+    topo::Router router(t);
+    detail::UncontendedEvaluator evaluator(t, true);
+    const auto run = evaluator.evaluate(router, parts, 0);
+    ASSERT_TRUE(run.has_value());
+    EXPECT_EQ(evaluator.derived(), 0U);
+    topo::Router router_b(t);
+    detail::UncontendedEvaluator pass(t, false);
+    EXPECT_EQ(pass.evaluate(router_b, parts, 0)->durations, run->durations);
+  }
+  const topo::Topology t = build(0, 0);
+  topo::Router router(t);
+  detail::UncontendedEvaluator evaluator(t, true);
+  const auto run = evaluator.evaluate(router, parts, 0);
+  ASSERT_TRUE(run.has_value());
+  EXPECT_EQ(evaluator.derived(), 1U);
+  EXPECT_EQ(run->durations, std::vector<Time>{Time::nanoseconds(520)});
 }
 
 }  // namespace

@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <tuple>
+#include <vector>
+
 #include "nest/placer/baselines.h"
 #include "nest/placer/comm_cost.h"
 #include "nest/placer/cost_model.h"
@@ -142,6 +147,65 @@ TEST(Anneal, KeepsItsPlanAtTheExactPrice) {
   const Plan exact = evaluate(p, a.plan->choice, net, options.cost);
   EXPECT_EQ(a.plan->iteration_time, exact.iteration_time);
   EXPECT_EQ(a.plan->breakdown.data_parallel_sync, exact.breakdown.data_parallel_sync);
+}
+
+// A network that "simulates" 1,000 events for every collective layout it has not priced
+// before (as the oracle's memo would), the rest as FarAndSquareCommCost.
+class CountingCommCost final : public CommCost {
+ public:
+  Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
+    if (layout.group_size() <= 1) return Time::zero();
+    const auto key = std::make_tuple(static_cast<int>(op), size.count(), layout.hash());
+    if (std::find(seen_.begin(), seen_.end(), key) == seen_.end()) {
+      seen_.push_back(key);
+      events_ += 1000;
+    }
+    const double mib = size.as_double() / (1 << 20);
+    return Time::microseconds(mib * (1 + layout.base % 3));
+  }
+  Time transfer(Bytes size, const GroupLayout&, const GroupLayout&) override {
+    return Time::microseconds(size.as_double() / (1 << 20));
+  }
+  bool placement_independent() const noexcept override { return false; }
+  int scale_up_size() const noexcept override { return 2; }
+  std::string describe() const override { return "counting"; }
+  std::uint64_t simulated_events() const noexcept override { return events_; }
+
+ private:
+  std::vector<std::tuple<int, std::int64_t, std::uint64_t>> seen_;
+  std::uint64_t events_ = 0;
+};
+
+// The budget of simulated events stops the walk at the first step after it is spent, the
+// same way every time; without a budget it takes all its steps.
+TEST(Anneal, StopsWhenItsBudgetOfSimulatedEventsIsSpent) {
+  auto p = model(12, Bytes::gibibytes(4));
+  for (auto& v : p.variants) {
+    for (auto& l : v.layers) l.parameter_bytes = Bytes::mebibytes(40);
+  }
+  SearchOptions options;
+  options.cost = {.rules = MemoryRules::kMegatron, .devices = 8};
+  CountingCommCost unlimited_net;
+  const BaselineResult unlimited =
+      anneal_baseline(p, unlimited_net, options, {.seed = 3, .iterations = 300});
+  ASSERT_TRUE(unlimited.plan.has_value()) << unlimited.note;
+  EXPECT_EQ(unlimited.note.rfind("300 steps from the manual plan (seed 3): ", 0), 0U)
+      << unlimited.note;
+  const auto budgeted = [&] {
+    CountingCommCost net;
+    return anneal_baseline(p, net, options, {.seed = 3, .iterations = 300, .max_events = 3000});
+  };
+  const BaselineResult a = budgeted();
+  const BaselineResult b = budgeted();
+  ASSERT_TRUE(a.plan.has_value()) << a.note;
+  EXPECT_EQ(a.note, b.note);
+  EXPECT_EQ(a.plan->choice, b.plan->choice);
+  const auto steps = std::stoi(a.note);
+  EXPECT_GT(steps, 0);
+  EXPECT_LT(steps, 300);
+  EXPECT_NE(a.note.find(" steps (of 300: its 3000 simulated events spent) from the manual plan"),
+            std::string::npos)
+      << a.note;
 }
 
 TEST(TopologyAgnostic, IsPricedOnTheRealNetworkAndNeverBeatsTheSearchThere) {
