@@ -150,7 +150,7 @@ from . import topology  # noqa: E402  (the generators need Topology)
 _JOB_OPTIONS = {"profile", "model", "accelerator", "topology", "devices", "rules", "network",
                 "flat_bandwidth", "flat_latency", "memory_bandwidth", "seed", "anneal_seed",
                 "anneal_steps", "fixed_plan", "baselines", "precision", "flash_attention", "seq",
-                "global_batch", "max_tp", "micro_batches", "orders", "ideal", "algorithm"}
+                "global_batch", "max_tp", "micro_batches", "orders", "ideal", "algorithm", "verify"}
 
 
 class Job:
@@ -159,7 +159,8 @@ class Job:
     a generated one: its plans then record no topology file); devices; rules; network; seed (routing); baselines (names; default all three);
     anneal_seed, anneal_steps; seq, global_batch, precision, flash_attention; max_tp,
     micro_batches, orders; flat_bandwidth, flat_latency, memory_bandwidth; fixed_plan; ideal
-    (ignore the topology's collective model); algorithm (one for every collective)."""
+    (ignore the topology's collective model); algorithm (one for every collective); verify
+    (candidates replayed by `place`, as `nest place --verify`; default 4 with the oracle)."""
 
     def __init__(self, **options):
         unknown = sorted(set(options) - _JOB_OPTIONS)

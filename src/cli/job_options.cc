@@ -82,7 +82,11 @@ void add_job_options(Options& o, JobArgs& a) {
            "hierarchical, nvls, ...) instead of the tuner's choice per group",
            "algorithm")
       .add("anneal-seed", &s.anneal_seed, "seed of the anneal baseline", "anneal_seed")
-      .add("anneal-steps", &s.anneal_steps, "steps of the anneal baseline", "anneal_steps");
+      .add("anneal-steps", &s.anneal_steps, "steps of the anneal baseline", "anneal_steps")
+      .add("verify", &s.verify,
+           "replay the K best distinct plans (at least the best of each order) and choose by "
+           "replayed time; 0: the estimate's best (default 4 with the oracle network)",
+           "verify");
   add_limit_options(o, a.limits);
 }
 

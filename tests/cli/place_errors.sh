@@ -38,4 +38,13 @@ expect_error 'nest place: --baselines: unknown baseline (got "oracle"; expected 
   --profile "$profile" --rules nest-artifact --devices 128 --baselines manual,oracle
 expect_error 'nest place: --devices: a device count is needed without a topology (expected a positive integer)' \
   --profile "$profile" --rules nest-artifact
+# --verify K: candidates replayed, 0..64, and a replay needs a topology.
+expect_error 'nest place: --verify: candidates to verify out of range (got "-1"; expected an integer in 0..64)' \
+  --profile "$profile" --topology h100_rail_64 --verify -1
+expect_error 'nest place: --verify: candidates to verify out of range (got "65"; expected an integer in 0..64)' \
+  --profile "$profile" --topology h100_rail_64 --verify 65
+expect_error 'nest place: --verify: not an integer (got "x"; expected an integer)' \
+  --profile "$profile" --topology h100_rail_64 --verify x
+expect_error 'nest place: --verify: verifying by replay needs a topology (got "2"; expected 0 without a topology)' \
+  --profile "$profile" --rules nest-artifact --devices 128 --verify 2
 exit $failed
