@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -202,17 +202,17 @@ JobSpec thin_spec(int verify) {
 
 Prebuilt thin_network() {
   const Bandwidth rate = Bandwidth::gigabytes_per_second(12.5);
-  return {.topology = std::make_shared<const topo::Topology>(topo::build_rail_optimized(
-              {.nodes = 32,
-               .gpus_per_node = 8,
-               .nodes_per_leaf = 8,
-               .spines = 2,
-               .nvlink_bandwidth = Bandwidth::gigabytes_per_second(450),
-               .nvlink_latency = Time::microseconds(0.5),
-               .nic_bandwidth = rate,
-               .nic_latency = Time::microseconds(1),
-               .spine_bandwidth = rate,
-               .spine_latency = Time::microseconds(1)})),
+  return {.topology = std::make_shared<const topo::Topology>(
+              topo::build_rail_optimized({.nodes = 32,
+                                          .gpus_per_node = 8,
+                                          .nodes_per_leaf = 8,
+                                          .spines = 2,
+                                          .nvlink_bandwidth = Bandwidth::gigabytes_per_second(450),
+                                          .nvlink_latency = Time::microseconds(0.5),
+                                          .nic_bandwidth = rate,
+                                          .nic_latency = Time::microseconds(1),
+                                          .spine_bandwidth = rate,
+                                          .spine_latency = Time::microseconds(1)})),
           .topology_name = "thin256"};
 }
 

@@ -123,9 +123,14 @@ TEST_F(NetworkAwareness, KeepsTheBestPlansOfEachOrder) {
   EXPECT_EQ(kept.candidates.front().choice, best.choice);
   for (std::size_t i = 0; i < kept.candidates.size(); ++i) {
     const Plan& c = kept.candidates[i];
-    EXPECT_EQ(c.iteration_time, evaluate(profile_, c.choice, network, options_.cost).iteration_time);
-    if (i > 0) EXPECT_LE(kept.candidates[i - 1].iteration_time, c.iteration_time);
-    for (std::size_t j = 0; j < i; ++j) EXPECT_NE(kept.candidates[j].choice, c.choice);
+    EXPECT_EQ(c.iteration_time,
+              evaluate(profile_, c.choice, network, options_.cost).iteration_time);
+    if (i > 0) {
+      EXPECT_LE(kept.candidates[i - 1].iteration_time, c.iteration_time);
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      EXPECT_NE(kept.candidates[j].choice, c.choice);
+    }
   }
   for (const PlacementOrder order : options_.orders) {
     SearchOptions one = options_;
