@@ -97,7 +97,8 @@ struct Job::Impl {
     search = spec.search;
     search.cost = {.rules = spec.rules,
                    .devices = spec.devices,
-                   .memory_bandwidth = spec.memory_bandwidth.value_or(Bandwidth())};
+                   .memory_bandwidth = spec.memory_bandwidth.value_or(Bandwidth()),
+                   .joint_data_parallel_sync = spec.search.cost.joint_data_parallel_sync};
     for (const std::string& name : spec.baselines) {
       if (std::find(std::begin(kBaselineNames), std::end(kBaselineNames), name) ==
           std::end(kBaselineNames)) {

@@ -844,6 +844,10 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       bound_cache;
   BoundNetwork bounds(comm);
   PricedNetwork exit_net(bounds);
+  // Plans priced on the bounds price each stage's sync alone: the joint price is never lower
+  // (`joint_sync_factor` >= 1), so they stay lower bounds.
+  CostOptions bound_cost = options.cost;
+  bound_cost.joint_data_parallel_sync = false;
   const bool refine = !net.zero() && !net.placement_independent();
 
   struct Entry {
@@ -955,7 +959,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     // (the last bucket; all of it without overlap). Stage 0 ends the pipeline, so
     // T >= pipeline + exposed_0 + optimizer_0, each term no larger on the bounds.
     auto lower_bound = [&](const PlanChoice& choice) {
-      const Plan p = evaluate(profile, choice, bounds, options.cost);
+      const Plan p = evaluate(profile, choice, bounds, bound_cost);
       const Breakdown& b = p.breakdown;
       const double sync = static_cast<double>(p.stages.front().data_parallel_sync.ps());
       const double exposed =
@@ -1013,7 +1017,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       }
       // The plan on the network's lower bounds (no simulation) bounds its exact price.
       if (refine &&
-          evaluate(profile, choice, bounds, options.cost).iteration_time.ps() >= cut(e.order)) {
+          evaluate(profile, choice, bounds, bound_cost).iteration_time.ps() >= cut(e.order)) {
         continue;
       }
       ++stats.candidates;

@@ -110,7 +110,8 @@ struct JobSpec {
   /// groups in the search and the replay's data-parallel buckets) instead of the tuner's choice
   /// per group.
   std::optional<coll::Algorithm> algorithm;
-  /// The search's options; `search.cost` is filled in by the Job.
+  /// The search's options; `search.cost` is filled in by the Job (but for
+  /// `joint_data_parallel_sync`, kept: false prices each stage's sync alone, as before issue 15).
   placer::SearchOptions search;
   /// Baselines to compute beside the plan (names of `kBaselineNames`).
   std::vector<std::string> baselines = {"manual", "topology-agnostic", "anneal"};

@@ -76,6 +76,14 @@ TEST_F(NetworkAwareness, OversubscribedRailClusterGetsItsOwnBetterPlan) {
   const topo::Topology over = rail(2);
   OracleCommCost on_full(full);
   OracleCommCost on_over(over);
+  // With the stages' syncs priced together (the default since issue 15) the stages' rings,
+  // which cross the spine in both clusters, contend in both, and both get the 4:1 cluster's
+  // plan: the same choice and price on the 4:1 cluster.
+  const Plan joint_full = best_on(on_full);
+  const Plan joint_over = best_on(on_over);
+  EXPECT_EQ(joint_full.choice, joint_over.choice);
+  // Priced alone (as before), each cluster gets its own plan.
+  options_.cost.joint_data_parallel_sync = false;
   const Plan for_full = best_on(on_full);
   const Plan for_over = best_on(on_over);
   EXPECT_NE(for_full.choice, for_over.choice);
