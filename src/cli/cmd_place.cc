@@ -29,7 +29,7 @@ constexpr const char* kUsage =
     "[--rules megatron|nest-artifact] [--network oracle|flat|zero] [--baselines all|none|LIST] "
     "[--tp N] [--pp N] [--dp N] [--cp N] [--ep N] [--vp N] [--mb N] [--zero 0..3] "
     "[--recompute none|selective|full] [--sp on|off] [--order ORDER] [--partition "
-    "balanced|uniform] [--ignore-memory] [--fixed PLAN] [-o plan.yaml] [--json]";
+    "balanced|uniform] [--ignore-memory] [--fixed PLAN] [--verify K] [-o plan.yaml] [--json]";
 
 // Devices of a stage: replica 0's ids as ranges, and how the other replicas follow.
 std::string stage_devices(const placer::DeviceMap& map, int stage) {
@@ -74,8 +74,37 @@ std::string memory_excess(const Plan& p) {
       worst, format_bytes(need), format_bytes(need - p.capacity), format_bytes(p.capacity));
 }
 
+std::string short_choice(const Plan& p) {
+  const auto& c = p.choice;
+  std::string out = fmt::format(
+      "t{} mb{} S{}{} d{} ZeRO-{} {} {}", p.degrees.tensor_parallel, p.degrees.micro_batch,
+      c.stages(), c.virtual_stages > 1 ? fmt::format(" v{}", c.virtual_stages) : "",
+      c.data_parallel, c.zero_stage, workload::to_string(c.recompute), placer::to_string(c.order));
+  if (p.degrees.expert_parallel > 1) out += fmt::format(" ep{}", p.degrees.expert_parallel);
+  return out;
+}
+
+void print_verification(const placer::Verification& v) {
+  const placer::VerifiedCandidate& chosen = v.candidates[v.chosen];
+  std::cout << fmt::format(
+      "verified by replay (--verify {}): {} candidates; chosen plan: rank {} by estimate, {} by "
+      "replay; the estimate's best replays {:+.1f}% against it\n",
+      v.requested, v.candidates.size(), chosen.estimate_rank, chosen.replay_rank,
+      100 * v.estimate_regret());
+  std::cout << fmt::format("  {:>3}  {:>3}  {:>10}  {:>10}  {:>7}  {}\n", "est", "rep", "estimate",
+                           "replayed", "error", "plan");
+  for (std::size_t i = 0; i < v.candidates.size(); ++i) {
+    const placer::VerifiedCandidate& c = v.candidates[i];
+    const double est = c.plan.iteration_time.to_seconds();
+    std::cout << fmt::format("{} {:>3}  {:>3}  {:>10}  {:>10}  {:>+6.1f}%  {}\n",
+                             i == v.chosen ? '*' : ' ', c.estimate_rank, c.replay_rank,
+                             format_time(c.plan.iteration_time), format_time(c.replayed),
+                             100 * (c.replayed.to_seconds() - est) / est, short_choice(c.plan));
+  }
+}
+
 void print_text(const Plan& p, const std::vector<BaselineResult>& baselines,
-                const std::string& header) {
+                const std::string& header, const placer::Verification* verification) {
   const auto& b = p.breakdown;
   std::cout << header << "\n";
   std::cout << "plan: " << describe_choice(p) << "\n";
@@ -105,6 +134,9 @@ void print_text(const Plan& p, const std::vector<BaselineResult>& baselines,
                              format_percent(st.memory.total().as_double() / p.capacity.as_double()),
                              stage_devices(map, static_cast<int>(s)));
   }
+  if (verification != nullptr && !verification->candidates.empty()) {
+    print_verification(*verification);
+  }
   if (baselines.empty()) return;
   std::cout << "baselines (same cost model):\n";
   for (const auto& r : baselines) {
@@ -132,8 +164,9 @@ std::string place_header(const job::Job& job) {
 }  // namespace
 
 void print_placement(const job::Job& job, const Plan& plan,
-                     const std::vector<BaselineResult>& baselines) {
-  print_text(plan, baselines, place_header(job));
+                     const std::vector<BaselineResult>& baselines,
+                     const placer::Verification* verification) {
+  print_text(plan, baselines, place_header(job), verification);
 }
 
 int run_place(std::span<char* const> args, const Context& context) {
@@ -147,15 +180,19 @@ int run_place(std::span<char* const> args, const Context& context) {
   if (!o.parse(args)) return 0;
   return o.run([&] {
     job::Job job(job_spec(a), catalog(), context.log);
-    const Plan plan = place(job);
+    const job::Placement placed = place(job);
+    const Plan& plan = placed.plan;
+    const placer::Verification* verified = placed.verification ? &*placed.verification : nullptr;
     const std::vector<BaselineResult> baselines = job.baselines();
     const fs::path plan_path = output.empty() ? fs::path("plan.yaml") : fs::path(output);
-    if (!output.empty()) write_text_atomically(output, job.plan_yaml(plan, baselines, plan_path));
+    if (!output.empty()) {
+      write_text_atomically(output, job.plan_yaml(plan, baselines, plan_path, verified));
+    }
     if (json) {
-      std::cout << io::plan_to_json(job.plan_inputs(plan_path), plan, baselines) << "\n";
+      std::cout << io::plan_to_json(job.plan_inputs(plan_path), plan, baselines, verified) << "\n";
       return 0;
     }
-    print_placement(job, plan, baselines);
+    print_placement(job, plan, baselines, verified);
     if (!output.empty()) std::cout << "plan written to " << output << "\n";
     return 0;
   });

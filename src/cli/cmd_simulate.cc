@@ -329,12 +329,14 @@ int run_run(std::span<char* const> args, const Context& context) {
       Progress progress("nest run", 3);
       job::Job job(job_spec(a), catalog(), context.log);
       follow_job(replay, r, job);
-      const placer::Plan plan = place(job);
+      const job::Placement placed = place(job, {.replay = replay});
+      const placer::Plan& plan = placed.plan;
+      const placer::Verification* verified = placed.verification ? &*placed.verification : nullptr;
       const std::vector<placer::BaselineResult> baselines = job.baselines();
       progress.advance();
       // Inputs are recorded relative to the plan's final place (the staging folder is its
       // sibling, so the relative paths are the same from both).
-      const std::string plan_yaml = job.plan_yaml(plan, baselines, plan_path);
+      const std::string plan_yaml = job.plan_yaml(plan, baselines, plan_path, verified);
       const replay::RunRecord run = job.simulate(
           plan, {.replay = replay, .command_line = command_line(args), .plan_yaml = plan_yaml});
       progress.advance();
@@ -354,14 +356,14 @@ int run_run(std::span<char* const> args, const Context& context) {
       warn_memory(context.log, run.summary, plan.capacity);
       if (json) {
         std::cout << Json{{"plan", Json::parse(io::plan_to_json(job.plan_inputs(plan_path), plan,
-                                                                baselines))},
+                                                                baselines, verified))},
                           {"summary", summary_json(run.summary)},
                           {"written", written}}
                          .dump(2)
                   << "\n";
         return 0;
       }
-      print_placement(job, plan, baselines);
+      print_placement(job, plan, baselines, verified);
       std::cout << "\n";
       print_summary(run.summary, written);
       return 0;

@@ -16,6 +16,7 @@ class Job;
 namespace nest::placer {
 struct Plan;
 struct BaselineResult;
+struct Verification;
 }  // namespace nest::placer
 
 namespace nest::cli {
@@ -61,7 +62,9 @@ int run_sweep(std::span<char* const> args, const Context& context);
 int run_list(std::span<char* const> args, const Context& context);
 
 /// The text report of a placement (cmd_place.cc), shared by `nest place` and `nest run`.
+/// With `verification`, the replayed candidates and the chosen plan's ranks.
 void print_placement(const job::Job& job, const placer::Plan& plan,
-                     const std::vector<placer::BaselineResult>& baselines);
+                     const std::vector<placer::BaselineResult>& baselines,
+                     const placer::Verification* verification = nullptr);
 
 }  // namespace nest::cli

@@ -148,7 +148,11 @@ void add_job_options(Options& o, JobArgs& a) {
       .add("anneal-events", &s.anneal_events,
            "simulated events the anneal baseline may spend: -1 a quarter of the search's "
            "(default), 0 no limit",
-           "anneal_events");
+           "anneal_events")
+      .add("verify", &s.verify,
+           "replay the K best distinct plans (at least the best of each order) and choose by "
+           "replayed time; 0: the estimate's best (default 4 with the oracle network)",
+           "verify");
   add_limit_options(o, a.limits);
 }
 
@@ -259,9 +263,9 @@ job::JobSpec job_spec(JobArgs& a) {
   return s;
 }
 
-placer::Plan place(job::Job& job) {
+job::Placement place(job::Job& job, const job::SimulateOptions& options) {
   placer::SearchResult result = job.search();
-  if (result.best) return std::move(*result.best);
+  if (result.best) return job.verify(std::move(result), options);
   std::string reason = result.infeasible_reason;
   const std::string library = "(ignore_memory prices it anyway)";
   if (const auto at = reason.find(library); at != std::string::npos) {

@@ -45,8 +45,9 @@ void add_job_options(Options& options, JobArgs& args);
 /// that are malformed as text (lists, names); the Job checks the rest.
 [[nodiscard]] job::JobSpec job_spec(JobArgs& args);
 
-/// The job's plan (`job::Job::place`), its reason when nothing fits worded for the command line
-/// (the library's `ignore_memory` is `--ignore-memory` here).
-[[nodiscard]] placer::Plan place(job::Job& job);
+/// The job's placement (`job::Job::placement`: searched, then verified by replay as the spec
+/// asks, replays with `options`), its reason when nothing fits worded for the command line (the
+/// library's `ignore_memory` is `--ignore-memory` here).
+[[nodiscard]] job::Placement place(job::Job& job, const job::SimulateOptions& options = {});
 
 }  // namespace nest::cli

@@ -251,7 +251,8 @@ placer::CandidateOptions read_candidates(const config::Node& n) {
 }
 
 Json plan_document(const PlanInputs& in, const Plan& plan,
-                   const std::vector<BaselineResult>& baselines) {
+                   const std::vector<BaselineResult>& baselines,
+                   const placer::Verification* verification) {
   Json doc;
   doc["kind"] = "plan";
   doc["nest_version"] = NEST_VERSION;
@@ -388,28 +389,55 @@ Json plan_document(const PlanInputs& in, const Plan& plan,
     entry["note"] = r.note;
     bl[r.name] = std::move(entry);
   }
+  if (verification != nullptr && !verification->candidates.empty()) {
+    const placer::Verification& ver = *verification;
+    Json& out = doc["verification"];
+    out["requested"] = ver.requested;
+    out["chosen_estimate_rank"] = ver.candidates[ver.chosen].estimate_rank;
+    out["chosen_replay_rank"] = ver.candidates[ver.chosen].replay_rank;
+    out["estimate_only_regret"] = ver.estimate_regret();
+    Json list = Json::array();
+    for (const placer::VerifiedCandidate& c : ver.candidates) {
+      list.push_back({{"estimate_rank", c.estimate_rank},
+                      {"replay_rank", c.replay_rank},
+                      {"estimate_s", seconds(c.plan.iteration_time)},
+                      {"replay_s", seconds(c.replayed)},
+                      {"tensor_parallel", c.plan.degrees.tensor_parallel},
+                      {"micro_batch", c.plan.degrees.micro_batch},
+                      {"stages", c.plan.choice.stages()},
+                      {"data_parallel", c.plan.choice.data_parallel},
+                      {"zero_stage", c.plan.choice.zero_stage},
+                      {"recompute", std::string(workload::to_string(c.plan.choice.recompute))},
+                      {"virtual_stages", c.plan.choice.virtual_stages},
+                      {"placement_order", std::string(to_string(c.plan.choice.order))}});
+    }
+    out["candidates"] = std::move(list);
+  }
   return doc;
 }
 
 }  // namespace
 
 std::string plan_to_yaml(const PlanInputs& inputs, const Plan& plan,
-                         const std::vector<BaselineResult>& baselines) {
+                         const std::vector<BaselineResult>& baselines,
+                         const placer::Verification* verification) {
   YAML::Emitter out;
   out << YAML::Comment("NEST placement plan (nest place). Times in seconds, exact to 1 ps.");
-  emit(out, plan_document(inputs, plan, baselines), 0);
+  emit(out, plan_document(inputs, plan, baselines, verification), 0);
   if (!out.good()) throw Error::internal("plan YAML: " + out.GetLastError());
   return std::string(out.c_str()) + "\n";
 }
 
 std::string plan_to_json(const PlanInputs& inputs, const Plan& plan,
-                         const std::vector<BaselineResult>& baselines) {
-  return plan_document(inputs, plan, baselines).dump(2);
+                         const std::vector<BaselineResult>& baselines,
+                         const placer::Verification* verification) {
+  return plan_document(inputs, plan, baselines, verification).dump(2);
 }
 
 void write_plan_file(const std::string& path, const PlanInputs& inputs, const Plan& plan,
-                     const std::vector<BaselineResult>& baselines) {
-  write_text_atomically(path, plan_to_yaml(inputs, plan, baselines));
+                     const std::vector<BaselineResult>& baselines,
+                     const placer::Verification* verification) {
+  write_text_atomically(path, plan_to_yaml(inputs, plan, baselines, verification));
 }
 
 PlanRecord parse_plan(std::string_view text, const std::string& name) {
@@ -417,7 +445,7 @@ PlanRecord parse_plan(std::string_view text, const std::string& name) {
   root.expect_keys({"kind", "nest_version", "inputs", "variant", "stages", "data_parallel",
                     "zero_stage", "recompute", "virtual_stages", "placement_order", "microbatches",
                     "devices_used", "devices_available", "predicted", "partition", "collectives",
-                    "baselines"});
+                    "baselines", "verification"});
   if (root.at("kind").as_string() != "plan") throw root.at("kind").error("not a plan file", "plan");
   (void)root.at("nest_version").as_string();
   PlanRecord r;

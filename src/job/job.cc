@@ -120,6 +120,22 @@ struct Job::Impl {
       throw Error::input("must be -1 (a quarter of the search's), 0 (no limit) or a count",
                          {.key = "anneal_events", .value = std::to_string(spec.anneal_events)});
     }
+    if (spec.verify && (*spec.verify < 0 || *spec.verify > kMaxVerify)) {
+      throw Error::input("candidates to verify out of range",
+                         {.key = "verify",
+                          .value = std::to_string(*spec.verify),
+                          .expected = fmt::format("an integer in 0..{}", kMaxVerify)});
+    }
+    if (spec.verify && *spec.verify > 0 && !topology) {
+      throw Error::input("verifying by replay needs a topology",
+                         {.key = "verify",
+                          .value = std::to_string(*spec.verify),
+                          .expected = "0 without a topology"});
+    }
+    if (!spec.verify) {
+      spec.verify = network == NetworkModel::kOracle && topology ? kDefaultVerify : 0;
+    }
+    search.keep_per_order = *spec.verify;
   }
 
   // A layer profile's variants of the fixed tensor-parallel and expert-parallel degrees and
@@ -477,10 +493,62 @@ placer::SearchResult Job::search() {
   return result;
 }
 
-placer::Plan Job::place() {
-  placer::SearchResult result = search();
+placer::Plan Job::place() { return placement().plan; }
+
+Placement Job::placement(const SimulateOptions& options) { return verify(search(), options); }
+
+Placement Job::verify(placer::SearchResult result, const SimulateOptions& options) {
   if (!result.best) throw Error::input(result.infeasible_reason);
-  return std::move(*result.best);
+  const int k = impl_->spec.verify.value_or(0);
+  if (k == 0 || result.candidates.empty()) return {.plan = std::move(*result.best)};
+  const auto start = Clock::now();
+  // The best of each order first, then the rest by estimate, up to K in all. A plan over
+  // memory (priced with ignore_memory) cannot be replayed, so it is not a candidate.
+  std::vector<placer::Plan>& all = result.candidates;
+  std::vector<bool> take(all.size(), false);
+  std::vector<placer::PlacementOrder> seen;
+  std::size_t taken = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (!all[i].fits()) continue;
+    if (std::find(seen.begin(), seen.end(), all[i].choice.order) != seen.end()) continue;
+    seen.push_back(all[i].choice.order);
+    take[i] = true;
+    ++taken;
+  }
+  for (std::size_t i = 0; i < all.size() && taken < static_cast<std::size_t>(k); ++i) {
+    if (!take[i] && all[i].fits()) {
+      take[i] = true;
+      ++taken;
+    }
+  }
+  if (taken == 0) return {.plan = std::move(*result.best)};
+  placer::Verification v;
+  v.requested = k;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (!take[i]) continue;
+    const Time replayed = simulate(all[i], {.replay = options.replay}).summary.iteration_time;
+    v.candidates.push_back({.plan = std::move(all[i]),
+                            .replayed = replayed,
+                            .estimate_rank = static_cast<int>(v.candidates.size()) + 1});
+  }
+  std::vector<std::size_t> by_replay(v.candidates.size());
+  for (std::size_t i = 0; i < by_replay.size(); ++i) by_replay[i] = i;
+  std::stable_sort(by_replay.begin(), by_replay.end(), [&](std::size_t a, std::size_t b) {
+    return v.candidates[a].replayed < v.candidates[b].replayed;
+  });
+  for (std::size_t r = 0; r < by_replay.size(); ++r) {
+    v.candidates[by_replay[r]].replay_rank = static_cast<int>(r) + 1;
+  }
+  v.chosen = by_replay.front();
+  nest::log(impl_->log, LogLevel::kInfo,
+            "verify: {} candidates replayed in {:.3f} s; chosen: estimate rank {}", taken,
+            seconds_since(start), v.candidates[v.chosen].estimate_rank);
+  placer::Plan chosen = v.candidates[v.chosen].plan;
+  if (chosen.collectives.empty() && impl_->oracle != nullptr) {
+    chosen.collectives =
+        placer::plan_collectives(*impl_->profile, chosen, *impl_->oracle, impl_->search.cost);
+  }
+  return {.plan = std::move(chosen), .verification = std::move(v)};
 }
 
 std::vector<placer::BaselineResult> Job::baselines() {
@@ -603,8 +671,9 @@ io::PlanInputs Job::plan_inputs(const fs::path& plan_path) const {
 
 std::string Job::plan_yaml(const placer::Plan& plan,
                            const std::vector<placer::BaselineResult>& baselines,
-                           const fs::path& plan_path) const {
-  return io::plan_to_yaml(plan_inputs(plan_path), plan, baselines);
+                           const fs::path& plan_path,
+                           const placer::Verification* verification) const {
+  return io::plan_to_yaml(plan_inputs(plan_path), plan, baselines, verification);
 }
 
 PlannedJob load_plan(const fs::path& path, const PlanOverrides& overrides, const Catalog& catalog,

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "nest/core/error.h"
 #include "placer/stage_model.h"
@@ -258,42 +260,100 @@ Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, C
   // The cooldown: stage p's last backward (its first chunk's, of the last microbatch) ends once
   // the stages before it ran theirs and sent their gradients back.
   const int buckets = options.gradient_buckets;
-  Time lag;
-  Time end_time;
-  Time tail_optimizer;
-  for (int p = 0; p < S; ++p) {
-    StageReport& r = plan.stages[static_cast<std::size_t>(p)];
-    const ChunkReport& first = r.chunks.front();
-    const Time last_backward =
-        pass_times(v, first, stage_mode[static_cast<std::size_t>(p)]).backward;
-    const Time end = pipeline - lag;
-    // Buckets reduced one after another, each once ready on every replica.
-    Time done;  // when the last bucket so far is reduced
-    const std::int64_t total = stage_parameter_bytes[static_cast<std::size_t>(p)];
-    // Every bucket priced at the largest one's size, ceil(total / k) (the replay's differ by at
-    // most a byte): one network query per stage.
-    const Time reduce = d > 1 && total > 0 ? detail::sync_time((total + buckets - 1) / buckets,
-                                                               choice.zero_stage, map, p, net)
-                                           : Time::zero();
-    const long double reduces = static_cast<long double>(reduce.ps()) * buckets +
+  struct Cooldown {
+    Time end;            // when the stage's last backward ends
+    Time last_backward;  // its duration
+    Time reduce;         // one bucket's reduction
+    Time first_ready;    // when its first bucket is ready
+    Time done;           // when its last bucket is reduced
+  };
+  std::vector<Cooldown> cool(static_cast<std::size_t>(S));
+  auto ready = [&](const Cooldown& c, int i) {
+    return options.overlap_gradient_sync
+               ? c.end - c.last_backward +
+                     Time::picoseconds(c.last_backward.ps() * (i + 1) / buckets)
+               : c.end;
+  };
+  // The reductions after the pipeline must fit Time: checked before they are summed.
+  auto check = [&](const Cooldown& c, const StageReport& r) {
+    const long double reduces = static_cast<long double>(c.reduce.ps()) * buckets +
                                 static_cast<long double>(pipeline.ps()) + r.optimizer.ps();
     if (!(reduces < static_cast<long double>(kMaxDurationPs))) {
       throw_duration_out_of_range(static_cast<double>(reduces));
     }
-    for (int i = 0; i < buckets && d > 1 && total > 0; ++i) {
-      const Time ready =
-          options.overlap_gradient_sync
-              ? end - last_backward + Time::picoseconds(last_backward.ps() * (i + 1) / buckets)
-              : end;
-      r.data_parallel_sync += reduce;
-      done = std::max(done, ready) + reduce;
+  };
+  // Buckets reduced one after another, each once ready on every replica.
+  auto schedule = [&](Cooldown& c) {
+    c.done = Time::zero();
+    c.first_ready = ready(c, 0);
+    if (c.reduce.ps() <= 0) return;
+    for (int i = 0; i < buckets; ++i) c.done = std::max(c.done, ready(c, i)) + c.reduce;
+  };
+  {
+    Time lag;
+    for (int p = 0; p < S; ++p) {
+      StageReport& r = plan.stages[static_cast<std::size_t>(p)];
+      Cooldown& c = cool[static_cast<std::size_t>(p)];
+      const ChunkReport& first = r.chunks.front();
+      c.last_backward = pass_times(v, first, stage_mode[static_cast<std::size_t>(p)]).backward;
+      c.end = pipeline - lag;
+      const std::int64_t total = stage_parameter_bytes[static_cast<std::size_t>(p)];
+      // Every bucket priced at the largest one's size, ceil(total / k) (the replay's differ by at
+      // most a byte): one network query per stage.
+      c.reduce = d > 1 && total > 0 ? detail::sync_time((total + buckets - 1) / buckets,
+                                                        choice.zero_stage, map, p, net)
+                                    : Time::zero();
+      check(c, r);
+      schedule(c);
+      lag += c.last_backward + Time::picoseconds(first.time.transfer.ps() / 2);
     }
-    const Time finish = std::max(end, done) + r.optimizer;
+  }
+  if (options.joint_data_parallel_sync && d > 1 && S > 1 && !net.placement_independent() &&
+      !net.zero()) {
+    // Stage p's reduction shares the network with the stages next to it whose reductions run
+    // at the same time (priced alone above): its buckets take the run's joint factor longer.
+    auto overlaps = [&](const Cooldown& x, const Cooldown& y) {
+      return y.reduce.ps() > 0 && x.first_ready < y.done && y.first_ready < x.done;
+    };
+    std::vector<Time> joint(static_cast<std::size_t>(S));
+    for (int p = 0; p < S; ++p) {
+      const Cooldown& c = cool[static_cast<std::size_t>(p)];
+      joint[static_cast<std::size_t>(p)] = c.reduce;
+      if (c.reduce.ps() <= 0) continue;
+      int first = p;
+      int last = p;
+      while (first > 0 && overlaps(c, cool[static_cast<std::size_t>(first - 1)])) --first;
+      while (last + 1 < S && overlaps(c, cool[static_cast<std::size_t>(last + 1)])) ++last;
+      if (first == last) continue;
+      const double factor = detail::joint_sync_factor(choice.zero_stage, map, first, last, net);
+      if (factor > 1) {
+        const long double scaled = static_cast<long double>(c.reduce.ps()) * factor;
+        if (!(scaled * buckets < static_cast<long double>(kMaxDurationPs))) {
+          throw_duration_out_of_range(static_cast<double>(scaled * buckets));
+        }
+        joint[static_cast<std::size_t>(p)] =
+            Time::picoseconds(static_cast<std::int64_t>(std::llround(scaled)));
+      }
+    }
+    for (int p = 0; p < S; ++p) {
+      Cooldown& c = cool[static_cast<std::size_t>(p)];
+      if (joint[static_cast<std::size_t>(p)] == c.reduce) continue;
+      c.reduce = joint[static_cast<std::size_t>(p)];
+      check(c, plan.stages[static_cast<std::size_t>(p)]);
+      schedule(c);
+    }
+  }
+  Time end_time;
+  Time tail_optimizer;
+  for (int p = 0; p < S; ++p) {
+    StageReport& r = plan.stages[static_cast<std::size_t>(p)];
+    const Cooldown& c = cool[static_cast<std::size_t>(p)];
+    if (c.reduce.ps() > 0) r.data_parallel_sync = c.reduce * buckets;
+    const Time finish = std::max(c.end, c.done) + r.optimizer;
     if (finish > end_time || p == 0) {
       end_time = finish;
       tail_optimizer = r.optimizer;
     }
-    lag += last_backward + Time::picoseconds(first.time.transfer.ps() / 2);
   }
   // What the pipeline does not cover: the optimizer step of the stage that ends last, and the
   // sync exposed before it.

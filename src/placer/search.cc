@@ -587,6 +587,55 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   SearchResult result;
   SearchStats& stats = result.stats;
   Best best;
+  if (options.keep_per_order < 0) {
+    throw Error::input("negative number of plans to keep",
+                       {.key = "keep_per_order",
+                        .value = std::to_string(options.keep_per_order),
+                        .expected = "an integer >= 0"});
+  }
+  // With keep_per_order k > 0: the best k plans of each order, by (time, order found). An entry
+  // of order o is pruned against the k-th of o (against the best plan alone when k = 0).
+  const auto keep = static_cast<std::size_t>(options.keep_per_order);
+  struct KeptPlan {
+    std::int64_t time;
+    std::int64_t found;
+    Plan plan;
+  };
+  std::vector<std::vector<KeptPlan>> kept(orders.size());
+  std::int64_t found = 0;
+  auto cut = [&](std::size_t oi) {
+    if (keep == 0) return best.time;
+    return kept[oi].size() < keep ? kInf : kept[oi].back().time;
+  };
+  auto cut_any = [&] {
+    std::int64_t c = best.time;
+    if (keep == 0) return c;
+    for (std::size_t oi = 0; oi < orders.size(); ++oi) c = std::max(c, cut(oi));
+    return c;
+  };
+  auto record = [&](std::size_t oi, PlanChoice&& choice, const Plan& plan) {
+    const std::int64_t t = plan.iteration_time.ps();
+    if (keep > 0 && t < cut(oi)) {
+      auto& list = kept[oi];
+      // Distinct: not the same choice, nor one that differs only in its ZeRO stage at the
+      // same price (the replay times them alike).
+      const bool duplicate = std::any_of(list.begin(), list.end(), [&](const KeptPlan& k) {
+        PlanChoice same = k.plan.choice;
+        same.zero_stage = plan.choice.zero_stage;
+        return same == plan.choice && (k.time == t || k.plan.choice == plan.choice);
+      });
+      if (!duplicate) {
+        auto at = std::upper_bound(list.begin(), list.end(), t,
+                                   [](std::int64_t x, const KeptPlan& k) { return x < k.time; });
+        list.insert(at, KeptPlan{t, found++, plan});
+        if (list.size() > keep) list.pop_back();
+      }
+    }
+    if (t < best.time) {
+      best.time = t;
+      best.choice = std::move(choice);
+    }
+  };
   const std::int64_t devices = options.cost.devices;
 
   struct VariantData {
@@ -795,6 +844,10 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       bound_cache;
   BoundNetwork bounds(comm);
   PricedNetwork exit_net(bounds);
+  // Plans priced on the bounds price each stage's sync alone: the joint price is never lower
+  // (`joint_sync_factor` >= 1), so they stay lower bounds.
+  CostOptions bound_cost = options.cost;
+  bound_cost.joint_data_parallel_sync = false;
   const bool refine = !net.zero() && !net.placement_independent();
 
   struct Entry {
@@ -817,7 +870,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   while (!open.empty()) {
     const Entry e = open.top();
     open.pop();
-    if (e.key >= best.time) break;
+    if (e.key >= cut_any()) break;
     const Item& item = items[e.item];
     const VariantData& vd = data[item.slot];
     const workload::Variant& v = *vd.v;
@@ -869,7 +922,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
         for (int stages = 1; stages < static_cast<int>(item.by_depth.size()); ++stages) {
           std::int64_t key = item.by_depth[static_cast<std::size_t>(stages)];
           std::int64_t key_1f1b = item.by_depth_1f1b[static_cast<std::size_t>(stages)];
-          if (key >= best.time) continue;
+          if (key >= cut(oi)) continue;
           if (refine) {
             const std::vector<int> direct = direct_vs(vd, d, stages);
             std::int64_t pipe = kInf;
@@ -878,14 +931,14 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
               std::unique_ptr<Table> local;
               const std::int64_t f =
                   table_for(bound_cache, exit_net, oi, stages, local).best(stages);
-              if (f != kInf && f <= (best.time - 1) / factor) pipe = factor * f;
+              if (f != kInf && f <= (cut(oi) - 1) / factor) pipe = factor * f;
               key_1f1b = pipe;
             }
             for (const int vs : direct) {
               if (vs > 1)
                 pipe = std::min(pipe, direct_bound(vd, item.rec, item.zero, d, k, stages, vs));
             }
-            if (pipe >= best.time) continue;
+            if (pipe >= cut(oi)) continue;
             // The tail (exposed sync and optimizer step) is bounded by zero only: with the
             // reduction beside the backward and the cooldown's lag, no stage's share of it is
             // known before the partition.
@@ -893,7 +946,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
             if (key_1f1b < kInf) {
               key_1f1b = std::max(item.by_depth_1f1b[static_cast<std::size_t>(stages)], key_1f1b);
             }
-            if (key >= best.time) continue;
+            if (key >= cut(oi)) continue;
           }
           open.push({key, e.item, oi, stages, 1, key_1f1b});
         }
@@ -906,7 +959,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     // (the last bucket; all of it without overlap). Stage 0 ends the pipeline, so
     // T >= pipeline + exposed_0 + optimizer_0, each term no larger on the bounds.
     auto lower_bound = [&](const PlanChoice& choice) {
-      const Plan p = evaluate(profile, choice, bounds, options.cost);
+      const Plan p = evaluate(profile, choice, bounds, bound_cost);
       const Breakdown& b = p.breakdown;
       const double sync = static_cast<double>(p.stages.front().data_parallel_sync.ps());
       const double exposed =
@@ -925,7 +978,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       const std::int64_t stage_time = t.best(stages);
       if (stage_time == kInf) return;
       const std::int64_t factor = k + stages - 1;
-      if (stage_time > (best.time - 1) / factor) return;
+      if (stage_time > (cut(e.order) - 1) / factor) return;
       ++stats.candidates;
       PlanChoice choice{.variant = vd.index,
                         .boundaries = t.boundaries(stages),
@@ -936,19 +989,16 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       // The tail (exposed sync, optimizer step) needs every stage's last backward: the cost
       // model prices the partition in full, once its bound on the network's lower bounds (no
       // simulation) can still win.
-      if (refine && lower_bound(choice) >= best.time) return;
+      if (refine && lower_bound(choice) >= cut(e.order)) return;
       const Plan plan = evaluate(profile, choice, comm, options.cost);
-      if (plan.iteration_time.ps() < best.time) {
-        best.time = plan.iteration_time.ps();
-        best.choice = std::move(choice);
-      }
+      record(e.order, std::move(choice), plan);
     };
-    if (dp_path && e.key_1f1b < best.time) price_partitioned();
+    if (dp_path && e.key_1f1b < cut(e.order)) price_partitioned();
     // Interleaved pipelines and the uniform split, evaluated in full when they fit memory.
     for (const int vs : direct_vs(vd, d, stages)) {
       const std::int64_t bound =
           vs == 1 ? e.key_1f1b : direct_bound(vd, item.rec, item.zero, d, k, stages, vs);
-      if (bound >= best.time) continue;
+      if (bound >= cut(e.order)) continue;
       PlanChoice choice{.variant = vd.index,
                         .boundaries = interleaved_partition(v, stages, vs),
                         .data_parallel = d,
@@ -967,16 +1017,13 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       }
       // The plan on the network's lower bounds (no simulation) bounds its exact price.
       if (refine &&
-          evaluate(profile, choice, bounds, options.cost).iteration_time.ps() >= best.time) {
+          evaluate(profile, choice, bounds, bound_cost).iteration_time.ps() >= cut(e.order)) {
         continue;
       }
       ++stats.candidates;
       const Plan plan = evaluate(profile, choice, comm, options.cost);
       if (!options.ignore_memory && !plan.fits()) continue;
-      if (plan.iteration_time.ps() < best.time) {
-        best.time = plan.iteration_time.ps();
-        best.choice = std::move(choice);
-      }
+      record(e.order, std::move(choice), plan);
     }
   }
   stats.network_queries = net.queries();
@@ -1011,6 +1058,23 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     throw Error::internal(
         fmt::format("the search priced its best plan at {} ps but the cost model gives {} ps",
                     best.time, plan.iteration_time.ps()));
+  }
+  if (keep > 0) {
+    std::vector<KeptPlan> all;
+    for (auto& list : kept) {
+      for (auto& k : list) all.push_back(std::move(k));
+    }
+    std::stable_sort(all.begin(), all.end(), [](const KeptPlan& a, const KeptPlan& b) {
+      return std::tie(a.time, a.found) < std::tie(b.time, b.found);
+    });
+    for (auto& k : all) result.candidates.push_back(std::move(k.plan));
+    if (result.candidates.empty() || !(result.candidates.front().choice == plan.choice)) {
+      // Equal times found in another order: the best plan leads the list.
+      auto it = std::find_if(result.candidates.begin(), result.candidates.end(),
+                             [&](const Plan& c) { return c.choice == plan.choice; });
+      if (it != result.candidates.end()) result.candidates.erase(it);
+      result.candidates.insert(result.candidates.begin(), plan);
+    }
   }
   result.best = std::move(plan);
   return result;

@@ -322,6 +322,25 @@ Time sync_time(std::int64_t parameter_bytes, int zero_stage, const DeviceMap& ma
   return net.collective(op, Bytes(parameter_bytes), sync_layout(map, stage));
 }
 
+double joint_sync_factor(int zero_stage, const DeviceMap& map, int first, int last,
+                         PricedNetwork& net) {
+  if (map.data_parallel <= 1 || first >= last) return 1;
+  const CollectiveOp op = zero_stage == 3 ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
+  // Stage `last` has the smallest device ids (stages are laid out from the pipeline's end).
+  const GroupLayout all{.base = map.device(last, 0, 0),
+                        .member = {map.data_parallel, map.replica_stride},
+                        .groups = {{{map.devices_per_replica, map.shard_stride},
+                                    {last - first + 1, map.stage_stride},
+                                    {1, 0}}}};
+  const Time together = net.collective(op, kJointSyncReference, all);
+  Time alone;
+  for (int p = first; p <= last; ++p) {
+    alone = std::max(alone, net.collective(op, kJointSyncReference, sync_layout(map, p)));
+  }
+  if (alone.ps() <= 0 || together <= alone) return 1;
+  return static_cast<double>(together.ps()) / static_cast<double>(alone.ps());
+}
+
 Time optimizer_time(std::int64_t parameters, int zero_stage, int data_parallel,
                     const CostOptions& options) noexcept {
   if (options.rules == workload::MemoryRules::kNestArtifact) return Time::zero();

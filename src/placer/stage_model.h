@@ -131,6 +131,18 @@ workload::StageMemory interleaved_memory(const workload::Variant& variant,
 Time sync_time(std::int64_t parameter_bytes, int zero_stage, const DeviceMap& map, int stage,
                PricedNetwork& net);
 
+/// The contention of the data-parallel syncs of stages [first, last] run together: the time of
+/// the sync of `kJointSyncReference` bytes on the union of their groups (one multi-group query:
+/// the oracle simulates link-disjoint groups apart) over the largest of the same sync on each
+/// stage's groups alone. Exactly 1 when no stage's groups share a link with another's (then the
+/// union is those simulations side by side); >= 1 always (clamped). first <= last.
+double joint_sync_factor(int zero_stage, const DeviceMap& map, int first, int last,
+                         PricedNetwork& net);
+
+/// The size at which `joint_sync_factor` is measured: large enough to be bandwidth-bound, as
+/// the buckets of the models the placer is for are (GPT-3 on 1,024 GPUs: 0.4-3 GiB each).
+inline constexpr Bytes kJointSyncReference = Bytes::mebibytes(256);
+
 /// Optimizer step of a stage holding `parameters` per device (0 when not modeled).
 Time optimizer_time(std::int64_t parameters, int zero_stage, int data_parallel,
                     const CostOptions& options) noexcept;

@@ -206,6 +206,20 @@ std::vector<Column> StudyEvaluator::columns() const {
     c.push_back({p + "_note", T::kText, ""});
     c.push_back({"speedup_vs_" + p, T::kReal, ""});
   }
+  if (study_.placer.verify > 0) {
+    c.push_back({"verified_candidates", T::kInt, ""});
+    c.push_back({"estimate_rank", T::kInt, ""});
+    c.push_back({"replay_rank", T::kInt, ""});
+    c.push_back({"regret", T::kReal, ""});
+    c.push_back({"estimate_best_iteration_s", T::kReal, "s"});
+    c.push_back({"estimate_best_replay_s", T::kReal, "s"});
+    c.push_back({"verified_replay_s", T::kReal, "s"});
+    for (const auto& b : study_.placer.baselines) {
+      const std::string p = column_prefix(b);
+      c.push_back({p + "_replay_s", T::kReal, "s"});
+      c.push_back({"replay_speedup_vs_" + p, T::kReal, ""});
+    }
+  }
   return c;
 }
 
@@ -251,6 +265,7 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
     }
   }
   spec.baselines = study_.placer.baselines;
+  spec.verify = megatron ? study_.placer.verify : 0;
   job::Prebuilt prebuilt{.topology = std::make_shared<const topo::Topology>(std::move(topology)),
                          .topology_name = point.topology,
                          .profile = loaded.profile,
@@ -264,7 +279,7 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
       throw as_axis(e);
     }
   }();
-  const placer::SearchResult result = job.search();
+  placer::SearchResult result = job.search();
 
   Outcome out;
   const std::vector<Column> columns = this->columns();
@@ -289,7 +304,19 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
     out.error = result.infeasible_reason;
     return out;
   }
-  const Plan& plan = *result.best;
+  const job::Placement placed = job.verify(std::move(result));
+  const Plan& plan = placed.plan;
+  if (placed.verification) {
+    const placer::Verification& v = *placed.verification;
+    const placer::VerifiedCandidate& first = v.candidates.front();
+    put("verified_candidates", integer(static_cast<std::int64_t>(v.candidates.size())));
+    put("estimate_rank", integer(v.candidates[v.chosen].estimate_rank));
+    put("replay_rank", integer(first.replay_rank));
+    put("regret", v.estimate_regret());
+    put("estimate_best_iteration_s", seconds(first.plan.iteration_time));
+    put("estimate_best_replay_s", seconds(first.replayed));
+    put("verified_replay_s", seconds(v.candidates[v.chosen].replayed));
+  }
   put("devices_used", integer(plan.devices_used));
   put("tensor_parallel", integer(plan.degrees.tensor_parallel));
   put("expert_parallel", integer(plan.degrees.expert_parallel));
@@ -335,6 +362,13 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
     put(p + "_plan", plan_summary(*b.plan));
     put("speedup_vs_" + p, static_cast<double>(b.plan->iteration_time.ps()) /
                                static_cast<double>(plan.iteration_time.ps()));
+    if (placed.verification && b.plan->fits()) {
+      const Time replayed = job.simulate(*b.plan).summary.iteration_time;
+      put(p + "_replay_s", seconds(replayed));
+      put("replay_speedup_vs_" + p,
+          replayed.to_seconds() /
+              placed.verification->candidates[placed.verification->chosen].replayed.to_seconds());
+    }
   }
   return out;
 }

@@ -189,7 +189,7 @@ WorkloadEntry parse_workload(const std::string& name, const Node& node,
 }
 
 PlacerSettings parse_placer(const Node& node) {
-  node.expect_keys({"baselines", "orders", "zero_stages", "recompute", "max_stages"});
+  node.expect_keys({"baselines", "orders", "zero_stages", "recompute", "max_stages", "verify"});
   PlacerSettings p;
   if (auto n = node.find("baselines")) {
     p.baselines.clear();
@@ -214,6 +214,7 @@ PlacerSettings parse_placer(const Node& node) {
   if (auto n = node.find("zero_stages")) p.zero_stages = int_list(*n, 0, 3);
   if (auto n = node.find("recompute")) p.recompute = n->as_bool();
   if (auto n = node.find("max_stages")) p.max_stages = static_cast<int>(n->as_int(0, 1 << 20));
+  if (auto n = node.find("verify")) p.verify = static_cast<int>(n->as_int(0, 64));
   return p;
 }
 

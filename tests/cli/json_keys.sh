@@ -85,7 +85,8 @@ nested = {
     ("simulate", "summary"): ["iteration_time_s", "estimate_s", "replay_error",
                               "sequences_per_second", "tokens_per_second", "mfu",
                               "bubble_fraction", "exposed_communication_s", "peak_memory_bytes"],
-    ("run", "plan"): plan,
+    # `nest run` on a topology verifies by replay (--verify 4 by default).
+    ("run", "plan"): plan + ["verification"],
     ("topology_describe_nodes", "topology"): ["nodes", "links"],
 }
 # The rows of the tables (the first of each).

@@ -40,4 +40,13 @@ expect_error 'nest place: --devices: a device count is needed without a topology
   --profile "$profile" --rules nest-artifact
 expect_error 'nest place: --anneal-events: must be -1 (a quarter of the search'"'"'s), 0 (no limit) or a count (got "-2")' \
   --profile "$profile" --rules nest-artifact --devices 128 --anneal-events -2
+# --verify K: candidates replayed, 0..64, and a replay needs a topology.
+expect_error 'nest place: --verify: candidates to verify out of range (got "-1"; expected an integer in 0..64)' \
+  --profile "$profile" --topology h100_rail_64 --verify -1
+expect_error 'nest place: --verify: candidates to verify out of range (got "65"; expected an integer in 0..64)' \
+  --profile "$profile" --topology h100_rail_64 --verify 65
+expect_error 'nest place: --verify: not an integer (got "x"; expected an integer)' \
+  --profile "$profile" --topology h100_rail_64 --verify x
+expect_error 'nest place: --verify: verifying by replay needs a topology (got "2"; expected 0 without a topology)' \
+  --profile "$profile" --rules nest-artifact --devices 128 --verify 2
 exit $failed

@@ -35,7 +35,7 @@ expect_error "nest sweep: $tmp/s.yaml:18: sweep.points[0].workload: unknown name
   "$tmp/s.yaml" --output "$tmp/out"
 study 'placer: {baseline: [manual]}
 sweep: {points: [{devices: 16}]}'
-expect_error "nest sweep: $tmp/s.yaml:18: placer.baseline: unknown key \"baseline\" (expected one of baselines, orders, zero_stages, recompute, max_stages)" \
+expect_error "nest sweep: $tmp/s.yaml:18: placer.baseline: unknown key \"baseline\" (expected one of baselines, orders, zero_stages, recompute, max_stages, verify)" \
   "$tmp/s.yaml" --output "$tmp/out"
 study 'sweep: {points: [{devices: 16}]}
 defaults: {replay: maybe}'

@@ -33,7 +33,7 @@ YAML
 "$nest" sweep "$tmp/s.yaml" --output "$tmp/out" >"$tmp/sweep.out" 2>&1 ||
   fail "nest sweep: $(cat "$tmp/sweep.out")"
 "$nest" place --model llama2-7b --accelerator h100 --topology h100_rail_64 --baselines none \
-  --micro-batches 1 --tp 8 --pp 2 --dp 4 --zero 1 --recompute selective --order tp-pp-dp \
+  --verify 0 --micro-batches 1 --tp 8 --pp 2 --dp 4 --zero 1 --recompute selective --order tp-pp-dp \
   --json >"$tmp/place.json" 2>&1 || fail "nest place: $(cat "$tmp/place.json")"
 /usr/bin/python3 - "$tmp/out/results.csv" "$tmp/place.json" <<'PY' || failed=1
 import csv, json, sys

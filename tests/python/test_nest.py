@@ -159,6 +159,10 @@ class JobTest(unittest.TestCase):
         with self.assertRaises(nest.InputError) as e:
             nest.Job(**{**SMALL, "colour": "red"})
         self.assertTrue(str(e.exception).startswith("colour: unknown option"))
+        with self.assertRaises(nest.InputError) as e:
+            nest.Job(**{**SMALL, "verify": 65})
+        self.assertEqual(str(e.exception), "verify: candidates to verify out of range (got "
+                                           "\"65\"; expected an integer in 0..64)")
         self.assertTrue(issubclass(nest.InputError, ValueError))
         self.assertTrue(issubclass(nest.InternalError, RuntimeError))
 
@@ -200,7 +204,7 @@ class GilTest(unittest.TestCase):
         # While one thread is inside a replay, another runs Python: with the GIL held it could
         # not take a single step until the replay returned.
         job = nest.Job(model="gpt3-175b", accelerator="h100", topology="h100_rail_1024",
-                       baselines=[])
+                       baselines=[], verify=0)
         plan = job.place()
         steps = [0]
         stop = threading.Event()

@@ -141,17 +141,23 @@ struct PlanRecord {
 };
 
 /// The plan file text of `plan` (deterministic: same plan, same bytes).
+/// With `verification` (a placement verified by replay), a `verification` section: K, the chosen
+/// plan's rank by estimate and by replay, the estimate-only choice's regret, and per candidate
+/// its ranks, estimate, replay and configuration (ignored when the file is read back).
 [[nodiscard]] std::string plan_to_yaml(const PlanInputs& inputs, const placer::Plan& plan,
-                                       const std::vector<placer::BaselineResult>& baselines);
+                                       const std::vector<placer::BaselineResult>& baselines,
+                                       const placer::Verification* verification = nullptr);
 
 /// The same document as JSON (the `--json` output of `nest place`: same keys, same nesting;
 /// seconds as the nearest double).
 [[nodiscard]] std::string plan_to_json(const PlanInputs& inputs, const placer::Plan& plan,
-                                       const std::vector<placer::BaselineResult>& baselines);
+                                       const std::vector<placer::BaselineResult>& baselines,
+                                       const placer::Verification* verification = nullptr);
 
 /// Writes `plan_to_yaml` to `path` atomically.
 void write_plan_file(const std::string& path, const PlanInputs& inputs, const placer::Plan& plan,
-                     const std::vector<placer::BaselineResult>& baselines);
+                     const std::vector<placer::BaselineResult>& baselines,
+                     const placer::Verification* verification = nullptr);
 
 /// Reads a plan file (by `config::read_input_file`: a regular file of at most
 /// `limits.max_input_bytes`). Throws `Error` (input) naming file, line and key on any problem.

@@ -61,6 +61,13 @@ enum class NetworkModel : unsigned char {
 /// Inverse of `to_string`; throws `Error` (input, key "network").
 [[nodiscard]] NetworkModel parse_network_model(std::string_view text);
 
+/// Candidates `nest place` replays by default (`JobSpec::verify`): the best plan of each of the
+/// two placement orders and the next two by estimate; a replay of GPT-3 on 1,024 H100s takes
+/// about 2.5 s (results/placer_bench.md).
+inline constexpr int kDefaultVerify = 4;
+/// Most candidates a placement may replay.
+inline constexpr int kMaxVerify = 64;
+
 /// The baselines a job can compute beside its plan.
 inline constexpr std::string_view kBaselineNames[] = {"manual", "topology-agnostic", "anneal"};
 
@@ -107,9 +114,10 @@ struct JobSpec {
   /// `stages = {8}`; the tensor, expert and context-parallel degrees, sequence parallelism and
   /// micro-batches are `workload.candidates`). The rules, devices and memory bandwidth of
   /// `search.cost` are filled in by the Job; its gradient buckets and overlap are the spec's.
-  /// A fixed depth deeper than the layers, fixed degrees needing more than `devices`, or
-  /// virtual stages (or a uniform split) that do not divide the blocks are `Error` (input)
-  /// naming "search.stages", "search.data_parallel", "search.virtual_stages" or
+  /// `joint_data_parallel_sync` is the spec's too (false prices each stage's sync alone, as
+  /// before issue 15). A fixed depth deeper than the layers, fixed degrees needing more than
+  /// `devices`, or virtual stages (or a uniform split) that do not divide the blocks are `Error`
+  /// (input) naming "search.stages", "search.data_parallel", "search.virtual_stages" or
   /// "search.uniform_partition". With a layer profile, fixed tensor or expert-parallel degrees
   /// (and sequence parallelism) select its variants.
   placer::SearchOptions search;
@@ -126,6 +134,17 @@ struct JobSpec {
   std::string fixed_plan;
   /// How large an input file may be and how much memory a topology may take.
   config::Limits limits;
+  /// Replay this many of the search's best distinct plans (at least the best of each placement
+  /// order) on the link-level simulator and choose the one of the least replayed time; 0: the
+  /// estimate's best. Unset: `kDefaultVerify` under the oracle network with a topology, else 0.
+  /// In 0..`kMaxVerify`; a positive value needs a topology.
+  std::optional<int> verify;
+};
+
+/// A placement: the chosen plan and, when verified, the candidates replayed for it.
+struct Placement {
+  placer::Plan plan;
+  std::optional<placer::Verification> verification;
 };
 
 /// Parts a caller already has, so that a Job need not load them again (a sweep builds each
@@ -178,8 +197,19 @@ class Job {
   /// The NEST search. `best` is empty when nothing fits (`infeasible_reason` says why); on the
   /// collective oracle it carries the collectives of its groups (`placer::plan_collectives`).
   [[nodiscard]] placer::SearchResult search();
-  /// The search's plan; throws `Error` (input) with the reason when nothing fits.
+  /// The search's plan; throws `Error` (input) with the reason when nothing fits. With
+  /// `JobSpec::verify` K > 0, the plan of the least replayed time of the K candidates (see
+  /// `placement`).
   [[nodiscard]] placer::Plan place();
+  /// The placement with its verification: with K = `spec().verify` > 0, the search keeps its K
+  /// best plans of each placement order; the best of each order and then the best of the rest
+  /// up to K in all are replayed (`simulate`, default options), and the fastest replayed is
+  /// chosen (ties: the smaller estimate). With K = 0 the search's best, no verification.
+  /// Throws as `place`.
+  /// `options.replay` is how the candidates are replayed (the seed is the job's).
+  [[nodiscard]] Placement placement(const SimulateOptions& options = {});
+  /// Verifies `result` (a search of this job with `keep_per_order` >= K) as `placement` does.
+  [[nodiscard]] Placement verify(placer::SearchResult result, const SimulateOptions& options = {});
   /// The spec's baselines (and `fixed` when `fixed_plan` is set), in the spec's order.
   [[nodiscard]] std::vector<placer::BaselineResult> baselines();
   /// `choice` priced by this job's cost model (validated first; see `placer::evaluate`).
@@ -200,7 +230,8 @@ class Job {
   /// The plan file text of `plan` for a file at `plan_path`.
   [[nodiscard]] std::string plan_yaml(const placer::Plan& plan,
                                       const std::vector<placer::BaselineResult>& baselines,
-                                      const std::filesystem::path& plan_path) const;
+                                      const std::filesystem::path& plan_path,
+                                      const placer::Verification* verification = nullptr) const;
 
  private:
   struct Impl;

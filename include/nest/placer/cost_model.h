@@ -30,6 +30,17 @@
 /// memory traffic per parameter held, divided by d under ZeRO-1..3. Memory:
 /// `workload::stage_memory` for position s (interleaved: the peak of its schedule).
 ///
+/// Joint sync (the replay runs every stage's reduction on the shared network at once): after
+/// the schedule above is priced with each stage's sync alone, stage p's bucket time is scaled by
+/// `detail::joint_sync_factor` of the contiguous run of stages around p whose reductions
+/// (first bucket ready .. last reduced) overlap p's in time: the time of all their groups'
+/// syncs in one multi-group oracle query over the slowest stage's alone, at 256 MiB. In 1F1B
+/// the last stage's gradients are ready first and each earlier stage's one backward later, so
+/// on a fast network the reductions do not overlap and nothing changes; where the stages'
+/// groups share no link the factor is exactly 1 (today's figures); under `tp-pp-dp` on a thin
+/// spine every stage's rings cross the same leaf up-links and the factor approaches the number
+/// of stages whose rings cross them. Not for placement-independent networks (flat, zero).
+///
 /// ZeRO-3 gathers, whose size varies with the stage, are priced on the line through the exact
 /// prices at 256 MiB and 1 GiB (a collective on a fixed layout is affine in its size in the flow
 /// model; exact for the zero and flat networks up to 1 ps of rounding), so that the search's
@@ -59,6 +70,9 @@ struct CostOptions {
   /// overlap_grad_reduce); false: it starts when the stage's backward ends (Megatron-LM's local
   /// DDP of 2021).
   bool overlap_gradient_sync = true;
+  /// Price the data-parallel syncs of the stages that run at the same time together (see the
+  /// file comment, "Joint sync"); false: each stage's alone, as before issue 15.
+  bool joint_data_parallel_sync = true;
 };
 
 /// A chunk's time per microbatch split into the two tasks the replay runs: forward = Σ forward

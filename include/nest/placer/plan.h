@@ -213,6 +213,28 @@ struct BaselineResult {
   std::string note;          ///< how the baseline was made, or why it does not fit
 };
 
+/// One plan of a placement verified by replay (`nest place --verify K`): its estimate is
+/// `plan.iteration_time`, its link-level replay `replayed`.
+struct VerifiedCandidate {
+  Plan plan;
+  Time replayed;
+  int estimate_rank = 0;  ///< 1 = the smallest estimate of the candidates
+  int replay_rank = 0;    ///< 1 = the smallest replayed time (ties: the smaller estimate)
+};
+
+/// The candidates a placement replayed and the one it chose (the replay's fastest).
+struct Verification {
+  int requested = 0;                          ///< K of `--verify K`
+  std::vector<VerifiedCandidate> candidates;  ///< by estimate, the search's best first
+  std::size_t chosen = 0;                     ///< index into `candidates`
+  /// The regret of the estimate-only choice (`candidates.front()`) under replay: its replayed
+  /// time over the chosen candidate's − 1 (the chosen plan's own regret is 0 by construction).
+  [[nodiscard]] double estimate_regret() const noexcept {
+    if (candidates.empty()) return 0;
+    return candidates.front().replayed.to_seconds() / candidates[chosen].replayed.to_seconds() - 1;
+  }
+};
+
 /// "megatron" or "nest-artifact".
 [[nodiscard]] std::string_view to_string(workload::MemoryRules rules) noexcept;
 /// Inverse of `to_string`; throws `Error` (input, key "rules").

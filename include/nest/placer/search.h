@@ -83,6 +83,12 @@ struct SearchOptions {
   bool uniform_partition = false;
   /// Price plans whatever their memory: no capacity check (the plan still reports its memory).
   bool ignore_memory = false;
+  /// Keep the best `keep_per_order` distinct plans of each placement order in
+  /// `SearchResult::candidates` (for verification by replay, `nest place --verify`). 0: only
+  /// the best plan (the branch and bound prunes against it alone). With k > 0 an entry is
+  /// pruned only against the k-th best plan of its order, so the search slows down; `best` is
+  /// the same plan either way.
+  int keep_per_order = 0;
 };
 
 /// Counters of one search, for benchmarks and reports.
@@ -105,6 +111,10 @@ struct SearchResult {
   /// With the depth and the data-parallel degree fixed and nothing fitting: that plan, priced
   /// with `ignore_memory` (so that a caller can show its breakdown beside the reason).
   std::optional<Plan> over_memory;
+  /// With `keep_per_order` k > 0: the best k plans of each placement order (fewer when fewer
+  /// fit), all of them priced by the cost model, by iteration time (ties: in the order found);
+  /// `candidates.front()` is `best`. Empty with k = 0.
+  std::vector<Plan> candidates;
   SearchStats stats;
 };
 

@@ -35,6 +35,21 @@
 /// | <baseline>_note              |       | how it was made, or why it has no plan               |
 /// | speedup_vs_<baseline>        |       | <baseline>_iteration_s / iteration_s                 |
 ///
+/// With `placer.verify: K` > 0 (megatron points; the chosen plan is then the replay's best of
+/// the K candidates, `Job::placement`), after the baselines' columns:
+///
+/// | column                       | unit  | meaning                                              |
+/// |------------------------------|-------|------------------------------------------------------|
+/// | verified_candidates          |       | candidates replayed                                  |
+/// | estimate_rank                |       | the chosen plan's rank by estimate (1 = best)        |
+/// | replay_rank                  |       | the estimate's best plan's rank by replay            |
+/// | regret                       |       | the estimate's best replayed / the chosen replayed − 1
+/// | | estimate_best_iteration_s    | s     | the estimate's best plan: its estimate | |
+/// estimate_best_replay_s       | s     | and its replay                                       | |
+/// verified_replay_s            | s     | the chosen plan's replay                             | |
+/// <baseline>_replay_s          | s     | the baseline's plan replayed                         | |
+/// replay_speedup_vs_<baseline> |       | <baseline>_replay_s / verified_replay_s              |
+///
 /// A baseline name's '-' becomes '_' in column names (topology_agnostic_iteration_s).
 
 #include <memory>

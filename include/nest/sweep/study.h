@@ -41,6 +41,8 @@
 ///   zero_stages: [0, 1]           # * default: the search's
 ///   recompute: true               # * allow full recomputation (default true)
 ///   max_stages: 0                 # * 0: no bound
+///   verify: 0                     # * replay this many candidates per megatron point and
+///                                 #   choose by replay (nest place --verify; default 0)
 /// defaults:                       # * axis values of every point unless swept
 ///   devices: 1024
 /// sweep:                          # exactly one of product / points
@@ -147,6 +149,8 @@ struct PlacerSettings {
   std::vector<int> zero_stages;                     ///< empty: the search's default
   bool recompute = true;
   int max_stages = 0;
+  /// Candidates replayed per point under the megatron rules (`JobSpec::verify`); 0: none.
+  int verify = 0;
 };
 
 /// The axes that every point has, in the column order of the results.

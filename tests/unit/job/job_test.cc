@@ -2,13 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "nest/core/error.h"
 #include "nest/io/plan_file.h"
+#include "nest/topo/generators.h"
 
 namespace nest::job {
 namespace {
@@ -179,6 +183,124 @@ TEST(Job, SimulateFillsTheRunsMetadataWithInputHashes) {
   EXPECT_EQ(error_of([&] { (void)zero.simulate(zero.place()); }),
             "topology: a replay needs a topology (expected a plan made with a topology, or one "
             "here)");
+}
+
+// A thin network where the estimate's best plan was refuted by its replay (issue 15): GPT-3
+// 175B on 256 H100s, 32 nodes of 8, rails of 4 leaves (8 nodes each), 12.5 GB/s per GPU between
+// nodes and a 4:1 spine (2 spines at 12.5 GB/s per leaf: 25 GB/s up against 100 GB/s down).
+// Pricing each stage's data-parallel sync alone (as before), the estimate's best is tensor 4,
+// 16 stages, 4 replicas in tp-pp-dp order, whose 16 stages' rings all cross the spine at once
+// in the replay; the replay's best of the candidates is the 32-stage tp-dp-pp plan, whose rings
+// stay in their rail. Verification by replay finds it, and so does the joint pricing alone.
+JobSpec thin_spec(int verify, bool joint) {
+  JobSpec spec;
+  spec.workload.model = "gpt3-175b";
+  spec.workload.accelerator = "h100";
+  spec.baselines = {};
+  spec.verify = verify;
+  spec.search.cost.joint_data_parallel_sync = joint;
+  return spec;
+}
+
+Prebuilt thin_network() {
+  const Bandwidth rate = Bandwidth::gigabytes_per_second(12.5);
+  return {.topology = std::make_shared<const topo::Topology>(
+              topo::build_rail_optimized({.nodes = 32,
+                                          .gpus_per_node = 8,
+                                          .nodes_per_leaf = 8,
+                                          .spines = 2,
+                                          .nvlink_bandwidth = Bandwidth::gigabytes_per_second(450),
+                                          .nvlink_latency = Time::microseconds(0.5),
+                                          .nic_bandwidth = rate,
+                                          .nic_latency = Time::microseconds(1),
+                                          .spine_bandwidth = rate,
+                                          .spine_latency = Time::microseconds(1)})),
+          .topology_name = "thin256"};
+}
+
+bool is_replays_choice(const placer::Plan& plan) {
+  return plan.degrees.tensor_parallel == 4 && plan.choice.stages() == 32 &&
+         plan.choice.data_parallel == 2 &&
+         plan.choice.order == placer::PlacementOrder::kTensorDataPipeline;
+}
+
+TEST(Job, VerifyByReplayChoosesThePlanTheReplayConfirms) {
+  Job estimate_only(thin_spec(0, false), thin_network(), kCatalog);
+  const Placement old = estimate_only.placement();
+  EXPECT_FALSE(old.verification);
+  EXPECT_EQ(old.plan.degrees.tensor_parallel, 4);
+  EXPECT_EQ(old.plan.choice.stages(), 16);
+  EXPECT_EQ(old.plan.choice.data_parallel, 4);
+  EXPECT_EQ(old.plan.choice.order, placer::PlacementOrder::kTensorPipelineData);
+  const Time old_replay = estimate_only.simulate(old.plan).summary.iteration_time;
+
+  Job verified(thin_spec(4, false), thin_network(), kCatalog);
+  const Placement placed = verified.placement();
+  ASSERT_TRUE(placed.verification);
+  const placer::Verification& v = *placed.verification;
+  EXPECT_EQ(v.requested, 4);
+  ASSERT_EQ(v.candidates.size(), 4u);
+  // The estimate's best leads the candidates and is the estimate-only search's plan.
+  EXPECT_EQ(v.candidates.front().plan.choice, old.plan.choice);
+  EXPECT_EQ(v.candidates.front().plan.iteration_time, old.plan.iteration_time);
+  EXPECT_EQ(v.candidates.front().replayed, old_replay);
+  // Ranks: by estimate in list order, by replay a permutation; the chosen is the replay's best.
+  std::vector<int> replay_ranks;
+  bool orders[2] = {false, false};
+  for (std::size_t i = 0; i < v.candidates.size(); ++i) {
+    const placer::VerifiedCandidate& c = v.candidates[i];
+    EXPECT_EQ(c.estimate_rank, static_cast<int>(i) + 1);
+    if (i > 0) {
+      EXPECT_LE(v.candidates[i - 1].plan.iteration_time, c.plan.iteration_time);
+    }
+    EXPECT_LE(v.candidates[v.chosen].replayed, c.replayed);
+    replay_ranks.push_back(c.replay_rank);
+    orders[c.plan.choice.order == placer::PlacementOrder::kTensorDataPipeline] = true;
+  }
+  std::sort(replay_ranks.begin(), replay_ranks.end());
+  EXPECT_EQ(replay_ranks, (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_TRUE(orders[0] && orders[1]);  // the best of each order is among them
+  EXPECT_EQ(v.candidates[v.chosen].replay_rank, 1);
+  EXPECT_EQ(placed.plan.choice, v.candidates[v.chosen].plan.choice);
+  // The replay refutes the estimate's best: the chosen plan is the 32-stage tp-dp-pp one, 12%+
+  // faster under replay although its estimate is higher.
+  EXPECT_TRUE(is_replays_choice(placed.plan));
+  EXPECT_GT(placed.plan.iteration_time, old.plan.iteration_time);
+  EXPECT_GT(v.estimate_regret(), 0.12);
+  EXPECT_LT(v.candidates[v.chosen].replayed, old_replay);
+  EXPECT_EQ(verified.simulate(placed.plan).summary.iteration_time, v.candidates[v.chosen].replayed);
+  // The plan file records both figures per candidate.
+  const std::string yaml = verified.plan_yaml(placed.plan, {}, "plan.yaml", &v);
+  EXPECT_NE(yaml.find("verification:"), std::string::npos);
+  EXPECT_NE(yaml.find("chosen_replay_rank: 1"), std::string::npos);
+  EXPECT_NE(yaml.find("estimate_only_regret:"), std::string::npos);
+
+  // Pricing the stages' syncs jointly (the default), the estimate alone picks the same plan,
+  // and its estimate is within 1% of its replay (before: the chosen plan replayed 17% slower).
+  Job joint(thin_spec(0, true), thin_network(), kCatalog);
+  const Placement now = joint.placement();
+  EXPECT_TRUE(is_replays_choice(now.plan));
+  const Time now_replay = joint.simulate(now.plan).summary.iteration_time;
+  EXPECT_EQ(now_replay, v.candidates[v.chosen].replayed);
+  EXPECT_NEAR(now.plan.iteration_time.to_seconds(), now_replay.to_seconds(),
+              0.01 * now_replay.to_seconds());
+  EXPECT_GT(old_replay.to_seconds(), 1.15 * old.plan.iteration_time.to_seconds());
+}
+
+TEST(Job, VerifySpecErrorsNameTheField) {
+  JobSpec negative = artifact_spec();
+  negative.verify = -1;
+  EXPECT_EQ(error_of([&] { Job job(negative, kCatalog); }),
+            "verify: candidates to verify out of range (got \"-1\"; expected an integer in "
+            "0..64)");
+  JobSpec no_topology = artifact_spec();
+  no_topology.verify = 1;
+  EXPECT_EQ(error_of([&] { Job job(no_topology, kCatalog); }),
+            "verify: verifying by replay needs a topology (got \"1\"; expected 0 without a "
+            "topology)");
+  // Unset: the default under the oracle with a topology, none without one.
+  EXPECT_EQ(Job(rail_spec(), kCatalog).spec().verify, kDefaultVerify);
+  EXPECT_EQ(Job(artifact_spec(), kCatalog).spec().verify, 0);
 }
 
 // FNV-1a 64 of "a" is 0xaf63dc4c8601ec8c (the published test vector).

@@ -13,8 +13,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
+#include "nest/core/error.h"
 #include "nest/placer/cost_model.h"
 #include "nest/placer/oracle_comm_cost.h"
 #include "nest/placer/search.h"
@@ -74,6 +76,14 @@ TEST_F(NetworkAwareness, OversubscribedRailClusterGetsItsOwnBetterPlan) {
   const topo::Topology over = rail(2);
   OracleCommCost on_full(full);
   OracleCommCost on_over(over);
+  // With the stages' syncs priced together (the default since issue 15) the stages' rings,
+  // which cross the spine in both clusters, contend in both, and both get the 4:1 cluster's
+  // plan: the same choice and price on the 4:1 cluster.
+  const Plan joint_full = best_on(on_full);
+  const Plan joint_over = best_on(on_over);
+  EXPECT_EQ(joint_full.choice, joint_over.choice);
+  // Priced alone (as before), each cluster gets its own plan.
+  options_.cost.joint_data_parallel_sync = false;
   const Plan for_full = best_on(on_full);
   const Plan for_over = best_on(on_over);
   EXPECT_NE(for_full.choice, for_over.choice);
@@ -102,6 +112,63 @@ TEST_F(NetworkAwareness, TorusGetsItsOwnBetterPlan) {
   // The torus has no NVLink: the full-bisection plan's tensor-parallel collectives dominate its
   // loss there.
   EXPECT_GT(full_plan_on_torus.breakdown.collectives, for_full.breakdown.collectives);
+}
+
+// keep_per_order (nest place --verify): the search keeps the best k plans of each placement
+// order; its best is the same plan as without them, and the best of each order is the plan of
+// the search restricted to that order.
+TEST_F(NetworkAwareness, KeepsTheBestPlansOfEachOrder) {
+  const topo::Topology over = rail(2);
+  OracleCommCost network(over);
+  const Plan best = best_on(network);
+  SearchOptions keep = options_;
+  keep.keep_per_order = 3;
+  const SearchResult kept = search(profile_, network, keep);
+  ASSERT_TRUE(kept.best);
+  EXPECT_EQ(kept.best->choice, best.choice);
+  EXPECT_EQ(kept.best->iteration_time, best.iteration_time);
+  ASSERT_EQ(kept.candidates.size(), 6u);  // 3 of each of the 2 orders
+  EXPECT_EQ(kept.candidates.front().choice, best.choice);
+  for (std::size_t i = 0; i < kept.candidates.size(); ++i) {
+    const Plan& c = kept.candidates[i];
+    EXPECT_EQ(c.iteration_time,
+              evaluate(profile_, c.choice, network, options_.cost).iteration_time);
+    if (i > 0) {
+      EXPECT_LE(kept.candidates[i - 1].iteration_time, c.iteration_time);
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      EXPECT_NE(kept.candidates[j].choice, c.choice);
+    }
+  }
+  for (const PlacementOrder order : options_.orders) {
+    SearchOptions one = options_;
+    one.orders = {order};
+    const SearchResult r = search(profile_, network, one);
+    ASSERT_TRUE(r.best);
+    const auto first = std::find_if(kept.candidates.begin(), kept.candidates.end(),
+                                    [&](const Plan& c) { return c.choice.order == order; });
+    ASSERT_NE(first, kept.candidates.end());
+    EXPECT_EQ(first->iteration_time, r.best->iteration_time);
+    // Every kept plan of the order is no faster than that order's best and the others it beat.
+    int of_order = 0;
+    for (const Plan& c : kept.candidates) {
+      if (c.choice.order != order) continue;
+      ++of_order;
+      EXPECT_GE(c.iteration_time, r.best->iteration_time);
+    }
+    EXPECT_EQ(of_order, 3);
+  }
+  EXPECT_TRUE(search(profile_, network, options_).candidates.empty());
+  SearchOptions bad = options_;
+  bad.keep_per_order = -1;
+  try {
+    (void)search(profile_, network, bad);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "keep_per_order: negative number of plans to keep (got \"-1\"; expected an integer "
+              ">= 0)");
+  }
 }
 
 }  // namespace
