@@ -68,6 +68,8 @@ void sync_folder(const std::filesystem::path& folder) noexcept;
 /// registry update are never split, whichever thread the kernel picks.
 void commit_begins() noexcept;  ///< counted in the interrupt registry (temporaries.cc)
 void commit_ends() noexcept;
+/// Whether an interrupt handler has started (it stops new commits); for tests.
+[[nodiscard]] bool interrupt_stopping() noexcept;
 class SignalBlock {
  public:
   SignalBlock() noexcept;

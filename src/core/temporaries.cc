@@ -35,9 +35,13 @@ static_assert(std::atomic<std::uint32_t>::is_always_lock_free,
 // The one process-wide mutable state of libnest: see the file comment of
 // nest/core/temporaries.h for why it exists and what may touch it.
 std::array<Slot, kSlots> g_slots;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
-// Threads inside a `detail::SignalBlock` (a rename and its registry update): the handler, run by
-// another thread, waits for them before it removes anything. Part of the same registry.
-std::atomic<int> g_commits{0};  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+// Threads inside a `detail::SignalBlock` (a rename and its registry update), and whether a
+// handler has started: the handler raises `g_stopping`, then waits for the commits in progress
+// to end; a commit that begins after it parks instead (its thread blocks the signals, so the
+// handler's raise ends the process under it). Part of the same registry; sequentially
+// consistent on both sides, since each side stores one flag and then reads the other.
+std::atomic<int> g_commits{0};   // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+std::atomic<int> g_stopping{0};  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
 static_assert(std::atomic<int>::is_always_lock_free,
               "the interrupt handler may only use lock-free atomics");
 
@@ -88,14 +92,14 @@ void remove_registered() noexcept {
   }
 }
 
-// Waits (async-signal-safely, with nanosleep) until no other thread is between a rename and its
-// registry update, for at most 2 s: a thread blocked inside one cannot take this signal, so
-// the wait only ever covers another thread's few system calls.
+// Stops new commits and waits (async-signal-safely, with nanosleep) until none is in progress:
+// a thread inside one cannot take this signal, so the wait only ever covers another thread's
+// few system calls. No time limit: giving up would let the removal split a rename from its
+// bookkeeping (a staging folder's entries unlinked after it was swapped into place).
 void wait_for_commits() noexcept {
+  g_stopping.store(1);
   timespec pause{0, 100'000};  // 0.1 ms
-  for (int i = 0; i < 20'000 && g_commits.load(std::memory_order_acquire) > 0; ++i) {
-    ::nanosleep(&pause, nullptr);
-  }
+  while (g_commits.load() > 0) ::nanosleep(&pause, nullptr);
 }
 
 extern "C" void on_interrupt(int signal_number) {
@@ -114,8 +118,17 @@ extern "C" void on_interrupt(int signal_number) {
 }  // namespace
 
 namespace detail {
-void commit_begins() noexcept { g_commits.fetch_add(1, std::memory_order_acq_rel); }
-void commit_ends() noexcept { g_commits.fetch_sub(1, std::memory_order_acq_rel); }
+void commit_begins() noexcept {
+  g_commits.fetch_add(1);
+  if (g_stopping.load() != 0) {
+    // A handler is removing the temporaries: this commit must not start. The signals are
+    // blocked in this thread, so it waits here until the handler ends the process.
+    g_commits.fetch_sub(1);
+    while (true) ::pause();
+  }
+}
+void commit_ends() noexcept { g_commits.fetch_sub(1); }
+bool interrupt_stopping() noexcept { return g_stopping.load() != 0; }
 }  // namespace detail
 
 TemporaryRegistration::TemporaryRegistration(const std::filesystem::path& path,

@@ -250,12 +250,14 @@ TEST_F(OutputFiles, InterruptRemovesTemporariesAndEndsByTheSignal) {
 }
 
 // The signal taken by another thread while one is between a rename and its registry update
-// (issue 17: the block covered only the calling thread). In a child, a writer thread blocks the
-// signals, says so through a pipe, then waits 200 ms before it renames its temporary into place
-// and drops the registration; the main thread, told, sends SIGTERM to the process, which the
-// kernel delivers to the main thread (the only one not blocking it). Its handler must wait for
-// the writer: the file is then in place, whole, and nothing else is left. Before the fix the
-// handler removed the temporary at once and the rename failed.
+// (issue 17: the block covered only the calling thread). In a child, writer A blocks the
+// signals (a commit), says so through a pipe, then waits 200 ms before it renames its
+// temporary into place and drops the registration; writer B blocks the signals (so that the
+// main thread takes them), waits until a handler has started, then tries to commit its own
+// temporary. The main thread, told A is inside, sends SIGTERM to the process. The handler must
+// wait for A (its file is then in place, whole) and B's commit must not start (its temporary
+// is removed, its file never appears). Before the fix the handler removed A's temporary at
+// once and the rename failed.
 TEST_F(OutputFiles, InterruptOnAnotherThreadWaitsForARenameInProgress) {
   put(dir_ / "out.csv", "previous");
   int ready[2];
@@ -264,21 +266,36 @@ TEST_F(OutputFiles, InterruptOnAnotherThreadWaitsForARenameInProgress) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     install_interrupt_cleanup();
-    const fs::path temporary = dir_ / ".out.csv.tmp-test";
-    auto registration = std::make_unique<TemporaryRegistration>(temporary, TemporaryKind::kFile);
-    put(temporary, "whole");
-    std::thread writer([&] {
+    const fs::path a_temporary = dir_ / ".out.csv.tmp-a";
+    const fs::path b_temporary = dir_ / ".b.csv.tmp-b";
+    auto a_registration =
+        std::make_unique<TemporaryRegistration>(a_temporary, TemporaryKind::kFile);
+    const TemporaryRegistration b_registration(b_temporary, TemporaryKind::kFile);
+    put(a_temporary, "whole");
+    put(b_temporary, "late");
+    std::thread a([&] {
       const detail::SignalBlock block;
       const char byte = 1;
       (void)!::write(ready[1], &byte, 1);
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      if (::rename(temporary.c_str(), (dir_ / "out.csv").c_str()) != 0) ::_exit(3);
-      registration.reset();
+      if (::rename(a_temporary.c_str(), (dir_ / "out.csv").c_str()) != 0) ::_exit(3);
+      a_registration.reset();
+    });
+    std::thread b([&] {
+      sigset_t interrupts;
+      sigemptyset(&interrupts);
+      for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&interrupts, s);
+      pthread_sigmask(SIG_BLOCK, &interrupts, nullptr);
+      while (!detail::interrupt_stopping()) std::this_thread::yield();
+      const detail::SignalBlock block;  // parks here until the process ends
+      ::rename(b_temporary.c_str(), (dir_ / "b.csv").c_str());
+      ::_exit(5);
     });
     char byte = 0;
     if (::read(ready[0], &byte, 1) != 1) ::_exit(4);
     ::kill(::getpid(), SIGTERM);
-    writer.join();
+    a.join();
+    b.join();
     ::_exit(0);  // not reached: the handler ends the process by the signal
   }
   ::close(ready[1]);
