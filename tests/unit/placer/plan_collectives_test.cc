@@ -1,7 +1,8 @@
 // plan_collectives (issue 13: the plan records each group's collective choice): GPT-3 175B on
 // 128 H100s of a rail cluster (64 nodes of 2 GPUs), one fixed plan (t = 2, 4 stages, 16
 // replicas, order tp-pp-dp). Every collective of the plan is listed once per stage with the
-// group that runs it, and each entry's time is what the oracle answers for that group layout.
+// group that runs it, and each entry's time is what a fresh oracle answers for that group
+// layout alone.
 
 #include "nest/placer/plan_collectives.h"
 
@@ -65,7 +66,9 @@ TEST(PlanCollectives, NamesEveryGroupAndCarriesTheOraclesAnswer) {
             : detail::axis_layout(map, c.stage, workload::ParallelAxis::kTensor, plan.degrees);
     EXPECT_EQ(c.group_size, c.group == "data" ? 16 : 2);
     EXPECT_EQ(c.groups, c.group == "data" ? 2 : 16);
-    EXPECT_EQ(c.time, oracle.collective(c.op, c.size, layout)) << c.group << " " << c.stage;
+    // A fresh oracle, asked this one collective: the entry is that group layout's price.
+    OracleCommCost fresh(t);
+    EXPECT_EQ(c.time, fresh.collective(c.op, c.size, layout)) << c.group << " " << c.stage;
     // No collective model on a generated topology: coll's defaults, not the tuner's choice.
     EXPECT_FALSE(c.tuned);
     EXPECT_EQ(c.algorithm, "ring");
@@ -78,8 +81,9 @@ TEST(PlanCollectives, NamesEveryGroupAndCarriesTheOraclesAnswer) {
     expected.emplace(p, "tensor");
   }
   EXPECT_EQ(seen, expected);
-  // Sorted by stage, deterministic.
-  EXPECT_EQ(list, plan_collectives(profile, plan, oracle, cost));
+  // Sorted by stage, deterministic: a cold oracle lists the same.
+  OracleCommCost cold(t);
+  EXPECT_EQ(list, plan_collectives(profile, evaluate(profile, choice, cold, cost), cold, cost));
 }
 
 }  // namespace
