@@ -1,6 +1,7 @@
 #include "nest/coll/simulate.h"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <memory>
 #include <string>
@@ -60,8 +61,16 @@ SimulationResult run(const topo::Topology& topology,
 namespace {
 
 // hierarchy_levels, with the index in topology.domain_sizes() of the domain each level spans.
+// With `fits`, a group the domains do not split evenly sets *fits = false and returns no levels
+// instead of throwing.
 std::vector<int> levels_of(const topo::Topology& topology, std::span<const topo::DeviceId> group,
-                           std::vector<std::size_t>* domain_of_level) {
+                           std::vector<std::size_t>* domain_of_level, bool* fits = nullptr) {
+  if (fits != nullptr) *fits = true;
+  const auto misfit = [&] {
+    *fits = false;
+    if (domain_of_level != nullptr) domain_of_level->clear();
+    return std::vector<int>{};
+  };
   const auto n = static_cast<int>(group.size());
   std::size_t domain_index = 0;
   std::vector<int> levels;
@@ -79,6 +88,7 @@ std::vector<int> levels_of(const topo::Topology& topology, std::span<const topo:
       const auto run = static_cast<int>(j - i);
       if (count == 0) count = run;
       if (run != count || count % below != 0) {
+        if (fits != nullptr) return misfit();
         throw Error::input("hierarchical: unequal numbers of group devices in the domains of " +
                                std::to_string(size) + " devices",
                            {.key = "--group",
@@ -91,6 +101,7 @@ std::vector<int> levels_of(const topo::Topology& topology, std::span<const topo:
     }
     std::sort(domains.begin(), domains.end());
     if (std::adjacent_find(domains.begin(), domains.end()) != domains.end()) {
+      if (fits != nullptr) return misfit();
       throw Error::input("hierarchical: the group does not list the devices of each domain of " +
                              std::to_string(size) + " devices together",
                          {.key = "--group", .expected = "the devices of one domain consecutively"});
@@ -110,21 +121,26 @@ std::vector<int> levels_of(const topo::Topology& topology, std::span<const topo:
   return levels;
 }
 
-// The algorithm of each level on a `kind: dimensions` topology: that of the outermost
-// dimension the level spans (its domain's); empty on other topologies.
+// The algorithm of each level of `op` on a `kind: dimensions` topology: that of the outermost
+// dimension the level spans (its domain's); empty on other topologies. A dimension's algorithm
+// that cannot run on its level of this group falls back to ring (a partial group of a
+// dimension need not be a power of two, nor its level the last): halving_doubling on a level
+// whose size is not a power of two, double_binary_tree on a level that is not the last of an
+// allreduce. (An explicit --level-algorithms is validated as given.)
 std::vector<Algorithm> dimension_algorithms(const topo::Topology& topology,
-                                            std::span<const topo::DeviceId> group) {
+                                            std::span<const topo::DeviceId> group, Operation op) {
   const auto* p = std::get_if<topo::DimensionsParams>(&topology.params());
   if (p == nullptr) return {};
   std::vector<std::size_t> domains;
-  (void)levels_of(topology, group, &domains);
+  const std::vector<int> levels = levels_of(topology, group, &domains);
   // Domain j is the j-th dimension with more than one device (set_domain_sizes drops 1s).
   std::vector<std::size_t> dimension_of_domain;
   for (std::size_t i = 0; i < p->npus_count.size(); ++i) {
     if (p->npus_count[i] > 1) dimension_of_domain.push_back(i);
   }
   std::vector<Algorithm> out;
-  for (const std::size_t j : domains) {
+  for (std::size_t l = 0; l < domains.size(); ++l) {
+    const std::size_t j = domains[l];
     const std::size_t i = dimension_of_domain.empty() ? 0 : dimension_of_domain[j];
     const topo::DimensionAlgorithm a =
         p->algorithms.empty() ? topo::default_dimension_algorithm(p->kinds[i]) : p->algorithms[i];
@@ -136,10 +152,13 @@ std::vector<Algorithm> dimension_algorithms(const topo::Topology& topology,
         out.push_back(Algorithm::kDirect);
         break;
       case topo::DimensionAlgorithm::kHalvingDoubling:
-        out.push_back(Algorithm::kHalvingDoubling);
+        out.push_back(std::has_single_bit(static_cast<unsigned>(levels[l]))
+                          ? Algorithm::kHalvingDoubling
+                          : Algorithm::kRing);
         break;
       case topo::DimensionAlgorithm::kDoubleBinaryTree:
-        out.push_back(Algorithm::kTree);
+        out.push_back(op == Operation::kAllReduce && l + 1 == levels.size() ? Algorithm::kTree
+                                                                            : Algorithm::kRing);
         break;
     }
   }
@@ -151,6 +170,23 @@ std::vector<Algorithm> dimension_algorithms(const topo::Topology& topology,
 std::vector<int> hierarchy_levels(const topo::Topology& topology,
                                   std::span<const topo::DeviceId> group) {
   return levels_of(topology, group, nullptr);
+}
+
+bool has_hierarchy_levels(const topo::Topology& topology, std::span<const topo::DeviceId> group) {
+  bool fits = true;
+  (void)levels_of(topology, group, nullptr, &fits);
+  return fits;
+}
+
+Algorithm default_algorithm(const topo::Topology& topology, Operation op,
+                            std::span<const std::vector<topo::DeviceId>> groups) {
+  const bool leveled =
+      op == Operation::kAllReduce || op == Operation::kReduceScatter || op == Operation::kAllGather;
+  if (!leveled || topology.family() != topo::Family::kDimensions) return default_algorithm(op);
+  for (const auto& g : groups) {
+    if (!g.empty() && !has_hierarchy_levels(topology, g)) return default_algorithm(op);
+  }
+  return Algorithm::kHierarchical;
 }
 
 int rail_block(const topo::Topology& topology, std::span<const topo::DeviceId> group) {
@@ -224,7 +260,7 @@ CollectiveSpec resolve(const CollectiveSpec& spec, const CalibratedNetwork& netw
       spec.levels.empty()) {
     out.levels = hierarchy_levels(topology, group);
     if (spec.algorithm == Algorithm::kHierarchical && spec.level_algorithms.empty()) {
-      out.level_algorithms = dimension_algorithms(topology, group);
+      out.level_algorithms = dimension_algorithms(topology, group, spec.op);
     }
   }
   if (out.chunks == 0) out.chunks = auto_chunks(out, network.calibrated());

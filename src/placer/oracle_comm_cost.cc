@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nest/coll/closed_form.h"
+#include "nest/coll/simulate.h"
 #include "nest/core/error.h"
 #include "nest/core/rng.h"
 #include "nest/topo/metrics.h"
@@ -170,7 +171,8 @@ Time OracleCommCost::exit_bound() {
       static_cast<std::int64_t>(std::floor(checked_ps(seconds * 1e12 * (1 - 1e-9)))));
 }
 
-std::optional<coll::Algorithm> OracleCommCost::fixed_algorithm(workload::CollectiveOp op) const {
+std::optional<coll::Algorithm> OracleCommCost::fixed_algorithm(
+    workload::CollectiveOp op, std::span<const std::vector<topo::DeviceId>> groups) const {
   std::optional<coll::Algorithm> fixed;
   coll::Operation operation = coll::Operation::kAllReduce;
   switch (op) {
@@ -190,7 +192,8 @@ std::optional<coll::Algorithm> OracleCommCost::fixed_algorithm(workload::Collect
       operation = coll::Operation::kAllToAll;
       break;
   }
-  if (!fixed && !oracle_.calibrated()) fixed = coll::default_algorithm(operation);
+  if (!fixed && !oracle_.calibrated())
+    fixed = coll::default_algorithm(topology_, operation, groups);
   return fixed;
 }
 
@@ -381,7 +384,7 @@ Time OracleCommCost::transfer_bound(Bytes size, const GroupLayout& from, const G
 Time OracleCommCost::exact_collective(workload::CollectiveOp op, const coll::CollectiveSpec& spec,
                                       const GroupLayout& layout) {
   const auto groups = layout.expand();
-  const std::optional<coll::Algorithm> fixed = fixed_algorithm(op);
+  const std::optional<coll::Algorithm> fixed = fixed_algorithm(op, groups);
   GroupChoice choice{op, spec.size, layout};
   coll::OracleChoice c;
   if (fixed) {

@@ -414,9 +414,12 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
     }
     if (options.data_parallel_algorithm) {
       spec.algorithm = *options.data_parallel_algorithm;
-    } else if (network.calibrated()) {
+    } else {
       const std::vector<std::vector<topo::DeviceId>> alone{devices};
-      spec.algorithm = tuner.fastest(spec, alone).algorithm;
+      // Under a model the tuner's choice; else ring, or hierarchical with the dimensions'
+      // algorithms on a `kind: dimensions` topology (as the placer priced it).
+      spec.algorithm = network.calibrated() ? tuner.fastest(spec, alone).algorithm
+                                            : coll::default_algorithm(topology, spec.op, alone);
     }
     Bucket& b = it->second;
     b.spec = coll::resolve(spec, network, devices);

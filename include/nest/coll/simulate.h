@@ -27,6 +27,20 @@ namespace nest::coll {
 [[nodiscard]] std::vector<int> hierarchy_levels(const topo::Topology& topology,
                                                 std::span<const topo::DeviceId> group);
 
+/// True when `hierarchy_levels` accepts `group` (it lists each domain's devices consecutively
+/// and every domain it touches holds as many of them), without throwing. O(n · domain levels).
+[[nodiscard]] bool has_hierarchy_levels(const topo::Topology& topology,
+                                        std::span<const topo::DeviceId> group);
+
+/// The algorithm of `op` on `groups` when nothing fixes it, on the ideal network (under a
+/// collective model the tuner chooses): on a `kind: dimensions` topology, allreduce,
+/// reduce-scatter and all-gather run `hierarchical` with each dimension's algorithm (as
+/// ASTRA-sim does) when every group has hierarchy levels (`has_hierarchy_levels`); otherwise,
+/// and on every other topology, `default_algorithm(op)`. O(devices of the groups · domain
+/// levels).
+[[nodiscard]] Algorithm default_algorithm(const topo::Topology& topology, Operation op,
+                                          std::span<const std::vector<topo::DeviceId>> groups);
+
 /// The devices per scale-up domain of a group that spans several domains rail by rail: it lists
 /// whole blocks of k devices, each block inside one innermost domain (a different one for each
 /// block), with the same local devices (device mod domain size) in the same order in every
@@ -47,7 +61,10 @@ namespace nest::coll {
 /// all-gather on a group that spans domains rail by rail (`rail_block` k > 0) use min(model's
 /// channels, k) rings, else 1; with channels > 1, ranks_per_node = the rail block. Also checks
 /// the group: non-empty, devices < topology.num_devices(), no duplicates (key "--group"), and
-/// that nvls has its switch (key "--algorithm").
+/// that nvls has its switch (key "--algorithm"). Hierarchical without level algorithms on a
+/// `kind: dimensions` topology takes each level's from its dimension, ring where the
+/// dimension's cannot run on the level: halving_doubling on a level whose size is not a power
+/// of two, double_binary_tree on a level that is not the last of an allreduce.
 [[nodiscard]] CollectiveSpec resolve(const CollectiveSpec& spec, const CalibratedNetwork& network,
                                      std::span<const topo::DeviceId> group);
 /// `resolve` on the ideal network of `topology` (its collective model ignored).

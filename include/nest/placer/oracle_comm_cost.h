@@ -7,11 +7,15 @@
 /// tuner's candidates on its actual devices (ring, rail rings, tree, NVLink SHARP,
 /// hierarchical, ...; `coll::tuner_candidates`), unless an option fixes it; on the ideal
 /// network (no model, or `ideal`) the defaults are today's: ring for allreduce, all-gather and
-/// reduce-scatter, pairwise for all-to-all. Stage-to-stage transfers are point-to-point flows
+/// reduce-scatter, pairwise for all-to-all; on a `kind: dimensions` topology (ASTRA-sim's
+/// networks) the first three run hierarchical with each dimension's algorithm, as `nest
+/// collective` does (`coll::default_algorithm`), ring for a group its domains do not split
+/// evenly. Stage-to-stage transfers are point-to-point flows
 /// between the paired devices, all at once.
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -26,7 +30,8 @@ namespace nest::placer {
 /// How the oracle is asked.
 struct OracleOptions {
   /// The algorithm of each operation; none: the tuner's choice per group under a collective
-  /// model, coll's default (ring; pairwise for all-to-all) on the ideal network. A fixed
+  /// model, coll's default (ring; pairwise for all-to-all; hierarchical on a `kind:
+  /// dimensions` topology) on the ideal network. A fixed
   /// algorithm runs as `resolve` makes it (chunks and channels chosen under the model).
   std::optional<coll::Algorithm> allreduce;
   std::optional<coll::Algorithm> all_gather;
@@ -97,8 +102,11 @@ class OracleCommCost final : public CommCost {
  private:
   [[nodiscard]] Time exact_collective(workload::CollectiveOp op, const coll::CollectiveSpec& spec,
                                       const GroupLayout& layout);
-  // The operation's fixed algorithm, or none (the tuner's choice).
-  [[nodiscard]] std::optional<coll::Algorithm> fixed_algorithm(workload::CollectiveOp op) const;
+  // The operation's fixed algorithm, or none (the tuner's choice): the option's, else on the
+  // ideal network coll::default_algorithm for `groups` (hierarchical on a `kind: dimensions`
+  // topology when every group has hierarchy levels; no groups: any that has).
+  [[nodiscard]] std::optional<coll::Algorithm> fixed_algorithm(
+      workload::CollectiveOp op, std::span<const std::vector<topo::DeviceId>> groups = {}) const;
   [[nodiscard]] Time exact_transfer(Bytes size, const GroupLayout& from, const GroupLayout& to);
 
   // The bound under a collective model (any algorithm, any channel count).

@@ -44,7 +44,8 @@ struct PlanReplayOptions {
   bool ideal = false;
   /// The algorithm of the data-parallel buckets; none: under a collective model the fastest of
   /// the tuner's candidates for each group alone (as NCCL's tuner picks per communicator), on
-  /// the ideal network the ring.
+  /// the ideal network `coll::default_algorithm` for the group (the ring; hierarchical with
+  /// the dimensions' algorithms on a `kind: dimensions` topology, as the placer prices it).
   std::optional<coll::Algorithm> data_parallel_algorithm;
 };
 

@@ -27,7 +27,9 @@
 #include "nest/coll/schedule.h"
 #include "nest/coll/simulate.h"
 #include "nest/config/node.h"
+#include "nest/core/error.h"
 #include "nest/topo/astra_sim.h"
+#include "nest/topo/generators.h"
 #include "nest/topo/loader.h"
 
 namespace nest::coll {
@@ -162,6 +164,108 @@ TEST(Dimensions, DoubleBinaryTreeOnTheLastDimension) {
   expect_time(rfs, spec, 2 * below + tree, "double_binary_tree");
   EXPECT_EQ(transfer_count(resolve(spec, rfs, iota_group(64)), 64),
             2U * 64 + 2U * 64 * 7 + 16U * 4 * 3);
+}
+
+// The time of `spec` on `group` alone, simulated (contention-free and event runs agree).
+double simulated_s(const topo::Topology& t, const CollectiveSpec& spec,
+                   const std::vector<topo::DeviceId>& group) {
+  const std::vector<std::vector<topo::DeviceId>> groups = {group};
+  return simulate_both(t, spec, groups).makespan.to_seconds();
+}
+
+std::string resolve_error(const CollectiveSpec& spec, const topo::Topology& t,
+                          const std::vector<topo::DeviceId>& group) {
+  try {
+    (void)resolve(spec, t, group);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// A dimension's algorithm that cannot run on a partial group's level falls back to ring:
+// halving_doubling on a level that is not a power of two.
+TEST(Dimensions, HalvingDoublingFallsBackToRingOnALevelThatIsNotAPowerOfTwo) {
+  // One Switch of 8 (100 GiB/s, 1 us per cable: 2 us between members), halving_doubling.
+  const topo::Topology t = topo::load_topology_string(
+      "kind: dimensions\nname: hd8\ntopology: [Switch]\nnpus_count: [8]\n"
+      "bandwidth: [\"100 GiB/s\"]\nlatency: [\"1000 ns\"]\n"
+      "collective_algorithms: [halving_doubling]\n",
+      "hd8.yaml");
+  const double l = 2 * ns(1000);
+  const double b = bw(100);
+  const std::vector<topo::DeviceId> six = iota_group(6);
+  const CollectiveSpec resolved = resolve(hierarchical(), t, six);
+  EXPECT_EQ(resolved.levels, (std::vector<int>{6}));
+  EXPECT_EQ(resolved.level_algorithms, (std::vector<Algorithm>{Algorithm::kRing}));
+  // Ring of 6 on a switch: 2 · 5 · (2L + S/(6B)) = 1.0617 ms.
+  EXPECT_NEAR(simulated_s(t, hierarchical(), six), 2 * 5 * (l + kS / (6 * b)), 64e-12);
+  EXPECT_NEAR(2 * 5 * (l + kS / (6 * b)), 1.0616667e-3, 1e-10);
+  // A group of 4 keeps halving_doubling: 2 · (2 · 2L + 3/4 · S/B).
+  const std::vector<topo::DeviceId> four = iota_group(4);
+  EXPECT_EQ(resolve(hierarchical(), t, four).level_algorithms,
+            (std::vector<Algorithm>{Algorithm::kHalvingDoubling}));
+  EXPECT_NEAR(simulated_s(t, hierarchical(), four), 2 * (2 * l + 3.0 / 4 * kS / b), 64e-12);
+  // The same algorithm asked for explicitly keeps its error.
+  EXPECT_EQ(
+      resolve_error(hierarchical(Operation::kAllReduce, {Algorithm::kHalvingDoubling}), t, six),
+      "--level-algorithms: halving_doubling on level 0 of 6 ranks, not a power of two (got "
+      "\"halving_doubling\"; expected ring or direct on that level)");
+}
+
+// double_binary_tree falls back to ring on a level that is not the last of an allreduce.
+TEST(Dimensions, DoubleBinaryTreeFallsBackToRingOffTheLastLevel) {
+  // Switch of 4 (100 GiB/s, 1 us) x Switch of 2 (50 GiB/s, 2 us), a tree on the first.
+  const topo::Topology t = topo::load_topology_string(
+      "kind: dimensions\nname: tree42\ntopology: [Switch, Switch]\nnpus_count: [4, 2]\n"
+      "bandwidth: [\"100 GiB/s\", \"50 GiB/s\"]\nlatency: [\"1000 ns\", \"2000 ns\"]\n"
+      "collective_algorithms: [double_binary_tree, ring]\n",
+      "tree42.yaml");
+  const std::vector<topo::DeviceId> all = iota_group(8);
+  const CollectiveSpec resolved = resolve(hierarchical(), t, all);
+  EXPECT_EQ(resolved.levels, (std::vector<int>{4, 2}));
+  EXPECT_EQ(resolved.level_algorithms,
+            (std::vector<Algorithm>{Algorithm::kRing, Algorithm::kRing}));
+  // Reduce-scatter: ring of 4, 3 · (2 us + S/(4 · 100 GiB/s)), then ring of 2 on S/4,
+  // 4 us + S/4/(2 · 50 GiB/s); the allreduce twice that (1.27 ms).
+  const double rs =
+      3 * (2 * ns(1000) + kS / (4 * bw(100))) + (2 * ns(2000) + kS / 4 / (2 * bw(50)));
+  EXPECT_NEAR(simulated_s(t, hierarchical(), all), 2 * rs, 64e-12);
+  EXPECT_NEAR(2 * rs, 1.27e-3, 1e-12);
+  // Inside one group of the first dimension its level is the last: the tree stays for an
+  // allreduce, and a reduce-scatter (no tree) runs the ring.
+  const std::vector<topo::DeviceId> four = iota_group(4);
+  EXPECT_EQ(resolve(hierarchical(), t, four).level_algorithms,
+            (std::vector<Algorithm>{Algorithm::kTree}));
+  EXPECT_EQ(resolve(hierarchical(Operation::kReduceScatter), t, four).level_algorithms,
+            (std::vector<Algorithm>{Algorithm::kRing}));
+  EXPECT_EQ(resolve_error(hierarchical(Operation::kAllReduce, {Algorithm::kTree, Algorithm::kRing}),
+                          t, all),
+            "--level-algorithms: double_binary_tree on level 0 (got \"tree,ring\"; expected "
+            "double_binary_tree only on the last level of an allreduce)");
+}
+
+// Ring where the domains do not split a group evenly (hierarchical cannot run there), and ring
+// on every other topology.
+TEST(Dimensions, DefaultAlgorithmIsHierarchicalWhereTheGroupHasLevels) {
+  const topo::Topology rfs = imported("Ring_FullyConnected_Switch.yml");
+  const std::vector<std::vector<topo::DeviceId>> whole = {iota_group(64)};
+  EXPECT_EQ(default_algorithm(rfs, Operation::kAllReduce, whole), Algorithm::kHierarchical);
+  EXPECT_EQ(default_algorithm(rfs, Operation::kReduceScatter, whole), Algorithm::kHierarchical);
+  EXPECT_EQ(default_algorithm(rfs, Operation::kAllGather, whole), Algorithm::kHierarchical);
+  EXPECT_EQ(default_algorithm(rfs, Operation::kAllToAll, whole), Algorithm::kPairwise);
+  // Devices 0-2: two in the first Ring pair, one in the next.
+  const std::vector<std::vector<topo::DeviceId>> three = {iota_group(3)};
+  EXPECT_FALSE(has_hierarchy_levels(rfs, three.front()));
+  EXPECT_EQ(default_algorithm(rfs, Operation::kAllReduce, three), Algorithm::kRing);
+  EXPECT_TRUE(has_hierarchy_levels(rfs, iota_group(6)));  // levels 2, 3
+  topo::HierarchicalParams h;
+  h.devices_per_level = {8};
+  h.bandwidth_per_level = {Bandwidth::gigabytes_per_second(100)};
+  h.latency_per_level = {Time::microseconds(1)};
+  const std::vector<std::vector<topo::DeviceId>> eight = {iota_group(8)};
+  EXPECT_EQ(default_algorithm(topo::build_hierarchical(h), Operation::kAllReduce, eight),
+            Algorithm::kRing);
 }
 
 TEST(Dimensions, LevelAlgorithmsAreCheckedAgainstTheLevels) {

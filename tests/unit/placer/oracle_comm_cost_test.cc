@@ -190,5 +190,75 @@ TEST(OracleCommCost, CalibratedLowerBoundsNeverExceedTheSimulation) {
   }
 }
 
+// A `kind: dimensions` network (ASTRA-sim's notation): Ring of 2 (200 GiB/s, 50 ns) x
+// FullyConnected of 4 (100 GiB/s, 500 ns), 8 devices; `algorithms` the file's
+// collective_algorithms line (empty: the defaults, ring and direct).
+topo::Topology dimensions(const std::string& algorithms = "") {
+  return topo::load_topology_string(
+      "kind: dimensions\nname: rfc\ntopology: [Ring, FullyConnected]\nnpus_count: [2, 4]\n"
+      "bandwidth: [\"200 GiB/s\", \"100 GiB/s\"]\nlatency: [\"50 ns\", \"500 ns\"]\n" +
+          algorithms,
+      "rfc.yaml");
+}
+
+// On a dimensions network the placer prices allreduce, reduce-scatter and all-gather as
+// `nest collective` runs them: hierarchical, one level per dimension, direct on the
+// FullyConnected one (ASTRA-sim's localBWAware schedule). Reduce-scatter of S: the Ring of 2,
+// 50 ns + S/(2 · 200 GiB/s), then direct on S/2: 500 ns + S/2/(4 · 100 GiB/s); an allreduce is
+// twice that, 469.85 us at 64 MiB (a ring on the FullyConnected dimension, 3 steps there: 784.35
+// us).
+TEST(OracleCommCost, DimensionsNetworksRunTheDimensionsAlgorithms) {
+  const topo::Topology t = dimensions();
+  OracleCommCost oracle(t);
+  const double s = 64.0 * (1 << 20);
+  const double gib = 1024.0 * 1024 * 1024;
+  const double rs = (50e-9 + s / (2 * 200 * gib)) + (500e-9 + s / 2 / (4 * 100 * gib));
+  const double ring_rs = (50e-9 + s / (2 * 200 * gib)) + 3 * (500e-9 + s / 2 / (4 * 100 * gib));
+  EXPECT_NEAR(2 * rs, 469.85e-6, 1e-12);
+  EXPECT_NEAR(2 * ring_rs, 784.35e-6, 1e-12);
+  const GroupLayout all{.member = {8, 1}};
+  const Time ar = oracle.collective(CollectiveOp::kAllReduce, Bytes::mebibytes(64), all);
+  EXPECT_NEAR(ar.to_seconds(), 2 * rs, 8e-12);
+  const auto choice = oracle.choice(CollectiveOp::kAllReduce, Bytes::mebibytes(64), all);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(choice->algorithm, coll::Algorithm::kHierarchical);
+  EXPECT_FALSE(choice->tuned);
+  EXPECT_NEAR(
+      oracle.collective(CollectiveOp::kReduceScatter, Bytes::mebibytes(64), all).to_seconds(), rs,
+      8e-12);
+  EXPECT_NEAR(oracle.collective(CollectiveOp::kAllGather, Bytes::mebibytes(64), all).to_seconds(),
+              rs, 8e-12);
+  // An option still fixes the algorithm: the flat ring.
+  OracleCommCost ring(t, {.allreduce = coll::Algorithm::kRing});
+  EXPECT_GT(ring.collective(CollectiveOp::kAllReduce, Bytes::mebibytes(64), all), ar);
+  // The lower bound holds for the hierarchical algorithm.
+  EXPECT_LE(oracle.collective_bound(CollectiveOp::kAllReduce, Bytes::mebibytes(64), all), ar);
+  // Devices 0-2 (two in the first Ring pair, one in the next) have no hierarchy levels: the
+  // ring, as the ring option prices it, and no error.
+  const GroupLayout three{.member = {3, 1}};
+  EXPECT_EQ(oracle.collective(CollectiveOp::kAllReduce, Bytes::mebibytes(64), three),
+            ring.collective(CollectiveOp::kAllReduce, Bytes::mebibytes(64), three));
+  EXPECT_EQ(oracle.choice(CollectiveOp::kAllReduce, Bytes::mebibytes(64), three)->algorithm,
+            coll::Algorithm::kRing);
+}
+
+// A dimension's halving_doubling on a level of 3 (6 replicas of 8 devices) falls back to ring
+// rather than failing the search: reduce-scatter 50 ns + S/(2 · 200 GiB/s), then a ring of 3
+// on the FullyConnected cables, 2 · (500 ns + S/2/(3 · 100 GiB/s)); allreduce 731.27 us.
+TEST(OracleCommCost, DimensionAlgorithmsThatCannotRunOnAPartialGroupFallBackToRing) {
+  const topo::Topology t = dimensions("collective_algorithms: [ring, halving_doubling]\n");
+  OracleCommCost oracle(t);
+  const double s = 64.0 * (1 << 20);
+  const double gib = 1024.0 * 1024 * 1024;
+  const double rs = (50e-9 + s / (2 * 200 * gib)) + 2 * (500e-9 + s / 2 / (3 * 100 * gib));
+  EXPECT_NEAR(2 * rs, 731.2667e-6, 1e-10);
+  const GroupLayout six{.member = {6, 1}};
+  // The simulator rounds each of the 6 steps' transfers to whole picoseconds.
+  EXPECT_NEAR(oracle.collective(CollectiveOp::kAllReduce, Bytes::mebibytes(64), six).to_seconds(),
+              2 * rs, 24e-12);
+  EXPECT_EQ(oracle.choice(CollectiveOp::kAllReduce, Bytes::mebibytes(64), six)->algorithm,
+            coll::Algorithm::kHierarchical);
+}
+
 }  // namespace
 }  // namespace nest::placer

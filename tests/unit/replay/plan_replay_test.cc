@@ -11,6 +11,7 @@
 #include "nest/placer/oracle_comm_cost.h"
 #include "nest/topo/collective_model.h"
 #include "nest/topo/generators.h"
+#include "nest/topo/loader.h"
 
 namespace nest::replay {
 namespace {
@@ -202,6 +203,43 @@ TEST(PlanReplay, BucketsRunTheTunersAlgorithmUnderACollectiveModel) {
   for (const auto& col : replay_plan(plan, profile, topology, ideal).collectives) {
     EXPECT_EQ(col.algorithm, "ring");
     EXPECT_EQ(col.closed_form, Time::microseconds(6 * 2 + 60));  // no base latency, line rate
+  }
+}
+
+// On a `kind: dimensions` network (Ring of 2, 200 GiB/s, 50 ns x FullyConnected of 4, 100 GiB/s,
+// 500 ns) the gradient buckets of 8 replicas run hierarchical with direct on the FullyConnected
+// dimension, as the placer prices them: 4 MB allreduce 2 · ((50 ns + S/(2 · 200 GiB/s)) +
+// (500 ns + S/2/(4 · 100 GiB/s))) = 29.040 us, the oracle's figure for the same group.
+TEST(PlanReplay, BucketsRunTheDimensionsAlgorithmsOnADimensionsNetwork) {
+  const auto profile = uniform_profile(Bytes(0), 16);
+  placer::PlanChoice c;
+  c.boundaries = {0, 8};
+  c.data_parallel = 8;
+  const topo::Topology topology = topo::load_topology_string(
+      "kind: dimensions\nname: rfc\ntopology: [Ring, FullyConnected]\nnpus_count: [2, 4]\n"
+      "bandwidth: [\"200 GiB/s\", \"100 GiB/s\"]\nlatency: [\"50 ns\", \"500 ns\"]\n",
+      "rfc.yaml");
+  placer::ZeroCommCost zero;
+  placer::CostOptions o;
+  o.devices = 8;
+  const placer::Plan plan = placer::evaluate(profile, c, zero, o);
+  const RunRecord r = replay_plan(plan, profile, topology, {});
+  const double s = 4e6;
+  const double gib = 1024.0 * 1024 * 1024;
+  const double expected = 2 * ((50e-9 + s / (2 * 200 * gib)) + (500e-9 + s / 2 / (4 * 100 * gib)));
+  EXPECT_NEAR(expected, 29.040e-6, 1e-9);
+  placer::OracleCommCost oracle(topology);
+  const placer::GroupLayout all{.member = {8, 1}};
+  const Time priced = oracle.collective(workload::CollectiveOp::kAllReduce, Bytes(4'000'000), all);
+  EXPECT_EQ(oracle.choice(workload::CollectiveOp::kAllReduce, Bytes(4'000'000), all)->algorithm,
+            coll::Algorithm::kHierarchical);
+  ASSERT_EQ(r.collectives.size(), 4u);  // one per bucket
+  for (const auto& col : r.collectives) {
+    EXPECT_EQ(col.algorithm, "hierarchical");
+    EXPECT_EQ(col.size, Bytes(4'000'000));
+    EXPECT_NEAR(col.closed_form.to_seconds(), expected, 8e-12);
+    EXPECT_NEAR(col.closed_form.to_seconds(), priced.to_seconds(), 8e-12);
+    EXPECT_GE(col.end - col.start, col.closed_form);
   }
 }
 
