@@ -341,10 +341,8 @@ int run_collective(std::span<char* const> args, const Context&) {
   const coll::CalibratedNetwork network(topology, ideal);
   // ASTRA-sim runs a collective dimension by dimension: so does NEST on its networks.
   if (algorithm_text.empty() && !network.calibrated() &&
-      topology.family() == topo::Family::kDimensions &&
-      (spec.op == coll::Operation::kAllReduce || spec.op == coll::Operation::kReduceScatter ||
-       spec.op == coll::Operation::kAllGather)) {
-    spec.algorithm = coll::Algorithm::kHierarchical;
+      topology.family() == topo::Family::kDimensions) {
+    spec.algorithm = coll::default_algorithm(topology, spec.op, groups);
   }
   // Under a collective model the default is what NCCL does: the fastest algorithm for the group.
   const bool tuned = auto_algorithm || (algorithm_text.empty() && network.calibrated());

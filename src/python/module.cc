@@ -449,10 +449,8 @@ py::list collectives(const PyTopology& t, const std::string& op,
     const coll::CalibratedNetwork network(topology, ideal);
     // As `nest collective`: hierarchical by default on ASTRA-sim's dimension networks.
     if (algorithm.empty() && !network.calibrated() &&
-        topology.family() == topo::Family::kDimensions &&
-        (spec.op == coll::Operation::kAllReduce || spec.op == coll::Operation::kReduceScatter ||
-         spec.op == coll::Operation::kAllGather)) {
-      spec.algorithm = coll::Algorithm::kHierarchical;
+        topology.family() == topo::Family::kDimensions) {
+      spec.algorithm = coll::default_algorithm(topology, spec.op, groups);
     }
     const bool tuned = auto_algorithm || (algorithm.empty() && network.calibrated());
     if (tuned && !levels.empty()) {
