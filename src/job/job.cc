@@ -283,6 +283,12 @@ struct Job::Impl {
            .value = std::to_string(s),
            .expected = fmt::format("1..{} stages", layers)});
     }
+    for (const int d : o.data_parallel) {
+      if (d >= 1) continue;
+      throw Error::input(
+          "data-parallel degree out of range",
+          {.key = "search.data_parallel", .value = std::to_string(d), .expected = "at least 1"});
+    }
     for (const int v : o.virtual_stages) {
       if (v >= 1) continue;
       throw Error::input(

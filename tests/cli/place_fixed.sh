@@ -95,6 +95,7 @@ expect_error 'nest place: --grad-accumulation-bytes: gradient accumulation bytes
 # 10^14 bytes per parameter: the block's 2e8 parameters times them overflow 64 bits.
 expect_error 'nest place: --grad-accumulation-bytes: gradient accumulation bytes out of range (got "100000000000000"; expected bytes per parameter and microbatch in 0..1048576)' \
   --grad-accumulation-bytes 100000000000000
+expect_error 'nest place: --dp: out of range (got "0"; expected an integer in 1..1048576)' --dp 0
 # A layer profile: --tp selects among its variants.
 expect_failure 'nest place: --tp: the layer profile has no variant of the fixed degrees (got "3"; expected one of the profile'"'"'s variants: t=4, t=8)' \
   "$nest" place --profile gpt3-175b-h100 --rules nest-artifact --devices 128 --baselines none --tp 3
