@@ -221,9 +221,9 @@ class Job:
     def simulate(self, plan, schedule="1f1b", virtual_stages=2, buckets=None):
         """Replays one iteration of `plan`; nothing is written unless asked (`Run.write_hdf5`).
         `buckets`: the data-parallel gradient buckets, by default the job's (grad_buckets)."""
-        if buckets is not None and buckets < 1:
+        if buckets is not None and not 1 <= buckets <= 65536:
             raise InputError(f"buckets: bucket count out of range (got \"{buckets}\"; "
-                             "expected an integer >= 1)")
+                             "expected an integer in 1..65536)")
         return Run(self._core.simulate(plan._core, schedule, virtual_stages, buckets or 0))
 
 

@@ -8,7 +8,6 @@
 
 #include "nest/coll/collective.h"
 #include "nest/placer/plan.h"
-#include "nest/replay/plan_replay.h"
 #include "nest/workload/layer_profile.h"
 
 namespace nest::cli {
@@ -239,20 +238,6 @@ job::JobSpec job_spec(JobArgs& a) {
   search.uniform_partition = a.partition == "uniform";
   s.workload.build.tp_comm_overlap = on_off(a.tp_overlap, "--tp-overlap");
   search.cost.overlap_gradient_sync = on_off(a.gradient_overlap, "--grad-overlap");
-  if (search.cost.gradient_buckets < 1 ||
-      search.cost.gradient_buckets > replay::kMaxGradientBuckets) {
-    throw Error::input(
-        "bucket count out of range",
-        {.key = "--grad-buckets",
-         .value = std::to_string(search.cost.gradient_buckets),
-         .expected = fmt::format("an integer in 1..{}", replay::kMaxGradientBuckets)});
-  }
-  if (s.workload.build.gradient_accumulation_bytes < 0) {
-    throw Error::input("must not be negative",
-                       {.key = "--grad-accumulation-bytes",
-                        .value = std::to_string(s.workload.build.gradient_accumulation_bytes),
-                        .expected = "bytes per parameter and microbatch >= 0"});
-  }
   if (a.baselines == "all") {
     s.baselines.assign(std::begin(job::kBaselineNames), std::end(job::kBaselineNames));
   } else if (a.baselines == "none") {

@@ -26,6 +26,11 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+// The gradient accumulation's bytes per parameter and microbatch, as the plan-file reader
+// bounds them (workload::layer_graphs also refuses a layer whose parameters times them would
+// pass 64 bits).
+constexpr std::int64_t kMaxGradientAccumulationBytes = 1 << 20;
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -93,6 +98,7 @@ struct Job::Impl {
 
   Impl(JobSpec s, Prebuilt prebuilt, const Catalog& c, Logger* l)
       : spec(std::move(s)), catalog(c), log(l) {
+    check_ranges();
     load_topology(std::move(prebuilt));
     resolve_network_and_budget();
     load_workload(std::move(prebuilt));
@@ -136,6 +142,27 @@ struct Job::Impl {
       spec.verify = network == NetworkModel::kOracle && topology ? kDefaultVerify : 0;
     }
     search.keep_per_order = *spec.verify;
+  }
+
+  // The spec's numbers every front end bounds the same way, before the model is built with
+  // them (the accumulation bytes times a layer's parameters must stay within 64 bits).
+  void check_ranges() const {
+    const std::int64_t bytes = spec.workload.build.gradient_accumulation_bytes;
+    if (bytes < 0 || bytes > kMaxGradientAccumulationBytes) {
+      throw Error::input("gradient accumulation bytes out of range",
+                         {.key = "gradient_accumulation_bytes",
+                          .value = std::to_string(bytes),
+                          .expected = fmt::format("bytes per parameter and microbatch in 0..{}",
+                                                  kMaxGradientAccumulationBytes)});
+    }
+    const int buckets = spec.search.cost.gradient_buckets;
+    if (buckets < 1 || buckets > replay::kMaxGradientBuckets) {
+      throw Error::input(
+          "bucket count out of range",
+          {.key = "gradient_buckets",
+           .value = std::to_string(buckets),
+           .expected = fmt::format("an integer in 1..{}", replay::kMaxGradientBuckets)});
+    }
   }
 
   // A layer profile's variants of the fixed tensor-parallel and expert-parallel degrees and
@@ -255,6 +282,12 @@ struct Job::Impl {
           {.key = "search.stages",
            .value = std::to_string(s),
            .expected = fmt::format("1..{} stages", layers)});
+    }
+    for (const int d : o.data_parallel) {
+      if (d >= 1) continue;
+      throw Error::input(
+          "data-parallel degree out of range",
+          {.key = "search.data_parallel", .value = std::to_string(d), .expected = "at least 1"});
     }
     for (const int v : o.virtual_stages) {
       if (v >= 1) continue;

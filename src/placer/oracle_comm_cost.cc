@@ -32,6 +32,13 @@ Bandwidth largest_injection(const topo::Topology& t) {
   return Bandwidth::bytes_per_second(best);
 }
 
+// A bound of `seconds` in whole picoseconds, rounded down (and a billionth below) so that it
+// stays a lower bound. Throws `Error` (input) beyond 2^62 ps.
+Time lower_bound_ps(double seconds) {
+  return Time::picoseconds(
+      static_cast<std::int64_t>(std::floor(checked_ps(seconds * 1e12 * (1 - 1e-9)))));
+}
+
 // The time at `size` on the line through (low, t_low) and (high, t_high), rounded to 1 ps.
 Time on_line(Time t_low, Time t_high, Bytes size) {
   const double slope =
@@ -166,9 +173,7 @@ Time OracleCommCost::exit_bound() {
     dirty_[x] = 0;
   }
   dirty_list_.clear();
-  // Rounded down (and a billionth below) so that it stays a lower bound.
-  return Time::picoseconds(
-      static_cast<std::int64_t>(std::floor(checked_ps(seconds * 1e12 * (1 - 1e-9)))));
+  return lower_bound_ps(seconds);
 }
 
 std::optional<coll::Algorithm> OracleCommCost::fixed_algorithm(
@@ -260,9 +265,10 @@ Time OracleCommCost::calibrated_bound(workload::CollectiveOp op, Bytes size,
     }
     for (const auto x : group_touched_) members_[x] = 0;
   });
-  const Time by_device =
-      Time::picoseconds(static_cast<std::int64_t>(std::floor(device * 1e12 * (1 - 1e-9))));
-  return std::max({flat, exit_bound(), by_device});
+  // The exit bound first: it clears the buffers, which the device bound's range error would
+  // otherwise leave holding this query's bytes for the next one.
+  const Time exit = exit_bound();
+  return std::max({flat, exit, lower_bound_ps(device)});
 }
 
 void OracleCommCost::fill_crossing(double step, int n) {
@@ -352,9 +358,10 @@ Time OracleCommCost::collective_bound(workload::CollectiveOp op, Bytes size,
       pair_count_[x] = 0;
     }
   }
-  const Time by_device = Time::picoseconds(
-      static_cast<std::int64_t>(std::floor(checked_ps(device * 1e12 * (1 - 1e-9)))));
-  return std::max({flat, exit_bound(), by_device});
+  // The exit bound first: it clears the buffers, which the device bound's range error would
+  // otherwise leave holding this query's bytes for the next one.
+  const Time exit = exit_bound();
+  return std::max({flat, exit, lower_bound_ps(device)});
 }
 
 Time OracleCommCost::transfer_bound(Bytes size, const GroupLayout& from, const GroupLayout& to) {
@@ -376,9 +383,10 @@ Time OracleCommCost::transfer_bound(Bytes size, const GroupLayout& from, const G
       device = std::max(device, device_seconds(a, b, bytes, bytes));
     }
   });
-  const Time by_device = Time::picoseconds(
-      static_cast<std::int64_t>(std::floor(checked_ps(device * 1e12 * (1 - 1e-9)))));
-  return std::max({flat, exit_bound(), by_device});
+  // The exit bound first: it clears the buffers, which the device bound's range error would
+  // otherwise leave holding this query's bytes for the next one.
+  const Time exit = exit_bound();
+  return std::max({flat, exit, lower_bound_ps(device)});
 }
 
 Time OracleCommCost::exact_collective(workload::CollectiveOp op, const coll::CollectiveSpec& spec,

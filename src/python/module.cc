@@ -28,6 +28,7 @@
 #include "nest/io/run_writers.h"
 #include "nest/job/job.h"
 #include "nest/placer/plan.h"
+#include "nest/replay/plan_replay.h"
 #include "nest/sweep/evaluate.h"
 #include "nest/sweep/runner.h"
 #include "nest/sweep/study.h"
@@ -237,7 +238,8 @@ Error as_keyword(const Error& e) {
       {"zero_stages", "zero"},
       {"recompute_modes", "recompute"},
       {"search.uniform_partition", "partition"},
-      {"gradient_buckets", "grad_buckets"}};
+      {"gradient_buckets", "grad_buckets"},
+      {"gradient_accumulation_bytes", "grad_accumulation_bytes"}};
   const ErrorContext& c = e.context();
   if (!c.file.empty()) return e;
   for (const auto& [field, name] : kNames) {
@@ -247,6 +249,17 @@ Error as_keyword(const Error& e) {
     return Error(e.kind(), e.message(), renamed);
   }
   return e;
+}
+
+// Runs `f`, rethrowing an error of the job's spec under the keyword argument that set the field
+// (the search's and the baselines' as well as the constructor's).
+template <class F>
+auto keyword_errors(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw as_keyword(e);
+  }
 }
 
 struct PyJob {
@@ -556,14 +569,14 @@ PYBIND11_MODULE(_nest, m) {
       .def("place",
            [](PyJob& j) {
              py::gil_scoped_release release;
-             return PyPlan{j.job, j.job->place(), {}};
+             return keyword_errors([&] { return PyPlan{j.job, j.job->place(), {}}; });
            })
       .def("baselines",
            [](PyJob& j) {
              std::vector<placer::BaselineResult> found;
              {
                py::gil_scoped_release release;
-               found = j.job->baselines();
+               found = keyword_errors([&] { return j.job->baselines(); });
              }
              py::dict out;
              for (auto& b : found) {
@@ -575,15 +588,17 @@ PYBIND11_MODULE(_nest, m) {
       .def("place_with_baselines",
            [](PyJob& j) {
              py::gil_scoped_release release;
-             placer::Plan plan = j.job->place();
-             return PyPlan{j.job, std::move(plan), j.job->baselines()};
+             return keyword_errors([&] {
+               placer::Plan plan = j.job->place();
+               return PyPlan{j.job, std::move(plan), j.job->baselines()};
+             });
            })
       .def("evaluate",
            [](PyJob& j, const PyPlan& p) {
              py::gil_scoped_release release;
              placer::PlanChoice choice = p.plan.choice;
              choice.variant = placer::find_variant(j.job->profile(), p.plan.degrees);
-             return PyPlan{j.job, j.job->evaluate(choice), {}};
+             return keyword_errors([&] { return PyPlan{j.job, j.job->evaluate(choice), {}}; });
            })
       .def(
           "simulate",
@@ -603,10 +618,13 @@ PYBIND11_MODULE(_nest, m) {
                   "unknown schedule",
                   {.key = "schedule", .value = schedule, .expected = "1f1b, gpipe or interleaved"});
             }
-            if (options.gradient_buckets < 1) {
-              throw Error::input("bucket count out of range", {.key = "buckets",
-                                                               .value = std::to_string(buckets),
-                                                               .expected = "an integer >= 1"});
+            if (options.gradient_buckets < 1 ||
+                options.gradient_buckets > replay::kMaxGradientBuckets) {
+              throw Error::input(
+                  "bucket count out of range",
+                  {.key = "buckets",
+                   .value = std::to_string(buckets),
+                   .expected = "an integer in 1.." + std::to_string(replay::kMaxGradientBuckets)});
             }
             py::gil_scoped_release release;
             return PyRun{j.job->simulate(

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "nest/core/error.h"
 #include "nest/workload/roofline.h"
 #include "workload/layers.h"
@@ -108,6 +110,17 @@ std::vector<LayerGraph> layer_graphs(const Model& model, const Accelerator& devi
     // pass over the layer's parameters, in its backward.
     for (LayerGraph& g : graphs) {
       if (g.parameters <= 0) continue;
+      if (g.parameters >
+          std::numeric_limits<std::int64_t>::max() / options.gradient_accumulation_bytes) {
+        throw Error::input(
+            fmt::format("gradient accumulation traffic out of range: {} parameters in the {} "
+                        "layer",
+                        g.parameters, g.name),
+            {.key = "gradient_accumulation_bytes",
+             .value = std::to_string(options.gradient_accumulation_bytes),
+             .expected = fmt::format("at most {} bytes per parameter",
+                                     std::numeric_limits<std::int64_t>::max() / g.parameters)});
+      }
       const Bytes traffic(g.parameters * options.gradient_accumulation_bytes);
       g.operators.push_back(Operator{.name = "gradient_accumulation",
                                      .kind = OperatorKind::kMemory,

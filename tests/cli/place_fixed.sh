@@ -88,8 +88,14 @@ expect_error 'nest place: --tp-overlap: not on or off (got "x"; expected on or o
 expect_error 'nest place: --grad-overlap: not on or off (got "x"; expected on or off)' --grad-overlap x
 expect_error 'nest place: --grad-buckets: bucket count out of range (got "0"; expected an integer in 1..65536)' \
   --grad-buckets 0
-expect_error 'nest place: --grad-accumulation-bytes: must not be negative (got "-1"; expected bytes per parameter and microbatch >= 0)' \
+expect_error 'nest place: --grad-buckets: bucket count out of range (got "65537"; expected an integer in 1..65536)' \
+  --grad-buckets 65537
+expect_error 'nest place: --grad-accumulation-bytes: gradient accumulation bytes out of range (got "-1"; expected bytes per parameter and microbatch in 0..1048576)' \
   --grad-accumulation-bytes -1
+# 10^14 bytes per parameter: the block's 2e8 parameters times them overflow 64 bits.
+expect_error 'nest place: --grad-accumulation-bytes: gradient accumulation bytes out of range (got "100000000000000"; expected bytes per parameter and microbatch in 0..1048576)' \
+  --grad-accumulation-bytes 100000000000000
+expect_error 'nest place: --dp: out of range (got "0"; expected an integer in 1..1048576)' --dp 0
 # A layer profile: --tp selects among its variants.
 expect_failure 'nest place: --tp: the layer profile has no variant of the fixed degrees (got "3"; expected one of the profile'"'"'s variants: t=4, t=8)' \
   "$nest" place --profile gpt3-175b-h100 --rules nest-artifact --devices 128 --baselines none --tp 3

@@ -189,6 +189,49 @@ class JobTest(unittest.TestCase):
             nest.Job(model="llama2-7b", accelerator="h100", topology="h100_rail_64", tp=3)
         self.assertEqual(e.exception.key, "tp")
 
+    def test_bad_numbers_name_the_keyword(self):
+        # Bounded by the Job itself, as the CLI's flags and study files are: the message names
+        # the keyword, never the spec's field.
+        cases = {
+            "dp=0": (dict(dp=0), 'dp: data-parallel degree out of range (got "0"; expected at '
+                                 'least 1)'),
+            "dp=-3": (dict(dp=-3), 'dp: data-parallel degree out of range (got "-3"; expected '
+                                   'at least 1)'),
+            "accumulation -5": (
+                dict(grad_accumulation_bytes=-5),
+                'grad_accumulation_bytes: gradient accumulation bytes out of range (got "-5"; '
+                'expected bytes per parameter and microbatch in 0..1048576)'),
+            "accumulation 1e14": (
+                dict(grad_accumulation_bytes=10**14),
+                'grad_accumulation_bytes: gradient accumulation bytes out of range (got '
+                '"100000000000000"; expected bytes per parameter and microbatch in 0..1048576)'),
+            "buckets 0": (dict(grad_buckets=0), 'grad_buckets: bucket count out of range (got '
+                                                '"0"; expected an integer in 1..65536)'),
+            "buckets 1e5": (dict(grad_buckets=100000), 'grad_buckets: bucket count out of range '
+                                                       '(got "100000"; expected an integer in '
+                                                       '1..65536)'),
+        }
+        for name, (extra, message) in cases.items():
+            with self.assertRaises(nest.InputError, msg=name) as e:
+                nest.Job(**{**SMALL, **extra})
+            self.assertEqual(str(e.exception), message, name)
+        # Errors of the search (after the constructor) carry the keyword too.
+        job = nest.Job(**{**SMALL, "zero": 7, "baselines": ["topology-agnostic"]})
+        for call in (job.place, lambda: job.place(baselines=True), job.baselines):
+            with self.assertRaises(nest.InputError) as e:
+                call()
+            self.assertEqual(str(e.exception),
+                             'zero: ZeRO stage out of range (got "7"; expected 0..3)')
+            self.assertEqual(e.exception.key, "zero")
+        # The replay's buckets are bounded as the job's are; the job still places afterwards.
+        job = nest.Job(**SMALL)
+        plan = job.place()
+        with self.assertRaises(nest.InputError) as e:
+            job.simulate(plan, buckets=100000)
+        self.assertEqual(str(e.exception), 'buckets: bucket count out of range (got "100000"; '
+                                           'expected an integer in 1..65536)')
+        self.assertEqual(job.place().iteration_time_s, plan.iteration_time_s)
+
     def test_generated_topologies_place(self):
         t = nest.topology.rail_optimized(
             nodes=4, gpus_per_node=8, nodes_per_leaf=2, spines=2, nvlink_bandwidth="450 GB/s",

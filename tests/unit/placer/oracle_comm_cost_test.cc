@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "nest/core/error.h"
 #include "nest/placer/comm_cost.h"
 #include "nest/placer/oracle_comm_cost.h"
 #include "nest/topo/generators.h"
@@ -118,6 +119,38 @@ TEST(OracleCommCost, LowerBoundsNeverExceedTheSimulation) {
       oracle.collective_bound(CollectiveOp::kAllReduce, Bytes::gibibytes(1), groups[0]);
   EXPECT_NEAR(bound.to_seconds(), 2.0 * 127 / 128 * (1 << 30) / 50e9, 1e-9);
   EXPECT_LE(bound, oracle.collective(CollectiveOp::kAllReduce, Bytes::gibibytes(1), groups[0]));
+}
+
+// A bound whose device-exit time is out of range throws, and leaves no bytes behind for the
+// next query: a reused object (a Python Job after an error) answers as a fresh one. 10^18 bytes
+// from GPU 0 to GPU 8 (the next node, same rail): the flat bound over 500 GB/s (2e6 s) and the
+// node's 8 NICs (2.5e6 s) are within 2^62 ps (4.6e6 s), the GPU's own 50 GB/s NIC (2e7 s) is
+// not. Then 1 GiB: the device bound, 2^30 B / 50 GB/s = 21.47 ms.
+TEST(OracleCommCost, ABoundOutOfRangeLeavesNoBytesBehind) {
+  const topo::Topology t = cluster();
+  const GroupLayout from{.member = {1, 1}};
+  const GroupLayout to{.base = 8, .member = {1, 1}};
+  const GroupLayout ring{.member = {2, 8}};  // GPUs 0 and 8: both ring hops cross nodes
+  const Bytes huge(1'000'000'000'000'000'000);
+  OracleCommCost reused(t);
+  const auto expect_out_of_range = [](const auto& query) {
+    try {
+      static_cast<void>(query());
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.message(), "duration out of range");
+    }
+  };
+  expect_out_of_range([&] { return reused.transfer_bound(huge, from, to); });
+  expect_out_of_range(
+      [&] { return reused.collective_bound(CollectiveOp::kAllReduce, huge, ring); });
+  OracleCommCost fresh(t);
+  const Bytes gib = Bytes::gibibytes(1);
+  const Time transfer = fresh.transfer_bound(gib, from, to);
+  EXPECT_NEAR(transfer.to_seconds(), (1 << 30) / 50e9, 1e-9);
+  EXPECT_EQ(reused.transfer_bound(gib, from, to), transfer);
+  EXPECT_EQ(reused.collective_bound(CollectiveOp::kAllReduce, gib, ring),
+            fresh.collective_bound(CollectiveOp::kAllReduce, gib, ring));
 }
 
 // Eight DGX H100 nodes with the bundled NCCL model (nvlink4 + ndr) and NVLink SHARP.

@@ -174,6 +174,23 @@ TEST(GradientAccumulation, APassOverTheLayersParametersInItsBackward) {
   }
 }
 
+// A layer whose parameters times the bytes would pass 64 bits is refused, naming the key:
+// GPT-3's block at t = 8 (h = 12,288) holds 12 h^2 / 8 weights, the column-parallel biases 3h/8
+// + 4h/8, the replicated biases 2h and two layer norms 4h: 226,576,896 parameters, and
+// (2^63 - 1) / them = 40,707,469,294 bytes each at most.
+TEST(GradientAccumulation, TrafficBeyond64BitsIsAnInputError) {
+  const Model gpt = load_model(kDir + "models/gpt3-175b.yaml");
+  const Variant fused = build_variant(gpt, device(), {.tensor = 8}, {});
+  EXPECT_EQ(fused.layers[1].parameters, 226'576'896);
+  EXPECT_EQ(error_of([&] {
+              (void)build_variant(gpt, device(), {.tensor = 8},
+                                  {.gradient_accumulation_bytes = 50'000'000'000});
+            }),
+            "gradient_accumulation_bytes: gradient accumulation traffic out of range: 226576896 "
+            "parameters in the transformer_block layer (got \"50000000000\"; expected at most "
+            "40707469294 bytes per parameter)");
+}
+
 TEST(AcceleratorShape, MapsAndShapesAreCheckedNamingTheKey) {
   EXPECT_DOUBLE_EQ(device().gemm_efficiency_for("fp8"), 0.5);
   std::string text = kDevice;
