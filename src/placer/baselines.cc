@@ -430,8 +430,13 @@ BaselineResult anneal_baseline(const workload::LayerProfile& profile, CommCost& 
   ApproximateCommCost grid(comm);
   Annealer annealer(profile, grid, options, anneal.seed);
   auto plan = annealer.run(start, anneal);
-  // The walk's best plan, priced exactly.
+  // The walk's best plan, priced exactly; never worse than where it started (the approximate
+  // network may rank the two the other way round).
   if (plan) plan = evaluate(profile, plan->choice, comm, options.cost);
+  if (manual.plan && manual.plan->fits() &&
+      (!plan || manual.plan->iteration_time < plan->iteration_time)) {
+    plan = manual.plan;
+  }
   if (!plan) {
     r.note =
         fmt::format("no fitting plan met in {} steps (seed {})", anneal.iterations, anneal.seed);

@@ -147,6 +147,10 @@ TEST(Anneal, KeepsItsPlanAtTheExactPrice) {
   const Plan exact = evaluate(p, a.plan->choice, net, options.cost);
   EXPECT_EQ(a.plan->iteration_time, exact.iteration_time);
   EXPECT_EQ(a.plan->breakdown.data_parallel_sync, exact.breakdown.data_parallel_sync);
+  // Never worse, priced exactly, than the manual plan it starts from.
+  const BaselineResult manual = manual_baseline(p, net, options);
+  ASSERT_TRUE(manual.plan.has_value()) << manual.note;
+  EXPECT_LE(a.plan->iteration_time, manual.plan->iteration_time);
 }
 
 // A network that "simulates" 1,000 events for every collective layout it has not priced
