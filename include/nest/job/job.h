@@ -128,6 +128,8 @@ struct JobSpec {
   /// The anneal baseline's budget of simulated events (`AnnealOptions::max_events`): -1 (the
   /// default) a quarter of those the search's simulations processed in this job, at least
   /// 2^20, so that the baselines cost a fraction of the search whatever the scale; 0 no limit.
+  /// The default depends on the searches run before `baselines()` (none: 2^20): the CLI, the
+  /// sweep and `nest.Job.place(baselines=True)` always search first.
   std::int64_t anneal_events = -1;
   /// A plan file to evaluate as the `fixed` baseline ("how good is my configuration"); empty
   /// for none.
