@@ -257,7 +257,7 @@ void Engine::start_bucket(std::size_t s) {
   auto left = std::make_shared<std::size_t>(shard_count);
   // Each shard's reduction records the algorithm its launcher chose.
   auto algorithms = std::make_shared<std::vector<std::string>>(shard_count, "ring");
-  auto done = [this, s, b, k, start, left, size, algorithms] {
+  auto done = [this, s, k, start, left, size, algorithms] {
     if (--*left > 0) return;
     const Time now = sim_.now();
     for (std::size_t r = 0; r < replicas_; ++r) {
