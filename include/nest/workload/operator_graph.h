@@ -63,10 +63,10 @@ struct LayerGraph {
   std::vector<TensorEdge> edges;
   /// Collectives per microbatch (forward + backward counts), merged by (op, axis, size).
   std::vector<LayerCollective> collectives;
-  Bytes input_bytes;                   ///< what full recomputation keeps
-  Bytes output_bytes;                  ///< what a stage boundary after this layer sends, per device
-  Bytes output_gather;  ///< the next stage's all-gather of it (`Layer::output_gather`)
-  std::int64_t parameters = 0;         ///< held by one device
+  Bytes input_bytes;            ///< what full recomputation keeps
+  Bytes output_bytes;           ///< what a stage boundary after this layer sends, per device
+  Bytes output_gather;          ///< the next stage's all-gather of it (`Layer::output_gather`)
+  std::int64_t parameters = 0;  ///< held by one device
   std::int64_t expert_parameters = 0;  ///< of `parameters`, expert weights
   bool recomputed = false;             ///< re-run under full activation recomputation
 

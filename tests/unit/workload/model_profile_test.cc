@@ -342,12 +342,11 @@ TEST(OperatorGraph, GptBlockIsATopologicallyOrderedDag) {
   std::vector<std::string> names;
   for (const Operator& op : g[1].operators) names.push_back(op.name);
   // Megatron-LM's fusions: bias + dropout + residual add, bias + GeLU.
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"attention_norm", "qkv_projection", "attention_scores",
-                                      "softmax", "attention_dropout", "attention_values",
-                                      "attention_projection", "attention_bias_dropout_add",
-                                      "mlp_norm", "mlp_up", "bias_gelu", "mlp_down",
-                                      "mlp_bias_dropout_add"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"attention_norm", "qkv_projection", "attention_scores",
+                                             "softmax", "attention_dropout", "attention_values",
+                                             "attention_projection", "attention_bias_dropout_add",
+                                             "mlp_norm", "mlp_up", "bias_gelu", "mlp_down",
+                                             "mlp_bias_dropout_add"}));
   for (const TensorEdge& e : g[1].edges) EXPECT_LT(e.from, e.to);
   // A chain of 13 operators (12 edges), V into attention_values and the residual into the
   // second add.
