@@ -773,8 +773,11 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     const double chunks = static_cast<double>(s) * vs;
     const double stage = blocks / s + ends;
     const double chunk = blocks / chunks + ends;
-    return static_cast<std::int64_t>(
-        std::floor(static_cast<double>(k) * stage + static_cast<double>(s - 1) * chunk));
+    const double bound =
+        std::floor(static_cast<double>(k) * stage + static_cast<double>(s - 1) * chunk);
+    // Beyond Time's range: no bound at all (0 is one), so the plan is evaluated and its
+    // evaluation names the overflow.
+    return bound < 9.2e18 ? static_cast<std::int64_t>(bound) : std::int64_t{0};
   };
   for (std::size_t slot = 0; slot < data.size(); ++slot) {
     const VariantData& vd = data[slot];

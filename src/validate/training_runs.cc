@@ -116,13 +116,14 @@ std::vector<TrainingRun> load_training_runs(const std::filesystem::path& path) {
     r.sequence_parallel = integer("sequence_parallel", 0) != 0;
     r.precision = text("precision");
     r.unit = text("unit");
+    const std::string published = text("published");  // `end` points into it
     char* end = nullptr;
-    r.published = std::strtod(text("published").c_str(), &end);
+    r.published = std::strtod(published.c_str(), &end);
     if (*end != '\0' || !(r.published > 0)) {
       throw Error::input("not a positive number", {.file = path.string(),
                                                    .line = number,
                                                    .key = "published",
-                                                   .value = text("published"),
+                                                   .value = published,
                                                    .expected = "seconds or TFLOP/s > 0"});
     }
     if (static_cast<std::int64_t>(r.tensor) * r.pipeline * r.data != r.gpus) {
