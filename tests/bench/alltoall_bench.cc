@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_topologies.h"
 #include "nest/coll/execution.h"
 #include "nest/coll/schedule.h"
 #include "nest/coll/simulate.h"
@@ -44,18 +45,7 @@ using nest::coll::CollectiveSpec;
 using nest::coll::Operation;
 using nest::topo::DeviceId;
 
-const nest::topo::Topology& fat_tree(int k) {
-  static std::map<int, std::unique_ptr<nest::topo::Topology>> trees;  // bench-local, one thread
-  auto& tree = trees[k];
-  if (!tree) {
-    nest::topo::FatTreeParams p;
-    p.k = k;
-    p.link_bandwidth = Bandwidth::gigabits_per_second(400);
-    p.link_latency = Time::microseconds(1);
-    tree = std::make_unique<nest::topo::Topology>(nest::topo::build_fat_tree(p));
-  }
-  return *tree;
-}
+using nest::bench::fat_tree;
 
 // Restarts the peak resident memory count (Linux: "5" to clear_refs resets VmHWM to VmRSS).
 void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_topologies.h"
 #include "nest/coll/calibration.h"
 #include "nest/coll/group.h"
 #include "nest/coll/oracle.h"
@@ -45,18 +46,7 @@ using nest::coll::CollectiveSpec;
 using nest::coll::Operation;
 using nest::topo::DeviceId;
 
-const nest::topo::Topology& fat_tree(int k) {
-  static std::map<int, std::unique_ptr<nest::topo::Topology>> cache;  // bench-local, one thread
-  auto& t = cache[k];
-  if (!t) {
-    nest::topo::FatTreeParams p;
-    p.k = k;
-    p.link_bandwidth = Bandwidth::gigabits_per_second(400);
-    p.link_latency = Time::microseconds(1);
-    t = std::make_unique<nest::topo::Topology>(nest::topo::build_fat_tree(p));
-  }
-  return *t;
-}
+using nest::bench::fat_tree;
 
 std::vector<DeviceId> first_devices(int n) {
   std::vector<DeviceId> g(static_cast<std::size_t>(n));
