@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "nest/core/error.h"
 #include "nest/job/job.h"
@@ -214,6 +215,10 @@ std::vector<Column> StudyEvaluator::columns() const {
     c.push_back({"estimate_best_iteration_s", T::kReal, "s"});
     c.push_back({"estimate_best_replay_s", T::kReal, "s"});
     c.push_back({"verified_replay_s", T::kReal, "s"});
+  }
+  const bool replays = std::any_of(study_.points.begin(), study_.points.end(),
+                                   [](const Point& p) { return p.replay; });
+  if (study_.placer.verify > 0 || replays) {
     for (const auto& b : study_.placer.baselines) {
       const std::string p = column_prefix(b);
       c.push_back({p + "_replay_s", T::kReal, "s"});
@@ -341,8 +346,14 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
   if (plan.mfu) put("mfu", *plan.mfu);
   put("peak_memory_bytes", integer(peak_memory(plan).count()));
   put("memory_capacity_bytes", integer(plan.capacity.count()));
+  // The chosen plan's replayed time, when it was replayed (verified, or replay: true).
+  std::optional<Time> chosen_replay;
+  if (placed.verification) {
+    chosen_replay = placed.verification->candidates[placed.verification->chosen].replayed;
+  }
   if (point.replay) {
     const replay::RunRecord record = job.simulate(plan);
+    if (!chosen_replay) chosen_replay = record.summary.iteration_time;
     const replay::Summary& s = record.summary;
     put("replay_iteration_s", seconds(s.iteration_time));
     put("replay_error", (s.iteration_time.to_seconds() - plan.iteration_time.to_seconds()) /
@@ -362,12 +373,10 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
     put(p + "_plan", plan_summary(*b.plan));
     put("speedup_vs_" + p, static_cast<double>(b.plan->iteration_time.ps()) /
                                static_cast<double>(plan.iteration_time.ps()));
-    if (placed.verification && b.plan->fits()) {
+    if (chosen_replay && b.plan->fits()) {
       const Time replayed = job.simulate(*b.plan).summary.iteration_time;
       put(p + "_replay_s", seconds(replayed));
-      put("replay_speedup_vs_" + p,
-          replayed.to_seconds() /
-              placed.verification->candidates[placed.verification->chosen].replayed.to_seconds());
+      put("replay_speedup_vs_" + p, replayed.to_seconds() / chosen_replay->to_seconds());
     }
   }
   return out;

@@ -43,12 +43,18 @@
 /// | verified_candidates          |       | candidates replayed                                  |
 /// | estimate_rank                |       | the chosen plan's rank by estimate (1 = best)        |
 /// | replay_rank                  |       | the estimate's best plan's rank by replay            |
-/// | regret                       |       | the estimate's best replayed / the chosen replayed − 1
-/// | | estimate_best_iteration_s    | s     | the estimate's best plan: its estimate | |
-/// estimate_best_replay_s       | s     | and its replay                                       | |
-/// verified_replay_s            | s     | the chosen plan's replay                             | |
-/// <baseline>_replay_s          | s     | the baseline's plan replayed                         | |
-/// replay_speedup_vs_<baseline> |       | <baseline>_replay_s / verified_replay_s              |
+/// | regret                       |       | the estimate's best replayed / the chosen replayed-1 |
+/// | estimate_best_iteration_s    | s     | the estimate's best plan: its estimate               |
+/// | estimate_best_replay_s       | s     | and its replay                                       |
+/// | verified_replay_s            | s     | the chosen plan's replay                             |
+///
+/// With `placer.verify: K` > 0 or any point with `replay: true`, last, per baseline (filled where
+/// the chosen plan was replayed and the baseline's plan fits in memory):
+///
+/// | column                       | unit  | meaning                                              |
+/// |------------------------------|-------|------------------------------------------------------|
+/// | <baseline>_replay_s          | s     | the baseline's plan replayed                         |
+/// | replay_speedup_vs_<baseline> |       | <baseline>_replay_s / the chosen plan's replay       |
 ///
 /// A baseline name's '-' becomes '_' in column names (topology_agnostic_iteration_s).
 
