@@ -45,7 +45,11 @@ nlohmann::ordered_json tables_json(const topo::Topology& t) {
   auto nodes = nlohmann::ordered_json::array();
   for (topo::NodeId id = 0; id < t.num_nodes(); ++id) {
     const topo::Node& n = t.node(id);
-    nodes.push_back({{"id", id}, {"name", n.name}, {"kind", kind_name(n.kind)}, {"tier", n.tier}});
+    nodes.push_back({{"id", id},
+                     {"name", n.name},
+                     {"kind", kind_name(n.kind)},
+                     {"tier", n.tier},
+                     {"forwards", n.forwards}});
   }
   auto links = nlohmann::ordered_json::array();
   for (const topo::Link& l : t.links()) {
@@ -58,10 +62,12 @@ nlohmann::ordered_json tables_json(const topo::Topology& t) {
 }
 
 void print_tables(const topo::Topology& t) {
-  std::cout << fmt::format("\n{:>6}  {:<24} {:<7} {}\n", "node", "name", "kind", "tier");
+  std::cout << fmt::format("\n{:>6}  {:<24} {:<7} {:>4}  {}\n", "node", "name", "kind", "tier",
+                           "forwards");
   for (topo::NodeId id = 0; id < t.num_nodes(); ++id) {
     const topo::Node& n = t.node(id);
-    std::cout << fmt::format("{:>6}  {:<24} {:<7} {}\n", id, n.name, kind_name(n.kind), n.tier);
+    std::cout << fmt::format("{:>6}  {:<24} {:<7} {:>4}  {}\n", id, n.name, kind_name(n.kind),
+                             n.tier, n.forwards ? "yes" : "no");
   }
   std::cout << fmt::format("\n{:>6}  {:<24} {:<24} {:>12} {:>10}\n", "link", "from", "to",
                            "bandwidth", "latency");
@@ -79,7 +85,8 @@ int describe(std::span<char* const> args) {
   bool tables = false;
   Options o(kUsage);
   o.positional("file", &file, "topology YAML file or name (topologies/)")
-      .add("nodes", &tables, "also list every node (id, name, kind, tier) and directed link")
+      .add("nodes", &tables,
+           "also list every node (id, name, kind, tier, forwards) and directed link")
       .add("json", &json, "print one JSON object instead of text");
   LimitArgs limit_args;
   add_limit_options(o, limit_args);

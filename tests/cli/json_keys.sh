@@ -91,7 +91,7 @@ nested = {
 }
 # The rows of the tables (the first of each).
 rows = {
-    ("topology_describe_nodes", "nodes"): ["id", "name", "kind", "tier"],
+    ("topology_describe_nodes", "nodes"): ["id", "name", "kind", "tier", "forwards"],
     ("topology_describe_nodes", "links"): ["src", "dst", "bandwidth_bytes_per_s", "latency_s"],
 }
 plan_collective = ["group", "stage", "op", "size_bytes", "group_size", "groups", "algorithm",

@@ -58,8 +58,9 @@ expect_out 'ok: small_explicit.yaml: small-explicit (explicit), 4 devices, 4 swi
 import json, sys
 d = json.load(open(sys.argv[1]))
 t = d["topology"]
-want_nodes = [{"id": 0, "name": "gpu0", "kind": "device", "tier": 0},
-              {"id": 6, "name": "core-a", "kind": "switch", "tier": 2}]
+# Devices of an explicit file do not forward unless marked; switches always do.
+want_nodes = [{"id": 0, "name": "gpu0", "kind": "device", "tier": 0, "forwards": False},
+              {"id": 6, "name": "core-a", "kind": "switch", "tier": 2, "forwards": True}]
 got = [t["nodes"][0], t["nodes"][6]]
 errors = []
 if len(t["nodes"]) != 8 or got != want_nodes:
@@ -76,8 +77,8 @@ sys.exit(1 if errors else 0)
 PY
 rm -f "${TMPDIR:-/tmp}/nest_describe_$$.json"
 out=$("$nest" topology describe small_explicit.yaml --nodes | sed -n '10,11p;20p;34p')
-expected='  node  name                     kind    tier
-     0  gpu0                     device  0
+expected='  node  name                     kind    tier  forwards
+     0  gpu0                     device     0  no
   link  from                     to                          bandwidth    latency
     13  core-b                   box0                        12.5 GB/s       2 us'
 if [ "$out" != "$expected" ]; then
