@@ -3,9 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <map>
 #include <memory>
+#include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -233,11 +238,12 @@ void describe(const topo::Topology& topology, RunRecord& record) {
 
 // The `count` directed links that carried the most bytes for their bandwidth (utilization over
 // the iteration; ties: the lower link id first).
-std::vector<topo::LinkId> busiest(const net::Simulator& sim, const topo::Topology& topology,
-                                  int count) {
+std::vector<topo::LinkId> busiest(
+    const std::function<const net::LinkStats&(topo::LinkId)>& stats_of,
+    const topo::Topology& topology, int count) {
   std::vector<std::pair<double, topo::LinkId>> used;
   for (topo::LinkId id = 0; id < topology.num_links(); ++id) {
-    const double bytes = sim.link_stats(id).bytes;
+    const double bytes = stats_of(id).bytes;
     const double rate = topology.link(id).bandwidth.bytes_per_s();
     if (bytes > 0 && rate > 0) used.emplace_back(bytes / rate, id);
   }
@@ -386,6 +392,84 @@ struct Bucket {
   Time base_latency;
 };
 
+// floor(total * i / k) without overflow, as the replay splits the reduction into buckets.
+std::int64_t share_of(std::int64_t total, std::int64_t i, std::int64_t k) {
+  return total / k * i + total % k * i / k;
+}
+
+// Shard planes: when the replay may simulate shard 0 only (`ReplayOptions::one_shard_plane`).
+//
+// Exactness condition. The replay's network carries two kinds of flows, both launched for every
+// shard k of a stage replica at the same instant (its shards compute in lockstep): stage-to-stage
+// transfers, shard k of one stage to shard k of the next (ECMP key from the microbatch, chunk
+// and replica), and the data-parallel reduction of shard k's gradients over the replicas (one
+// collective per shard and bucket). Call plane k the set of every flow of shard k in the
+// iteration, each with its route. The shards may share one simulation when, for every k > 0,
+// there is a map phi_k from the links of plane 0 to the links of plane k such that
+//  (a) every flow of plane 0 has its counterpart in plane k (the same transfer or the same
+//      collective transfer, with the same bytes and the same start) whose route is the image
+//      of its route under phi_k, hop by hop;
+//  (b) phi_k is one-to-one and keeps each link's bandwidth and latency;
+//  (c) no link carries flows of two planes.
+// Then the planes share no link, so under max-min fair sharing (computed per connected group of
+// flows that share links) and per-flow latencies, no flow's rate or arrival depends on another
+// plane's flows; and plane k is plane 0 relabelled by phi_k, so its flows start, get the same
+// rates and end at the same picoseconds as plane 0's, by induction over the events (a shard's
+// next flows start when its stage replica's previous ones end, which is the same instant in
+// every plane). Every shard's transfer and reduction therefore ends when plane 0's does, and
+// link k's statistics are those of its preimage. (a) needs each collective's algorithm and
+// program to be equal for all shards (the tuner picks per group: it may choose differently for
+// groups that sit differently in the network); (c) fails where shards' flows meet on a link,
+// e.g. the uplinks of a fat-tree, and the full replay runs. Tested against the full replay to
+// the picosecond (tests/replay/plan_replay_test.cc, ShardPlanes*).
+//
+// Returns, when the condition holds, for every directed link the plane-0 link whose statistics
+// it has (itself for plane 0 and idle links); otherwise nothing.
+class PlaneCheck {
+ public:
+  PlaneCheck(std::size_t links, std::size_t planes)
+      : links_(links), owner_(links, kFree), image_(links * planes, kNone), source_(links) {
+    for (std::size_t l = 0; l < links; ++l) source_[l] = static_cast<topo::LinkId>(l);
+  }
+
+  // Route `route` of plane k is the counterpart of `base` of plane 0.
+  bool match(const topo::Topology& fabric, std::span<const topo::LinkId> base,
+             std::span<const topo::LinkId> route, std::size_t k) {
+    if (base.size() != route.size()) return false;
+    for (std::size_t i = 0; i < base.size(); ++i) {
+      const topo::LinkId a = base[i];
+      const topo::LinkId b = route[i];
+      if (!claim(a, 0) || !claim(b, k)) return false;
+      topo::LinkId& img = image_[k * links_ + a];
+      if (img == kNone) {
+        if (source_[b] != b) return false;  // b is the image of another plane-0 link
+        const topo::Link& la = fabric.link(a);
+        const topo::Link& lb = fabric.link(b);
+        if (la.bandwidth != lb.bandwidth || la.latency != lb.latency) return false;
+        img = b;
+        source_[b] = a;
+      } else if (img != b) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  std::vector<topo::LinkId> take() { return std::move(source_); }
+
+ private:
+  static constexpr std::uint32_t kFree = std::numeric_limits<std::uint32_t>::max();
+  static constexpr topo::LinkId kNone = std::numeric_limits<topo::LinkId>::max();
+  bool claim(topo::LinkId l, std::size_t plane) {
+    if (owner_[l] == kFree) owner_[l] = static_cast<std::uint32_t>(plane);
+    return owner_[l] == plane;
+  }
+  std::size_t links_;
+  std::vector<std::uint32_t> owner_;
+  std::vector<topo::LinkId> image_;   // image_[k * links + l]: phi_k(l)
+  std::vector<topo::LinkId> source_;  // source_[phi_k(l)] = l
+};
+
 }  // namespace
 
 RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& profile,
@@ -447,7 +531,94 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
     }
     return std::string(coll::algorithm_name(b.spec.algorithm));
   };
+  // The condition above, checked on every flow the iteration will launch.
+  auto shard_planes = [&]() -> std::optional<std::vector<topo::LinkId>> {
+    const std::size_t groups = input.devices[0].size();
+    const std::size_t replicas = input.devices.size();
+    const std::size_t planes = input.devices[0][0].size();
+    const std::size_t chunks = input.stages.size();
+    if (planes < 2 || !options.merge_shards) return std::nullopt;
+    PlaneCheck check(fabric.num_links(), planes);
+    std::vector<topo::LinkId> base;
+    std::vector<topo::LinkId> route;
+    auto pair = [&](topo::DeviceId s0, topo::DeviceId d0, topo::DeviceId sk, topo::DeviceId dk,
+                    std::uint64_t key_0, std::uint64_t key_k, std::size_t k) {
+      router.route_into(s0, d0, key_0, base);
+      router.route_into(sk, dk, key_k, route);
+      return check.match(fabric, base, route, k);
+    };
+    // Stage-to-stage transfers (the keys of Engine::transfer).
+    for (std::size_t r = 0; r < replicas; ++r) {
+      for (std::size_t c = 0; c < chunks; ++c) {
+        const StageSpec& spec = input.stages[c];
+        for (const bool forward : {true, false}) {
+          if (forward ? c + 1 == chunks : c == 0) continue;
+          if ((forward ? spec.activation_out : spec.gradient_out) == Bytes(0)) continue;
+          const auto& src = input.devices[r][c % groups];
+          const auto& dst = input.devices[r][(forward ? c + 1 : c - 1) % groups];
+          for (std::int64_t mb = 0; mb < input.microbatches[r]; ++mb) {
+            const std::uint64_t flow = (static_cast<std::uint64_t>(mb) << 20) ^ (c << 8) ^ r;
+            for (std::size_t k = 1; k < planes; ++k) {
+              if (!pair(src[0], dst[0], src[k], dst[k], flow, flow, k)) return std::nullopt;
+            }
+          }
+        }
+      }
+    }
+    // Data-parallel reductions: per group and bucket size, the same algorithm and program for
+    // every shard, and each (source, destination, channel) of the program routed alike.
+    if (replicas < 2) return check.take();
+    const int k_buckets = std::max(1, input.gradient_buckets);
+    for (std::size_t g = 0; g < groups; ++g) {
+      Bytes total;
+      for (std::size_t c = g; c < chunks; c += groups) total += input.stages[c].gradient_sync;
+      if (total == Bytes(0)) continue;
+      std::vector<Bytes> sizes;
+      for (int b = 0; b < k_buckets; ++b) {
+        const Bytes size(share_of(total.count(), b + 1, k_buckets) -
+                         share_of(total.count(), b, k_buckets));
+        if (size > Bytes(0) && std::find(sizes.begin(), sizes.end(), size) == sizes.end()) {
+          sizes.push_back(size);
+        }
+      }
+      std::vector<std::vector<topo::DeviceId>> members(planes);
+      for (std::size_t k = 0; k < planes; ++k) {
+        for (std::size_t r = 0; r < replicas; ++r) members[k].push_back(input.devices[r][g][k]);
+      }
+      for (const Bytes size : sizes) {
+        const Bucket& b0 = bucket_for(members[0], size);
+        std::vector<std::array<std::uint32_t, 3>> hops;  // (src rank, dst rank, channel)
+        b0.program->for_each_transfer([&](const coll::Transfer& t) {
+          hops.push_back({t.src, t.dst, t.channel});
+        });
+        std::sort(hops.begin(), hops.end());
+        hops.erase(std::unique(hops.begin(), hops.end()), hops.end());
+        for (std::size_t k = 1; k < planes; ++k) {
+          const Bucket& bk = bucket_for(members[k], size);
+          if (!(bk.spec == b0.spec) || bk.base_latency != b0.base_latency) return std::nullopt;
+          for (const auto& [src, dst, channel] : hops) {
+            const topo::DeviceId s0 = members[0][src];
+            const topo::DeviceId d0 = members[0][dst];
+            const topo::DeviceId sk = members[k][src];
+            const topo::DeviceId dk = members[k][dst];
+            const auto ch = static_cast<std::uint16_t>(channel);
+            if (!pair(s0, d0, sk, dk, coll::flow_key(s0, d0, ch, options.seed),
+                      coll::flow_key(sk, dk, ch, options.seed), k)) {
+              return std::nullopt;
+            }
+          }
+        }
+      }
+    }
+    return check.take();
+  };
+  const std::optional<std::vector<topo::LinkId>> plane_source = shard_planes();
   ReplayOptions ro;
+  ro.one_shard_plane = plane_source.has_value();
+  // A link's statistics: its plane-0 preimage's when one plane stood for all.
+  auto stats_of = [&](topo::LinkId id) -> const net::LinkStats& {
+    return sim.link_stats(plane_source ? (*plane_source)[id] : id);
+  };
   sim.record_utilization(!options.series_links.empty());
   ro.seed = options.seed;
   if (network.calibrated()) {
@@ -457,6 +628,8 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
     };
   }
   RunRecord record = replay(input, sim, allreduce, ro);
+  record.simulated_shards =
+      ro.one_shard_plane ? 1 : static_cast<std::int32_t>(input.devices[0][0].size());
 
   // Buckets repeat the same (group, size) every iteration step: price each pair once.
   std::map<std::pair<std::vector<topo::DeviceId>, std::int64_t>, Time> closed_forms;
@@ -470,7 +643,7 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
   }
   const double seconds = record.summary.iteration_time.to_seconds();
   for (topo::LinkId id = 0; id < topology.num_links(); ++id) {
-    const net::LinkStats& st = sim.link_stats(id);
+    const net::LinkStats& st = stats_of(id);
     if (st.bytes <= 0) continue;
     const topo::Link& link = topology.link(id);
     const double capacity = link.bandwidth.bytes_per_s() * seconds;
@@ -479,14 +652,19 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
   }
   describe(topology, record);
   for (const topo::LinkId id : options.series_links) {
-    record.link_series.push_back(series_of(sim, topology, id));
+    LinkSeries series = series_of(sim, topology, plane_source ? (*plane_source)[id] : id);
+    const topo::Link& link = topology.link(id);
+    series.link = id;
+    series.src = link.src;
+    series.dst = link.dst;
+    record.link_series.push_back(std::move(series));
   }
   if (options.utilization_links > 0) {
     // The busiest links' series come from a second replay with the recording on, so that this
     // one runs exactly as without them.
     PlanReplayOptions again = options;
     again.utilization_links = 0;
-    again.series_links = busiest(sim, topology, options.utilization_links);
+    again.series_links = busiest(stats_of, topology, options.utilization_links);
     if (!again.series_links.empty()) {
       record.link_series = replay_plan(plan, profile, topology, again).link_series;
     }

@@ -218,8 +218,9 @@ void Engine::transfer(std::size_t r, Op op, std::size_t to_chunk) {
     return;
   }
   auto launch = [this, src, dst, size, op, r, arrived = std::move(arrived)] {
-    auto left = std::make_shared<std::size_t>(src.size());
-    for (std::size_t k = 0; k < src.size(); ++k) {
+    const std::size_t simulated = options_.one_shard_plane ? 1 : src.size();
+    auto left = std::make_shared<std::size_t>(simulated);
+    for (std::size_t k = 0; k < simulated; ++k) {
       const std::uint64_t flow =
           (static_cast<std::uint64_t>(op.microbatch) << 20) ^ (op.chunk << 8) ^ r;
       sim_.start_flow(router_.route(src[k], dst[k], flow), size,
@@ -254,7 +255,9 @@ void Engine::start_bucket(std::size_t s) {
   const Bytes size(share_of(total, b + 1, k) - share_of(total, b, k));
   const Time start = sim_.now();
   const std::size_t shard_count = shards(s, 0).size();
-  auto left = std::make_shared<std::size_t>(shard_count);
+  // Under one_shard_plane shard 0's reduction stands for all (same algorithm, same times).
+  const std::size_t simulated = options_.one_shard_plane ? 1 : shard_count;
+  auto left = std::make_shared<std::size_t>(simulated);
   // Each shard's reduction records the algorithm its launcher chose.
   auto algorithms = std::make_shared<std::vector<std::string>>(shard_count, "ring");
   auto done = [this, s, k, start, left, size, algorithms] {
@@ -278,7 +281,7 @@ void Engine::start_bucket(std::size_t s) {
       start_bucket(s);
     }
   };
-  for (std::size_t shard = 0; shard < shard_count; ++shard) {
+  for (std::size_t shard = 0; shard < simulated; ++shard) {
     if (options_.zero_network || size == Bytes(0)) {
       at(start, done);
       continue;
@@ -286,6 +289,9 @@ void Engine::start_bucket(std::size_t s) {
     std::vector<topo::DeviceId> group;
     for (std::size_t r = 0; r < replicas_; ++r) group.push_back(shards(s, r)[shard]);
     (*algorithms)[shard] = allreduce_(group, size, done);
+  }
+  for (std::size_t shard = simulated; shard < shard_count; ++shard) {
+    (*algorithms)[shard] = (*algorithms)[0];
   }
 }
 

@@ -47,6 +47,11 @@ struct PlanReplayOptions {
   /// the ideal network `coll::default_algorithm` for the group (the ring; hierarchical with
   /// the dimensions' algorithms on a `kind: dimensions` topology, as the placer prices it).
   std::optional<coll::Algorithm> data_parallel_algorithm;
+  /// Simulate one shard's transfers and reductions for all the t·c shards of each stage replica
+  /// when their traffic provably runs alike (link-disjoint, isomorphic planes; the condition
+  /// is stated and checked in src/replay/plan_replay.cc): the same record to the picosecond,
+  /// about t times less simulation. false: simulate every shard.
+  bool merge_shards = true;
 };
 
 /// Throws `Error` (input, key "--buckets") unless gradient_buckets is in

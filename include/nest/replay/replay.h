@@ -93,6 +93,12 @@ struct ReplayOptions {
   /// Latency before a stage-to-stage transfer of the given size starts moving (a collective
   /// model's send base latency); none: zero.
   std::function<Time(Bytes)> transfer_latency;
+  /// Simulate the flows of shard 0 only (its stage-to-stage transfers and its data-parallel
+  /// reductions) and let them stand for every shard: exact only when the caller has shown that
+  /// the shards' traffic forms link-disjoint, isomorphic planes (`replay_plan` checks it; see
+  /// `shard_planes` in src/replay/plan_replay.cc). The record is the same as without it, except
+  /// that the simulator's link statistics cover plane 0 only.
+  bool one_shard_plane = false;
 };
 
 /// Replays one iteration on `sim` (which must be idle, at time 0, over the plan's topology).

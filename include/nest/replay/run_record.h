@@ -155,6 +155,10 @@ struct RunRecord {
   /// The busiest links' utilization over time, busiest first; empty unless asked for
   /// (`PlanReplayOptions::utilization_links`). Not written to HDF5.
   std::vector<LinkSeries> link_series;
+  /// Shards whose flows the replay simulated per stage replica: 1 when shard 0's stood for all
+  /// (`PlanReplayOptions::merge_shards`), else t·c. Not written to files (the record is the
+  /// same either way).
+  std::int32_t simulated_shards = 0;
 };
 
 /// Stable lower-case names, as written to files: "forward", "compute", "weights", ...

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 
 #include "nest/core/error.h"
 #include "nest/placer/baselines.h"
@@ -12,6 +13,7 @@
 #include "nest/topo/collective_model.h"
 #include "nest/topo/generators.h"
 #include "nest/topo/loader.h"
+#include "nest/workload/profile_file.h"
 
 namespace nest::replay {
 namespace {
@@ -414,6 +416,155 @@ TEST(PlanReplay, BucketedGradientSyncMatchesTheCostModel) {
     EXPECT_NEAR(r.summary.iteration_time.to_seconds(), plan.iteration_time.to_seconds(), 2e-6)
         << (overlap ? "overlap" : "after the backward");
   }
+}
+
+}  // namespace
+}  // namespace nest::replay
+
+namespace nest::replay {
+namespace {
+
+// ---- Shard planes: one shard simulated for all, only where it is exact ----
+
+const std::string kRoot = NEST_SOURCE_DIR;
+
+// GPT-3 175B from the artifact profile (t = 4), `stages` stages over `chunks` chunks of equal
+// blocks, d replicas, 8 microbatches per replica, placed in `order` and priced on `topology`.
+placer::Plan gpt3_plan(const workload::LayerProfile& profile, const topo::Topology& topology,
+                       int stages, int virtual_stages, int d, placer::PlacementOrder order) {
+  placer::PlanChoice c;
+  const int chunks = stages * virtual_stages;
+  c.boundaries = {0};
+  for (int i = 1; i < chunks; ++i) c.boundaries.push_back(1 + 96 * i / chunks);
+  c.boundaries.push_back(97);
+  c.data_parallel = d;
+  c.virtual_stages = virtual_stages;
+  c.order = order;
+  c.recompute = workload::Recompute::kFull;
+  placer::OracleCommCost comm(topology);
+  const placer::CostOptions o{.rules = workload::MemoryRules::kNestArtifact,
+                              .devices = static_cast<std::int64_t>(topology.num_devices())};
+  return placer::evaluate(profile, c, comm, o);
+}
+
+workload::LayerProfile gpt3_profile(std::int64_t microbatches) {
+  workload::LayerProfile p =
+      workload::load_layer_profile(kRoot + "/workloads/profiles/gpt3-175b-h100.yaml");
+  p.variants.resize(1);  // t = 4
+  p.variants[0].microbatches = microbatches;
+  p.global_batch = microbatches;
+  return p;
+}
+
+// Every field of the two records, to the picosecond and the byte.
+void expect_same_record(const RunRecord& a, const RunRecord& b) {
+  EXPECT_EQ(a.summary.iteration_time, b.summary.iteration_time);
+  EXPECT_EQ(a.summary.exposed_communication, b.summary.exposed_communication);
+  EXPECT_EQ(a.summary.peak_memory, b.summary.peak_memory);
+  EXPECT_EQ(a.summary.bubble_fraction, b.summary.bubble_fraction);
+  ASSERT_EQ(a.timeline.size(), b.timeline.size());
+  for (std::size_t i = 0; i < a.timeline.size(); ++i) {
+    const TimelineRow& x = a.timeline[i];
+    const TimelineRow& y = b.timeline[i];
+    ASSERT_TRUE(x.device == y.device && x.kind == y.kind && x.stream == y.stream &&
+                x.stage == y.stage && x.microbatch == y.microbatch && x.start == y.start &&
+                x.end == y.end)
+        << "timeline row " << i << ": device " << x.device << " vs " << y.device << ", end "
+        << x.end.ps() << " vs " << y.end.ps();
+  }
+  ASSERT_EQ(a.memory.size(), b.memory.size());
+  for (std::size_t i = 0; i < a.memory.size(); ++i) {
+    ASSERT_TRUE(a.memory[i].device == b.memory[i].device && a.memory[i].at == b.memory[i].at &&
+                a.memory[i].bytes == b.memory[i].bytes)
+        << "memory row " << i;
+  }
+  ASSERT_EQ(a.links.size(), b.links.size());
+  for (std::size_t i = 0; i < a.links.size(); ++i) {
+    EXPECT_EQ(a.links[i].src, b.links[i].src) << "link " << i;
+    EXPECT_EQ(a.links[i].dst, b.links[i].dst) << "link " << i;
+    EXPECT_EQ(a.links[i].bytes, b.links[i].bytes) << "link " << i;
+    EXPECT_EQ(a.links[i].busy, b.links[i].busy) << "link " << i;
+    EXPECT_EQ(a.links[i].utilization, b.links[i].utilization) << "link " << i;
+  }
+  ASSERT_EQ(a.collectives.size(), b.collectives.size());
+  for (std::size_t i = 0; i < a.collectives.size(); ++i) {
+    EXPECT_EQ(a.collectives[i].group, b.collectives[i].group) << "collective " << i;
+    EXPECT_EQ(a.collectives[i].algorithm, b.collectives[i].algorithm) << "collective " << i;
+    EXPECT_EQ(a.collectives[i].start, b.collectives[i].start) << "collective " << i;
+    EXPECT_EQ(a.collectives[i].end, b.collectives[i].end) << "collective " << i;
+    EXPECT_EQ(a.collectives[i].closed_form, b.collectives[i].closed_form) << "collective " << i;
+  }
+  ASSERT_EQ(a.link_series.size(), b.link_series.size());
+  for (std::size_t i = 0; i < a.link_series.size(); ++i) {
+    EXPECT_EQ(a.link_series[i].link, b.link_series[i].link);
+    ASSERT_EQ(a.link_series[i].points.size(), b.link_series[i].points.size());
+    for (std::size_t j = 0; j < a.link_series[i].points.size(); ++j) {
+      EXPECT_EQ(a.link_series[i].points[j].at, b.link_series[i].points[j].at);
+      EXPECT_EQ(a.link_series[i].points[j].utilization, b.link_series[i].points[j].utilization);
+    }
+  }
+}
+
+struct PlaneCase {
+  const char* name;
+  std::string topology;  // file under topologies/, or YAML text
+  int stages;
+  int virtual_stages;  // replayed interleaved (the 1F1B plan cut into S x v chunks) when > 1
+  int d;
+  placer::PlacementOrder order;
+  std::int32_t expected_simulated;  // 1: merged; 4: every shard simulated
+};
+
+void check_plane_case(const PlaneCase& pc) {
+  SCOPED_TRACE(pc.name);
+  const topo::Topology topology = pc.topology.find('\n') == std::string::npos
+                                      ? topo::load_topology(kRoot + "/topologies/" + pc.topology)
+                                      : topo::load_topology_string(pc.topology, pc.name, {});
+  const auto profile = gpt3_profile(8 * pc.d);
+  const placer::Plan plan = gpt3_plan(profile, topology, pc.stages, 1, pc.d, pc.order);
+  PlanReplayOptions merged;
+  merged.utilization_links = 4;
+  if (pc.virtual_stages > 1) {
+    merged.schedule = Schedule::kInterleaved;
+    merged.virtual_stages = pc.virtual_stages;
+  }
+  PlanReplayOptions full = merged;
+  full.merge_shards = false;
+  const RunRecord a = replay_plan(plan, profile, topology, merged);
+  const RunRecord b = replay_plan(plan, profile, topology, full);
+  EXPECT_EQ(a.simulated_shards, pc.expected_simulated);
+  EXPECT_EQ(b.simulated_shards, 4);
+  EXPECT_GT(a.summary.iteration_time.ps(), a.summary.estimate.ps() / 2);
+  expect_same_record(a, b);
+}
+
+// One leaf per rail (h100_rail_64: 8 nodes, every rail on its own leaf): shard k of every stage
+// replica sits on rail k (or k + 4), its transfers and its reduction ring stay on that rail's
+// links and its NVLink ports, so the planes are disjoint and alike; merged, and equal to the
+// full replay under the NCCL model (tuner per group, base latencies) in both orders and
+// interleaved.
+TEST(PlanReplay, ShardPlanesMergeOnSeparateRailsAndEqualTheFullReplay) {
+  using enum placer::PlacementOrder;
+  check_plane_case({"tp-pp-dp", "h100_rail_64.yaml", 2, 1, 8, kTensorPipelineData, 1});
+  check_plane_case({"tp-dp-pp", "h100_rail_64.yaml", 2, 1, 8, kTensorDataPipeline, 1});
+  check_plane_case({"interleaved", "h100_rail_64.yaml", 2, 2, 8, kTensorPipelineData, 1});
+  check_plane_case({"pp-tp-dp", "h100_rail_64.yaml", 4, 1, 4, kPipelineTensorData, 1});
+}
+
+// Where shards' flows meet on links the condition fails and every shard is simulated, with the
+// same result as before: a k = 8 fat-tree (shards of one stage replica share their edge switch's
+// uplinks), and a thin rail network of one node per leaf and two spines, where the rings and
+// transfers of different shards take ECMP paths that collide differently in each rail.
+TEST(PlanReplay, ShardPlanesAreNotMergedWhereShardsShareLinks) {
+  using enum placer::PlacementOrder;
+  const std::string fat_tree =
+      "kind: fat_tree\nname: ft8\nk: 8\nlink_bandwidth: 400 Gb/s\nlink_latency: 1 us\n";
+  check_plane_case({"fat-tree tp-dp-pp", fat_tree, 2, 1, 4, kTensorDataPipeline, 4});
+  const std::string thin =
+      "kind: rail_optimized\nname: thin\nnodes: 8\ngpus_per_node: 8\nnodes_per_leaf: 1\n"
+      "spines: 2\nnvlink_bandwidth: 450 GB/s\nnvlink_latency: 0.5 us\nnic_bandwidth: 400 Gb/s\n"
+      "nic_latency: 1 us\nspine_bandwidth: 100 Gb/s\nspine_latency: 1 us\n";
+  check_plane_case({"thin rail tp-dp-pp", thin, 2, 1, 8, kTensorDataPipeline, 4});
 }
 
 }  // namespace
