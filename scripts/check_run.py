@@ -21,6 +21,7 @@ FIELDS = {
                   "first_layer": "i4", "last_layer": "i4", "start": "i8", "end": "i8"},
     "/memory/trace": {"device": "u4", "time": "i8", "bytes": "i8", "category": "u1"},
     "/memory/peak": {"device": "u4", "peak_bytes": "i8"},
+    "/timeline_classes": {"device": "u4", "representative": "u4"},
     "/links": {"src": "u4", "dst": "u4", "bytes": "f8", "busy": "i8", "utilization": "f8"},
     "/collectives/table": {"op": "u4", "algorithm": "u4", "group_offset": "u8",
                            "group_size": "u4", "bytes": "i8", "start": "i8", "end": "i8",
@@ -32,6 +33,7 @@ UNITS = {
     "/timeline": {"start": "ps", "end": "ps"},
     "/memory/trace": {"time": "ps", "bytes": "B"},
     "/memory/peak": {"peak_bytes": "B"},
+    "/timeline_classes": {},
     "/links": {"bytes": "B", "busy": "ps", "utilization": "1"},
     "/collectives/table": {"bytes": "B", "start": "ps", "end": "ps", "closed_form": "ps"},
     "/topology/nodes": {},
@@ -133,7 +135,13 @@ def main():
             fail("/meta: input_paths and input_hashes differ in length")
 
         devices = stages * replicas * shards
-        t = f["/timeline"][()]
+        # Every device's rows (a file holds one device per timeline class by default).
+        t = nest_h5.expanded_rows(f, "/timeline")
+        classes = f["/timeline_classes"][()]
+        if len(classes) != devices:
+            fail(f"/timeline_classes: {len(classes)} rows, expected {devices}")
+        if not set(classes["representative"]) <= set(f["/timeline"]["device"]):
+            fail("/timeline_classes: a representative without /timeline rows")
         kinds = {v: k for k, v in h5py.check_enum_dtype(f["/timeline"].dtype["kind"]).items()}
         names = np.array([kinds[k] for k in t["kind"]])
         # Every device runs one forward and one backward per microbatch of its replica and chunk.

@@ -62,10 +62,31 @@ def enum_names(dataset, field):
     return {value: name for name, value in mapping.items()}
 
 
+def expanded_rows(f, name):
+    """The raw rows of /timeline or /memory/trace for every device, sorted by device. A run file
+    holds the rows of one device per timeline class (devices whose rows are equal but for the
+    device id) unless written with --all-devices; /timeline_classes names, for each device,
+    the device whose rows it has. Files without /timeline_classes hold every device already."""
+    rows = f[name][()]
+    if "timeline_classes" not in f:
+        return rows
+    classes = f["/timeline_classes"][()]
+    if (classes["device"] == classes["representative"]).all():
+        return rows
+    rows = rows[np.argsort(rows["device"], kind="stable")]
+    first = np.searchsorted(rows["device"], classes["representative"], "left")
+    last = np.searchsorted(rows["device"], classes["representative"], "right")
+    index = np.concatenate([np.arange(a, b) for a, b in zip(first, last)] + [np.arange(0)])
+    out = rows[index.astype(np.int64)].copy()
+    out["device"] = np.repeat(classes["device"], last - first)
+    return out
+
+
 def timeline(f):
-    """Rows of /timeline as numpy arrays, times in seconds, kinds and streams as names."""
+    """Rows of /timeline for every device (expanded_rows) as numpy arrays, times in seconds,
+    kinds and streams as names."""
     ds = f["/timeline"]
-    rows = ds[()]
+    rows = expanded_rows(f, "/timeline")
     kinds = enum_names(ds, "kind")
     streams = enum_names(ds, "stream")
     return {
@@ -80,8 +101,9 @@ def timeline(f):
 
 
 def memory_trace(f):
+    """Rows of /memory/trace for every device (expanded_rows), times in seconds."""
     ds = f["/memory/trace"]
-    rows = ds[()]
+    rows = expanded_rows(f, "/memory/trace")
     categories = enum_names(ds, "category")
     return {
         "device": rows["device"],

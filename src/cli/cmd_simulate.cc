@@ -167,7 +167,9 @@ std::unique_ptr<StagedFolder> stage_chakra(const replay::RunRecord& run, const s
 void add_trace_options(Options& o, io::TraceOptions& t) {
   o.add("trace-gzip", &t.gzip, "gzip the trace (Perfetto opens .json.gz as it is)")
       .add("all-devices", &t.all_devices,
-           "one trace process per device (default: one per stage replica, its shards folded)");
+           "every device's rows in run.h5 and one trace process per device (default: one "
+           "timeline per class of identical devices in run.h5, one trace process per stage "
+           "replica, its shards folded)");
 }
 
 // Writes the run's files; every one is complete on disk before any is put in place, so a failure
@@ -175,7 +177,7 @@ void add_trace_options(Options& o, io::TraceOptions& t) {
 std::vector<std::string> write_outputs(const replay::RunRecord& run, const Outputs& out) {
   std::vector<OutputFile> files;
   files.emplace_back(out.hdf5);
-  io::write_hdf5(run, files.back());
+  io::write_hdf5(run, files.back(), {.all_devices = out.trace_options.all_devices});
   if (!out.trace.empty()) {
     files.emplace_back(out.trace);
     io::write_trace_json(run, files.back(), out.trace_options);

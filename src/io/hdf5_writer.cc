@@ -1,7 +1,10 @@
 #include <hdf5.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "io/hdf5.h"
@@ -125,6 +128,92 @@ void write_meta(hid_t file, const RunRecord& r) {
   h5::string_list_attribute(meta.get(), "input_paths", paths);
   h5::string_list_attribute(meta.get(), "input_hashes", hashes);
   meta.close();
+}
+
+// Rows [begin, end) of each device in rows sorted by device.
+template <typename Row>
+std::vector<std::pair<std::size_t, std::size_t>> spans_by_device(const std::vector<Row>& rows,
+                                                                 std::uint32_t devices) {
+  std::vector<std::pair<std::size_t, std::size_t>> spans(devices, {0, 0});
+  for (std::size_t i = 0; i < rows.size();) {
+    std::size_t j = i;
+    while (j < rows.size() && rows[j].device == rows[i].device) ++j;
+    spans[rows[i].device] = {i, j};
+    i = j;
+  }
+  return spans;
+}
+
+bool same_row(const replay::TimelineRow& a, const replay::TimelineRow& b) {
+  return a.stream == b.stream && a.kind == b.kind && a.stage == b.stage &&
+         a.microbatch == b.microbatch && a.first_layer == b.first_layer &&
+         a.last_layer == b.last_layer && a.start == b.start && a.end == b.end;
+}
+bool same_row(const replay::MemoryRow& a, const replay::MemoryRow& b) {
+  return a.at == b.at && a.bytes == b.bytes && a.category == b.category;
+}
+std::uint64_t row_hash(std::uint64_t h, const replay::TimelineRow& x) {
+  for (const std::int64_t v :
+       {std::int64_t{static_cast<std::uint8_t>(x.stream)},
+        std::int64_t{static_cast<std::uint8_t>(x.kind)}, std::int64_t{x.stage},
+        std::int64_t{x.microbatch}, std::int64_t{x.first_layer}, std::int64_t{x.last_layer},
+        x.start.ps(), x.end.ps()}) {
+    h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ULL;
+  }
+  return h;
+}
+std::uint64_t row_hash(std::uint64_t h, const replay::MemoryRow& x) {
+  for (const std::int64_t v :
+       {x.at.ps(), x.bytes.count(), std::int64_t{static_cast<std::uint8_t>(x.category)}}) {
+    h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ULL;
+  }
+  return h;
+}
+template <typename Row>
+bool same_span(const std::vector<Row>& rows, std::pair<std::size_t, std::size_t> a,
+               std::pair<std::size_t, std::size_t> b) {
+  if (a.second - a.first != b.second - b.first) return false;
+  for (std::size_t i = 0; i < a.second - a.first; ++i) {
+    if (!same_row(rows[a.first + i], rows[b.first + i])) return false;
+  }
+  return true;
+}
+
+// The record's timeline and memory rows of the representatives only (`classes` as
+// timeline_classes gives them).
+RunRecord representatives_only(
+    const RunRecord& r, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& classes) {
+  std::vector<char> keep;
+  for (const auto& [device, rep] : classes) {
+    if (device >= keep.size()) keep.resize(device + 1, 0);
+    keep[device] = device == rep ? 1 : 0;
+  }
+  auto kept = [&keep](std::uint32_t d) { return d < keep.size() && keep[d] != 0; };
+  RunRecord out;
+  for (const auto& x : r.timeline) {
+    if (kept(x.device)) out.timeline.push_back(x);
+  }
+  for (const auto& x : r.memory) {
+    if (kept(x.device)) out.memory.push_back(x);
+  }
+  out.peaks = r.peaks;
+  return out;
+}
+
+void write_classes(hid_t file, const std::vector<std::pair<std::uint32_t, std::uint32_t>>& classes,
+                   bool all_devices) {
+  struct ClassH5 {
+    std::uint32_t device;
+    std::uint32_t representative;
+  };
+  h5::Id t = compound(sizeof(ClassH5));
+  member(t, "device", HOFFSET(ClassH5, device), H5T_NATIVE_UINT32);
+  member(t, "representative", HOFFSET(ClassH5, representative), H5T_NATIVE_UINT32);
+  std::vector<ClassH5> rows;
+  rows.reserve(classes.size());
+  for (const auto& [device, rep] : classes) rows.push_back({device, all_devices ? device : rep});
+  write_rows(file, "/timeline_classes", t, rows, {});
+  t.close();
 }
 
 void write_timeline(hid_t file, const RunRecord& r) {
@@ -298,12 +387,49 @@ void write_summary(hid_t file, const RunRecord& r) {
 
 }  // namespace
 
-void write_hdf5(const RunRecord& record, OutputFile& out) {
+std::vector<std::pair<std::uint32_t, std::uint32_t>> timeline_classes(const RunRecord& record) {
+  std::uint32_t devices = 0;
+  for (const auto& x : record.timeline) devices = std::max(devices, x.device + 1);
+  for (const auto& x : record.memory) devices = std::max(devices, x.device + 1);
+  const auto tl = spans_by_device(record.timeline, devices);
+  const auto mem = spans_by_device(record.memory, devices);
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+  // Hash of each device's rows -> the representatives with that hash.
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> seen;
+  for (std::uint32_t d = 0; d < devices; ++d) {
+    if (tl[d].first == tl[d].second && mem[d].first == mem[d].second) continue;
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (std::size_t i = tl[d].first; i < tl[d].second; ++i) h = row_hash(h, record.timeline[i]);
+    h = (h ^ 0xffU) * 0x100000001b3ULL;
+    for (std::size_t i = mem[d].first; i < mem[d].second; ++i) h = row_hash(h, record.memory[i]);
+    std::vector<std::uint32_t>& reps = seen[h];
+    std::uint32_t rep = d;
+    for (const std::uint32_t c : reps) {
+      if (same_span(record.timeline, tl[c], tl[d]) && same_span(record.memory, mem[c], mem[d])) {
+        rep = c;
+        break;
+      }
+    }
+    if (rep == d) reps.push_back(d);
+    out.emplace_back(d, rep);
+  }
+  return out;
+}
+
+void write_hdf5(const RunRecord& record, OutputFile& out, const Hdf5Options& options) {
   try {
     h5::MemoryFile file;
     write_meta(file.get(), record);
-    write_timeline(file.get(), record);
-    write_memory(file.get(), record);
+    const auto classes = timeline_classes(record);
+    write_classes(file.get(), classes, options.all_devices);
+    if (options.all_devices) {
+      write_timeline(file.get(), record);
+      write_memory(file.get(), record);
+    } else {
+      const RunRecord reps = representatives_only(record, classes);
+      write_timeline(file.get(), reps);
+      write_memory(file.get(), reps);
+    }
     write_links(file.get(), record);
     write_collectives(file.get(), record);
     write_topology(file.get(), record);
@@ -314,9 +440,10 @@ void write_hdf5(const RunRecord& record, OutputFile& out) {
   }
 }
 
-void write_hdf5(const RunRecord& record, const std::filesystem::path& path) {
+void write_hdf5(const RunRecord& record, const std::filesystem::path& path,
+                const Hdf5Options& options) {
   OutputFile out(path);
-  write_hdf5(record, out);
+  write_hdf5(record, out, options);
   out.commit();
 }
 

@@ -5,6 +5,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include <fmt/format.h>
+
 #include <string>
 
 #include "nest/placer/cost_model.h"
@@ -50,6 +52,62 @@ void BM_ReplayGpt3(benchmark::State& state) {
 BENCHMARK(BM_ReplayGpt3)
     ->ArgsProduct({{4, 8, 16, 32}, {4096}})
     ->ArgsProduct({{32}, {1024, 2048}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+// Issue 18, item 4: GPT-3 175B (the artifact profile's t = 8 variant, full recomputation) on
+// rail clusters of `nodes` DGX-H100 nodes like topologies/h100_rail_1024.yaml (32 nodes per
+// leaf, 32 spines, the NCCL models), 16 stages of 6 blocks, d = nodes / 16 replicas placed
+// tp-dp-pp (the plan `nest place --tp 8 --pp 16 --dp 128` chooses at 16,384 GPUs), 12
+// microbatches per replica. Counters: devices, timeline rows, and the shards simulated per
+// stage replica (1 where one plane stands for all, 8 where the shards' flows meet: ECMP over
+// the spines picks different paths in different rails).
+void BM_ReplayGpt3Rail(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  const int d = nodes / 16;
+  const std::int64_t microbatches = 12 * d;
+  workload::LayerProfile profile =
+      workload::load_layer_profile(kRoot + "/workloads/profiles/gpt3-175b-h100.yaml");
+  profile.variants.erase(profile.variants.begin());  // t = 8
+  profile.variants[0].microbatches = microbatches;
+  profile.global_batch = microbatches;
+  const std::string yaml = fmt::format(
+      "kind: rail_optimized\nname: h100-rail-{}\nnodes: {}\ngpus_per_node: 8\n"
+      "nodes_per_leaf: 32\nspines: 32\nnvlink_bandwidth: 450 GB/s\nnvlink_latency: 0.5 us\n"
+      "nic_bandwidth: 400 Gb/s\nnic_latency: 1 us\nspine_bandwidth: 400 Gb/s\n"
+      "spine_latency: 1 us\nnvlink_sharp: true\n"
+      "collectives: [collectives/nvlink4.yaml, collectives/ndr.yaml]\n",
+      8 * nodes, nodes);
+  const topo::Topology topology =
+      topo::load_topology_string(yaml, kRoot + "/topologies/bench_rail.yaml");
+  placer::PlanChoice choice;
+  choice.boundaries = {0};
+  for (int i = 1; i < 16; ++i) choice.boundaries.push_back(1 + 6 * i);
+  choice.boundaries.push_back(97);
+  choice.data_parallel = d;
+  choice.order = placer::PlacementOrder::kTensorDataPipeline;
+  choice.recompute = nest::workload::Recompute::kFull;
+  placer::OracleCommCost comm(topology);
+  const placer::CostOptions options{.rules = workload::MemoryRules::kNestArtifact,
+                                    .devices = static_cast<std::int64_t>(topology.num_devices())};
+  const placer::Plan plan = placer::evaluate(profile, choice, comm, options);
+  std::size_t rows = 0;
+  int simulated = 0;
+  for (auto _ : state) {
+    const replay::RunRecord r = replay::replay_plan(plan, profile, topology, {});
+    rows = r.timeline.size();
+    simulated = r.simulated_shards;
+    benchmark::DoNotOptimize(r.summary.iteration_time);
+  }
+  state.counters["devices"] = static_cast<double>(plan.devices_used);
+  state.counters["timeline_rows"] = static_cast<double>(rows);
+  state.counters["simulated_shards"] = simulated;
+}
+
+BENCHMARK(BM_ReplayGpt3Rail)
+    ->Arg(128)
+    ->Arg(512)
+    ->Arg(2048)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 

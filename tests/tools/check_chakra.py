@@ -85,7 +85,8 @@ def main():
         topo = nest_h5.topology(f)
         table = f["/collectives/table"][()]
         members = f["/collectives/members"][()]
-        ps = {"start": f["/timeline"]["start"], "end": f["/timeline"]["end"]}
+        raw = nest_h5.expanded_rows(f, "/timeline")
+        ps = {"start": raw["start"], "end": raw["end"]}
     devices = int((topo["nodes"]["kind"] == "device").sum())
     groups_h5 = [tuple(members[o:o + n]) for o, n in zip(table["group_offset"], table["group_size"])]
     sizes_of = defaultdict(list)

@@ -8,19 +8,39 @@
 /// timestamps, fixed object order, HDF5 object time tracking off). Every writer throws `Error`
 /// (input) naming the file when the file system refuses it (a full disk included).
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "nest/core/atomic_file.h"
 #include "nest/replay/run_record.h"
 
 namespace nest::io {
 
+/// How to write a run's HDF5 file.
+struct Hdf5Options {
+  /// Every device's rows in /timeline and /memory/trace; false: the rows of one device per
+  /// timeline class (devices whose timeline and memory rows are equal but for the device id),
+  /// the others named in /timeline_classes.
+  bool all_devices = false;
+};
+
 /// Writes `record` as HDF5 into `out`. The file is built in memory (about its own size) and
 /// written at the end.
-void write_hdf5(const replay::RunRecord& record, OutputFile& out);
+void write_hdf5(const replay::RunRecord& record, OutputFile& out, const Hdf5Options& options = {});
 /// Writes `record` as HDF5 to `path`.
-void write_hdf5(const replay::RunRecord& record, const std::filesystem::path& path);
+void write_hdf5(const replay::RunRecord& record, const std::filesystem::path& path,
+                const Hdf5Options& options = {});
+
+/// The timeline class of every device with rows in `record` (its timeline and memory rows
+/// sorted by device, as `replay::replay` leaves them): (device, representative) by device,
+/// where the representative is the lowest device whose timeline and memory rows equal this
+/// device's field by field (the device id aside). Exact: classes are found by comparing rows,
+/// not assumed from the plan. O(rows) expected (rows are hashed, equal hashes compared).
+[[nodiscard]] std::vector<std::pair<std::uint32_t, std::uint32_t>> timeline_classes(
+    const replay::RunRecord& record);
 
 /// How many of the busiest links a trace of `nest simulate --trace` and `nest run` shows as
 /// utilization counters (`replay::PlanReplayOptions::utilization_links`).

@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "io/hdf5.h"
 #include "nest/core/error.h"
@@ -126,6 +129,74 @@ TEST_F(RunWriters, Hdf5HasTheSchemaRowsAndUnits) {
   double error = 0;
   f.openGroup("/summary").openAttribute("estimate_error").read(H5::PredType::NATIVE_DOUBLE, &error);
   EXPECT_DOUBLE_EQ(error, 0.2);
+}
+
+// Four devices: 0 and 2 run the same rows, 3 differs from 1 in one end (1 ps) and 4 in one
+// memory level, so the classes are {0, 2}, {1}, {3}, {4}.
+RunRecord classes_record() {
+  RunRecord r = sample_record();
+  using replay::MemoryCategory;
+  using replay::Stream;
+  using replay::TaskKind;
+  const auto fwd = [](std::uint32_t d, Time end) {
+    return replay::TimelineRow{d,  Stream::kCompute, TaskKind::kForward, 0, 0, 0, 3, Time::zero(),
+                               end};
+  };
+  const Time end = Time::microseconds(5);
+  r.timeline = {fwd(0, end), fwd(1, Time::microseconds(7)), fwd(2, end),
+                fwd(3, Time::microseconds(7) + Time::picoseconds(1)), fwd(4, end)};
+  r.memory = {{0, Time::zero(), Bytes(100), MemoryCategory::kWeights},
+              {1, Time::zero(), Bytes(100), MemoryCategory::kWeights},
+              {2, Time::zero(), Bytes(100), MemoryCategory::kWeights},
+              {3, Time::zero(), Bytes(100), MemoryCategory::kWeights},
+              {4, Time::zero(), Bytes(101), MemoryCategory::kWeights}};
+  r.peaks = {{0, Bytes(100)}, {1, Bytes(100)}, {2, Bytes(100)}, {3, Bytes(100)}, {4, Bytes(101)}};
+  return r;
+}
+
+TEST_F(RunWriters, TimelineClassesGroupDevicesWhoseRowsAreEqual) {
+  const auto classes = timeline_classes(classes_record());
+  const std::vector<std::pair<std::uint32_t, std::uint32_t>> expected{
+      {0, 0}, {1, 1}, {2, 0}, {3, 3}, {4, 4}};
+  EXPECT_EQ(classes, expected);
+}
+
+TEST_F(RunWriters, Hdf5WritesOneTimelinePerClassUnlessAllDevices) {
+  auto counts = [](const std::filesystem::path& path) {
+    H5::H5File f(path.string(), H5F_ACC_RDONLY);
+    auto rows = [&](const char* name) {
+      hsize_t n = 0;
+      f.openDataSet(name).getSpace().getSimpleExtentDims(&n);
+      return n;
+    };
+    struct Class {
+      std::uint32_t device;
+      std::uint32_t representative;
+    };
+    H5::CompType t(sizeof(Class));
+    t.insertMember("device", HOFFSET(Class, device), H5::PredType::NATIVE_UINT32);
+    t.insertMember("representative", HOFFSET(Class, representative), H5::PredType::NATIVE_UINT32);
+    std::vector<Class> c(rows("/timeline_classes"));
+    f.openDataSet("/timeline_classes").read(c.data(), t);
+    std::vector<std::uint32_t> reps;
+    for (const Class& x : c) reps.push_back(x.representative);
+    return std::tuple(rows("/timeline"), rows("/memory/trace"), rows("/memory/peak"), reps);
+  };
+  write_hdf5(classes_record(), dir_ / "classes.h5");
+  write_hdf5(classes_record(), dir_ / "all.h5", {.all_devices = true});
+  const auto [tl, mem, peak, reps] = counts(dir_ / "classes.h5");
+  EXPECT_EQ(tl, 4u);  // device 2's row is device 0's
+  EXPECT_EQ(mem, 4u);
+  EXPECT_EQ(peak, 5u);  // peaks stay per device
+  EXPECT_EQ(reps, (std::vector<std::uint32_t>{0, 1, 0, 3, 4}));
+  const auto [tl_all, mem_all, peak_all, reps_all] = counts(dir_ / "all.h5");
+  EXPECT_EQ(tl_all, 5u);
+  EXPECT_EQ(mem_all, 5u);
+  EXPECT_EQ(peak_all, 5u);
+  EXPECT_EQ(reps_all, (std::vector<std::uint32_t>{0, 1, 2, 3, 4}));
+  // The same record, the same bytes.
+  write_hdf5(classes_record(), dir_ / "again.h5");
+  EXPECT_EQ(slurp(dir_ / "classes.h5"), slurp(dir_ / "again.h5"));
 }
 
 TEST_F(RunWriters, Hdf5NamesTheTopologysNodesAndLinks) {
