@@ -56,14 +56,16 @@ BENCHMARK(BM_ReplayGpt3)
     ->Iterations(1);
 
 // Issue 18, item 4: GPT-3 175B (the artifact profile's t = 8 variant, full recomputation) on
-// rail clusters of `nodes` DGX-H100 nodes like topologies/h100_rail_1024.yaml (32 nodes per
-// leaf, 32 spines, the NCCL models), 16 stages of 6 blocks, d = nodes / 16 replicas placed
-// tp-dp-pp (the plan `nest place --tp 8 --pp 16 --dp 128` chooses at 16,384 GPUs), 12
-// microbatches per replica. Counters: devices, timeline rows, and the shards simulated per
-// stage replica (1 where one plane stands for all, 8 where the shards' flows meet: ECMP over
-// the spines picks different paths in different rails).
+// rail clusters of `nodes` DGX-H100 nodes like topologies/h100_rail_1024.yaml (32 spines, the
+// NCCL models) with `nodes_per_leaf` nodes per leaf, 16 stages of 6 blocks, d = nodes / 16
+// replicas placed tp-dp-pp (the plan `nest place --tp 8 --pp 16 --dp 128` chooses at 16,384
+// GPUs), 12 microbatches per replica; `merge` = PlanReplayOptions::merge_shards. Counters:
+// devices, timeline rows, and the shards simulated per stage replica (1 where one plane stands
+// for all; 8 where the shards' flows meet: with 32 nodes per leaf, ECMP over the spines picks
+// different paths in different rails; with one leaf per rail the planes are disjoint).
 void BM_ReplayGpt3Rail(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
+  const auto nodes_per_leaf = state.range(1);
   const int d = nodes / 16;
   const std::int64_t microbatches = 12 * d;
   workload::LayerProfile profile =
@@ -73,11 +75,11 @@ void BM_ReplayGpt3Rail(benchmark::State& state) {
   profile.global_batch = microbatches;
   const std::string yaml = fmt::format(
       "kind: rail_optimized\nname: h100-rail-{}\nnodes: {}\ngpus_per_node: 8\n"
-      "nodes_per_leaf: 32\nspines: 32\nnvlink_bandwidth: 450 GB/s\nnvlink_latency: 0.5 us\n"
+      "nodes_per_leaf: {}\nspines: 32\nnvlink_bandwidth: 450 GB/s\nnvlink_latency: 0.5 us\n"
       "nic_bandwidth: 400 Gb/s\nnic_latency: 1 us\nspine_bandwidth: 400 Gb/s\n"
       "spine_latency: 1 us\nnvlink_sharp: true\n"
       "collectives: [collectives/nvlink4.yaml, collectives/ndr.yaml]\n",
-      8 * nodes, nodes);
+      8 * nodes, nodes, nodes_per_leaf);
   const topo::Topology topology =
       topo::load_topology_string(yaml, kRoot + "/topologies/bench_rail.yaml");
   placer::PlanChoice choice;
@@ -91,10 +93,12 @@ void BM_ReplayGpt3Rail(benchmark::State& state) {
   const placer::CostOptions options{.rules = workload::MemoryRules::kNestArtifact,
                                     .devices = static_cast<std::int64_t>(topology.num_devices())};
   const placer::Plan plan = placer::evaluate(profile, choice, comm, options);
+  replay::PlanReplayOptions replay_options;
+  replay_options.merge_shards = state.range(2) != 0;
   std::size_t rows = 0;
   int simulated = 0;
   for (auto _ : state) {
-    const replay::RunRecord r = replay::replay_plan(plan, profile, topology, {});
+    const replay::RunRecord r = replay::replay_plan(plan, profile, topology, replay_options);
     rows = r.timeline.size();
     simulated = r.simulated_shards;
     benchmark::DoNotOptimize(r.summary.iteration_time);
@@ -105,9 +109,14 @@ void BM_ReplayGpt3Rail(benchmark::State& state) {
 }
 
 BENCHMARK(BM_ReplayGpt3Rail)
-    ->Arg(128)
-    ->Arg(512)
-    ->Arg(2048)
+    ->Args({128, 32, 1})
+    ->Args({512, 32, 1})
+    ->Args({2048, 32, 1})
+    ->Args({16384, 32, 1})
+    ->Args({128, 128, 1})
+    ->Args({128, 128, 0})
+    ->Args({512, 512, 1})
+    ->Args({512, 512, 0})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
