@@ -427,14 +427,20 @@ std::int64_t share_of(std::int64_t total, std::int64_t i, std::int64_t k) {
 // it has (itself for plane 0 and idle links); otherwise nothing.
 class PlaneCheck {
  public:
-  PlaneCheck(std::size_t links, std::size_t planes)
-      : links_(links), owner_(links, kFree), image_(links * planes, kNone), source_(links) {
-    for (std::size_t l = 0; l < links; ++l) source_[l] = static_cast<topo::LinkId>(l);
+  // `fabric`: the simulated network; `given`: the topology the link table reports against.
+  PlaneCheck(const topo::Topology& fabric, const topo::Topology& given, std::size_t planes)
+      : fabric_(fabric),
+        given_(given),
+        links_(fabric.num_links()),
+        owner_(links_, kFree),
+        image_(links_ * planes, kNone),
+        source_(links_) {
+    for (std::size_t l = 0; l < links_; ++l) source_[l] = static_cast<topo::LinkId>(l);
   }
 
   // Route `route` of plane k is the counterpart of `base` of plane 0.
-  bool match(const topo::Topology& fabric, std::span<const topo::LinkId> base,
-             std::span<const topo::LinkId> route, std::size_t k) {
+  bool match(std::span<const topo::LinkId> base, std::span<const topo::LinkId> route,
+             std::size_t k) {
     if (base.size() != route.size()) return false;
     for (std::size_t i = 0; i < base.size(); ++i) {
       const topo::LinkId a = base[i];
@@ -442,10 +448,7 @@ class PlaneCheck {
       if (!claim(a, 0) || !claim(b, k)) return false;
       topo::LinkId& img = image_[k * links_ + a];
       if (img == kNone) {
-        if (source_[b] != b) return false;  // b is the image of another plane-0 link
-        const topo::Link& la = fabric.link(a);
-        const topo::Link& lb = fabric.link(b);
-        if (la.bandwidth != lb.bandwidth || la.latency != lb.latency) return false;
+        if (source_[b] != b || !alike(a, b)) return false;  // b: another link's image
         img = b;
         source_[b] = a;
       } else if (img != b) {
@@ -460,10 +463,20 @@ class PlaneCheck {
  private:
   static constexpr std::uint32_t kFree = std::numeric_limits<std::uint32_t>::max();
   static constexpr topo::LinkId kNone = std::numeric_limits<topo::LinkId>::max();
+  bool alike(topo::LinkId a, topo::LinkId b) const {
+    for (const topo::Topology* t : {&fabric_, &given_}) {
+      const topo::Link& la = t->link(a);
+      const topo::Link& lb = t->link(b);
+      if (la.bandwidth != lb.bandwidth || la.latency != lb.latency) return false;
+    }
+    return true;
+  }
   bool claim(topo::LinkId l, std::size_t plane) {
     if (owner_[l] == kFree) owner_[l] = static_cast<std::uint32_t>(plane);
     return owner_[l] == plane;
   }
+  const topo::Topology& fabric_;
+  const topo::Topology& given_;
   std::size_t links_;
   std::vector<std::uint32_t> owner_;
   std::vector<topo::LinkId> image_;   // image_[k * links + l]: phi_k(l)
@@ -538,14 +551,14 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
     const std::size_t planes = input.devices[0][0].size();
     const std::size_t chunks = input.stages.size();
     if (planes < 2 || !options.merge_shards) return std::nullopt;
-    PlaneCheck check(fabric.num_links(), planes);
+    PlaneCheck check(fabric, topology, planes);
     std::vector<topo::LinkId> base;
     std::vector<topo::LinkId> route;
     auto pair = [&](topo::DeviceId s0, topo::DeviceId d0, topo::DeviceId sk, topo::DeviceId dk,
                     std::uint64_t key_0, std::uint64_t key_k, std::size_t k) {
       router.route_into(s0, d0, key_0, base);
       router.route_into(sk, dk, key_k, route);
-      return check.match(fabric, base, route, k);
+      return check.match(base, route, k);
     };
     // Stage-to-stage transfers (the keys of Engine::transfer).
     for (std::size_t r = 0; r < replicas; ++r) {
