@@ -141,7 +141,8 @@ struct Job::Impl {
     if (!spec.verify) {
       spec.verify = network == NetworkModel::kOracle && topology ? kDefaultVerify : 0;
     }
-    search.keep_per_order = *spec.verify;
+    search.keep_per_order = 0;
+    search.replay_candidates = *spec.verify;
   }
 
   // The spec's numbers every front end bounds the same way, before the model is built with

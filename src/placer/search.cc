@@ -532,6 +532,17 @@ std::optional<PlanChoice> best_partition(const workload::LayerProfile& profile, 
   return choice;
 }
 
+Time verification_cut(std::optional<Time> first_of_order, std::size_t orders_with_plans,
+                      std::vector<Time> rest, int k) {
+  if (!first_of_order) return Time::max();
+  const auto n = static_cast<std::int64_t>(orders_with_plans);
+  if (k <= n) return *first_of_order;
+  const auto slots = static_cast<std::size_t>(k - n);
+  if (rest.size() < slots) return Time::max();
+  std::nth_element(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(slots - 1), rest.end());
+  return std::max(*first_of_order, rest[slots - 1]);
+}
+
 SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
                     const SearchOptions& options) {
   if (profile.variants.empty()) throw Error::input("the profile has no variants");
@@ -593,9 +604,25 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
                         .value = std::to_string(options.keep_per_order),
                         .expected = "an integer >= 0"});
   }
-  // With keep_per_order k > 0: the best k plans of each order, by (time, order found). An entry
-  // of order o is pruned against the k-th of o (against the best plan alone when k = 0).
-  const auto keep = static_cast<std::size_t>(options.keep_per_order);
+  if (options.replay_candidates < 0) {
+    throw Error::input("negative number of candidates to replay",
+                       {.key = "replay_candidates",
+                        .value = std::to_string(options.replay_candidates),
+                        .expected = "an integer >= 0"});
+  }
+  if (options.keep_per_order > 0 && options.replay_candidates > 0) {
+    throw Error::input("keep_per_order and replay_candidates are exclusive",
+                       {.key = "replay_candidates",
+                        .value = std::to_string(options.replay_candidates),
+                        .expected = "0 with keep_per_order > 0"});
+  }
+  // Kept plans, by (time, order found): with keep_per_order k > 0 the best k of each order, an
+  // entry of order o pruned against the k-th of o; with replay_candidates K > 0 the plans that
+  // `nest place --verify K` replays, an entry pruned against `verification_cut`; with neither,
+  // only the best plan, entries pruned against it alone.
+  const bool verifying = options.replay_candidates > 0;
+  const auto keep =
+      static_cast<std::size_t>(verifying ? options.replay_candidates : options.keep_per_order);
   struct KeptPlan {
     std::int64_t time;
     std::int64_t found;
@@ -603,8 +630,24 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   };
   std::vector<std::vector<KeptPlan>> kept(orders.size());
   std::int64_t found = 0;
+  // replay_candidates K: the cut of each order, updated whenever a plan is kept.
+  std::vector<std::int64_t> verify_cut(orders.size(), kInf);
+  auto update_verify_cuts = [&] {
+    std::size_t with_plans = 0;
+    std::vector<Time> rest;
+    for (const auto& list : kept) {
+      with_plans += list.empty() ? 0 : 1;
+      for (std::size_t i = 1; i < list.size(); ++i) rest.push_back(list[i].plan.iteration_time);
+    }
+    for (std::size_t oi = 0; oi < orders.size(); ++oi) {
+      const std::optional<Time> first =
+          kept[oi].empty() ? std::nullopt : std::optional(kept[oi].front().plan.iteration_time);
+      verify_cut[oi] = verification_cut(first, with_plans, rest, options.replay_candidates).ps();
+    }
+  };
   auto cut = [&](std::size_t oi) {
     if (keep == 0) return best.time;
+    if (verifying) return verify_cut[oi];
     return kept[oi].size() < keep ? kInf : kept[oi].back().time;
   };
   auto cut_any = [&] {
@@ -615,7 +658,8 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   };
   auto record = [&](std::size_t oi, PlanChoice&& choice, const Plan& plan) {
     const std::int64_t t = plan.iteration_time.ps();
-    if (keep > 0 && t < cut(oi)) {
+    // A plan over memory (priced with ignore_memory) cannot be replayed: no candidate.
+    if (keep > 0 && t < cut(oi) && (!verifying || plan.fits())) {
       auto& list = kept[oi];
       // Distinct: not the same choice, nor one that differs only in its ZeRO stage at the
       // same price (the replay times them alike).
@@ -629,6 +673,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
                                    [](std::int64_t x, const KeptPlan& k) { return x < k.time; });
         list.insert(at, KeptPlan{t, found++, plan});
         if (list.size() > keep) list.pop_back();
+        if (verifying) update_verify_cuts();
       }
     }
     if (t < best.time) {
@@ -1070,8 +1115,30 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     std::stable_sort(all.begin(), all.end(), [](const KeptPlan& a, const KeptPlan& b) {
       return std::tie(a.time, a.found) < std::tie(b.time, b.found);
     });
+    if (verifying) {
+      // Kept plans that a later one pushed out of the set: the first of each order, then the
+      // rest up to K.
+      std::vector<bool> first(all.size(), false);
+      std::vector<PlacementOrder> seen;
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        const PlacementOrder o = all[i].plan.choice.order;
+        if (std::find(seen.begin(), seen.end(), o) != seen.end()) continue;
+        seen.push_back(o);
+        first[i] = true;
+      }
+      std::size_t taken = seen.size();
+      std::vector<KeptPlan> set;
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        if (!first[i] && taken >= keep) continue;
+        if (!first[i]) ++taken;
+        set.push_back(std::move(all[i]));
+      }
+      all = std::move(set);
+    }
     for (auto& k : all) result.candidates.push_back(std::move(k.plan));
-    if (result.candidates.empty() || !(result.candidates.front().choice == plan.choice)) {
+    const bool listed = !verifying || plan.fits();
+    if (listed &&
+        (result.candidates.empty() || !(result.candidates.front().choice == plan.choice))) {
       // Equal times found in another order: the best plan leads the list.
       auto it = std::find_if(result.candidates.begin(), result.candidates.end(),
                              [&](const Plan& c) { return c.choice == plan.choice; });

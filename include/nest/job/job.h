@@ -203,14 +203,16 @@ class Job {
   /// `JobSpec::verify` K > 0, the plan of the least replayed time of the K candidates (see
   /// `placement`).
   [[nodiscard]] placer::Plan place();
-  /// The placement with its verification: with K = `spec().verify` > 0, the search keeps its K
-  /// best plans of each placement order; the best of each order and then the best of the rest
-  /// up to K in all are replayed (`simulate`, default options), and the fastest replayed is
-  /// chosen (ties: the smaller estimate). With K = 0 the search's best, no verification.
+  /// The placement with its verification: with K = `spec().verify` > 0, the search keeps the
+  /// best plan of each placement order and then the best of the rest up to K in all
+  /// (`SearchOptions::replay_candidates`); they are replayed (`simulate`, default options), and
+  /// the fastest replayed is chosen (ties: the smaller estimate). With K = 0 the search's best,
+  /// no verification.
   /// Throws as `place`.
   /// `options.replay` is how the candidates are replayed (the seed is the job's).
   [[nodiscard]] Placement placement(const SimulateOptions& options = {});
-  /// Verifies `result` (a search of this job with `keep_per_order` >= K) as `placement` does.
+  /// Verifies `result` (a search of this job: `replay_candidates` K, or `keep_per_order` >= K)
+  /// as `placement` does.
   [[nodiscard]] Placement verify(placer::SearchResult result, const SimulateOptions& options = {});
   /// The spec's baselines (and `fixed` when `fixed_plan` is set), in the spec's order.
   [[nodiscard]] std::vector<placer::BaselineResult> baselines();

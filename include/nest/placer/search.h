@@ -39,11 +39,13 @@
 /// partition, not on one stage), so with a non-zero network the search is exact for the
 /// pipeline term and a heuristic for those two.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "nest/core/units.h"
 #include "nest/placer/comm_cost.h"
 #include "nest/placer/cost_model.h"
 #include "nest/placer/plan.h"
@@ -89,6 +91,16 @@ struct SearchOptions {
   /// pruned only against the k-th best plan of its order, so the search slows down; `best` is
   /// the same plan either way.
   int keep_per_order = 0;
+  /// Keep exactly the plans `nest place --verify K` replays, K = `replay_candidates`: the best
+  /// distinct plan of each placement order, then the best K − n of the other distinct plans (n:
+  /// the orders with a plan that fits memory), by (time, order found), in
+  /// `SearchResult::candidates`. An entry is pruned against `verification_cut` of its order, the
+  /// least it must beat to enter that set: never lower than the best plan's time, and no higher
+  /// than the K-th best plan of its order (the `keep_per_order` K cut), so this search is at
+  /// least as fast and the set is the one that the K best of each order would yield. Plans over
+  /// memory (with `ignore_memory`) are not candidates (a replay cannot run them). 0: off; not
+  /// with `keep_per_order` > 0.
+  int replay_candidates = 0;
 };
 
 /// Counters of one search, for benchmarks and reports.
@@ -113,7 +125,8 @@ struct SearchResult {
   std::optional<Plan> over_memory;
   /// With `keep_per_order` k > 0: the best k plans of each placement order (fewer when fewer
   /// fit), all of them priced by the cost model, by iteration time (ties: in the order found);
-  /// `candidates.front()` is `best`. Empty with k = 0.
+  /// `candidates.front()` is `best`. With `replay_candidates` K > 0: the plans to replay (see
+  /// there), ordered the same way, `best` first (when it fits memory). Empty with both 0.
   std::vector<Plan> candidates;
   SearchStats stats;
 };
@@ -129,6 +142,19 @@ struct SearchResult {
                                                        workload::Recompute recompute,
                                                        PlacementOrder order, CommCost& comm,
                                                        const CostOptions& options);
+
+/// The iteration time a new plan of one placement order must beat (strictly: of equal times
+/// the one found first ranks first) to be replayed by `nest place --verify k` (see
+/// `SearchOptions::replay_candidates`), given the distinct plans kept so far: `first_of_order`
+/// the time of the best kept plan of its order (none: `Time::max()`, the plan would be that
+/// order's best), `orders_with_plans` (n) the orders that have one, `rest` the times of every
+/// other kept plan. The set is the best plan of each order plus the best k − n of the others, so
+/// the cut is max(first_of_order, the (k − n)-th smallest of `rest`), just `first_of_order` when
+/// n >= k, and `Time::max()` while `rest` has fewer than k − n. It never rises as plans are added
+/// (the firsts only fall, and a displaced first joins `rest`), so an entry whose lower bound
+/// reaches it can never yield a plan of the final set. O(|rest|).
+[[nodiscard]] Time verification_cut(std::optional<Time> first_of_order,
+                                    std::size_t orders_with_plans, std::vector<Time> rest, int k);
 
 /// Runs the search. Throws `Error` (input) on inconsistent options or profile. Deterministic:
 /// of plans with equal iteration times, the first found in the fixed loop order wins (variants

@@ -171,5 +171,87 @@ TEST_F(NetworkAwareness, KeepsTheBestPlansOfEachOrder) {
   }
 }
 
+// replay_candidates K (nest place --verify K): the search keeps exactly the plans the
+// verification replays (the best of each order, then the best of the rest up to K), the set
+// that the K best plans of each order yield, and prices no more plans than keep_per_order K.
+TEST_F(NetworkAwareness, ReplayCandidatesAreWhatTheKBestOfEachOrderYield) {
+  const topo::Topology over = rail(2);
+  OracleCommCost network(over);
+  // The verification's selection (job::Job::verify) from a list by (time, order found).
+  auto select = [](const std::vector<Plan>& all, std::size_t k) {
+    std::vector<bool> take(all.size(), false);
+    std::vector<PlacementOrder> seen;
+    std::size_t taken = 0;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (std::find(seen.begin(), seen.end(), all[i].choice.order) != seen.end()) continue;
+      seen.push_back(all[i].choice.order);
+      take[i] = true;
+      ++taken;
+    }
+    for (std::size_t i = 0; i < all.size() && taken < k; ++i) {
+      if (!take[i]) {
+        take[i] = true;
+        ++taken;
+      }
+    }
+    std::vector<Plan> out;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (take[i]) out.push_back(all[i]);
+    }
+    return out;
+  };
+  const std::vector<std::size_t> expected_sizes = {2, 2, 3, 4, 6};
+  const std::vector<int> ks = {1, 2, 3, 4, 6};
+  std::int64_t priced_k4 = 0;
+  std::int64_t priced_k4_per_order = 0;
+  for (std::size_t n = 0; n < ks.size(); ++n) {
+    const int k = ks[n];
+    SearchOptions per_order = options_;
+    per_order.keep_per_order = k;
+    const SearchResult wide = search(profile_, network, per_order);
+    SearchOptions replay = options_;
+    replay.replay_candidates = k;
+    const SearchResult narrow = search(profile_, network, replay);
+    ASSERT_TRUE(wide.best && narrow.best);
+    EXPECT_EQ(narrow.best->choice, wide.best->choice);
+    const std::vector<Plan> want = select(wide.candidates, static_cast<std::size_t>(k));
+    ASSERT_EQ(want.size(), expected_sizes[n]) << "K = " << k;
+    ASSERT_EQ(narrow.candidates.size(), want.size()) << "K = " << k;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(narrow.candidates[i].choice, want[i].choice) << "K = " << k << ", #" << i;
+      EXPECT_EQ(narrow.candidates[i].iteration_time, want[i].iteration_time);
+    }
+    EXPECT_EQ(select(narrow.candidates, static_cast<std::size_t>(k)).size(), want.size());
+    EXPECT_LE(narrow.stats.candidates, wide.stats.candidates) << "K = " << k;
+    if (k == 4) {
+      priced_k4 = narrow.stats.candidates;
+      priced_k4_per_order = wide.stats.candidates;
+    }
+  }
+  // Two orders, K = 4: the second order's 2nd to 4th plans need not be priced.
+  EXPECT_LT(priced_k4, priced_k4_per_order);
+  SearchOptions both = options_;
+  both.keep_per_order = 2;
+  both.replay_candidates = 2;
+  try {
+    (void)search(profile_, network, both);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "replay_candidates: keep_per_order and replay_candidates are exclusive (got \"2\"; "
+              "expected 0 with keep_per_order > 0)");
+  }
+  SearchOptions negative = options_;
+  negative.replay_candidates = -1;
+  try {
+    (void)search(profile_, network, negative);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "replay_candidates: negative number of candidates to replay (got \"-1\"; expected "
+              "an integer >= 0)");
+  }
+}
+
 }  // namespace
 }  // namespace nest::placer

@@ -156,5 +156,28 @@ TEST(Search, IgnoringMemoryPricesAPlanThatDoesNotFit) {
   EXPECT_EQ(r.best->iteration_time, Time::milliseconds(8 * 12));
 }
 
+// The verification's cut (nest place --verify K), by hand: the set is the best plan of each
+// order and then the best K − n others.
+TEST(Search, VerificationCutIsTheLeastAPlanMustBeatToBeReplayed) {
+  auto ms = [](double x) { return Time::milliseconds(x); };
+  const std::vector<Time> rest = {ms(5), ms(3), ms(9)};
+  // An order with no plan yet: any plan of it would be its best, so it is always replayed.
+  EXPECT_EQ(verification_cut(std::nullopt, 1, rest, 4), Time::max());
+  // K = 4, two orders with plans: two slots beyond the firsts, the 2nd smallest of the rest is
+  // 5 ms; a first of 4 ms is below it, one of 7 ms above it.
+  EXPECT_EQ(verification_cut(ms(4), 2, rest, 4), ms(5));
+  EXPECT_EQ(verification_cut(ms(7), 2, rest, 4), ms(7));
+  // K = 5: three slots, the largest of the three.
+  EXPECT_EQ(verification_cut(ms(4), 2, rest, 5), ms(9));
+  // K = 6: four slots, three plans: any plan enters.
+  EXPECT_EQ(verification_cut(ms(4), 2, rest, 6), Time::max());
+  // K no larger than the orders with plans: only the best of each order, so its best.
+  EXPECT_EQ(verification_cut(ms(4), 2, rest, 2), ms(4));
+  EXPECT_EQ(verification_cut(ms(4), 3, rest, 2), ms(4));
+  EXPECT_EQ(verification_cut(ms(4), 1, {}, 1), ms(4));
+  // Equal times: the slot is taken by the one found first (a new plan must beat it).
+  EXPECT_EQ(verification_cut(ms(1), 2, {ms(3), ms(3)}, 4), ms(3));
+}
+
 }  // namespace
 }  // namespace nest::placer
