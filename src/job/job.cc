@@ -465,6 +465,38 @@ struct Job::Impl {
     return std::max<std::uint64_t>(std::uint64_t{1} << 20, searched_events / 4);
   }
 
+  // The replay of `plan` (checked against the topology and memory), metadata not filled.
+  replay::RunRecord replay(const placer::Plan& plan, const SimulateOptions& options) const {
+    if (!topology) {
+      throw Error::input("a replay needs a topology", {.key = "topology",
+                                                       .expected = "a plan made with a topology, "
+                                                                   "or one here"});
+    }
+    if (topology->num_devices() < static_cast<std::size_t>(plan.devices_used)) {
+      throw Error::input(fmt::format("the plan needs {} devices, the topology has {}",
+                                     plan.devices_used, topology->num_devices()),
+                         {.key = "topology"});
+    }
+    for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+      if (plan.stages[s].fits(plan.capacity)) continue;
+      throw Error::input(
+          fmt::format("stage {} needs {} per device, more than the {} of memory", s,
+                      format_bytes(plan.stages[s].memory.total()), format_bytes(plan.capacity)),
+          {.key = fmt::format("partition[{}]", s)});
+    }
+    const auto start = Clock::now();
+    replay::PlanReplayOptions replay = options.replay;
+    replay.seed = spec.seed;
+    replay.ideal = spec.ideal;
+    // The reduction runs as the plan was priced: beside the last backward or after it.
+    replay.overlap_gradient_sync = search.cost.overlap_gradient_sync;
+    if (spec.algorithm) replay.data_parallel_algorithm = spec.algorithm;
+    replay::RunRecord run = replay::replay_plan(plan, *profile, *topology, replay);
+    nest::log(log, LogLevel::kInfo, "replay: {} timeline rows, {} links in {:.3f} s",
+              run.timeline.size(), run.links.size(), seconds_since(start));
+    return run;
+  }
+
   void log_oracle(std::string_view phase) const {
     if (oracle == nullptr) return;
     const coll::OracleStats& s = oracle->stats();
@@ -558,9 +590,19 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
   if (taken == 0) return {.plan = std::move(*result.best)};
   placer::Verification v;
   v.requested = k;
+  // Only the candidates' times are needed: no busiest links' series (a second pass that leaves
+  // the replay as it is), no metadata.
+  SimulateOptions light{.replay = options.replay};
+  light.replay.utilization_links = 0;
+  std::optional<replay::RunRecord> chosen_run;
+  Time least = Time::max();
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (!take[i]) continue;
-    const Time replayed = simulate(all[i], {.replay = options.replay}).summary.iteration_time;
+    replay::RunRecord run = impl_->replay(all[i], light);
+    const Time replayed = run.summary.iteration_time;
+    // The first of the least replayed times is chosen (the sort below is stable).
+    if (options.keep_replay && replayed < least) chosen_run = std::move(run);
+    least = std::min(least, replayed);
     v.candidates.push_back({.plan = std::move(all[i]),
                             .replayed = replayed,
                             .estimate_rank = static_cast<int>(v.candidates.size()) + 1});
@@ -582,7 +624,10 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
     chosen.collectives =
         placer::plan_collectives(*impl_->profile, chosen, *impl_->oracle, impl_->search.cost);
   }
-  return {.plan = std::move(chosen), .verification = std::move(v)};
+  return {.plan = std::move(chosen),
+          .verification = std::move(v),
+          .replay = std::move(chosen_run),
+          .replayed_with = light.replay};
 }
 
 std::vector<placer::BaselineResult> Job::baselines() {
@@ -631,40 +676,39 @@ placer::Plan Job::evaluate(const io::PlanRecord& record) {
   return evaluate(choice);
 }
 
-replay::RunRecord Job::simulate(const placer::Plan& plan, const SimulateOptions& options) {
-  Impl& m = *impl_;
-  if (!m.topology) {
-    throw Error::input("a replay needs a topology",
-                       {.key = "topology", .expected = "a plan made with a topology, or one here"});
-  }
-  if (m.topology->num_devices() < static_cast<std::size_t>(plan.devices_used)) {
-    throw Error::input(fmt::format("the plan needs {} devices, the topology has {}",
-                                   plan.devices_used, m.topology->num_devices()),
-                       {.key = "topology"});
-  }
-  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
-    if (plan.stages[s].fits(plan.capacity)) continue;
-    throw Error::input(
-        fmt::format("stage {} needs {} per device, more than the {} of memory", s,
-                    format_bytes(plan.stages[s].memory.total()), format_bytes(plan.capacity)),
-        {.key = fmt::format("partition[{}]", s)});
-  }
-  const auto start = Clock::now();
-  replay::PlanReplayOptions replay = options.replay;
-  replay.seed = m.spec.seed;
-  replay.ideal = m.spec.ideal;
-  // The reduction runs as the plan was priced: beside the last backward or after it.
-  replay.overlap_gradient_sync = m.search.cost.overlap_gradient_sync;
-  if (m.spec.algorithm) replay.data_parallel_algorithm = m.spec.algorithm;
-  replay::RunRecord run = replay::replay_plan(plan, *m.profile, *m.topology, replay);
-  nest::log(m.log, LogLevel::kInfo, "replay: {} timeline rows, {} links in {:.3f} s",
-            run.timeline.size(), run.links.size(), seconds_since(start));
+namespace {
+
+// The run's metadata: tool version, command line, the plan's YAML, the inputs' hashes.
+void fill_metadata(replay::RunRecord& run, const SimulateOptions& options, std::string plan_yaml,
+                   const std::vector<std::pair<std::string, std::string>>& inputs) {
   run.meta.tool_version = NEST_VERSION;
   run.meta.command_line = options.command_line;
-  run.meta.plan_yaml =
-      options.plan_yaml.empty() ? plan_yaml(plan, {}, fs::path("plan.yaml")) : options.plan_yaml;
-  for (const auto& [kind, path] : m.input_files())
-    run.meta.inputs.emplace_back(path, file_hash(path));
+  run.meta.plan_yaml = std::move(plan_yaml);
+  for (const auto& [kind, path] : inputs) run.meta.inputs.emplace_back(path, file_hash(path));
+}
+
+}  // namespace
+
+replay::RunRecord Job::simulate(const placer::Plan& plan, const SimulateOptions& options) {
+  replay::RunRecord run = impl_->replay(plan, options);
+  fill_metadata(
+      run, options,
+      options.plan_yaml.empty() ? plan_yaml(plan, {}, fs::path("plan.yaml")) : options.plan_yaml,
+      impl_->input_files());
+  return run;
+}
+
+replay::RunRecord Job::simulate(Placement& placed, const SimulateOptions& options) {
+  if (!placed.replay || !(placed.replayed_with == options.replay)) {
+    return simulate(placed.plan, options);
+  }
+  replay::RunRecord run = std::move(*placed.replay);
+  placed.replay.reset();
+  nest::log(impl_->log, LogLevel::kInfo, "replay: the verification's replay of the chosen plan");
+  fill_metadata(run, options,
+                options.plan_yaml.empty() ? plan_yaml(placed.plan, {}, fs::path("plan.yaml"))
+                                          : options.plan_yaml,
+                impl_->input_files());
   return run;
 }
 

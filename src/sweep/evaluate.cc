@@ -309,7 +309,8 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
     out.error = result.infeasible_reason;
     return out;
   }
-  const job::Placement placed = job.verify(std::move(result));
+  // A replayed point reuses the verification's replay of the chosen plan.
+  job::Placement placed = job.verify(std::move(result), {.keep_replay = point.replay});
   const Plan& plan = placed.plan;
   if (placed.verification) {
     const placer::Verification& v = *placed.verification;
@@ -352,7 +353,7 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
     chosen_replay = placed.verification->candidates[placed.verification->chosen].replayed;
   }
   if (point.replay) {
-    const replay::RunRecord record = job.simulate(plan);
+    const replay::RunRecord record = job.simulate(placed, {});
     if (!chosen_replay) chosen_replay = record.summary.iteration_time;
     const replay::Summary& s = record.summary;
     put("replay_iteration_s", seconds(s.iteration_time));

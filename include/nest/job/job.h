@@ -147,6 +147,10 @@ struct JobSpec {
 struct Placement {
   placer::Plan plan;
   std::optional<placer::Verification> verification;
+  /// With `SimulateOptions::keep_replay`: the verification's replay of `plan` (metadata not
+  /// filled), made with `replayed_with`; `Job::simulate(Placement&, ...)` reuses it.
+  std::optional<replay::RunRecord> replay;
+  replay::PlanReplayOptions replayed_with;  ///< the options of `replay`, as given to the job
 };
 
 /// Parts a caller already has, so that a Job need not load them again (a sweep builds each
@@ -163,6 +167,10 @@ struct SimulateOptions {
   replay::PlanReplayOptions replay;  ///< schedule, virtual stages, buckets (the seed is the job's)
   std::string command_line;          ///< recorded in the run's metadata
   std::string plan_yaml;             ///< recorded in the run's metadata (empty: made here)
+  /// `Job::placement` / `Job::verify`: keep the chosen plan's replay in `Placement::replay`
+  /// (one run record more in memory), so that `Job::simulate(Placement&, ...)` need not replay
+  /// it again.
+  bool keep_replay = false;
 };
 
 /// A loaded, checked job. See the file comment.
@@ -209,7 +217,9 @@ class Job {
   /// the fastest replayed is chosen (ties: the smaller estimate). With K = 0 the search's best,
   /// no verification.
   /// Throws as `place`.
-  /// `options.replay` is how the candidates are replayed (the seed is the job's).
+  /// `options.replay` is how the candidates are replayed (the seed is the job's), without the
+  /// busiest links' series (`utilization_links`: they need a second pass and do not change the
+  /// replayed times); `options.keep_replay` keeps the chosen plan's.
   [[nodiscard]] Placement placement(const SimulateOptions& options = {});
   /// Verifies `result` (a search of this job: `replay_candidates` K, or `keep_per_order` >= K)
   /// as `placement` does.
@@ -227,6 +237,11 @@ class Job {
   /// of the plan exceeds memory.
   [[nodiscard]] replay::RunRecord simulate(const placer::Plan& plan,
                                            const SimulateOptions& options = {});
+  /// The same run as `simulate(placed.plan, options)`, byte for byte: the verification's own
+  /// replay of the plan when `placed.replay` holds one made with `options.replay`
+  /// (`Placement::replayed_with`; it is moved out and only its metadata filled), else a new
+  /// replay.
+  [[nodiscard]] replay::RunRecord simulate(Placement& placed, const SimulateOptions& options);
 
   /// What a plan file written at `plan_path` records of this job: input paths relative to the
   /// plan's folder, build options, seeds, rules, network.

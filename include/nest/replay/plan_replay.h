@@ -52,6 +52,7 @@ struct PlanReplayOptions {
   /// is stated and checked in src/replay/plan_replay.cc): the same record to the picosecond,
   /// about t times less simulation. false: simulate every shard.
   bool merge_shards = true;
+  friend bool operator==(const PlanReplayOptions&, const PlanReplayOptions&) = default;
 };
 
 /// Throws `Error` (input, key "--buckets") unless gradient_buckets is in

@@ -1,5 +1,6 @@
 #include "nest/job/job.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -224,6 +225,32 @@ bool is_replays_choice(const placer::Plan& plan) {
          plan.choice.order == placer::PlacementOrder::kTensorDataPipeline;
 }
 
+// Every figure of a run, as text (the record has no equality).
+std::string run_digest(const replay::RunRecord& r) {
+  std::string out =
+      fmt::format("{} {} {} {} {} {} {}|", r.meta.tool_version, r.meta.command_line,
+                  r.meta.plan_yaml, r.summary.iteration_time.ps(), r.summary.estimate.ps(),
+                  r.summary.tokens_per_s, r.summary.peak_memory.count());
+  for (const auto& [path, hash] : r.meta.inputs) out += fmt::format("{}={} ", path, hash);
+  for (const replay::TimelineRow& t : r.timeline) {
+    out += fmt::format("{},{},{},{},{},{};", t.device, static_cast<int>(t.kind), t.stage,
+                       t.microbatch, t.start.ps(), t.end.ps());
+  }
+  for (const replay::MemoryRow& m : r.memory) {
+    out += fmt::format("{},{},{};", m.device, m.at.ps(), m.bytes.count());
+  }
+  for (const replay::LinkRow& l : r.links) {
+    out += fmt::format("{},{},{},{};", l.src, l.dst, l.bytes, l.busy.ps());
+  }
+  for (const replay::CollectiveRow& c : r.collectives) {
+    out += fmt::format("{},{},{},{},{};", c.op, c.algorithm, c.start.ps(), c.end.ps(),
+                       c.closed_form.ps());
+  }
+  out += fmt::format("|{} {} {} {}", r.topology.links.size(), r.placement.size(), r.stages.size(),
+                     r.link_series.size());
+  return out;
+}
+
 TEST(Job, VerifyByReplayChoosesThePlanTheReplayConfirms) {
   Job estimate_only(thin_spec(0, false), thin_network(), kCatalog);
   const Placement old = estimate_only.placement();
@@ -235,7 +262,7 @@ TEST(Job, VerifyByReplayChoosesThePlanTheReplayConfirms) {
   const Time old_replay = estimate_only.simulate(old.plan).summary.iteration_time;
 
   Job verified(thin_spec(4, false), thin_network(), kCatalog);
-  const Placement placed = verified.placement();
+  Placement placed = verified.placement({.keep_replay = true});
   ASSERT_TRUE(placed.verification);
   const placer::Verification& v = *placed.verification;
   EXPECT_EQ(v.requested, 4);
@@ -268,7 +295,20 @@ TEST(Job, VerifyByReplayChoosesThePlanTheReplayConfirms) {
   EXPECT_GT(placed.plan.iteration_time, old.plan.iteration_time);
   EXPECT_GT(v.estimate_regret(), 0.12);
   EXPECT_LT(v.candidates[v.chosen].replayed, old_replay);
-  EXPECT_EQ(verified.simulate(placed.plan).summary.iteration_time, v.candidates[v.chosen].replayed);
+  const replay::RunRecord again = verified.simulate(placed.plan);
+  EXPECT_EQ(again.summary.iteration_time, v.candidates[v.chosen].replayed);
+  // The verification kept its replay of the chosen plan: simulating the placement with the same
+  // replay options reuses it, the same run as a new replay; other options replay anew.
+  ASSERT_TRUE(placed.replay);
+  const replay::RunRecord series = verified.simulate(placed, {.replay = {.utilization_links = 2}});
+  EXPECT_EQ(series.link_series.size(), 2u);
+  EXPECT_EQ(series.summary.iteration_time, again.summary.iteration_time);
+  ASSERT_TRUE(placed.replay);
+  const replay::RunRecord reused = verified.simulate(placed, {});
+  EXPECT_FALSE(placed.replay);
+  EXPECT_EQ(run_digest(reused), run_digest(again));
+  EXPECT_FALSE(reused.meta.plan_yaml.empty());
+  EXPECT_EQ(reused.meta.inputs.size(), again.meta.inputs.size());
   // The plan file records both figures per candidate.
   const std::string yaml = verified.plan_yaml(placed.plan, {}, "plan.yaml", &v);
   EXPECT_NE(yaml.find("verification:"), std::string::npos);
