@@ -7,6 +7,7 @@
 //   nodes = devices / 8 and spines = 32), and the zero network for comparison;
 // - growth with devices (GPT-3, 128..16,384) and with layers (GPT-3's block with 24..384
 //   blocks, 1,024 devices).
+// - what the search keeps for verification by replay (GPT-3, 256 and 1,024 devices).
 // Each iteration builds a fresh oracle (no memo carried between iterations). The profile is
 // built outside the timed region (it takes milliseconds). Counters: DP tables, states, memory
 // queries, candidates priced in full, distinct network queries and oracle simulations.
@@ -63,11 +64,17 @@ const topo::Topology& rail(int devices) {
   return *t;
 }
 
-void run(benchmark::State& state, const workload::LayerProfile& profile, int devices, bool oracle) {
+// What the search keeps for verification by replay (nest place --verify 4).
+enum class Keep { kBest = 0, kFourPerOrder = 1, kFourToReplay = 2 };
+
+void run(benchmark::State& state, const workload::LayerProfile& profile, int devices, bool oracle,
+         Keep keep = Keep::kBest) {
   placer::SearchOptions options;
   options.cost = {.rules = workload::MemoryRules::kMegatron,
                   .devices = devices,
                   .memory_bandwidth = h100().hbm_bandwidth * h100().memory_efficiency};
+  if (keep == Keep::kFourPerOrder) options.keep_per_order = 4;
+  if (keep == Keep::kFourToReplay) options.replay_candidates = 4;
   placer::SearchStats stats;
   std::uint64_t simulations = 0;
   double seconds = 0;
@@ -103,6 +110,19 @@ void BM_Gpt3OnRail(benchmark::State& state) {
 BENCHMARK(BM_Gpt3OnRail)
     ->ArgNames({"devices", "oracle"})
     ->ArgsProduct({{128, 256, 512, 1024, 2048, 4096, 8192, 16384}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+// The search of `nest place --verify 4`: the best plan only (--verify 0), the 4 best of each
+// placement order (the verification's search before replay_candidates), and the 4 plans the
+// verification replays (replay_candidates; the same candidates).
+void BM_Gpt3KeepForVerify(benchmark::State& state) {
+  static const auto profile = profile_of("gpt3-175b");
+  run(state, profile, static_cast<int>(state.range(0)), true, static_cast<Keep>(state.range(1)));
+}
+BENCHMARK(BM_Gpt3KeepForVerify)
+    ->ArgNames({"devices", "keep"})
+    ->ArgsProduct({{256, 1024}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
