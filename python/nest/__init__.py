@@ -325,8 +325,10 @@ class Run:
         return {name: _frame(getattr(self, name))
                 for name in ("timeline", "memory", "links", "collectives")}
 
-    def write_hdf5(self, path):
-        self._core.write_hdf5(str(path))
+    def write_hdf5(self, path, *, all_devices=False):
+        """Writes the run as `nest simulate -o` does: one timeline per class of devices whose
+        rows are equal (named in /timeline_classes), or every device's with all_devices."""
+        self._core.write_hdf5(str(path), all_devices=all_devices)
 
     def write_trace(self, path):
         self._core.write_trace(str(path))

@@ -690,11 +690,13 @@ PYBIND11_MODULE(_nest, m) {
       .def("link_columns", [](const PyRun& r) { return link_use_columns(r.record); })
       .def("collective_columns", [](const PyRun& r) { return collective_columns(r.record); })
       .def_property_readonly("plan_yaml", [](const PyRun& r) { return r.record.meta.plan_yaml; })
-      .def("write_hdf5",
-           [](const PyRun& r, const fs::path& path) {
-             py::gil_scoped_release release;
-             io::write_hdf5(r.record, path);
-           })
+      .def(
+          "write_hdf5",
+          [](const PyRun& r, const fs::path& path, bool all_devices) {
+            py::gil_scoped_release release;
+            io::write_hdf5(r.record, path, {.all_devices = all_devices});
+          },
+          py::arg("path"), py::kw_only(), py::arg("all_devices") = false)
       .def("write_trace",
            [](const PyRun& r, const fs::path& path) {
              py::gil_scoped_release release;

@@ -134,6 +134,22 @@ class JobTest(unittest.TestCase):
         self.assertEqual(set(frames), {"timeline", "memory", "links", "collectives"})
         self.assertEqual(len(frames["links"]), len(run.links))
 
+    def test_hdf5_folds_equal_timelines_unless_all_devices(self):
+        import h5py
+        job = nest.Job(**SMALL)
+        run = job.simulate(job.place())
+        with tempfile.TemporaryDirectory() as tmp:
+            folded, full = os.path.join(tmp, "folded.h5"), os.path.join(tmp, "full.h5")
+            run.write_hdf5(folded)
+            run.write_hdf5(full, all_devices=True)
+            with h5py.File(folded) as f, h5py.File(full) as g:
+                classes = f["timeline_classes"][()]
+                # Every device of the run has a class; the folded file keeps one device's rows
+                # per class, the full one every device's (as many rows as the run's timeline).
+                self.assertEqual(len(classes), len(np.unique(run.timeline["device"])))
+                self.assertEqual(len(g["timeline"]), len(run.timeline))
+                self.assertLess(len(f["timeline"]), len(g["timeline"]))
+
     def test_plan_round_trips_through_yaml(self):
         plan = nest.Job(**SMALL).place()
         with tempfile.TemporaryDirectory() as tmp:
