@@ -255,7 +255,33 @@ Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, C
   if (!(wide < static_cast<long double>(kMaxDurationPs))) {
     throw_duration_out_of_range(static_cast<double>(wide));
   }
-  const Time pipeline = b.total() * k + slowest_chunk * static_cast<std::int64_t>(S - 1);
+  // The pipeline's parts: the busiest stage K times, the bubble S − 1 chunk times and the
+  // stage-boundary transfers that the schedule does not hide.
+  const StageTime* busiest = &b;
+  Time bubble_chunk = slowest_chunk;
+  Time exposed_transfers = b.transfer * k;
+  if (options.overlap_boundary_transfers) {
+    busiest = &plan.stages.front().time;
+    bubble_chunk = Time::zero();
+    bool sends = false;
+    for (const StageReport& r : plan.stages) {
+      if (r.time.compute + r.time.collectives > busiest->compute + busiest->collectives) {
+        busiest = &r.time;
+      }
+      for (const ChunkReport& c : r.chunks) {
+        bubble_chunk = std::max(bubble_chunk, c.time.compute + c.time.collectives);
+        sends = sends || c.time.transfer > Time::zero();
+      }
+    }
+    const Time base = (busiest->compute + busiest->collectives) * k +
+                      bubble_chunk * static_cast<std::int64_t>(S - 1);
+    exposed_transfers = Time::zero();
+    if (sends) {
+      exposed_transfers = detail::exposed_transfers(v, plan.stages, stage_mode, S, k, base);
+    }
+  }
+  const Time pipeline = (busiest->compute + busiest->collectives) * k +
+                        bubble_chunk * static_cast<std::int64_t>(S - 1) + exposed_transfers;
 
   // The cooldown: stage p's last backward (its first chunk's, of the last microbatch) ends once
   // the stages before it ran theirs and sent their gradients back.
@@ -359,10 +385,10 @@ Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, C
   // sync exposed before it.
   const Time tail = end_time - pipeline;
   const Time optimizer = std::min(tail, tail_optimizer);
-  plan.breakdown = Breakdown{.compute = b.compute * k,
-                             .bubble = slowest_chunk * static_cast<std::int64_t>(S - 1),
-                             .collectives = b.collectives * k,
-                             .transfers = b.transfer * k,
+  plan.breakdown = Breakdown{.compute = busiest->compute * k,
+                             .bubble = bubble_chunk * static_cast<std::int64_t>(S - 1),
+                             .collectives = busiest->collectives * k,
+                             .transfers = exposed_transfers,
                              .data_parallel_sync = tail - optimizer,
                              .optimizer = optimizer};
   plan.iteration_time = plan.breakdown.total();

@@ -200,15 +200,19 @@ bool fits_memory(const workload::Variant& v, const PlanChoice& choice, std::int6
 // f[s][i] and its argmin, rows added on demand (see search.h).
 class Table {
  public:
+  // `transfers` false: stage costs without the boundary transfers, a lower bound of the
+  // pipeline when the cost model overlaps them with compute (CostOptions).
   Table(const workload::Variant& v, const ChainSums& sums, Pricer pricer, MemoryLimits& limits,
-        workload::MemoryRules rules, workload::Recompute recompute, SearchStats& stats)
+        workload::MemoryRules rules, workload::Recompute recompute, SearchStats& stats,
+        bool transfers = true)
       : n_(v.layers.size()),
         sums_(sums),
         pricer_(std::move(pricer)),
         limits_(limits),
         rules_(rules),
         recompute_(recompute),
-        stats_(stats) {
+        stats_(stats),
+        transfers_(transfers) {
     ++stats_.tables;
     best_.emplace_back();  // row 0 is unused
     arg_.emplace_back();
@@ -255,7 +259,7 @@ class Table {
       return c + p.gather_ps(pb[j] - pb[i]);
     };
     auto cost = [&](std::size_t i, std::size_t j) {
-      return body(i, j) + (p.transfer.empty() ? 0 : p.transfer[j]);
+      return body(i, j) + (!transfers_ || p.transfer.empty() ? 0 : p.transfer[j]);
     };
 
     std::vector<std::int64_t> row(n_, kInf);
@@ -284,7 +288,7 @@ class Table {
       if (rec)
         step += rc[j + 1] - rc[j] + p.recompute_collectives[j + 1] - p.recompute_collectives[j];
       if (selective) step += sel[j + 1] - sel[j];
-      if (!p.transfer.empty()) step += p.transfer[j + 1] - p.transfer[j];
+      if (transfers_ && !p.transfer.empty()) step += p.transfer[j + 1] - p.transfer[j];
       monotone = step >= 0 && prev[j] >= prev[j + 1];
     }
     for (std::size_t i = 0; i + static_cast<std::size_t>(s) <= n_; ++i) {
@@ -340,6 +344,7 @@ class Table {
   workload::MemoryRules rules_;
   workload::Recompute recompute_;
   SearchStats& stats_;
+  bool transfers_;
   std::vector<std::vector<std::int64_t>> best_;
   std::vector<std::vector<std::uint32_t>> arg_;
 };
@@ -552,6 +557,9 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
                                                   .expected = "at least 1"});
   }
   const bool artifact = options.cost.rules == workload::MemoryRules::kNestArtifact;
+  // Whether the bounds may count the boundary transfers: not when the cost model overlaps them
+  // with compute (a plan then costs at least its pipeline without them, never with them).
+  const bool bound_transfers = !options.cost.overlap_boundary_transfers;
   std::vector<std::size_t> variants = options.variants;
   if (variants.empty()) {
     for (std::size_t i = 0; i < profile.variants.size(); ++i) variants.push_back(i);
@@ -810,7 +818,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     const std::size_t first_block = b[1] - (b[2] - b[1]);  // chunk 1 holds only blocks
     const std::size_t end_block = b[b.size() - 2] + (b[2] - b[1]);
     double blocks = work(first_block, end_block);
-    if (!lb.transfer.empty()) {
+    if (bound_transfers && !lb.transfer.empty()) {
       for (std::size_t c = 1; c + 1 < b.size(); ++c)
         blocks += static_cast<double>(lb.transfer[b[c]]);
     }
@@ -845,7 +853,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
           if (!table || table_d != price_d) {
             table = std::make_unique<Table>(
                 *vd.v, vd.sums, Pricer(*vd.v, vd.degrees, std::nullopt, d, zero, bound_net),
-                *limits, options.cost.rules, rec, stats);
+                *limits, options.cost.rules, rec, stats, bound_transfers);
             table_d = price_d;
           }
           const std::int64_t k = (vd.v->microbatches + d - 1) / d;
@@ -936,15 +944,16 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
                                               capacity, stats);
     }
     // A table for (order, S): cached when the stage's devices do not depend on S.
+    // `transfers`: whether its stage costs count the boundary transfers (Table).
     auto table_for = [&](auto& cache, PricedNetwork& prices, std::size_t oi, int stages,
-                         std::unique_ptr<Table>& local) -> Table& {
+                         std::unique_ptr<Table>& local, bool transfers = true) -> Table& {
       const PlacementOrder order = orders[oi];
       const bool per_depth = !net.placement_independent() && !pipeline_outermost(order);
       if (per_depth) {
         local = std::make_unique<Table>(
             v, vd.sums,
             Pricer(v, vd.degrees, DeviceMap::make(order, stages, d, dpr), d, item.zero, prices),
-            *limits, options.cost.rules, item.rec, stats);
+            *limits, options.cost.rules, item.rec, stats, transfers);
         return *local;
       }
       // Prices depend on d only through the groups' sizes and neighbours: a zero network never,
@@ -960,7 +969,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
         }
         cached =
             std::make_unique<Table>(v, vd.sums, Pricer(v, vd.degrees, map, d, item.zero, prices),
-                                    *limits, options.cost.rules, item.rec, stats);
+                                    *limits, options.cost.rules, item.rec, stats, transfers);
       }
       return *cached;
     };
@@ -978,7 +987,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
             if (dp_path || (!direct.empty() && direct.front() == 1)) {
               std::unique_ptr<Table> local;
               const std::int64_t f =
-                  table_for(bound_cache, exit_net, oi, stages, local).best(stages);
+                  table_for(bound_cache, exit_net, oi, stages, local, bound_transfers).best(stages);
               if (f != kInf && f <= (cut(oi) - 1) / factor) pipe = factor * f;
               key_1f1b = pipe;
             }
@@ -1012,8 +1021,8 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       const double sync = static_cast<double>(p.stages.front().data_parallel_sync.ps());
       const double exposed =
           options.cost.overlap_gradient_sync ? sync / options.cost.gradient_buckets : sync;
-      return (b.compute + b.bubble + b.collectives + b.transfers + p.stages.front().optimizer)
-                 .ps() +
+      const Time transfers = bound_transfers ? b.transfers : Time::zero();
+      return (b.compute + b.bubble + b.collectives + transfers + p.stages.front().optimizer).ps() +
              static_cast<std::int64_t>(0.999 * exposed);
     };
 
@@ -1026,7 +1035,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       const std::int64_t stage_time = t.best(stages);
       if (stage_time == kInf) return;
       const std::int64_t factor = k + stages - 1;
-      if (stage_time > (cut(e.order) - 1) / factor) return;
+      if (bound_transfers && stage_time > (cut(e.order) - 1) / factor) return;
       ++stats.candidates;
       PlanChoice choice{.variant = vd.index,
                         .boundaries = t.boundaries(stages),
@@ -1065,7 +1074,8 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       }
       // The plan on the network's lower bounds (no simulation) bounds its exact price.
       if (refine &&
-          evaluate(profile, choice, bounds, bound_cost).iteration_time.ps() >= cut(e.order)) {
+          (bound_transfers ? evaluate(profile, choice, bounds, bound_cost).iteration_time.ps()
+                           : lower_bound(choice)) >= cut(e.order)) {
         continue;
       }
       ++stats.candidates;

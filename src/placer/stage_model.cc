@@ -341,6 +341,134 @@ double joint_sync_factor(int zero_stage, const DeviceMap& map, int first, int la
   return static_cast<double>(together.ps()) / static_cast<double>(alone.ps());
 }
 
+Time pipeline_makespan(std::span<const Time> forward, std::span<const Time> backward,
+                       std::span<const Time> send, int stages, std::int64_t microbatches) {
+  const auto chunks = static_cast<std::int64_t>(forward.size());
+  const std::int64_t s = stages;
+  if (s < 1 || chunks % s != 0 || microbatches < 1 ||
+      static_cast<std::int64_t>(backward.size()) != chunks ||
+      static_cast<std::int64_t>(send.size()) != chunks) {
+    throw Error::internal("pipeline_makespan: inconsistent chunks, stages or microbatches");
+  }
+  const std::int64_t v = chunks / s;
+  const std::int64_t total = microbatches * v;  // operations of each kind per stage
+  if (v > 1 && microbatches % s != 0) {
+    throw Error::internal("pipeline_makespan: interleaved microbatches not a multiple of S");
+  }
+  // End of the forward / backward of (chunk, microbatch); -1 until it ran.
+  std::vector<std::int64_t> forward_end(static_cast<std::size_t>(chunks * microbatches), -1);
+  std::vector<std::int64_t> backward_end(forward_end.size(), -1);
+  const auto at = [&](std::int64_t c, std::int64_t mb) {
+    return static_cast<std::size_t>(c * microbatches + mb);
+  };
+  struct Stream {
+    std::int64_t next = 0;   // operations run
+    std::int64_t clock = 0;  // when the last one ended
+    std::int64_t warmup = 0;
+  };
+  std::vector<Stream> streams(static_cast<std::size_t>(s));
+  for (std::int64_t g = 0; g < s; ++g) {
+    streams[static_cast<std::size_t>(g)].warmup =
+        v == 1 ? std::min(s - g - 1, total) : std::min((s - g - 1) * 2 + (v - 1) * s, total);
+  }
+  // Operation `i` of stage g's order (replay::stage_order): its pass, chunk and microbatch.
+  struct Op {
+    bool forward;
+    std::int64_t chunk;
+    std::int64_t mb;
+  };
+  const auto op_at = [&](std::int64_t g, std::int64_t i) {
+    const std::int64_t w = streams[static_cast<std::size_t>(g)].warmup;
+    bool fwd = true;
+    std::int64_t k = i;
+    if (i >= w) {
+      const std::int64_t r = i - w;
+      if (r < 2 * (total - w)) {
+        fwd = r % 2 == 0;
+        k = fwd ? w + r / 2 : r / 2;
+      } else {
+        fwd = false;
+        k = r - (total - w);
+      }
+    }
+    const std::int64_t local = (k / s) % v;
+    const std::int64_t mb = v == 1 ? k : (k / (s * v)) * s + k % s;
+    return Op{fwd, (fwd ? local : v - 1 - local) * s + g, mb};
+  };
+  // Times stay within [0, kMaxDurationPs], so a sum of two never overflows.
+  const auto add = [](std::int64_t a, std::int64_t b) {
+    const std::int64_t sum = a + b;
+    if (sum > kMaxDurationPs) throw_duration_out_of_range(static_cast<double>(sum));
+    return sum;
+  };
+  std::vector<std::int64_t> work;
+  work.reserve(static_cast<std::size_t>(s));
+  for (std::int64_t g = s - 1; g >= 0; --g) work.push_back(g);
+  std::int64_t end = 0;
+  while (!work.empty()) {
+    const std::int64_t g = work.back();
+    work.pop_back();
+    Stream& st = streams[static_cast<std::size_t>(g)];
+    while (st.next < 2 * total) {
+      const Op op = op_at(g, st.next);
+      std::int64_t ready = 0;
+      if (op.forward && op.chunk > 0) {
+        const std::int64_t in = forward_end[at(op.chunk - 1, op.mb)];
+        if (in < 0) break;
+        ready = add(in, send[static_cast<std::size_t>(op.chunk - 1)].ps());
+      } else if (!op.forward) {
+        const bool last = op.chunk + 1 == chunks;
+        const std::int64_t in =
+            last ? forward_end[at(op.chunk, op.mb)] : backward_end[at(op.chunk + 1, op.mb)];
+        if (in < 0) break;
+        ready = last ? in : add(in, send[static_cast<std::size_t>(op.chunk)].ps());
+      }
+      const Time duration = (op.forward ? forward : backward)[static_cast<std::size_t>(op.chunk)];
+      const std::int64_t finish = add(std::max(st.clock, ready), duration.ps());
+      st.clock = finish;
+      end = std::max(end, finish);
+      ++st.next;
+      // The operation this one feeds may be what another stage waits for.
+      if (op.forward && op.chunk + 1 < chunks) {
+        forward_end[at(op.chunk, op.mb)] = finish;
+        work.push_back((op.chunk + 1) % s);
+      } else if (op.forward) {
+        forward_end[at(op.chunk, op.mb)] = finish;
+      } else {
+        backward_end[at(op.chunk, op.mb)] = finish;
+        if (op.chunk > 0) work.push_back((op.chunk - 1) % s);
+      }
+    }
+  }
+  for (const Stream& st : streams) {
+    if (st.next != 2 * total) throw Error::internal("pipeline_makespan: the schedule deadlocked");
+  }
+  return Time::picoseconds(end);
+}
+
+Time exposed_transfers(const workload::Variant& variant, const std::vector<StageReport>& stages,
+                       const std::vector<workload::Recompute>& mode, int stage_count,
+                       std::int64_t microbatches, Time base) {
+  const auto s = static_cast<std::size_t>(stage_count);
+  const std::size_t v = stages.front().chunks.size();
+  std::vector<Time> forward(s * v);
+  std::vector<Time> backward(s * v);
+  std::vector<Time> send(s * v);
+  for (std::size_t p = 0; p < s; ++p) {
+    for (std::size_t j = 0; j < v; ++j) {
+      const ChunkReport& c = stages[p].chunks[j];
+      const PassTimes t = pass_times(variant, c, mode[p]);
+      forward[p + j * s] = t.forward;
+      backward[p + j * s] = t.backward;
+      send[p + j * s] = Time::picoseconds(c.time.transfer.ps() / 2);
+    }
+  }
+  const Time with = pipeline_makespan(forward, backward, send, stage_count, microbatches);
+  const std::vector<Time> none(s * v);
+  const Time without = pipeline_makespan(forward, backward, none, stage_count, microbatches);
+  return std::max(Time::zero(), with - std::max(without, base));
+}
+
 Time optimizer_time(std::int64_t parameters, int zero_stage, int data_parallel,
                     const CostOptions& options) noexcept {
   if (options.rules == workload::MemoryRules::kNestArtifact) return Time::zero();

@@ -5,6 +5,7 @@
 // and the optimizer step.
 
 #include <cstdint>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -142,6 +143,30 @@ double joint_sync_factor(int zero_stage, const DeviceMap& map, int first, int la
 /// The size at which `joint_sync_factor` is measured: large enough to be bandwidth-bound, as
 /// the buckets of the models the placer is for are (GPT-3 on 1,024 GPUs: 0.4-3 GiB each).
 inline constexpr Bytes kJointSyncReference = Bytes::mebibytes(256);
+
+/// The end of one replica's pipeline (its last backward) when 1F1B, or interleaved 1F1B with
+/// `virtual_stages` > 1, runs as the replay runs it: each stage runs its order (Megatron-LM's:
+/// warm-up forwards, one forward one backward, the remaining backwards) on one compute stream,
+/// an operation starts once the one before it on its stage has ended and its input (an
+/// activation, or a gradient) has arrived, and a send leaves when its operation ends without
+/// holding its stage. Chunk c (model order; it runs on stage c mod S) takes `forward[c]` and
+/// `backward[c]` per microbatch, and `send[c]` one way to chunk c + 1 and back (its activation
+/// forward, the gradient of it back; the last chunk's is unused). `microbatches` per replica
+/// (interleaved: a multiple of S). O(S·v·microbatches) time and memory. Throws `Error` (input)
+/// "duration out of range" when a time passes `kMaxDurationPs`.
+Time pipeline_makespan(std::span<const Time> forward, std::span<const Time> backward,
+                       std::span<const Time> send, int stages, std::int64_t microbatches);
+
+/// What of the stage-boundary transfers of `stages` (an evaluated plan's, S of them, each
+/// chunk's `time.transfer` its send to the next chunk and back) the schedule does not hide:
+/// max(0, makespan with the sends − max(makespan without them, `base`)), each makespan by
+/// `pipeline_makespan` on the chunks' pass times (`mode[p]`: stage p's recomputation) with the
+/// sends one way half their `transfer`. `base` is the cost model's pipeline without transfers,
+/// K·max stage time + (S − 1)·max chunk time (>= the makespan without sends under 1F1B), so the
+/// pipeline base + exposed is base when nothing is sent and never less than it.
+Time exposed_transfers(const workload::Variant& variant, const std::vector<StageReport>& stages,
+                       const std::vector<workload::Recompute>& mode, int stage_count,
+                       std::int64_t microbatches, Time base);
 
 /// Optimizer step of a stage holding `parameters` per device (0 when not modeled).
 Time optimizer_time(std::int64_t parameters, int zero_stage, int data_parallel,

@@ -73,6 +73,10 @@ struct CostOptions {
   /// Price the data-parallel syncs of the stages that run at the same time together (see the
   /// file comment, "Joint sync"); false: each stage's alone, as before issue 15.
   bool joint_data_parallel_sync = true;
+  /// Price the stage-boundary transfers as the schedule runs them (see the file comment,
+  /// "Boundary transfers"): a send overlaps its stage's next operation and delays only what
+  /// waits for it; false: each adds into every microbatch slot of its stage, as before issue 15.
+  bool overlap_boundary_transfers = true;
 };
 
 /// A chunk's time per microbatch split into the two tasks the replay runs: forward = Σ forward

@@ -178,14 +178,25 @@ TEST(Evaluate, FlatNetworkAddsCollectivesTransfersAndSync) {
   EXPECT_EQ(plan.breakdown.data_parallel_sync, bucket);
   const Time stage0 = plan.stages[0].time.total();
   EXPECT_EQ(plan.max_stage_time, stage0);
-  EXPECT_EQ(plan.iteration_time, stage0 * 5 + bucket);
-  // Without overlap all of it follows the backward.
+  // The transfers run beside the compute: stage 1 (one layer) returns each gradient long
+  // before stage 0 (three layers) needs it, so stage 0 never waits and none is exposed.
+  const Time work0 = stage0 - plan.stages[0].time.transfer;
+  EXPECT_EQ(plan.iteration_time, work0 * 5 + bucket);
+  EXPECT_EQ(plan.breakdown.transfers, Time::zero());
+  EXPECT_EQ(plan.breakdown.bubble, work0);
+  // Without overlap all of the sync follows the backward.
   const Plan after =
       evaluate(profile, choice, flat,
                {.rules = MemoryRules::kMegatron, .devices = 8, .overlap_gradient_sync = false});
-  EXPECT_EQ(after.iteration_time, stage0 * 5 + bucket * 4);
+  EXPECT_EQ(after.iteration_time, work0 * 5 + bucket * 4);
   EXPECT_EQ(plan.breakdown.collectives, plan.stages[0].time.collectives * 4);
-  EXPECT_EQ(plan.breakdown.transfers, plan.stages[0].time.transfer * 4);
+  // Transfers in every microbatch slot, as before issue 15: 5 stage-0 slots of compute,
+  // collectives and transfer.
+  const Plan serial = evaluate(
+      profile, choice, flat,
+      {.rules = MemoryRules::kMegatron, .devices = 8, .overlap_boundary_transfers = false});
+  EXPECT_EQ(serial.iteration_time, stage0 * 5 + bucket);
+  EXPECT_EQ(serial.breakdown.transfers, plan.stages[0].time.transfer * 4);
 }
 
 // Narayanan et al. 2021 §4.1: a replicated output crosses the stage boundary as t slices, which
