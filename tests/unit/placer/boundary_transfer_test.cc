@@ -132,8 +132,7 @@ TEST(BoundaryTransfers, TwoStagePlanCostsItsCriticalPath) {
 // Random chains on a 16-GPU rail cluster whose NICs (12.5 GB/s) make the boundary transfers
 // longer than the layers: the search, whose bounds leave the transfers out, finds the best of the
 // plans it stands for, each priced by a search with every dimension fixed (one candidate, nothing
-// to prune), and no bound it uses exceeds a plan's price: the transfer-free pipeline and a
-// plan's lower bound on the network's lower bounds.
+// to prune), and the transfer-free pipeline the bounds start from never exceeds a plan's price.
 workload::LayerProfile random_chain(Rng& rng) {
   workload::LayerProfile p;
   p.model = "random";
