@@ -153,7 +153,7 @@ _JOB_OPTIONS = {"profile", "model", "accelerator", "topology", "devices", "rules
                 "global_batch", "max_tp", "micro_batches", "orders", "ideal", "algorithm",
                 "tp", "pp", "dp", "cp", "ep", "vp", "mb", "zero", "recompute", "sp", "order",
                 "partition", "ignore_memory", "tp_overlap", "grad_accumulation_bytes",
-                "grad_buckets", "grad_overlap", "verify"}
+                "grad_buckets", "grad_overlap", "p2p_overlap", "verify"}
 
 
 class Job:
@@ -166,7 +166,8 @@ class Job:
     configuration fixes dimensions as `nest place --tp --pp ...` does: tp, pp, dp, cp, ep, vp,
     mb, zero (ints), recompute ("none", "selective", "full"), sp (bool), order ("tp-dp-pp",
     ...), partition ("balanced" or "uniform"), ignore_memory (bool); and the software:
-    tp_overlap (bool), grad_accumulation_bytes, grad_buckets, grad_overlap (bool); verify
+    tp_overlap (bool), grad_accumulation_bytes, grad_buckets, grad_overlap (bool), p2p_overlap
+    (bool); verify
     (candidates replayed by `place`, as `nest place --verify`; default 4 with the oracle)."""
 
     def __init__(self, **options):

@@ -88,6 +88,7 @@ void follow_job(replay::PlanReplayOptions& replay, const ReplayArgs& r, const jo
   const placer::CostOptions& cost = job.search_options().cost;
   if (!r.buckets) replay.gradient_buckets = cost.gradient_buckets;
   replay.overlap_gradient_sync = cost.overlap_gradient_sync;
+  replay.overlap_boundary_transfers = cost.overlap_boundary_transfers;
 }
 
 std::string slurp(const fs::path& path) {

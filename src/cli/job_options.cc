@@ -131,6 +131,10 @@ void add_job_options(Options& o, JobArgs& a) {
            "data-parallel reduction beside the last backward pass: on, or off (after the "
            "backward, Megatron-LM's local DDP of 2021)",
            "overlap_gradient_sync")
+      .add("p2p-overlap", &a.p2p_overlap,
+           "stage-boundary sends beside the compute: on, or off (each stage waits for its sends, "
+           "as Megatron-LM's p2p before Megatron-Core's overlap_p2p_comm)",
+           "overlap_boundary_transfers")
       .add("baselines", &a.baselines, "all, none, or a list of manual,topology-agnostic,anneal",
            "baselines")
       .add("fixed", &s.fixed_plan, "a plan file to evaluate as the `fixed` baseline")
@@ -238,6 +242,7 @@ job::JobSpec job_spec(JobArgs& a) {
   search.uniform_partition = a.partition == "uniform";
   s.workload.build.tp_comm_overlap = on_off(a.tp_overlap, "--tp-overlap");
   search.cost.overlap_gradient_sync = on_off(a.gradient_overlap, "--grad-overlap");
+  search.cost.overlap_boundary_transfers = on_off(a.p2p_overlap, "--p2p-overlap");
   if (a.baselines == "all") {
     s.baselines.assign(std::begin(job::kBaselineNames), std::end(job::kBaselineNames));
   } else if (a.baselines == "none") {

@@ -32,6 +32,7 @@ struct JobArgs {
   std::string partition = "balanced";
   std::string tp_overlap = "on";
   std::string gradient_overlap = "on";
+  std::string p2p_overlap = "on";
   std::string baselines = "all";
   std::string precision = "bf16";
   std::string algorithm;  // empty: the tuner's choice per group

@@ -168,7 +168,8 @@ Json search_document(const placer::SearchOptions& o) {
           {"uniform_partition", o.uniform_partition},
           {"ignore_memory", o.ignore_memory},
           {"gradient_buckets", o.cost.gradient_buckets},
-          {"overlap_gradient_sync", o.cost.overlap_gradient_sync}};
+          {"overlap_gradient_sync", o.cost.overlap_gradient_sync},
+          {"overlap_boundary_transfers", o.cost.overlap_boundary_transfers}};
 }
 
 Json candidates_document(const placer::CandidateOptions& c) {
@@ -194,7 +195,7 @@ std::vector<int> int_list(const config::Node& n, std::int64_t min) {
 placer::SearchOptions read_search(const config::Node& n) {
   n.expect_keys({"stages", "data_parallel", "virtual_stages", "zero_stages", "recompute", "orders",
                  "max_stages", "uniform_partition", "ignore_memory", "gradient_buckets",
-                 "overlap_gradient_sync"});
+                 "overlap_gradient_sync", "overlap_boundary_transfers"});
   placer::SearchOptions o;
   if (auto x = n.find("stages")) o.stages = int_list(*x, 1);
   if (auto x = n.find("data_parallel")) o.data_parallel = int_list(*x, 1);
@@ -229,6 +230,9 @@ placer::SearchOptions read_search(const config::Node& n) {
     o.cost.gradient_buckets = static_cast<int>(x->as_int(1, 65'536));
   }
   if (auto x = n.find("overlap_gradient_sync")) o.cost.overlap_gradient_sync = x->as_bool();
+  if (auto x = n.find("overlap_boundary_transfers")) {
+    o.cost.overlap_boundary_transfers = x->as_bool();
+  }
   return o;
 }
 

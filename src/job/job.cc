@@ -490,6 +490,7 @@ struct Job::Impl {
     replay.ideal = spec.ideal;
     // The reduction runs as the plan was priced: beside the last backward or after it.
     replay.overlap_gradient_sync = search.cost.overlap_gradient_sync;
+    replay.overlap_boundary_transfers = search.cost.overlap_boundary_transfers;
     if (spec.algorithm) replay.data_parallel_algorithm = spec.algorithm;
     replay::RunRecord run = replay::replay_plan(plan, *profile, *topology, replay);
     nest::log(log, LogLevel::kInfo, "replay: {} timeline rows, {} links in {:.3f} s",

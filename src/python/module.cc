@@ -221,6 +221,7 @@ job::JobSpec spec_of(const py::dict& kw) {
   }
   if (auto v = number_of<int>(kw, "grad_buckets")) search.cost.gradient_buckets = *v;
   if (auto v = number_of<bool>(kw, "grad_overlap")) search.cost.overlap_gradient_sync = *v;
+  if (auto v = number_of<bool>(kw, "p2p_overlap")) search.cost.overlap_boundary_transfers = *v;
   return s;
 }
 

@@ -338,6 +338,7 @@ ReplayInput replay_input(const placer::Plan& plan, const workload::LayerProfile&
   for (int r = 0; r < d; ++r) in.microbatches.push_back(m / d + (r < m % d ? 1 : 0));
   in.gradient_buckets = options.gradient_buckets;
   in.overlap_gradient_sync = options.overlap_gradient_sync;
+  in.overlap_boundary_transfers = options.overlap_boundary_transfers;
   in.estimate = plan.iteration_time;
   const double sequences =
       static_cast<double>(m) * plan.degrees.micro_batch * plan.degrees.expert_parallel;

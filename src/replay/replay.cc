@@ -180,8 +180,10 @@ void Engine::finish(std::size_t s, std::size_t r, Op op, Time start) {
     st.activations -= spec.stash + spec.working;
     memory(s, r, now, st.activations);
   }
-  if (op.forward && op.chunk + 1 < chunks_) transfer(r, op, op.chunk + 1);
-  if (!op.forward && op.chunk > 0) transfer(r, op, op.chunk - 1);
+  const bool sends = op.forward ? op.chunk + 1 < chunks_ : op.chunk > 0;
+  // Without overlap the stream waits for its send (`transfer` releases it on arrival).
+  if (sends && !in_.overlap_boundary_transfers) st.busy = true;
+  if (sends) transfer(r, op, op.forward ? op.chunk + 1 : op.chunk - 1);
   ++st.next;
   end_ = std::max(end_, now);
   if (st.next == st.ops.size() && (replicas_ == 1 || group_sync_[s] == Bytes(0))) {
@@ -212,6 +214,10 @@ void Engine::transfer(std::size_t r, Op op, std::size_t to_chunk) {
     (op.forward ? target.input_ready : target.grad_ready)[i] = 1;
     end_ = std::max(end_, sim_.now());
     try_start(to, r);
+    if (!in_.overlap_boundary_transfers) {
+      stream(from, r).busy = false;
+      try_start(from, r);
+    }
   };
   if (options_.zero_network || size == Bytes(0)) {
     at(start, std::move(arrived));

@@ -233,7 +233,8 @@ std::vector<TrainingPrediction> predict_training_runs(const std::vector<Training
                    .devices = run.gpus,
                    .memory_bandwidth = accelerator.hbm_bandwidth * accelerator.memory_efficiency,
                    .gradient_buckets = buckets,
-                   .overlap_gradient_sync = software.overlap_gradient_sync};
+                   .overlap_gradient_sync = software.overlap_gradient_sync,
+                   .overlap_boundary_transfers = software.overlap_boundary_transfers};
     search.orders = {placer::PlacementOrder::kTensorDataPipeline};
     search.zero_stages = {0};
     search.recompute_modes = {run.recompute};
@@ -254,6 +255,7 @@ std::vector<TrainingPrediction> predict_training_runs(const std::vector<Training
       replay::PlanReplayOptions replay;
       replay.gradient_buckets = buckets;
       replay.overlap_gradient_sync = software.overlap_gradient_sync;
+      replay.overlap_boundary_transfers = software.overlap_boundary_transfers;
       replay.seed = options.seed;
       const replay::RunRecord record = replay::replay_plan(*p.plan, profile, topology, replay);
       p.replayed_seconds = record.summary.iteration_time.to_seconds();

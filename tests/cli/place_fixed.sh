@@ -32,7 +32,7 @@ grep -qx 'plan: tensor 8 (sequence parallel), expert 1, context 1, micro-batch 1
 grep -q '^iteration time: .* (compute .*, bubble .*, TP/EP collectives .*, pipeline transfers .*, data-parallel sync .*, optimizer .*)$' \
   "$tmp/fixed.out" || fail "no breakdown: $(sed -n 4p "$tmp/fixed.out")"
 grep -q '^memory: ' "$tmp/fixed.out" && fail "a plan that fits says it does not"
-grep -q '^  search: {stages: \[2\], data_parallel: \[4\], virtual_stages: \[1\], zero_stages: \[1\], recompute: \[selective\], orders: \[tp-pp-dp\], max_stages: 0, uniform_partition: false, ignore_memory: false, gradient_buckets: 4, overlap_gradient_sync: true}$' \
+grep -q '^  search: {stages: \[2\], data_parallel: \[4\], virtual_stages: \[1\], zero_stages: \[1\], recompute: \[selective\], orders: \[tp-pp-dp\], max_stages: 0, uniform_partition: false, ignore_memory: false, gradient_buckets: 4, overlap_gradient_sync: true, overlap_boundary_transfers: true}$' \
   "$tmp/fixed.yaml" || fail "plan file search: $(grep '  search:' "$tmp/fixed.yaml")"
 grep -q '^  candidates: {tensor_parallel: \[8\], expert_parallel: \[\], context_parallel: \[1\], micro_batches: \[1\], max_tensor_parallel: 8, max_expert_parallel: 8, sequence_parallel: true}$' \
   "$tmp/fixed.yaml" || fail "plan file candidates: $(grep '  candidates:' "$tmp/fixed.yaml")"
@@ -86,6 +86,7 @@ expect_error 'nest place: --partition: unknown partition (got "x"; expected bala
   --partition x
 expect_error 'nest place: --tp-overlap: not on or off (got "x"; expected on or off)' --tp-overlap x
 expect_error 'nest place: --grad-overlap: not on or off (got "x"; expected on or off)' --grad-overlap x
+expect_error 'nest place: --p2p-overlap: not on or off (got "x"; expected on or off)' --p2p-overlap x
 expect_error 'nest place: --grad-buckets: bucket count out of range (got "0"; expected an integer in 1..65536)' \
   --grad-buckets 0
 expect_error 'nest place: --grad-buckets: bucket count out of range (got "65537"; expected an integer in 1..65536)' \

@@ -3,7 +3,7 @@
 # tests/validation/reference/measured/training-runs.tsv (Narayanan et al. 2021 Table 1,
 # Korthikanti et al. 2022 Table 5 and its 530B/2,240-GPU run) as `nest place --tp --pp --dp
 # --vp --mb --zero --recompute --sp --order --partition` plus the software flags of their table
-# (--tp-overlap, --grad-accumulation-bytes, --grad-buckets, --grad-overlap), each priced within
+# (--tp-overlap, --grad-accumulation-bytes, --grad-buckets, --grad-overlap, --p2p-overlap), each priced within
 # a picosecond of what `nest validate` gives for the same row through the library
 # (nest/validate/training_runs.h). The kinds: 1F1B with full recomputation, interleaved 1F1B,
 # sequence parallelism with selective recomputation, the 530B run with data parallelism,
@@ -70,6 +70,8 @@ global_batch: {r["global_batch"]}
     if r["source"].startswith("Narayanan"):
         flags += ["--tp-overlap", "off", "--grad-accumulation-bytes", "6" if ddp else "10"]
     flags += ["--grad-overlap", "on"] if ddp else ["--grad-buckets", "1", "--grad-overlap", "off"]
+    # Both tables' Megatron-LM waits for its stage-boundary sends (no overlap_p2p_comm yet).
+    flags += ["--p2p-overlap", "off"]
     open(os.path.join(tmp, r["id"] + ".flags"), "w").write(" ".join(flags))
     if ddp:
         open(os.path.join(tmp, r["id"] + ".ddp"), "w").write("")
@@ -132,4 +134,11 @@ read -r -a flags < <(sed 's/--grad-buckets 1 --grad-overlap off/--grad-buckets 4
   >"$tmp/other.json" 2>&1 || fail "530B with the default reduction: $(cat "$tmp/other.json")"
 same "$(json_field "$tmp/other.json" "d['predicted']['iteration_time_s']")" \
   "$(figure korthikanti-530b-2240 predicted)" && fail "the reduction flags change nothing"
+# So does letting the stages send beside the compute (the 530B run's 1.1 s of transfers).
+read -r -a flags < <(sed 's/--p2p-overlap off/--p2p-overlap on/' "$tmp/korthikanti-530b-2240.flags")
+"$nest" place --json --model "$tmp/korthikanti-530b-2240.yaml" --accelerator a100-80gb \
+  --topology selene_4480 --baselines none "${flags[@]}" \
+  >"$tmp/p2p.json" 2>&1 || fail "530B with overlapped sends: $(cat "$tmp/p2p.json")"
+same "$(json_field "$tmp/p2p.json" "d['predicted']['iteration_time_s']")" \
+  "$(figure korthikanti-530b-2240 predicted)" && fail "--p2p-overlap changes nothing"
 exit $failed

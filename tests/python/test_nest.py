@@ -184,19 +184,21 @@ class JobTest(unittest.TestCase):
 
     def test_fixed_dimensions_equal_nest_place(self):
         fixed = dict(tp=8, pp=2, dp=4, mb=1, zero=1, recompute="selective", sp=True,
-                     order="tp-pp-dp", grad_buckets=2, grad_overlap=False)
+                     order="tp-pp-dp", grad_buckets=2, grad_overlap=False, p2p_overlap=False)
         job = nest.Job(model="llama2-7b", accelerator="h100", topology="h100_rail_64",
                        baselines=[], **fixed)
         plan = job.place()
         doc = cli("place", "--model", "llama2-7b", "--accelerator", "h100", "--topology",
                   "h100_rail_64", "--baselines", "none", "--tp", "8", "--pp", "2", "--dp", "4",
                   "--mb", "1", "--zero", "1", "--recompute", "selective", "--sp", "on",
-                  "--order", "tp-pp-dp", "--grad-buckets", "2", "--grad-overlap", "off", "--json")
+                  "--order", "tp-pp-dp", "--grad-buckets", "2", "--grad-overlap", "off",
+                  "--p2p-overlap", "off", "--json")
         self.assertEqual(plan.iteration_time_s, doc["predicted"]["iteration_time_s"])
         self.assertEqual((plan.stages, plan.data_parallel, plan.tensor_parallel, plan.zero_stage),
                          (2, 4, 8, 1))
         self.assertEqual(plan.to_dict()["inputs"]["search"], doc["inputs"]["search"])
         self.assertEqual(doc["inputs"]["search"]["gradient_buckets"], 2)
+        self.assertFalse(doc["inputs"]["search"]["overlap_boundary_transfers"])
         with self.assertRaises(nest.InputError) as e:
             nest.Job(model="llama2-7b", accelerator="h100", topology="h100_rail_64", tp=8, pp=40)
         self.assertEqual(str(e.exception), "pp: a pipeline of 40 stages needs at least 40 layers, "

@@ -34,7 +34,8 @@
 ///            recompute: [none, selective, full], # (--pp, --dp, ...) are lists of one, an
 ///            orders: [tp-pp-dp, tp-dp-pp],       # empty list is the search's default range
 ///            uniform_partition: false, ignore_memory: false,
-///            gradient_buckets: 4, overlap_gradient_sync: true}
+///            gradient_buckets: 4, overlap_gradient_sync: true,
+///            overlap_boundary_transfers: true}
 ///   candidates: {tensor_parallel: [4], expert_parallel: [], context_parallel: [1],
 ///                micro_batches: [1, 2, 4], max_tensor_parallel: 8,
 ///                sequence_parallel: true}       # * model only; sequence_parallel absent: t > 1
@@ -111,7 +112,8 @@ struct PlanInputs {
   std::string algorithm;          ///< one fixed collective algorithm; empty: chosen per group
   /// What the search ranged over (the dimensions `nest place --tp --pp ...` fixed are lists of
   /// one), Megatron's uniform split, ignore_memory, and the data-parallel reduction
-  /// (`cost.gradient_buckets`, `cost.overlap_gradient_sync`; the rest of `cost` is above).
+  /// (`cost.gradient_buckets`, `cost.overlap_gradient_sync`) and the stage-boundary sends
+  /// (`cost.overlap_boundary_transfers`); the rest of `cost` is above.
   /// The defaults for older plans.
   placer::SearchOptions search;
   /// The intra-layer configurations the search ranged over (model inputs only).

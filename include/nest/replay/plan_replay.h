@@ -38,6 +38,9 @@ struct PlanReplayOptions {
   /// The reduction runs beside the last backward pass (as the cost model's
   /// `CostOptions::overlap_gradient_sync`).
   bool overlap_gradient_sync = true;
+  /// A stage goes on while its activation or gradient is sent (as the cost model's
+  /// `CostOptions::overlap_boundary_transfers`); false: it waits until the send arrived.
+  bool overlap_boundary_transfers = true;
   std::uint64_t seed = 0;
   /// Ignore the topology's collective model (line rates, the topology's latencies, ring
   /// buckets): today's replay.

@@ -72,7 +72,12 @@ struct TrainingRun {
 struct Software {
   bool tp_comm_overlap = true;         ///< `workload::BuildOptions::tp_comm_overlap`
   bool overlap_gradient_sync = false;  ///< `placer::CostOptions::overlap_gradient_sync`
-  Bytes gradient_bucket = Bytes(0);    ///< DDP bucket size; 0: one bucket per stage
+  /// `placer::CostOptions::overlap_boundary_transfers`: false for both tables, whose
+  /// Megatron-LM (2021, 2022) waits for each stage-boundary send and receive before the next
+  /// compute (megatron/p2p_communication.py `_communicate`: `batch_isend_irecv`, `req.wait()`,
+  /// `torch.cuda.synchronize()`; the overlap came with Megatron-Core's `overlap_p2p_comm`).
+  bool overlap_boundary_transfers = false;
+  Bytes gradient_bucket = Bytes(0);  ///< DDP bucket size; 0: one bucket per stage
   /// `workload::BuildOptions::gradient_accumulation_bytes`
   std::int64_t gradient_accumulation_bytes = 0;
 };

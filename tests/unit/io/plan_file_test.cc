@@ -192,11 +192,13 @@ TEST(PlanFile, RecordsTheFixedDimensionsAndTheReductionAndReadsThemBack) {
   in.search.ignore_memory = true;
   in.search.cost.gradient_buckets = 1;
   in.search.cost.overlap_gradient_sync = false;
+  in.search.cost.overlap_boundary_transfers = false;
   const std::string text = plan_to_yaml(in, plan, {});
   ASSERT_NE(text.find("  search: {stages: [8], data_parallel: [16], virtual_stages: [3], "
                       "zero_stages: [1], recompute: [selective], orders: [tp-dp-pp], "
                       "max_stages: 0, uniform_partition: true, ignore_memory: true, "
-                      "gradient_buckets: 1, overlap_gradient_sync: false}\n"),
+                      "gradient_buckets: 1, overlap_gradient_sync: false, "
+                      "overlap_boundary_transfers: false}\n"),
             std::string::npos)
       << text;
   const PlanRecord r = parse_plan(text, "fixed.yaml");
@@ -213,6 +215,7 @@ TEST(PlanFile, RecordsTheFixedDimensionsAndTheReductionAndReadsThemBack) {
   EXPECT_TRUE(s.ignore_memory);
   EXPECT_EQ(s.cost.gradient_buckets, 1);
   EXPECT_FALSE(s.cost.overlap_gradient_sync);
+  EXPECT_FALSE(s.cost.overlap_boundary_transfers);
   // A plan without the key (0.1, 0.2) has the search's defaults.
   std::string older = text;
   const auto at = older.find("  search: ");

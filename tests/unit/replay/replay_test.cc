@@ -150,6 +150,29 @@ TEST(Replay, TwoStagesOnALinkHandComputed) {
   EXPECT_EQ(sends, 1);
 }
 
+TEST(Replay, BlockingSendsHoldTheirStageHandComputed) {
+  // As above, but each stage waits for its sends (Megatron-LM's p2p of 2021-22). Stage 0:
+  // F0 0-10, sends 10-21, F1 21-31, sends 31-42, B0 62-82, B1 103-123. Stage 1: F0 21-31,
+  // B0 31-51, sends 51-62, F1 62-72 (its input waited since 42), B1 72-92, sends 92-103.
+  const auto t = chain(2, Time::microseconds(1));
+  ReplayInput in = pipeline(2, 2, Time::microseconds(10), Time::microseconds(20));
+  for (auto& s : in.stages) {
+    s.activation_out = Bytes(1'000'000);
+    s.gradient_out = Bytes(1'000'000);
+  }
+  in.overlap_boundary_transfers = false;
+  const RunRecord r = run(in, t);
+  EXPECT_EQ(r.summary.iteration_time, Time::microseconds(123));
+  int rows = 0;
+  for (const auto& row : r.timeline) {
+    if (row.stream != Stream::kCompute || row.device != 0 || row.microbatch != 1) continue;
+    EXPECT_EQ(row.start,
+              row.kind == TaskKind::kForward ? Time::microseconds(21) : Time::microseconds(103));
+    ++rows;
+  }
+  EXPECT_EQ(rows, 2);
+}
+
 TEST(Replay, GradientBucketsOverlapTheLastBackward) {
   // Two replicas of one stage on d0 -- d1 (no latency). F = B = 10 us, 2 MB of gradients.
   const auto t = chain(2, Time::zero());
