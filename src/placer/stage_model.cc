@@ -355,9 +355,14 @@ Time pipeline_makespan(std::span<const Time> forward, std::span<const Time> back
   if (v > 1 && microbatches % s != 0) {
     throw Error::internal("pipeline_makespan: interleaved microbatches not a multiple of S");
   }
-  // End of the forward / backward of (chunk, microbatch); -1 until it ran.
+  // When the output of the forward / backward of (chunk, microbatch) is where the next
+  // operation runs (the last chunk's forward: when it ends); -1 until it ran.
   std::vector<std::int64_t> forward_end(static_cast<std::size_t>(chunks * microbatches), -1);
   std::vector<std::int64_t> backward_end(forward_end.size(), -1);
+  // When each stage's link to the next (forward) and to the previous stage (backward) is free:
+  // its sends leave one after another, in its order (which is their order in time).
+  std::vector<std::int64_t> forward_link(static_cast<std::size_t>(s), 0);
+  std::vector<std::int64_t> backward_link(static_cast<std::size_t>(s), 0);
   const auto at = [&](std::int64_t c, std::int64_t mb) {
     return static_cast<std::size_t>(c * microbatches + mb);
   };
@@ -413,30 +418,37 @@ Time pipeline_makespan(std::span<const Time> forward, std::span<const Time> back
       const Op op = op_at(g, st.next);
       std::int64_t ready = 0;
       if (op.forward && op.chunk > 0) {
-        const std::int64_t in = forward_end[at(op.chunk - 1, op.mb)];
-        if (in < 0) break;
-        ready = add(in, send[static_cast<std::size_t>(op.chunk - 1)].ps());
+        ready = forward_end[at(op.chunk - 1, op.mb)];
+        if (ready < 0) break;
       } else if (!op.forward) {
         const bool last = op.chunk + 1 == chunks;
-        const std::int64_t in =
-            last ? forward_end[at(op.chunk, op.mb)] : backward_end[at(op.chunk + 1, op.mb)];
-        if (in < 0) break;
-        ready = last ? in : add(in, send[static_cast<std::size_t>(op.chunk)].ps());
+        ready = last ? forward_end[at(op.chunk, op.mb)] : backward_end[at(op.chunk + 1, op.mb)];
+        if (ready < 0) break;
       }
       const Time duration = (op.forward ? forward : backward)[static_cast<std::size_t>(op.chunk)];
       const std::int64_t finish = add(std::max(st.clock, ready), duration.ps());
       st.clock = finish;
       end = std::max(end, finish);
       ++st.next;
-      // The operation this one feeds may be what another stage waits for.
+      // The send, once the stage's link is free; the operation it feeds may be what another
+      // stage waits for.
+      const auto sent = [&](std::int64_t& link, std::int64_t one_way) {
+        link = add(std::max(link, finish), one_way);
+        return link;
+      };
+      const auto gi = static_cast<std::size_t>(g);
       if (op.forward && op.chunk + 1 < chunks) {
-        forward_end[at(op.chunk, op.mb)] = finish;
+        forward_end[at(op.chunk, op.mb)] =
+            sent(forward_link[gi], send[static_cast<std::size_t>(op.chunk)].ps());
         work.push_back((op.chunk + 1) % s);
       } else if (op.forward) {
         forward_end[at(op.chunk, op.mb)] = finish;
+      } else if (op.chunk > 0) {
+        backward_end[at(op.chunk, op.mb)] =
+            sent(backward_link[gi], send[static_cast<std::size_t>(op.chunk - 1)].ps());
+        work.push_back((op.chunk - 1) % s);
       } else {
         backward_end[at(op.chunk, op.mb)] = finish;
-        if (op.chunk > 0) work.push_back((op.chunk - 1) % s);
       }
     }
   }

@@ -149,7 +149,9 @@ inline constexpr Bytes kJointSyncReference = Bytes::mebibytes(256);
 /// warm-up forwards, one forward one backward, the remaining backwards) on one compute stream,
 /// an operation starts once the one before it on its stage has ended and its input (an
 /// activation, or a gradient) has arrived, and a send leaves when its operation ends without
-/// holding its stage. Chunk c (model order; it runs on stage c mod S) takes `forward[c]` and
+/// holding its stage; a stage's sends to its next (previous) stage leave one after another, each
+/// once the one before it has arrived (they share the links between the two stages). Chunk c
+/// (model order; it runs on stage c mod S) takes `forward[c]` and
 /// `backward[c]` per microbatch, and `send[c]` one way to chunk c + 1 and back (its activation
 /// forward, the gradient of it back; the last chunk's is unused). `microbatches` per replica
 /// (interleaved: a multiple of S). O(S·v·microbatches) time and memory. Throws `Error` (input)

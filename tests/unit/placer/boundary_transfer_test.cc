@@ -67,6 +67,16 @@ TEST(PipelineMakespan, FourStagesByHand) {
   EXPECT_EQ(detail::pipeline_makespan(f, b, ms({0, 0, 0, 0}), 4, 4), Time::milliseconds(21));
 }
 
+// A send longer than the forward: a stage's sends share its link to the next stage and leave
+// one after another. Two stages, 2 microbatches, forward and backward 1 ms, 3 ms each way.
+// Stage 0: F0 [0, 1], sent [1, 4]; F1 [1, 2], sent once the link is free [4, 7]. Stage 1: F0
+// [4, 5], B0 [5, 6], sent back [6, 9], F1 [7, 8], B1 [8, 9], sent back [9, 12]. Stage 0: B0
+// [9, 10], B1 [12, 13]: 13 ms (12 ms if the two sends could share no link: F1 would arrive at 5).
+TEST(PipelineMakespan, SendsShareTheLinkToTheNextStage) {
+  EXPECT_EQ(detail::pipeline_makespan(ms({1, 1}), ms({1, 1}), ms({3, 3}), 2, 2),
+            Time::milliseconds(13));
+}
+
 // Interleaved, two stages of two chunks (chunk c on stage c mod 2), 2 microbatches, forward
 // 1 ms, backward 2 ms, 2 ms each way. Stage 0 runs F(c0,m0) F(c0,m1) F(c2,m0) F(c2,m1) then
 // one-forward-one-backward ... (warm-up (2 − 0 − 1)·2 + (2 − 1)·2 = 4, all its forwards), stage 1
