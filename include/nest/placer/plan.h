@@ -141,10 +141,12 @@ struct StageReport {
   [[nodiscard]] bool fits(Bytes capacity) const noexcept { return memory.total() <= capacity; }
 };
 
-/// The iteration time split so that the parts add up to it: with b the slowest stage and
-/// K = ceil(M/d) microbatches per replica, compute = K·compute_b, collectives = K·collectives_b,
-/// transfers = K·transfer_b, bubble = (S−1)·time_b (interleaved: (S−1) × the slowest chunk's
-/// time), plus the exposed data-parallel sync and the optimizer step.
+/// The iteration time split so that the parts add up to it: with b the stage of the most work
+/// (compute + collectives) and K = ceil(M/d) microbatches per replica, compute = K·compute_b,
+/// collectives = K·collectives_b, bubble = (S−1) × the largest chunk work, transfers = the
+/// boundary transfers the schedule does not hide (cost_model.h), plus the exposed data-parallel
+/// sync and the optimizer step. (With `overlap_boundary_transfers` off, b is the slowest stage
+/// with its transfer, transfers = K·transfer_b and the bubble counts the chunk's transfer.)
 struct Breakdown {
   Time compute;
   Time bubble;
