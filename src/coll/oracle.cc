@@ -261,15 +261,27 @@ struct CollectiveOracle::Impl {
     return sets;
   }
 
-  // One set of link-connected parts, memoized by its structure.
-  OracleAnswer priced_set(std::vector<Part>& parts, Engine& e) {
+  // One set of link-connected parts, memoized by its structure. With `within`, a set that
+  // would be simulated is first bounded from below (`UncontendedEvaluator::lower_bound`, plus
+  // `base`): nullopt, and no simulation, when that bound exceeds `*within`.
+  std::optional<OracleAnswer> priced_set(std::vector<Part>& parts, Engine& e,
+                                         std::optional<Time> within, Time base) {
     const bool idle =
         std::all_of(parts.begin(), parts.end(), [](const Part& p) { return p.group.size() <= 1; });
-    if (idle) return {};
+    if (idle) return OracleAnswer{};
     const Digest digest = structure(parts, e);
     if (auto it = by_structure.find(digest); it != by_structure.end()) {
       ++stats.structural_hits;
       return it->second;
+    }
+    if (within) {
+      std::vector<detail::GroupProgram> programs;
+      for (Part& part : parts) {
+        lower_part(part);
+        programs.push_back({part.schedule.get(), part.group});
+      }
+      const auto bound = e.evaluator.lower_bound(e.router, programs, seed);
+      if (bound && bound->slowest + base > *within) return std::nullopt;
     }
     OracleAnswer result = simulate_parts(parts, e);
     by_structure.emplace(digest, result);
@@ -278,8 +290,11 @@ struct CollectiveOracle::Impl {
 
   // `base` is added to every group that runs something (all but one-device groups). Groups
   // that share no link are priced set by set: 128 tensor-parallel groups in 128 nodes cost
-  // what one node's does, one structural lookup per set.
-  OracleAnswer answer(QueryKey key, std::vector<Part>& parts, Engine& e, Time base) {
+  // what one node's does, one structural lookup per set. With `within`: nullopt (and nothing
+  // memoized for the query) when a set's lower bound shows that the answer's slowest group
+  // takes longer than `*within` (its slowest is at least every set's).
+  std::optional<OracleAnswer> answer(QueryKey key, std::vector<Part>& parts, Engine& e, Time base,
+                                     std::optional<Time> within = std::nullopt) {
     if (auto it = by_query.find(key); it != by_query.end()) {
       ++stats.exact_hits;
       return it->second;
@@ -288,22 +303,102 @@ struct CollectiveOracle::Impl {
     const auto sets =
         parts.size() > 1 ? link_components(parts, e) : std::vector<std::vector<std::size_t>>{{0}};
     if (sets.size() == 1) {
-      result = priced_set(parts, e);
+      const auto a = priced_set(parts, e, within, base);
+      if (!a) return std::nullopt;
+      result = *a;
     } else {
       for (std::size_t s = 0; s < sets.size(); ++s) {
         std::vector<Part> set;
         set.reserve(sets[s].size());
         for (std::size_t i : sets[s]) set.push_back(std::move(parts[i]));
-        const OracleAnswer a = priced_set(set, e);
+        const auto a = priced_set(set, e, within, base);
         for (std::size_t j = 0; j < set.size(); ++j) parts[sets[s][j]] = std::move(set[j]);
-        if (s == 0) result.first = a.first;  // the first set holds the first part
-        result.slowest = std::max(result.slowest, a.slowest);
+        if (!a) return std::nullopt;
+        if (s == 0) result.first = a->first;  // the first set holds the first part
+        result.slowest = std::max(result.slowest, a->slowest);
       }
     }
     if (parts.front().group.size() > 1) result.first += base;
     result.slowest += base;
     by_query.emplace(std::move(key), result);
     return result;
+  }
+
+  // A collective query (see `CollectiveOracle::collective`); with `within`, nullopt when its
+  // slowest group takes longer than that for sure (see `answer`).
+  std::optional<OracleAnswer> query(const CollectiveSpec& spec,
+                                    std::span<const std::vector<topo::DeviceId>> groups,
+                                    std::optional<Time> within) {
+    ++stats.queries;
+    if (trivial(spec, groups)) {
+      ++stats.trivial;
+      return OracleAnswer{};
+    }
+    QueryKey key = query_key(spec, groups);
+    if (auto it = by_query.find(key); it != by_query.end()) {
+      ++stats.exact_hits;
+      return it->second;
+    }
+    std::vector<Part> parts = make_parts(spec, groups);
+    const topo::Protocol protocol = network.protocol(spec.algorithm, spec.size);
+    auto result =
+        answer(std::move(key), parts, engine(protocol, spec.algorithm == Algorithm::kNvls),
+               network.base_latency(spec.op, spec.algorithm, protocol), within);
+    if (!result) ++stats.bounded;
+    return result;
+  }
+
+  static bool trivial(const CollectiveSpec& spec,
+                      std::span<const std::vector<topo::DeviceId>> groups) {
+    return groups.empty() || spec.size.count() == 0 ||
+           std::all_of(groups.begin(), groups.end(), [](const auto& g) { return g.size() <= 1; });
+  }
+
+  // The exact query, word by word.
+  static QueryKey query_key(const CollectiveSpec& spec,
+                            std::span<const std::vector<topo::DeviceId>> groups) {
+    QueryKey key{0,
+                 static_cast<std::uint64_t>(spec.op),
+                 static_cast<std::uint64_t>(spec.algorithm),
+                 static_cast<std::uint64_t>(spec.chunks),
+                 static_cast<std::uint64_t>(spec.channels),
+                 static_cast<std::uint64_t>(spec.size.count()),
+                 spec.levels.size()};
+    for (int l : spec.levels) key.push_back(static_cast<std::uint64_t>(l));
+    key.push_back(spec.level_algorithms.size());
+    for (Algorithm a : spec.level_algorithms) key.push_back(static_cast<std::uint64_t>(a));
+    key.push_back(groups.size());
+    for (const auto& g : groups) {
+      key.push_back(g.size());
+      key.insert(key.end(), g.begin(), g.end());
+    }
+    return key;
+  }
+
+  // Every group's resolved spec; throws `Error` (input) when two groups share a device, or
+  // when `resolve` refuses a group.
+  std::vector<Part> make_parts(const CollectiveSpec& spec,
+                               std::span<const std::vector<topo::DeviceId>> groups) const {
+    std::vector<bool> used(topology.num_devices(), false);
+    std::vector<Part> parts;
+    for (const auto& g : groups) {
+      Part part;
+      part.spec = resolve(spec, network, g);
+      for (topo::DeviceId d : g) {
+        if (used[d]) {
+          throw Error::input("concurrent groups overlap",
+                             {.key = "groups",
+                              .value = "device " + std::to_string(d),
+                              .expected = "groups with distinct devices"});
+        }
+        used[d] = true;
+      }
+      part.shape = shape_of(part.spec, g.size());
+      part.size = static_cast<std::uint64_t>(spec.size.count());
+      part.group = g;
+      parts.push_back(std::move(part));
+    }
+    return parts;
   }
 };
 
@@ -317,57 +412,7 @@ CollectiveOracle& CollectiveOracle::operator=(CollectiveOracle&&) noexcept = def
 
 OracleAnswer CollectiveOracle::collective(const CollectiveSpec& spec,
                                           std::span<const std::vector<topo::DeviceId>> groups) {
-  Impl& m = *impl_;
-  ++m.stats.queries;
-  const bool trivial =
-      spec.size.count() == 0 ||
-      std::all_of(groups.begin(), groups.end(), [](const auto& g) { return g.size() <= 1; });
-  if (groups.empty() || trivial) {
-    ++m.stats.trivial;
-    return {};
-  }
-  QueryKey key{0,
-               static_cast<std::uint64_t>(spec.op),
-               static_cast<std::uint64_t>(spec.algorithm),
-               static_cast<std::uint64_t>(spec.chunks),
-               static_cast<std::uint64_t>(spec.channels),
-               static_cast<std::uint64_t>(spec.size.count()),
-               spec.levels.size()};
-  for (int l : spec.levels) key.push_back(static_cast<std::uint64_t>(l));
-  key.push_back(spec.level_algorithms.size());
-  for (Algorithm a : spec.level_algorithms) key.push_back(static_cast<std::uint64_t>(a));
-  key.push_back(groups.size());
-  for (const auto& g : groups) {
-    key.push_back(g.size());
-    key.insert(key.end(), g.begin(), g.end());
-  }
-  if (auto it = m.by_query.find(key); it != m.by_query.end()) {
-    ++m.stats.exact_hits;
-    return it->second;
-  }
-
-  std::vector<bool> used(m.topology.num_devices(), false);
-  std::vector<Part> parts;
-  for (const auto& g : groups) {
-    Part part;
-    part.spec = resolve(spec, m.network, g);
-    for (topo::DeviceId d : g) {
-      if (used[d]) {
-        throw Error::input("concurrent groups overlap",
-                           {.key = "groups",
-                            .value = "device " + std::to_string(d),
-                            .expected = "groups with distinct devices"});
-      }
-      used[d] = true;
-    }
-    part.shape = m.shape_of(part.spec, g.size());
-    part.size = static_cast<std::uint64_t>(spec.size.count());
-    part.group = g;
-    parts.push_back(std::move(part));
-  }
-  const topo::Protocol protocol = m.network.protocol(spec.algorithm, spec.size);
-  return m.answer(std::move(key), parts, m.engine(protocol, spec.algorithm == Algorithm::kNvls),
-                  m.network.base_latency(spec.op, spec.algorithm, protocol));
+  return *impl_->query(spec, groups, std::nullopt);
 }
 
 Time CollectiveOracle::collective(const CollectiveSpec& spec,
@@ -434,7 +479,7 @@ Time CollectiveOracle::transfers(Bytes size, std::span<const topo::DeviceId> fro
   return m
       .answer(std::move(key), parts, m.engine(protocol, false),
               m.network.base_latency(Operation::kSend, Algorithm::kDirect, protocol))
-      .slowest;
+      ->slowest;
 }
 
 OracleChoice CollectiveOracle::fastest(const CollectiveSpec& spec,
@@ -453,7 +498,13 @@ OracleChoice CollectiveOracle::fastest(const CollectiveSpec& spec,
     candidate.channels = a == Algorithm::kRing ? 0 : 1;
     OracleChoice c;
     try {
-      c = priced(candidate, groups);
+      // Past the first candidate, one that takes longer than the fastest so far for sure is
+      // not simulated (`Impl::answer`): it could be neither faster nor tied.
+      const auto answer =
+          m.query(candidate, groups,
+                  best ? std::optional<Time>(best->answer.slowest) : std::optional<Time>());
+      if (!answer) continue;
+      c = chosen(candidate, groups, *answer);
     } catch (const Error& e) {
       // A candidate the first group takes but another does not (levels, NVLS) is skipped.
       if (e.kind() != ErrorKind::kInput) throw;
@@ -471,9 +522,15 @@ OracleChoice CollectiveOracle::fastest(const CollectiveSpec& spec,
 
 OracleChoice CollectiveOracle::priced(const CollectiveSpec& spec,
                                       std::span<const std::vector<topo::DeviceId>> groups) {
-  Impl& m = *impl_;
+  return chosen(spec, groups, collective(spec, groups));
+}
+
+OracleChoice CollectiveOracle::chosen(const CollectiveSpec& spec,
+                                      std::span<const std::vector<topo::DeviceId>> groups,
+                                      const OracleAnswer& answer) const {
+  const Impl& m = *impl_;
   OracleChoice c;
-  c.answer = collective(spec, groups);
+  c.answer = answer;
   c.algorithm = spec.algorithm;
   c.protocol = m.network.calibrated() ? m.network.protocol(spec.algorithm, spec.size)
                                       : topo::Protocol::kSimple;

@@ -1,6 +1,7 @@
 #include "coll/uncontended.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -41,8 +42,51 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate(topo::Router& route
   return run;
 }
 
+// Why `lower_bound` bounds the event simulation from below. (a) Take the transfers in id order
+// (a gate waits only for transfers of earlier steps). A flow's gate opens in the simulation at
+// the last arrival it waits for, as in the pass, and the simulation's arrivals of the earlier
+// transfers are, by induction, no earlier than the pass's less their margins; the flow drains
+// at a max-min rate no faster than its slowest link, so it drains for at least its bytes over
+// that rate, as the pass's flow alone does, up to rounding: the pass rounds its drain up to a
+// whole picosecond (at most 1 ps over the exact quotient), the simulation counts a flow
+// drained within 1e-12 of its size and rounds its drain end within 1e-6 ps of a whole
+// picosecond down. So each transfer of a chain loses at most 2 ps + 2e-12 of its drain against
+// the pass: 4 ps per transfer and a relative 1e-6 cover that with room (floating rates may
+// exceed a link's capacity by a few ulps; the simulation keeps lower max-min levels only within
+// 1e-9). (b) The flows over a link drain together at no more than its bandwidth, so the run
+// lasts at least the link's bytes over its bandwidth, less the same relative margin.
+std::optional<RunBound> UncontendedEvaluator::lower_bound(topo::Router& router,
+                                                          std::span<const GroupProgram> groups,
+                                                          std::uint64_t salt) {
+  if (&router.topology() != topology_) {
+    throw Error::internal("uncontended evaluation: the router routes another topology");
+  }
+  for (const topo::LinkId link : used_) links_[link] = LinkState{};
+  used_.clear();
+  UncontendedRun run;
+  std::int64_t path = 0;
+  for (const GroupProgram& group : groups) {
+    if (!evaluate_group(router, group, salt, run, true)) return std::nullopt;
+    const auto margin = static_cast<std::int64_t>(4 * group.program->transfer_count());
+    path = std::max(path, run.durations.back().ps() - margin);
+  }
+  constexpr double kRelativeMargin = 1e-6;
+  const auto all = topology_->links();
+  double load = 0;
+  for (const topo::LinkId link : used_) {
+    load = std::max(load, links_[link].bytes / all[link].bandwidth.bytes_per_s() * 1e12);
+  }
+  const double bound =
+      std::max(static_cast<double>(path), std::floor(load)) * (1 - kRelativeMargin);
+  RunBound out;
+  out.slowest = Time::picoseconds(std::max<std::int64_t>(0, static_cast<std::int64_t>(bound)));
+  out.events = run.events;
+  return out;
+}
+
 bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgram& group,
-                                          std::uint64_t salt, UncontendedRun& run) {
+                                          std::uint64_t salt, UncontendedRun& run,
+                                          bool bound_only) {
   const Program& program = *group.program;
   const std::uint64_t count = program.transfer_count();
   const bool own_sends = program.waits_for_own_sends();
@@ -101,7 +145,17 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
         sender.last_bytes = t.bytes.count();
         sender.last_drain = net::drain_time(t.bytes, sender.rate);
       }
-      if (!admit(sender.route, sender.open, net::later(sender.open, sender.last_drain), t.bytes)) {
+      if (bound_only) {
+        for (const topo::LinkId link : sender.route) {
+          LinkState& state = links_[link];
+          if (state.busy_until < Time::zero()) {
+            used_.push_back(link);
+            state.busy_until = Time::zero();
+          }
+          state.bytes += t.bytes.as_double();
+        }
+      } else if (!admit(sender.route, sender.open, net::later(sender.open, sender.last_drain),
+                        t.bytes)) {
         return false;
       }
       arrival = net::later(arrival, sender.last_drain);

@@ -48,6 +48,12 @@ struct UncontendedRun {
   std::vector<LinkUse> links;   // every link a flow drained over, by increasing id
 };
 
+/// A lower bound of what the event simulation reports for a run, and its event count.
+struct RunBound {
+  Time slowest;              // <= the last arrival of any group in the event simulation
+  std::uint64_t events = 0;  // the simulator's count, as `UncontendedRun::events`
+};
+
 /// Reusable buffers for `evaluate`: one per thread (e.g. per oracle).
 class UncontendedEvaluator {
  public:
@@ -62,6 +68,16 @@ class UncontendedEvaluator {
   [[nodiscard]] std::optional<UncontendedRun> evaluate(topo::Router& router,
                                                        std::span<const GroupProgram> groups,
                                                        std::uint64_t salt);
+
+  /// A lower bound of the event simulation's slowest group for `groups` started together at
+  /// time zero, whether or not their flows contend, in O(transfers + route hops): the larger of
+  /// (a) every group's last arrival in the transfer-by-transfer pass with every flow alone on
+  /// its links (no admission check), and (b) over every link, the bytes all groups' flows
+  /// drain across it over its bandwidth; each less a margin for rounding (see the definition
+  /// for the proof). nullopt when a route has a link without bandwidth.
+  [[nodiscard]] std::optional<RunBound> lower_bound(topo::Router& router,
+                                                    std::span<const GroupProgram> groups,
+                                                    std::uint64_t salt);
 
   /// How many `evaluate` calls were answered by the ring derivation.
   [[nodiscard]] std::uint64_t derived() const noexcept { return derived_; }
@@ -89,8 +105,10 @@ class UncontendedEvaluator {
     Time last_drain;
   };
 
+  // The pass over one group's transfers; with `bound_only` every flow is taken alone on its
+  // links (no admission check: link bytes are summed, nothing else).
   bool evaluate_group(topo::Router& router, const GroupProgram& group, std::uint64_t salt,
-                      UncontendedRun& run);
+                      UncontendedRun& run, bool bound_only = false);
   // The run of groups that are all uniform rings, derived; nullopt when a condition of the
   // derivation fails (the transfer-by-transfer pass answers then).
   std::optional<UncontendedRun> evaluate_rings(topo::Router& router,

@@ -503,9 +503,9 @@ struct Job::Impl {
     const coll::OracleStats& s = oracle->stats();
     nest::log(log, LogLevel::kDebug,
               "oracle after {}: {} queries, {} exact hits, {} structural hits, {} simulations ({} "
-              "contention-free, {} events), {} trivial",
+              "contention-free, {} events), {} trivial, {} candidates ruled out by their bound",
               phase, s.queries, s.exact_hits, s.structural_hits, s.simulations, s.contention_free,
-              s.events, s.trivial);
+              s.events, s.trivial, s.bounded);
   }
 
   // The input files of the job, as resolved.

@@ -53,6 +53,8 @@ struct OracleStats {
                                       ///< (see `simulate`), the others by the event simulation
   std::uint64_t trivial = 0;          ///< zero size or one-device groups: answered 0
   std::uint64_t events = 0;           ///< events the event simulations processed
+  std::uint64_t bounded = 0;          ///< `fastest` candidates not simulated: their lower bound
+                                      ///< exceeded a faster candidate's time
 };
 
 /// How an oracle prices.
@@ -95,7 +97,10 @@ class CollectiveOracle {
   /// The fastest (slowest group first, then the first group; ties: the earlier candidate) of
   /// `tuner_candidates` for `spec.op` and `spec.size` on the first group, each run on all
   /// `groups` as `collective` runs it (spec.algorithm and levels are ignored; chunks and
-  /// channels 0 let `resolve` choose). One query per candidate, memoized like any other.
+  /// channels 0 let `resolve` choose). One query per candidate, memoized like any other; a
+  /// candidate after the first whose query is not memoized is first bounded from below without
+  /// events (`OracleStats::bounded`): when its bound exceeds the fastest so far it could not be
+  /// chosen and is not simulated (the choice is the same as with every candidate simulated).
   [[nodiscard]] OracleChoice fastest(const CollectiveSpec& spec,
                                      std::span<const std::vector<topo::DeviceId>> groups);
 
@@ -114,6 +119,11 @@ class CollectiveOracle {
   void clear();
 
  private:
+  // `answer` with what was run for `spec` on `groups`.
+  [[nodiscard]] OracleChoice chosen(const CollectiveSpec& spec,
+                                    std::span<const std::vector<topo::DeviceId>> groups,
+                                    const OracleAnswer& answer) const;
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
