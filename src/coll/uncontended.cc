@@ -53,8 +53,10 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate(topo::Router& route
 // picosecond down. So each transfer of a chain loses at most 2 ps + 2e-12 of its drain against
 // the pass: 4 ps per transfer and a relative 1e-6 cover that with room (floating rates may
 // exceed a link's capacity by a few ulps; the simulation keeps lower max-min levels only within
-// 1e-9). (b) The flows over a link drain together at no more than its bandwidth, so the run
-// lasts at least the link's bytes over its bandwidth, less the same relative margin.
+// 1e-9). (b) The flows over a link open no earlier than the earliest of their openings in the
+// pass (less the margin of (a)), drain together at no more than its bandwidth, and the last to
+// drain is delivered its route latency later: the run lasts at least that opening plus the
+// link's bytes over its bandwidth plus the shortest route latency over it, less the margins.
 std::optional<RunBound> UncontendedEvaluator::lower_bound(topo::Router& router,
                                                           std::span<const GroupProgram> groups,
                                                           std::uint64_t salt) {
@@ -65,19 +67,24 @@ std::optional<RunBound> UncontendedEvaluator::lower_bound(topo::Router& router,
   used_.clear();
   UncontendedRun run;
   std::int64_t path = 0;
+  std::int64_t margin = 0;
   for (const GroupProgram& group : groups) {
     if (!evaluate_group(router, group, salt, run, true)) return std::nullopt;
-    const auto margin = static_cast<std::int64_t>(4 * group.program->transfer_count());
-    path = std::max(path, run.durations.back().ps() - margin);
+    const auto own = static_cast<std::int64_t>(4 * group.program->transfer_count());
+    margin = std::max(margin, own);
+    path = std::max(path, run.durations.back().ps() - own);
   }
   constexpr double kRelativeMargin = 1e-6;
   const auto all = topology_->links();
   double load = 0;
   for (const topo::LinkId link : used_) {
-    load = std::max(load, links_[link].bytes / all[link].bandwidth.bytes_per_s() * 1e12);
+    const LinkState& state = links_[link];
+    load = std::max(load, static_cast<double>((state.first_open + state.min_latency).ps()) +
+                              state.bytes / all[link].bandwidth.bytes_per_s() * 1e12);
   }
   const double bound =
-      std::max(static_cast<double>(path), std::floor(load)) * (1 - kRelativeMargin);
+      std::max(static_cast<double>(path), std::floor(load) - static_cast<double>(margin)) *
+      (1 - kRelativeMargin);
   RunBound out;
   out.slowest = Time::picoseconds(std::max<std::int64_t>(0, static_cast<std::int64_t>(bound)));
   out.events = run.events;
@@ -151,7 +158,11 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
           if (state.busy_until < Time::zero()) {
             used_.push_back(link);
             state.busy_until = Time::zero();
+            state.first_open = sender.open;
+            state.min_latency = sender.latency;
           }
+          state.first_open = std::min(state.first_open, sender.open);
+          state.min_latency = std::min(state.min_latency, sender.latency);
           state.bytes += t.bytes.as_double();
         }
       } else if (!admit(sender.route, sender.open, net::later(sender.open, sender.last_drain),

@@ -72,9 +72,10 @@ class UncontendedEvaluator {
   /// A lower bound of the event simulation's slowest group for `groups` started together at
   /// time zero, whether or not their flows contend, in O(transfers + route hops): the larger of
   /// (a) every group's last arrival in the transfer-by-transfer pass with every flow alone on
-  /// its links (no admission check), and (b) over every link, the bytes all groups' flows
-  /// drain across it over its bandwidth; each less a margin for rounding (see the definition
-  /// for the proof). nullopt when a route has a link without bandwidth.
+  /// its links (no admission check), and (b) over every link, the earliest opening of a flow
+  /// over it in that pass, plus the bytes all groups' flows drain across it over its bandwidth,
+  /// plus the shortest route latency among them; each less a margin for rounding (see the
+  /// definition for the proof). nullopt when a route has a link without bandwidth.
   [[nodiscard]] std::optional<RunBound> lower_bound(topo::Router& router,
                                                     std::span<const GroupProgram> groups,
                                                     std::uint64_t salt);
@@ -87,6 +88,10 @@ class UncontendedEvaluator {
     Time busy_until = Time::picoseconds(-1);  // drain end of the last accepted flow
     Time busy;
     double bytes = 0;
+    // `lower_bound` only: the earliest gate opening and the shortest route latency of the flows
+    // over the link.
+    Time first_open;
+    Time min_latency;
   };
   // Per (rank, channel): the gate rule's running maxima and the last route used.
   struct RankState {
