@@ -114,6 +114,8 @@ struct CollectiveOracle::Impl {
   std::unordered_map<QueryKey, OracleAnswer, QueryKeyHash> by_query;
   // Answers without the base latency: calibrated copies may coincide link for link.
   std::unordered_map<Digest, OracleAnswer, DigestHash> by_structure;
+  // Lower bounds of structures not simulated (`priced_set`; zero: no bound), without the base.
+  std::unordered_map<Digest, Time, DigestHash> bound_by_structure;
   std::unordered_map<std::uint64_t, std::vector<Pair>> pairs_by_shape;
 
   Engine& engine(topo::Protocol protocol, bool nvls) {
@@ -275,13 +277,17 @@ struct CollectiveOracle::Impl {
       return it->second;
     }
     if (within) {
-      std::vector<detail::GroupProgram> programs;
-      for (Part& part : parts) {
-        lower_part(part);
-        programs.push_back({part.schedule.get(), part.group});
+      auto it = bound_by_structure.find(digest);
+      if (it == bound_by_structure.end()) {
+        std::vector<detail::GroupProgram> programs;
+        for (Part& part : parts) {
+          lower_part(part);
+          programs.push_back({part.schedule.get(), part.group});
+        }
+        const auto bound = e.evaluator.lower_bound(e.router, programs, seed);
+        it = bound_by_structure.emplace(digest, bound ? bound->slowest : Time::zero()).first;
       }
-      const auto bound = e.evaluator.lower_bound(e.router, programs, seed);
-      if (bound && bound->slowest + base > *within) return std::nullopt;
+      if (it->second + base > *within) return std::nullopt;
     }
     OracleAnswer result = simulate_parts(parts, e);
     by_structure.emplace(digest, result);
@@ -547,6 +553,7 @@ const OracleStats& CollectiveOracle::stats() const noexcept { return impl_->stat
 void CollectiveOracle::clear() {
   impl_->by_query.clear();
   impl_->by_structure.clear();
+  impl_->bound_by_structure.clear();
   impl_->pairs_by_shape.clear();
 }
 
