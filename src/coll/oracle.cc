@@ -114,8 +114,14 @@ struct CollectiveOracle::Impl {
   std::unordered_map<QueryKey, OracleAnswer, QueryKeyHash> by_query;
   // Answers without the base latency: calibrated copies may coincide link for link.
   std::unordered_map<Digest, OracleAnswer, DigestHash> by_structure;
-  // Lower bounds of structures not simulated (`priced_set`; zero: no bound), without the base.
-  std::unordered_map<Digest, Time, DigestHash> bound_by_structure;
+  // Structures bounded and not simulated (`priced_set`): the bound without the base (zero: no
+  // bound), the events a simulation would process, whether they were counted.
+  struct Bounded {
+    Time slowest;
+    std::uint64_t events = 0;
+    bool counted = false;
+  };
+  std::unordered_map<Digest, Bounded, DigestHash> bound_by_structure;
   std::unordered_map<std::uint64_t, std::vector<Pair>> pairs_by_shape;
 
   Engine& engine(topo::Protocol protocol, bool nvls) {
@@ -188,13 +194,15 @@ struct CollectiveOracle::Impl {
     return d;
   }
 
-  OracleAnswer simulate_parts(std::vector<Part>& parts, Engine& e) {
+  // `contended`: the contention-free evaluation already stepped aside for these parts.
+  OracleAnswer simulate_parts(std::vector<Part>& parts, Engine& e, bool contended = false) {
     std::vector<detail::GroupProgram> programs;
     for (Part& part : parts) {
       lower_part(part);
       programs.push_back({part.schedule.get(), part.group});
     }
-    if (const auto run = e.evaluator.evaluate(e.router, programs, seed)) {
+    if (const auto run =
+            contended ? std::nullopt : e.evaluator.evaluate(e.router, programs, seed)) {
       ++stats.simulations;
       ++stats.contention_free;
       return {run->durations.front(),
@@ -263,11 +271,50 @@ struct CollectiveOracle::Impl {
     return sets;
   }
 
+  // The bound of a structure not memoized (`priced_set`), computed on first use; nullptr when
+  // the contention-free evaluation answers (then memoized in `by_structure`).
+  Bounded* bounded(std::vector<Part>& parts, Engine& e, const Digest& digest) {
+    auto it = bound_by_structure.find(digest);
+    if (it != bound_by_structure.end()) return &it->second;
+    std::vector<detail::GroupProgram> programs;
+    for (Part& part : parts) {
+      lower_part(part);
+      programs.push_back({part.schedule.get(), part.group});
+    }
+    if (const auto run = e.evaluator.evaluate(e.router, programs, seed)) {
+      // Contention-free: exact without events, as `simulate_parts` would answer.
+      ++stats.simulations;
+      ++stats.contention_free;
+      by_structure.emplace(
+          digest, OracleAnswer{run->durations.front(),
+                               *std::max_element(run->durations.begin(), run->durations.end())});
+      return nullptr;
+    }
+    const auto bound = e.evaluator.lower_bound(e.router, programs, seed);
+    return &bound_by_structure
+                .emplace(digest, bound ? Bounded{bound->slowest, bound->events} : Bounded{})
+                .first->second;
+  }
+
+  // Counts the events of a structure not simulated, once (see `priced_set`).
+  void count_avoided(Bounded& b) {
+    if (b.counted) return;
+    b.counted = true;
+    stats.events += b.events;
+    stats.avoided_events += b.events;
+  }
+
   // One set of link-connected parts, memoized by its structure. With `within`, a set that
-  // would be simulated is first bounded from below (`UncontendedEvaluator::lower_bound`, plus
-  // `base`): nullopt, and no simulation, when that bound exceeds `*within`.
+  // would be event-simulated is first bounded from below (`UncontendedEvaluator::lower_bound`,
+  // plus `base`): nullopt, and no simulation, when that bound exceeds `*within`. With
+  // `skip`, the set is not simulated at all (nullopt unless memoized): the query was ruled
+  // out by an earlier set. The events the simulation of a set not simulated would have
+  // processed (the bound's count, which equals the simulator's) are counted in `stats.events`
+  // once per structure, and in `stats.avoided_events`, so that event budgets (the anneal's)
+  // spend what they spent when every candidate was simulated; a structure counted so and
+  // simulated later is counted once.
   std::optional<OracleAnswer> priced_set(std::vector<Part>& parts, Engine& e,
-                                         std::optional<Time> within, Time base) {
+                                         std::optional<Time> within, Time base, bool skip = false) {
     const bool idle =
         std::all_of(parts.begin(), parts.end(), [](const Part& p) { return p.group.size() <= 1; });
     if (idle) return OracleAnswer{};
@@ -276,20 +323,24 @@ struct CollectiveOracle::Impl {
       ++stats.structural_hits;
       return it->second;
     }
-    if (within) {
-      auto it = bound_by_structure.find(digest);
-      if (it == bound_by_structure.end()) {
-        std::vector<detail::GroupProgram> programs;
-        for (Part& part : parts) {
-          lower_part(part);
-          programs.push_back({part.schedule.get(), part.group});
-        }
-        const auto bound = e.evaluator.lower_bound(e.router, programs, seed);
-        it = bound_by_structure.emplace(digest, bound ? bound->slowest : Time::zero()).first;
+    if (within || skip) {
+      Bounded* b = bounded(parts, e, digest);
+      if (b == nullptr) return by_structure.find(digest)->second;
+      if (skip || b->slowest + base > *within) {
+        count_avoided(*b);
+        return std::nullopt;
       }
-      if (it->second + base > *within) return std::nullopt;
     }
-    OracleAnswer result = simulate_parts(parts, e);
+    bool contended = false;
+    if (auto it = bound_by_structure.find(digest); it != bound_by_structure.end()) {
+      if (it->second.counted) {
+        stats.events -= it->second.events;
+        stats.avoided_events -= it->second.events;
+      }
+      bound_by_structure.erase(it);
+      contended = true;
+    }
+    OracleAnswer result = simulate_parts(parts, e, contended);
     by_structure.emplace(digest, result);
     return result;
   }
@@ -313,16 +364,20 @@ struct CollectiveOracle::Impl {
       if (!a) return std::nullopt;
       result = *a;
     } else {
+      // Once a set rules the query out, the later ones are only counted (`priced_set`).
+      bool out = false;
       for (std::size_t s = 0; s < sets.size(); ++s) {
         std::vector<Part> set;
         set.reserve(sets[s].size());
         for (std::size_t i : sets[s]) set.push_back(std::move(parts[i]));
-        const auto a = priced_set(set, e, within, base);
+        const auto a = priced_set(set, e, within, base, out);
         for (std::size_t j = 0; j < set.size(); ++j) parts[sets[s][j]] = std::move(set[j]);
-        if (!a) return std::nullopt;
+        if (!a) out = true;
+        if (out) continue;
         if (s == 0) result.first = a->first;  // the first set holds the first part
         result.slowest = std::max(result.slowest, a->slowest);
       }
+      if (out) return std::nullopt;
     }
     if (parts.front().group.size() > 1) result.first += base;
     result.slowest += base;

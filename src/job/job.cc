@@ -503,9 +503,10 @@ struct Job::Impl {
     const coll::OracleStats& s = oracle->stats();
     nest::log(log, LogLevel::kDebug,
               "oracle after {}: {} queries, {} exact hits, {} structural hits, {} simulations ({} "
-              "contention-free, {} events), {} trivial, {} candidates ruled out by their bound",
+              "contention-free, {} events), {} trivial, {} candidates ruled out by their bound ({} "
+              "of the events not simulated)",
               phase, s.queries, s.exact_hits, s.structural_hits, s.simulations, s.contention_free,
-              s.events, s.trivial, s.bounded);
+              s.events, s.trivial, s.bounded, s.avoided_events);
   }
 
   // The input files of the job, as resolved.

@@ -52,7 +52,10 @@ struct OracleStats {
   std::uint64_t contention_free = 0;  ///< of those, answered by the contention-free evaluation
                                       ///< (see `simulate`), the others by the event simulation
   std::uint64_t trivial = 0;          ///< zero size or one-device groups: answered 0
-  std::uint64_t events = 0;           ///< events the event simulations processed
+  std::uint64_t events = 0;           ///< events the event simulations processed, and those
+                                      ///< the candidates `fastest` ruled out would have (once
+                                      ///< per structure): what an event budget spends
+  std::uint64_t avoided_events = 0;   ///< of `events`, those of ruled-out candidates
   std::uint64_t bounded = 0;          ///< `fastest` candidates not simulated: their lower bound
                                       ///< exceeded a faster candidate's time
 };
