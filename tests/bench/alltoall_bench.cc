@@ -15,10 +15,14 @@
 //   max-min sharing) and the routes the router holds at the end.
 // Both print the exact makespan in picoseconds (the same in both rows and in every version: the
 // simulation is exact) and the row's peak resident memory (`peak_rss_MB`, the process's peak
-// since the row started, the topology included).
+// since the row started, the topology included); mode 1 also prints a digest of every rank's
+// end and every link's bytes, busy time and peak flows (as tests/unit/coll/alltoall_golden_test.cc
+// folds them), so that two builds can be compared exactly at every size.
 
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
+#include <bit>
 #include <cstdint>
 #include <fstream>
 #include <map>
@@ -31,6 +35,7 @@
 #include "nest/coll/execution.h"
 #include "nest/coll/schedule.h"
 #include "nest/coll/simulate.h"
+#include "nest/core/rng.h"
 #include "nest/net/simulator.h"
 #include "nest/topo/generators.h"
 #include "nest/topo/router.h"
@@ -80,6 +85,7 @@ void BM_PairwiseAllToAll(benchmark::State& state) {
   std::uint64_t flows = 0;
   std::uint64_t events = 0;
   Time makespan;
+  std::uint64_t digest = 0;
   reset_peak_rss();
   for (auto _ : state) {
     if (!events_alone) {
@@ -104,10 +110,24 @@ void BM_PairwiseAllToAll(benchmark::State& state) {
     state.counters["rate_updates"] = static_cast<double>(simulator.rate_updates());
     state.counters["flows_rated"] = static_cast<double>(simulator.flows_rated());
     state.counters["routes_cached"] = static_cast<double>(router.cached_routes());
+    state.PauseTiming();
+    digest = 0;
+    for (const Time end : execution.rank_end_times()) {
+      digest = nest::hash_mix(digest, static_cast<std::uint64_t>(end.ps()));
+    }
+    for (nest::topo::LinkId l = 0; l < topology.num_links(); ++l) {
+      const nest::net::LinkStats& s = simulator.link_stats(l);
+      digest = nest::hash_mix(digest, std::bit_cast<std::uint64_t>(s.bytes));
+      digest = nest::hash_mix(digest, static_cast<std::uint64_t>(s.busy.ps()));
+      digest = nest::hash_mix(digest, s.peak_flows);
+    }
+    digest = nest::hash_mix(digest, simulator.events_processed());
+    state.ResumeTiming();
   }
   state.counters["flows"] = static_cast<double>(flows);
   state.counters["events"] = static_cast<double>(events);
-  state.SetLabel("makespan " + std::to_string(makespan.ps()) + " ps");
+  state.SetLabel("makespan " + std::to_string(makespan.ps()) + " ps" +
+                 (events_alone ? fmt::format(", digest {:#018x}", digest) : ""));
   state.counters["cpu_per_flow"] =
       benchmark::Counter(static_cast<double>(flows), benchmark::Counter::kIsIterationInvariantRate |
                                                          benchmark::Counter::kInvert);
