@@ -128,8 +128,17 @@ class Schedule final : public Program {
 /// flat ring). Throws `Error` (internal) for other algorithms.
 [[nodiscard]] std::shared_ptr<const Program> ring_program(const CollectiveSpec& spec, int ranks);
 
+/// The pairwise all-to-all (one channel, no rails or levels) as an implicit program: the
+/// transfers, gates and dependencies of `lower(spec, ranks)` computed from their ids (the same
+/// transfer ids; gate ids equal transfer ids, one send per gate), memory O(1). Throws `Error`
+/// (internal) for another spec or fewer than two ranks, and (input) as `lower` when the
+/// program would exceed 2^32 - 1 transfers.
+[[nodiscard]] std::shared_ptr<const Program> pairwise_program(const CollectiveSpec& spec,
+                                                              int ranks);
+
 /// `lower`, or `ring_program` for ring-family collectives of more than `implicit_above`
-/// transfers or that forward on arrival (memory O(ranks) instead of ~60 bytes per transfer; also
+/// transfers or that forward on arrival, or `pairwise_program` for pairwise all-to-alls of more
+/// than `implicit_above` transfers (memory O(ranks) instead of ~60 bytes per transfer; also
 /// faster end to end at that size: building and reading a stored schedule of 2.1M transfers cost
 /// ~30% of a 1,024-rank ring allreduce's simulation, see results/coll_bench.md).
 [[nodiscard]] std::shared_ptr<const Program> lower_program(const CollectiveSpec& spec, int ranks,

@@ -264,8 +264,77 @@ TEST(LowerProgram, GoesImplicitAboveTheThreshold) {
   // The default threshold: 2 * 256 * 255 = 130,560 transfers are above 100,000.
   EXPECT_EQ(dynamic_cast<const Schedule*>(lower_program(ring, 256).get()), nullptr);
   EXPECT_NE(dynamic_cast<const Schedule*>(lower_program(ring, 128).get()), nullptr);
+  // Pairwise all-to-alls too: 256 * 255 = 65,280 transfers stay stored, 384 * 383 do not.
   const CollectiveSpec a2a{Operation::kAllToAll, Algorithm::kPairwise, Bytes(4096)};
-  EXPECT_NE(dynamic_cast<const Schedule*>(lower_program(a2a, 8, 1).get()), nullptr);
+  EXPECT_EQ(dynamic_cast<const Schedule*>(lower_program(a2a, 8, 1).get()), nullptr);
+  EXPECT_NE(dynamic_cast<const Schedule*>(lower_program(a2a, 256).get()), nullptr);
+  EXPECT_EQ(dynamic_cast<const Schedule*>(lower_program(a2a, 384).get()), nullptr);
+  // The direct all-to-all has no implicit form.
+  const CollectiveSpec direct{Operation::kAllToAll, Algorithm::kDirect, Bytes(4096)};
+  EXPECT_NE(dynamic_cast<const Schedule*>(lower_program(direct, 8, 1).get()), nullptr);
+}
+
+// The implicit pairwise program is the stored schedule read through its ids: every transfer
+// (id for id), every gate's sends and waits, every transfer's successors and the initial gates,
+// for group sizes 2..13 and a size that does not split evenly (1,000,003 bytes: the first
+// size % n destinations get one byte more).
+TEST(PairwiseProgram, MatchesTheStoredScheduleIdForId) {
+  for (int n = 2; n <= 13; ++n) {
+    SCOPED_TRACE(n);
+    const CollectiveSpec spec{Operation::kAllToAll, Algorithm::kPairwise, Bytes(1000003)};
+    const Schedule stored = lower(spec, n);
+    const auto implicit = pairwise_program(spec, n);
+    ASSERT_EQ(implicit->transfer_count(), stored.transfer_count());
+    EXPECT_EQ(implicit->ranks(), n);
+    EXPECT_EQ(implicit->steps(), stored.steps());
+    EXPECT_EQ(implicit->dense_gates(), 0U);
+    EXPECT_TRUE(implicit->waits_for_own_sends());
+    EXPECT_TRUE(implicit->uniform_ring().empty());
+    for (TransferId id = 0; id < stored.transfer_count(); ++id) {
+      const Transfer a = stored.transfer(id);
+      const Transfer b = implicit->transfer(id);
+      EXPECT_EQ(b.src, a.src) << id;
+      EXPECT_EQ(b.dst, a.dst) << id;
+      EXPECT_EQ(b.step, a.step) << id;
+      EXPECT_EQ(b.channel, a.channel) << id;
+      EXPECT_EQ(b.bytes, a.bytes) << id;
+      EXPECT_EQ(implicit->successors(id), stored.successors(id)) << id;
+    }
+    ASSERT_EQ(stored.gates().size(), stored.transfer_count());  // one send per gate
+    for (GateId g = 0; g < stored.gates().size(); ++g) {
+      EXPECT_EQ(implicit->waits(g), stored.waits(g)) << g;
+      std::vector<TransferId> a;
+      std::vector<TransferId> b;
+      stored.sends(g, a);
+      implicit->sends(g, b);
+      EXPECT_EQ(b, a) << g;
+    }
+    std::vector<GateId> a;
+    std::vector<GateId> b;
+    stored.initial_gates(a);
+    implicit->initial_gates(b);
+    EXPECT_EQ(b, a);
+  }
+  try {
+    (void)pairwise_program({Operation::kAllToAll, Algorithm::kDirect, Bytes(8)}, 4);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "internal error: pairwise_program: not a pairwise all-to-all of one channel over "
+              "two ranks or more "
+              "(direct, 4 ranks)");
+  }
+  EXPECT_THROW((void)pairwise_program({Operation::kAllToAll, Algorithm::kPairwise, Bytes(8)}, 1),
+               Error);
+  // Above 2^32 - 1 transfers, the error of `lower`.
+  try {
+    (void)pairwise_program({Operation::kAllToAll, Algorithm::kPairwise, Bytes(8)}, 70000);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--group: collective too large to lower: 4899930000 transfers (got \"70000 "
+              "devices\"; expected fewer than 2^32 transfers (a smaller group or fewer chunks))");
+  }
 }
 
 }  // namespace
@@ -317,7 +386,7 @@ TEST(Program, TransferIdsAreInStepOrder) {
       }
       const std::string what =
           std::string(operation_name(op)) + " " + std::string(algorithm_name(a));
-      check(*lower_program(spec, 6, 0), what + " (implicit when ring family)");
+      check(*lower_program(spec, 6, 0), what + " (implicit when ring family or pairwise)");
       check(*lower_program(spec, 6), what);
       ++checked;
     }
