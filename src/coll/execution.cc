@@ -1,5 +1,6 @@
 #include "nest/coll/execution.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "nest/core/error.h"
@@ -62,12 +63,52 @@ void Execution::count_arrival(GateId gate) {
     if (--waits_[gate] == 0) open_gate(gate);
     return;
   }
-  const auto [it, added] = pending_.try_emplace(gate, 0U);
-  if (added) it->second = program_->waits(gate);
-  if (--it->second == 0) {
-    pending_.erase(it);
+  if (2 * (pending_count_ + 1) > pending_.size()) grow_pending();
+  const std::size_t slot = pending_slot(gate);
+  PendingGate& entry = pending_[slot];
+  if (entry.gate == kNoGateId) {
+    entry = PendingGate{gate, program_->waits(gate)};
+    ++pending_count_;
+  }
+  if (--entry.waits == 0) {
+    erase_pending(slot);
     open_gate(gate);
   }
+}
+
+// The slot of `gate`, or the empty slot where it would go. The table is never full.
+std::size_t Execution::pending_slot(GateId gate) const noexcept {
+  const std::size_t mask = pending_.size() - 1;
+  std::size_t slot = static_cast<std::size_t>((gate * 0x9E3779B97F4A7C15ULL) >> 32U) & mask;
+  while (pending_[slot].gate != kNoGateId && pending_[slot].gate != gate) slot = (slot + 1) & mask;
+  return slot;
+}
+
+void Execution::grow_pending() {
+  std::vector<PendingGate> old(std::max<std::size_t>(64, 2 * pending_.size()));
+  old.swap(pending_);
+  for (const PendingGate& entry : old) {
+    if (entry.gate != kNoGateId) pending_[pending_slot(entry.gate)] = entry;
+  }
+}
+
+// Empties `slot` and moves back the entries of its probe run that may no longer be reached
+// (backward-shift deletion: no tombstones).
+void Execution::erase_pending(std::size_t slot) noexcept {
+  const std::size_t mask = pending_.size() - 1;
+  std::size_t hole = slot;
+  for (std::size_t next = (hole + 1) & mask; pending_[next].gate != kNoGateId;
+       next = (next + 1) & mask) {
+    const std::size_t home =
+        static_cast<std::size_t>((pending_[next].gate * 0x9E3779B97F4A7C15ULL) >> 32U) & mask;
+    // The entry at `next` may fill the hole when its home is not in (hole, next], cyclically.
+    if (((next - home) & mask) >= ((next - hole) & mask)) {
+      pending_[hole] = pending_[next];
+      hole = next;
+    }
+  }
+  pending_[hole] = PendingGate{};
+  --pending_count_;
 }
 
 void Execution::arrived(TransferId transfer, Time now) {

@@ -9,7 +9,6 @@
 #include <functional>
 #include <memory>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "nest/coll/program.h"
@@ -72,10 +71,22 @@ class Execution {
   std::shared_ptr<const Program> program_;
   std::vector<topo::DeviceId> group_;
   std::uint64_t salt_;
-  std::vector<std::uint32_t> waits_;                   // dense programs: per gate
-  std::unordered_map<GateId, std::uint32_t> pending_;  // implicit: gates partly arrived
-  std::vector<TransferId> sends_;                      // scratch for open_gate
-  std::vector<topo::LinkId> route_;                    // scratch for open_gate
+  std::vector<std::uint32_t> waits_;  // dense programs: per gate
+  // Implicit programs: the gates partly arrived and their remaining waits, in an open-addressing
+  // table (linear probing, backward-shift deletion, power-of-two size, at most half full): the
+  // pairwise all-to-all has ~2 ranks' worth pending and touches it twice per transfer, where a
+  // node-based hash map allocated and freed a node per gate.
+  struct PendingGate {
+    GateId gate = kNoGateId;  // kNoGateId: an empty slot
+    std::uint32_t waits = 0;
+  };
+  std::vector<PendingGate> pending_;
+  std::size_t pending_count_ = 0;
+  [[nodiscard]] std::size_t pending_slot(GateId gate) const noexcept;
+  void grow_pending();
+  void erase_pending(std::size_t slot) noexcept;
+  std::vector<TransferId> sends_;    // scratch for open_gate
+  std::vector<topo::LinkId> route_;  // scratch for open_gate
   std::vector<Time> rank_end_;
   std::uint64_t remaining_ = 0;
   bool started_ = false;
