@@ -16,14 +16,18 @@ UncontendedEvaluator::UncontendedEvaluator(const topo::Topology& topology, bool 
       links_(topology.num_links()),
       owner_(topology.num_links(), 0) {}
 
-std::optional<UncontendedRun> UncontendedEvaluator::evaluate(topo::Router& router,
-                                                             std::span<const GroupProgram> groups,
-                                                             std::uint64_t salt) {
+void UncontendedEvaluator::begin(const topo::Router& router) {
   if (&router.topology() != topology_) {
     throw Error::internal("uncontended evaluation: the router routes another topology");
   }
   for (const topo::LinkId link : used_) links_[link] = LinkState{};
   used_.clear();
+}
+
+std::optional<UncontendedRun> UncontendedEvaluator::evaluate(topo::Router& router,
+                                                             std::span<const GroupProgram> groups,
+                                                             std::uint64_t salt) {
+  begin(router);
   if (derive_rings_) {
     if (auto derived = evaluate_rings(router, groups, salt)) {
       ++derived_;
@@ -60,11 +64,7 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate(topo::Router& route
 std::optional<RunBound> UncontendedEvaluator::lower_bound(topo::Router& router,
                                                           std::span<const GroupProgram> groups,
                                                           std::uint64_t salt) {
-  if (&router.topology() != topology_) {
-    throw Error::internal("uncontended evaluation: the router routes another topology");
-  }
-  for (const topo::LinkId link : used_) links_[link] = LinkState{};
-  used_.clear();
+  begin(router);
   UncontendedRun run;
   std::int64_t path = 0;
   std::int64_t margin = 0;

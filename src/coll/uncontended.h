@@ -84,6 +84,8 @@ class UncontendedEvaluator {
   [[nodiscard]] std::uint64_t derived() const noexcept { return derived_; }
 
  private:
+  // Checks that `router` routes this evaluator's topology and clears the previous run's links.
+  void begin(const topo::Router& router);
   struct LinkState {
     Time busy_until = Time::picoseconds(-1);  // drain end of the last accepted flow
     Time busy;
