@@ -76,10 +76,15 @@ void Execution::count_arrival(GateId gate) {
   }
 }
 
+// Where `gate`'s probe run starts in a table of mask + 1 slots (Fibonacci hashing).
+std::size_t Execution::pending_home(GateId gate, std::size_t mask) noexcept {
+  return static_cast<std::size_t>((gate * 0x9E3779B97F4A7C15ULL) >> 32U) & mask;
+}
+
 // The slot of `gate`, or the empty slot where it would go. The table is never full.
 std::size_t Execution::pending_slot(GateId gate) const noexcept {
   const std::size_t mask = pending_.size() - 1;
-  std::size_t slot = static_cast<std::size_t>((gate * 0x9E3779B97F4A7C15ULL) >> 32U) & mask;
+  std::size_t slot = pending_home(gate, mask);
   while (pending_[slot].gate != kNoGateId && pending_[slot].gate != gate) slot = (slot + 1) & mask;
   return slot;
 }
@@ -99,8 +104,7 @@ void Execution::erase_pending(std::size_t slot) noexcept {
   std::size_t hole = slot;
   for (std::size_t next = (hole + 1) & mask; pending_[next].gate != kNoGateId;
        next = (next + 1) & mask) {
-    const std::size_t home =
-        static_cast<std::size_t>((pending_[next].gate * 0x9E3779B97F4A7C15ULL) >> 32U) & mask;
+    const std::size_t home = pending_home(pending_[next].gate, mask);
     // The entry at `next` may fill the hole when its home is not in (hole, next], cyclically.
     if (((next - home) & mask) >= ((next - hole) & mask)) {
       pending_[hole] = pending_[next];

@@ -82,6 +82,7 @@ class Execution {
   };
   std::vector<PendingGate> pending_;
   std::size_t pending_count_ = 0;
+  [[nodiscard]] static std::size_t pending_home(GateId gate, std::size_t mask) noexcept;
   [[nodiscard]] std::size_t pending_slot(GateId gate) const noexcept;
   void grow_pending();
   void erase_pending(std::size_t slot) noexcept;
