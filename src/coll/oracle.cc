@@ -123,6 +123,8 @@ struct CollectiveOracle::Impl {
   };
   std::unordered_map<Digest, Bounded, DigestHash> bound_by_structure;
   std::unordered_map<std::uint64_t, std::vector<Pair>> pairs_by_shape;
+  // Grouped transfers (`waited`) by structure, without the base latency.
+  std::unordered_map<Digest, Time, DigestHash> waited_by_structure;
 
   Engine& engine(topo::Protocol protocol, bool nvls) {
     const std::size_t slot = !network.calibrated() ? 0
@@ -196,17 +198,21 @@ struct CollectiveOracle::Impl {
 
   // `contended`: the contention-free evaluation already stepped aside for these parts.
   OracleAnswer simulate_parts(std::vector<Part>& parts, Engine& e, bool contended = false) {
+    const std::vector<Time> durations = part_durations(parts, e, contended);
+    return {durations.front(), *std::max_element(durations.begin(), durations.end())};
+  }
+
+  // Each part's duration, all parts run at once (contention-free evaluation, else events).
+  std::vector<Time> part_durations(std::vector<Part>& parts, Engine& e, bool contended = false) {
     std::vector<detail::GroupProgram> programs;
     for (Part& part : parts) {
       lower_part(part);
       programs.push_back({part.schedule.get(), part.group});
     }
-    if (const auto run =
-            contended ? std::nullopt : e.evaluator.evaluate(e.router, programs, seed)) {
+    if (auto run = contended ? std::nullopt : e.evaluator.evaluate(e.router, programs, seed)) {
       ++stats.simulations;
       ++stats.contention_free;
-      return {run->durations.front(),
-              *std::max_element(run->durations.begin(), run->durations.end())};
+      return std::move(run->durations);
     }
     if (e.simulator) {
       e.simulator->reset();
@@ -222,14 +228,56 @@ struct CollectiveOracle::Impl {
     const std::uint64_t events_before = e.simulator->events_processed();
     e.simulator->run();
     stats.events += e.simulator->events_processed() - events_before;
-    OracleAnswer answer;
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-      if (!runs[i]->finished()) throw Error::internal("oracle: collective did not finish");
-      if (i == 0) answer.first = runs[i]->duration();
-      answer.slowest = std::max(answer.slowest, runs[i]->duration());
+    std::vector<Time> durations;
+    durations.reserve(runs.size());
+    for (const auto& run : runs) {
+      if (!run->finished()) throw Error::internal("oracle: collective did not finish");
+      durations.push_back(run->duration());
     }
     ++stats.simulations;
-    return answer;
+    return durations;
+  }
+
+  // `transfers` in groups: the largest, over classes of alike parts (pairs routed over links of
+  // equal rates and latencies, pair by pair), of the class's mean duration, all parts run at
+  // once; memoized by structure. Parts that share no link run as they would alone, so the parts
+  // of a class take equal times and the answer is the slowest part's.
+  Time waited(std::vector<Part>& parts, Engine& e) {
+    const Digest digest = structure(parts, e);
+    if (auto it = waited_by_structure.find(digest); it != waited_by_structure.end()) {
+      ++stats.structural_hits;
+      return it->second;
+    }
+    const std::vector<Time> durations = part_durations(parts, e);
+    struct Class {
+      std::int64_t sum = 0;
+      std::int64_t count = 0;
+    };
+    std::unordered_map<std::uint64_t, Class> classes;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      Part& part = parts[i];
+      std::uint64_t profile = 0x9A17ED00ULL;
+      for (const Pair& p : pairs(part)) {
+        const topo::DeviceId src = part.group[p.src];
+        const topo::DeviceId dst = part.group[p.dst];
+        const auto route = e.router.route(src, dst, flow_key(src, dst, p.channel, seed));
+        profile = hash_mix(profile, route.size());
+        for (topo::LinkId l : route) {
+          const topo::Link& link = e.topology.link(l);
+          profile = hash_mix(profile, std::bit_cast<std::uint64_t>(link.bandwidth.bytes_per_s()));
+          profile = hash_mix(profile, static_cast<std::uint64_t>(link.latency.ps()));
+        }
+      }
+      Class& c = classes[profile];
+      c.sum += durations[i].ps();
+      ++c.count;
+    }
+    Time result;
+    for (const auto& [profile, c] : classes) {
+      result = std::max(result, Time::picoseconds(c.sum / c.count));
+    }
+    waited_by_structure.emplace(digest, result);
+    return result;
   }
 
   // The parts in sets that share links: groups of different sets use disjoint links, so in
@@ -484,14 +532,21 @@ Time CollectiveOracle::collective(const CollectiveSpec& spec,
 }
 
 Time CollectiveOracle::transfers(Bytes size, std::span<const topo::DeviceId> from,
-                                 std::span<const topo::DeviceId> to) {
+                                 std::span<const topo::DeviceId> to, std::size_t group_size) {
   Impl& m = *impl_;
   ++m.stats.queries;
   if (from.size() != to.size()) {
     throw Error::internal("oracle: transfers with " + std::to_string(from.size()) +
                           " sources and " + std::to_string(to.size()) + " destinations");
   }
-  QueryKey key{1, static_cast<std::uint64_t>(size.count()), from.size()};
+  const std::size_t per_group = group_size == 0 ? from.size() : group_size;
+  if (per_group == 0 || from.size() % per_group != 0) {
+    throw Error::internal("oracle: " + std::to_string(from.size()) + " transfers in groups of " +
+                          std::to_string(group_size));
+  }
+  const bool grouped = per_group != from.size();
+  QueryKey key{grouped ? 2U : 1U, static_cast<std::uint64_t>(size.count()), from.size()};
+  if (grouped) key.push_back(per_group);
   bool any = false;
   for (std::size_t i = 0; i < from.size(); ++i) {
     key.push_back(from[i]);
@@ -507,40 +562,48 @@ Time CollectiveOracle::transfers(Bytes size, std::span<const topo::DeviceId> fro
     return it->second.slowest;
   }
 
-  // One schedule over the distinct devices, every pair a transfer of step 0.
-  Part part;
-  std::unordered_map<topo::DeviceId, std::uint32_t> rank_of;
-  auto rank = [&](topo::DeviceId d) {
-    if (d >= m.topology.num_devices()) {
-      throw Error::input("device out of range",
-                         {.key = "transfers",
-                          .value = std::to_string(d),
-                          .expected = "devices 0-" + std::to_string(m.topology.num_devices() - 1)});
-    }
-    const auto [it, added] = rank_of.emplace(d, static_cast<std::uint32_t>(part.group.size()));
-    if (added) part.group.push_back(d);
-    return it->second;
-  };
-  std::vector<Transfer> list;
-  std::uint64_t shape = hash_mix(0x7A45F325ULL, from.size());
-  for (std::size_t i = 0; i < from.size(); ++i) {
-    if (from[i] == to[i]) continue;
-    const std::uint32_t s = rank(from[i]);
-    const std::uint32_t t = rank(to[i]);
-    list.push_back(Transfer{s, t, 0, 0, size});
-    shape = hash_mix(hash_mix(shape, s), t);
-  }
-  part.shape = shape;
-  part.size = static_cast<std::uint64_t>(size.count());
-  part.schedule =
-      std::make_shared<const Schedule>(static_cast<int>(part.group.size()), std::move(list));
+  // One schedule per group over its distinct devices, every remote pair a transfer of step 0;
+  // a group whose pairs are all local waits for nothing and is left out.
   std::vector<Part> parts;
-  parts.push_back(std::move(part));
+  std::unordered_map<topo::DeviceId, std::uint32_t> rank_of;
+  for (std::size_t first = 0; first < from.size(); first += per_group) {
+    Part part;
+    rank_of.clear();
+    auto rank = [&](topo::DeviceId d) {
+      if (d >= m.topology.num_devices()) {
+        throw Error::input(
+            "device out of range",
+            {.key = "transfers",
+             .value = std::to_string(d),
+             .expected = "devices 0-" + std::to_string(m.topology.num_devices() - 1)});
+      }
+      const auto [it, added] = rank_of.emplace(d, static_cast<std::uint32_t>(part.group.size()));
+      if (added) part.group.push_back(d);
+      return it->second;
+    };
+    std::vector<Transfer> list;
+    std::uint64_t shape = hash_mix(0x7A45F325ULL, per_group);
+    for (std::size_t i = first; i < first + per_group; ++i) {
+      if (from[i] == to[i]) continue;
+      const std::uint32_t s = rank(from[i]);
+      const std::uint32_t t = rank(to[i]);
+      list.push_back(Transfer{s, t, 0, 0, size});
+      shape = hash_mix(hash_mix(shape, s), t);
+    }
+    if (list.empty()) continue;
+    part.shape = shape;
+    part.size = static_cast<std::uint64_t>(size.count());
+    part.schedule =
+        std::make_shared<const Schedule>(static_cast<int>(part.group.size()), std::move(list));
+    parts.push_back(std::move(part));
+  }
   const topo::Protocol protocol = m.network.protocol(size);
-  return m
-      .answer(std::move(key), parts, m.engine(protocol, false),
-              m.network.base_latency(Operation::kSend, Algorithm::kDirect, protocol))
-      ->slowest;
+  Engine& engine = m.engine(protocol, false);
+  const Time base = m.network.base_latency(Operation::kSend, Algorithm::kDirect, protocol);
+  if (!grouped) return m.answer(std::move(key), parts, engine, base)->slowest;
+  const Time waited = m.waited(parts, engine) + base;
+  m.by_query.emplace(std::move(key), OracleAnswer{waited, waited});
+  return waited;
 }
 
 OracleChoice CollectiveOracle::fastest(const CollectiveSpec& spec,

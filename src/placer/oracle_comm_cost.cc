@@ -483,7 +483,8 @@ Time OracleCommCost::exact_transfer(Bytes size, const GroupLayout& from, const G
       dst.push_back(to.device(g, m));
     }
   }
-  return oracle_.transfers(size, src, dst);
+  // A replica's next stage waits for that replica's shards only (see `transfers`).
+  return oracle_.transfers(size, src, dst, static_cast<std::size_t>(from.group_size()));
 }
 
 Time OracleCommCost::transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) {

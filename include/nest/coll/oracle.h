@@ -113,8 +113,18 @@ class CollectiveOracle {
   /// Time until every from[i] has sent `size` bytes to to[i], all pairs started at once (pairs
   /// with from[i] == to[i] are local and cost nothing). from and to have equal lengths; a device
   /// may appear in several pairs. Memoized like `collective`.
+  ///
+  /// With `group_size` g (0: all pairs one group) the pairs form groups of g consecutive pairs,
+  /// each waiting for its own slowest pair (a pipeline replica's shards sending to the next
+  /// stage: that replica's next stage waits for them, no other replica does). Groups whose pairs
+  /// route over links of equal rates and latencies, pair by pair, are alike; the answer is the
+  /// largest, over classes of alike groups, of the class's mean wait, all pairs run at once.
+  /// Where groups share no link it is the slowest group's wait, as with one group. Where they
+  /// share links under ECMP it is the wait of a typical group of the class: the replay hashes
+  /// every send of a pipeline afresh, so which group collides moves from send to send, and a
+  /// replica's pipeline accumulates the class's mean, not its worst, collision.
   [[nodiscard]] Time transfers(Bytes size, std::span<const topo::DeviceId> from,
-                               std::span<const topo::DeviceId> to);
+                               std::span<const topo::DeviceId> to, std::size_t group_size = 0);
 
   /// Counters since construction.
   [[nodiscard]] const OracleStats& stats() const noexcept;

@@ -175,6 +175,37 @@ TEST(Oracle, TransfersArePricedAsConcurrentFlows) {
       Error);
 }
 
+// Grouped transfers on the 4-leaf spine-leaf (hosts 0-3 on leaf 0, 4-7 on leaf 1, ...; host
+// links at B, up-links at 2B, 250 ns a link): each group waits for its own pair, and alike groups
+// (routes of the same links' rates) are priced at their mean. Inside leaf 0, 0->1 and 0->2 share
+// host 0's link: 0.5 us + 2S/B each. Across leaves, 4->8 and 4->9 share host 4's link (2S/B
+// each) while 5->12 runs at B (S/B) beside them on leaf 1's 2B up-link: 1 us + 5/3 S/B on
+// average, 1 us + 2S/B for the slowest. With S/B = 40 us the leaf-0 class is the slower one.
+TEST(Oracle, GroupedTransfersWaitForTheirOwnPairs) {
+  const topo::Topology t = spine_leaf();
+  CollectiveOracle oracle(t);
+  const Bytes size(4000000);  // S/B = 40 us at 100 GB/s
+  const double sb = 4e6 / kRate.bytes_per_s();
+  const std::vector<topo::DeviceId> from{0, 0, 4, 4, 5};
+  const std::vector<topo::DeviceId> to{1, 2, 8, 9, 12};
+  const std::int64_t cross_pair = to_ps(1e-6 + 2 * sb);
+  const std::int64_t cross_alone = to_ps(1e-6 + sb);
+  EXPECT_EQ(oracle.transfers(size, from, to).ps(), cross_pair);
+  EXPECT_EQ(oracle.transfers(size, from, to, 5).ps(), cross_pair);  // one group: the same
+  EXPECT_EQ(oracle.transfers(size, from, to, 1).ps(), to_ps(0.5e-6 + 2 * sb));
+  // Only the cross-leaf groups: their class's mean.
+  const std::vector<topo::DeviceId> from3{4, 4, 5};
+  const std::vector<topo::DeviceId> to3{8, 9, 12};
+  EXPECT_EQ(oracle.transfers(size, from3, to3, 1).ps(), (2 * cross_pair + cross_alone) / 3);
+  // Groups that share nothing (one pair per leaf): each alone, the slowest's wait.
+  const std::vector<topo::DeviceId> apart_from{0, 4, 8};
+  const std::vector<topo::DeviceId> apart_to{1, 12, 9};
+  EXPECT_EQ(oracle.transfers(size, apart_from, apart_to, 1),
+            oracle.transfers(size, apart_from, apart_to));
+  EXPECT_EQ(oracle.transfers(size, apart_from, apart_to, 1).ps(), cross_alone);
+  EXPECT_THROW((void)oracle.transfers(size, from, to, 2), Error);  // 5 pairs in groups of 2
+}
+
 TEST(Oracle, BadGroupsAreInputErrors) {
   const topo::Topology t = star(4);
   CollectiveOracle oracle(t);
