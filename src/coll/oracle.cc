@@ -606,6 +606,16 @@ Time CollectiveOracle::transfers(Bytes size, std::span<const topo::DeviceId> fro
   return waited;
 }
 
+CollectiveSpec tuner_candidate(CollectiveSpec spec, Algorithm algorithm) {
+  spec.algorithm = algorithm;
+  spec.levels.clear();
+  const bool pipelines = algorithm == Algorithm::kRing || algorithm == Algorithm::kTree ||
+                         algorithm == Algorithm::kHierarchical || algorithm == Algorithm::kTorus;
+  spec.chunks = pipelines ? 0 : 1;
+  spec.channels = algorithm == Algorithm::kRing ? 0 : 1;
+  return spec;
+}
+
 OracleChoice CollectiveOracle::fastest(const CollectiveSpec& spec,
                                        std::span<const std::vector<topo::DeviceId>> groups) {
   Impl& m = *impl_;
@@ -613,13 +623,7 @@ OracleChoice CollectiveOracle::fastest(const CollectiveSpec& spec,
   std::optional<OracleChoice> best;
   std::optional<Error> first_error;
   for (const Algorithm a : tuner_candidates(m.network, spec.op, spec.size, groups.front())) {
-    CollectiveSpec candidate = spec;
-    candidate.algorithm = a;
-    candidate.levels.clear();
-    const bool pipelines = a == Algorithm::kRing || a == Algorithm::kTree ||
-                           a == Algorithm::kHierarchical || a == Algorithm::kTorus;
-    candidate.chunks = pipelines ? 0 : 1;
-    candidate.channels = a == Algorithm::kRing ? 0 : 1;
+    const CollectiveSpec candidate = tuner_candidate(spec, a);
     OracleChoice c;
     try {
       // Past the first candidate, one that takes longer than the fastest so far for sure is

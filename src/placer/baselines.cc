@@ -226,6 +226,15 @@ class ApproximateCommCost final : public ForwardingCommCost {
     return a + Time::picoseconds(static_cast<std::int64_t>(
                    std::llroundl(static_cast<long double>((b - a).ps()) * f)));
   }
+  // Where `collective` prices: both layouts moved to device 0.
+  Time collective_like(workload::CollectiveOp op, Bytes size, const GroupLayout& at,
+                       const GroupLayout& like) override {
+    GroupLayout layout = at;
+    layout.base = 0;
+    GroupLayout alone = like;
+    alone.base = 0;
+    return inner().collective_like(op, size, layout, alone);
+  }
 
  private:
   static constexpr Bytes kLow{std::int64_t{64} << 20};

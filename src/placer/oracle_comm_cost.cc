@@ -19,6 +19,20 @@ namespace {
 constexpr Bytes kLowSize = Bytes::mebibytes(64);
 constexpr Bytes kHighSize = Bytes::mebibytes(256);
 
+coll::Operation to_operation(workload::CollectiveOp op) {
+  switch (op) {
+    case workload::CollectiveOp::kAllReduce:
+      return coll::Operation::kAllReduce;
+    case workload::CollectiveOp::kAllGather:
+      return coll::Operation::kAllGather;
+    case workload::CollectiveOp::kReduceScatter:
+      return coll::Operation::kReduceScatter;
+    case workload::CollectiveOp::kAllToAll:
+      return coll::Operation::kAllToAll;
+  }
+  return coll::Operation::kAllReduce;
+}
+
 // The largest sum of link rates into or out of one device.
 Bandwidth largest_injection(const topo::Topology& t) {
   std::vector<double> in(t.num_devices(), 0);
@@ -416,20 +430,7 @@ Time OracleCommCost::collective(workload::CollectiveOp op, Bytes size, const Gro
   if (layout.group_size() <= 1 || size.count() <= 0) return Time::zero();
   check_range(layout, topology_);
   coll::CollectiveSpec spec;
-  switch (op) {
-    case workload::CollectiveOp::kAllReduce:
-      spec.op = coll::Operation::kAllReduce;
-      break;
-    case workload::CollectiveOp::kAllGather:
-      spec.op = coll::Operation::kAllGather;
-      break;
-    case workload::CollectiveOp::kReduceScatter:
-      spec.op = coll::Operation::kReduceScatter;
-      break;
-    case workload::CollectiveOp::kAllToAll:
-      spec.op = coll::Operation::kAllToAll;
-      break;
-  }
+  spec.op = to_operation(op);
   spec.algorithm = coll::default_algorithm(spec.op);
   // Under a collective model resolve chooses pipelining and channels as NCCL would.
   if (oracle_.calibrated()) {
@@ -453,6 +454,21 @@ Time OracleCommCost::collective(workload::CollectiveOp op, Bytes size, const Gro
     if (choices_.insert_or_assign(key, c).second) asked_.push_back(key);
   }
   return on_line(low, high, size);
+}
+
+Time OracleCommCost::collective_like(workload::CollectiveOp op, Bytes size,
+                                     const GroupLayout& layout, const GroupLayout& like) {
+  if (layout.group_size() <= 1 || size.count() <= 0) return Time::zero();
+  check_range(layout, topology_);
+  (void)collective(op, size, like);
+  const std::optional<GroupChoice> alone = choice(op, size, like);
+  // A fixed algorithm is the same for every layout: `collective` runs it.
+  if (!alone || !alone->tuned) return collective(op, size, layout);
+  coll::CollectiveSpec spec;
+  spec.op = to_operation(op);
+  spec.size = size;
+  const auto groups = layout.expand();
+  return oracle_.priced(coll::tuner_candidate(spec, alone->algorithm), groups).answer.slowest;
 }
 
 std::optional<GroupChoice> OracleCommCost::choice(workload::CollectiveOp op, Bytes size,

@@ -172,6 +172,18 @@ Time PricedNetwork::transfer(Bytes size, const GroupLayout& from, const GroupLay
   return t;
 }
 
+Time PricedNetwork::collective_like(CollectiveOp op, Bytes size, const GroupLayout& layout,
+                                    const GroupLayout& like) {
+  if (layout.group_size() <= 1 || size.count() <= 0 || zero()) return Time::zero();
+  const Key key{
+      .kind = 2, .op = static_cast<int>(op), .size = size.count(), .a = layout, .b = like};
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  ++queries_;
+  const Time t = comm_.collective_like(op, size, layout, like);
+  memo_.emplace(key, t);
+  return t;
+}
+
 Time PricedNetwork::gather(Bytes size, const GroupLayout& layout) {
   return collective(CollectiveOp::kAllGather, size, layout);
 }
@@ -332,7 +344,8 @@ double joint_sync_factor(int zero_stage, const DeviceMap& map, int first, int la
                         .groups = {{{map.devices_per_replica, map.shard_stride},
                                     {last - first + 1, map.stage_stride},
                                     {1, 0}}}};
-  const Time together = net.collective(op, kJointSyncReference, all);
+  // Each stage's groups run what they run alone (the replay tunes a bucket's group alone).
+  const Time together = net.collective_like(op, kJointSyncReference, all, sync_layout(map, last));
   Time alone;
   for (int p = first; p <= last; ++p) {
     alone = std::max(alone, net.collective(op, kJointSyncReference, sync_layout(map, p)));

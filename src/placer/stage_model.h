@@ -33,6 +33,9 @@ class PricedNetwork {
   explicit PricedNetwork(CommCost& comm) : comm_(comm) {}
   Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout);
   Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to);
+  /// `CommCost::collective_like`, memoized like the others.
+  Time collective_like(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
+                       const GroupLayout& like);
   /// Time of a ZeRO-3 weight all-gather of `size` on `layout`, on the line through the exact
   /// prices at 256 MiB and 1 GiB (see cost_model.h).
   Time gather(Bytes size, const GroupLayout& layout);
@@ -45,7 +48,7 @@ class PricedNetwork {
 
  private:
   struct Key {
-    int kind = 0;  // 0 collective, 1 transfer
+    int kind = 0;  // 0 collective, 1 transfer, 2 collective_like (b: the like layout)
     int op = 0;
     std::int64_t size = 0;
     GroupLayout a;

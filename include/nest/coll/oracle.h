@@ -43,6 +43,11 @@ struct OracleAnswer {
   Time slowest;  ///< time until every group has finished (the layout's collective time)
 };
 
+/// `spec` as the tuner (`CollectiveOracle::fastest`) runs `algorithm`: no explicit levels,
+/// chunks and channels left to `resolve` (0) where the algorithm pipelines (ring, tree,
+/// hierarchical, torus) and has channels (ring), else 1.
+[[nodiscard]] CollectiveSpec tuner_candidate(CollectiveSpec spec, Algorithm algorithm);
+
 /// How the oracle answered so far.
 struct OracleStats {
   std::uint64_t queries = 0;          ///< all queries

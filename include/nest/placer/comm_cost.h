@@ -74,6 +74,16 @@ class CommCost {
   [[nodiscard]] virtual Time transfer(Bytes size, const GroupLayout& from,
                                       const GroupLayout& to) = 0;
 
+  /// `collective(op, size, layout)`, every group run with the algorithm this network chooses
+  /// for `like` alone (a stage's data-parallel groups priced together with other stages', each
+  /// running what it runs alone, as the replay runs them). Default: `collective(op, size,
+  /// layout)`, for networks whose choice does not depend on the groups.
+  [[nodiscard]] virtual Time collective_like(workload::CollectiveOp op, Bytes size,
+                                             const GroupLayout& layout, const GroupLayout& like) {
+    (void)like;
+    return collective(op, size, layout);
+  }
+
   /// True when no cost depends on which devices run (zero and flat networks): every placement
   /// order and every stage position then cost the same, and the search prices one of them.
   [[nodiscard]] virtual bool placement_independent() const noexcept = 0;
@@ -118,6 +128,10 @@ class ForwardingCommCost : public CommCost {
   }
   Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override {
     return inner_.transfer(size, from, to);
+  }
+  Time collective_like(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
+                       const GroupLayout& like) override {
+    return inner_.collective_like(op, size, layout, like);
   }
   bool placement_independent() const noexcept override { return inner_.placement_independent(); }
   Time collective_bound(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {

@@ -69,6 +69,11 @@ class OracleCommCost final : public CommCost {
 
   Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override;
   Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override;
+  /// The algorithm `collective(op, size, like)` chose (tuned or fixed), run on every group of
+  /// `layout` (its protocol and channels resolved for `layout`'s first group, as `collective`
+  /// resolves them). Not recorded in `choices()`.
+  Time collective_like(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
+                       const GroupLayout& like) override;
   /// max(the flat injection bound, the domain-exit bound, the device-exit bound). Domain exit:
   /// for each innermost domain (with the switches that serve only its devices), the bytes the
   /// collective must move out of it (or into it) over the capacity of the links that leave
