@@ -385,6 +385,10 @@ Time OracleCommCost::transfer_bound(Bytes size, const GroupLayout& from, const G
   double device = 0;
   const auto d0 = static_cast<std::uint32_t>(domain_size_);
   const double bytes = size.as_double();
+  // Several groups are priced at a class's mean wait (`transfer`), which a domain's exit, shared
+  // by the groups, does not bound; every pair's own device links still bound its group's wait,
+  // and so the wait of every group whose routes cross the same rates.
+  const bool exits = from.group_count() == 1;
   int g = 0;
   for_each_group(from, [&](std::uint32_t first) {
     const auto to_first = to.device(g++, 0);
@@ -392,8 +396,10 @@ Time OracleCommCost::transfer_bound(Bytes size, const GroupLayout& from, const G
       const auto a = first + static_cast<std::uint32_t>(m) * from.member.stride;
       const auto b = to_first + static_cast<std::uint32_t>(m) * to.member.stride;
       if (a / d0 == b / d0) continue;
-      add_out(a / d0, bytes);
-      add_in(b / d0, bytes);
+      if (exits) {
+        add_out(a / d0, bytes);
+        add_in(b / d0, bytes);
+      }
       device = std::max(device, device_seconds(a, b, bytes, bytes));
     }
   });

@@ -84,6 +84,9 @@ class OracleCommCost final : public CommCost {
   /// pairwise all-to-all S/n to every other member; other algorithms get the injection bound
   /// only. O(devices of the layout), allocation-free.
   Time collective_bound(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override;
+  /// max(the flat injection bound, the device-exit bound of every pair, and with one group the
+  /// domain-exit bound): `transfer` prices several groups at a class's mean wait, which the
+  /// exits the groups share do not bound.
   Time transfer_bound(Bytes size, const GroupLayout& from, const GroupLayout& to) override;
   bool placement_independent() const noexcept override { return false; }
   Bandwidth injection_bound() const noexcept override { return injection_bound_; }
