@@ -193,26 +193,22 @@ Time OracleCommCost::exit_bound() {
 std::optional<coll::Algorithm> OracleCommCost::fixed_algorithm(
     workload::CollectiveOp op, std::span<const std::vector<topo::DeviceId>> groups) const {
   std::optional<coll::Algorithm> fixed;
-  coll::Operation operation = coll::Operation::kAllReduce;
   switch (op) {
     case workload::CollectiveOp::kAllReduce:
       fixed = options_.allreduce;
       break;
     case workload::CollectiveOp::kAllGather:
       fixed = options_.all_gather;
-      operation = coll::Operation::kAllGather;
       break;
     case workload::CollectiveOp::kReduceScatter:
       fixed = options_.reduce_scatter;
-      operation = coll::Operation::kReduceScatter;
       break;
     case workload::CollectiveOp::kAllToAll:
       fixed = options_.all_to_all;
-      operation = coll::Operation::kAllToAll;
       break;
   }
   if (!fixed && !oracle_.calibrated())
-    fixed = coll::default_algorithm(topology_, operation, groups);
+    fixed = coll::default_algorithm(topology_, to_operation(op), groups);
   return fixed;
 }
 
