@@ -464,13 +464,22 @@ Time OracleCommCost::collective_like(workload::CollectiveOp op, Bytes size,
   check_range(layout, topology_);
   (void)collective(op, size, like);
   const std::optional<GroupChoice> alone = choice(op, size, like);
-  // A fixed algorithm is the same for every layout: `collective` runs it.
-  if (!alone || !alone->tuned) return collective(op, size, layout);
+  if (!alone) throw Error::internal("collective_like: no choice recorded for the layout alone");
   coll::CollectiveSpec spec;
   spec.op = to_operation(op);
   spec.size = size;
+  if (alone->tuned) {
+    spec = coll::tuner_candidate(spec, alone->algorithm);
+  } else {
+    // As `exact_collective` runs a fixed algorithm.
+    spec.algorithm = alone->algorithm;
+    if (oracle_.calibrated()) {
+      spec.chunks = 0;
+      spec.channels = 0;
+    }
+  }
   const auto groups = layout.expand();
-  return oracle_.priced(coll::tuner_candidate(spec, alone->algorithm), groups).answer.slowest;
+  return oracle_.priced(spec, groups).answer.slowest;
 }
 
 std::optional<GroupChoice> OracleCommCost::choice(workload::CollectiveOp op, Bytes size,
