@@ -415,4 +415,27 @@ Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, C
   return plan;
 }
 
+PipelineOp pipeline_op(std::int64_t stages, std::int64_t stage, std::int64_t v,
+                       std::int64_t microbatches, std::int64_t i) noexcept {
+  const std::int64_t s = stages;
+  const std::int64_t total = microbatches * v;
+  const std::int64_t warmup =
+      v == 1 ? std::min(s - stage - 1, total) : std::min((s - stage - 1) * 2 + (v - 1) * s, total);
+  bool forward = true;
+  std::int64_t k = i;
+  if (i >= warmup) {
+    const std::int64_t r = i - warmup;
+    if (r < 2 * (total - warmup)) {
+      forward = r % 2 == 0;
+      k = forward ? warmup + r / 2 : r / 2;
+    } else {
+      forward = false;
+      k = r - (total - warmup);
+    }
+  }
+  const std::int64_t local = (k / s) % v;
+  const std::int64_t microbatch = v == 1 ? k : (k / (s * v)) * s + k % s;
+  return PipelineOp{forward, (forward ? local : v - 1 - local) * s + stage, microbatch};
+}
+
 }  // namespace nest::placer

@@ -380,39 +380,10 @@ Time pipeline_makespan(std::span<const Time> forward, std::span<const Time> back
     return static_cast<std::size_t>(c * microbatches + mb);
   };
   struct Stream {
-    std::int64_t next = 0;   // operations run
+    std::int64_t next = 0;   // operations run (of its `pipeline_op` order)
     std::int64_t clock = 0;  // when the last one ended
-    std::int64_t warmup = 0;
   };
   std::vector<Stream> streams(static_cast<std::size_t>(s));
-  for (std::int64_t g = 0; g < s; ++g) {
-    streams[static_cast<std::size_t>(g)].warmup =
-        v == 1 ? std::min(s - g - 1, total) : std::min((s - g - 1) * 2 + (v - 1) * s, total);
-  }
-  // Operation `i` of stage g's order (replay::stage_order): its pass, chunk and microbatch.
-  struct Op {
-    bool forward;
-    std::int64_t chunk;
-    std::int64_t mb;
-  };
-  const auto op_at = [&](std::int64_t g, std::int64_t i) {
-    const std::int64_t w = streams[static_cast<std::size_t>(g)].warmup;
-    bool fwd = true;
-    std::int64_t k = i;
-    if (i >= w) {
-      const std::int64_t r = i - w;
-      if (r < 2 * (total - w)) {
-        fwd = r % 2 == 0;
-        k = fwd ? w + r / 2 : r / 2;
-      } else {
-        fwd = false;
-        k = r - (total - w);
-      }
-    }
-    const std::int64_t local = (k / s) % v;
-    const std::int64_t mb = v == 1 ? k : (k / (s * v)) * s + k % s;
-    return Op{fwd, (fwd ? local : v - 1 - local) * s + g, mb};
-  };
   // Times stay within [0, kMaxDurationPs], so a sum of two never overflows.
   const auto add = [](std::int64_t a, std::int64_t b) {
     const std::int64_t sum = a + b;
@@ -428,14 +399,15 @@ Time pipeline_makespan(std::span<const Time> forward, std::span<const Time> back
     work.pop_back();
     Stream& st = streams[static_cast<std::size_t>(g)];
     while (st.next < 2 * total) {
-      const Op op = op_at(g, st.next);
+      const PipelineOp op = pipeline_op(s, g, v, microbatches, st.next);
       std::int64_t ready = 0;
       if (op.forward && op.chunk > 0) {
-        ready = forward_end[at(op.chunk - 1, op.mb)];
+        ready = forward_end[at(op.chunk - 1, op.microbatch)];
         if (ready < 0) break;
       } else if (!op.forward) {
         const bool last = op.chunk + 1 == chunks;
-        ready = last ? forward_end[at(op.chunk, op.mb)] : backward_end[at(op.chunk + 1, op.mb)];
+        ready = last ? forward_end[at(op.chunk, op.microbatch)]
+                     : backward_end[at(op.chunk + 1, op.microbatch)];
         if (ready < 0) break;
       }
       const Time duration = (op.forward ? forward : backward)[static_cast<std::size_t>(op.chunk)];
@@ -451,17 +423,17 @@ Time pipeline_makespan(std::span<const Time> forward, std::span<const Time> back
       };
       const auto gi = static_cast<std::size_t>(g);
       if (op.forward && op.chunk + 1 < chunks) {
-        forward_end[at(op.chunk, op.mb)] =
+        forward_end[at(op.chunk, op.microbatch)] =
             sent(forward_link[gi], send[static_cast<std::size_t>(op.chunk)].ps());
         work.push_back((op.chunk + 1) % s);
       } else if (op.forward) {
-        forward_end[at(op.chunk, op.mb)] = finish;
+        forward_end[at(op.chunk, op.microbatch)] = finish;
       } else if (op.chunk > 0) {
-        backward_end[at(op.chunk, op.mb)] =
+        backward_end[at(op.chunk, op.microbatch)] =
             sent(backward_link[gi], send[static_cast<std::size_t>(op.chunk - 1)].ps());
         work.push_back((op.chunk - 1) % s);
       } else {
-        backward_end[at(op.chunk, op.mb)] = finish;
+        backward_end[at(op.chunk, op.microbatch)] = finish;
       }
     }
   }

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "nest/core/error.h"
+#include "nest/placer/cost_model.h"
 #include "nest/topo/router.h"
 
 namespace nest::replay {
@@ -36,26 +37,13 @@ std::vector<Op> stage_order(Schedule schedule, std::size_t group, std::size_t gr
     for (std::int64_t i = 0; i < microbatches; ++i) ops.push_back({false, i, group});
     return ops;
   }
-  // 1F1B, and its interleaved form (Narayanan et al. 2021, §2.2; Megatron-LM's
-  // forward_backward_pipelining_with_interleaving): microbatches go through the chunks in
-  // groups of S; the warm-up is (S - g - 1) x 2 + (v - 1) x S forwards.
+  // 1F1B, and its interleaved form: the cost model's order (`placer::pipeline_op`).
   const auto s = static_cast<std::int64_t>(groups);
   const auto g = static_cast<std::int64_t>(group);
-  const std::int64_t total = microbatches * v;
-  const std::int64_t warmup =
-      v == 1 ? std::min(s - g - 1, total) : std::min((s - g - 1) * 2 + (v - 1) * s, total);
-  auto op = [&](std::int64_t k, bool forward) {
-    const std::int64_t local = (k / s) % v;
-    const std::int64_t mb = v == 1 ? k : (k / (s * v)) * s + k % s;
-    const std::int64_t chunk = (forward ? local : v - 1 - local) * s + g;
-    return Op{forward, mb, static_cast<std::size_t>(chunk)};
-  };
-  for (std::int64_t k = 0; k < warmup; ++k) ops.push_back(op(k, true));
-  for (std::int64_t i = 0; i < total - warmup; ++i) {
-    ops.push_back(op(warmup + i, true));
-    ops.push_back(op(i, false));
+  for (std::int64_t i = 0; i < 2 * microbatches * v; ++i) {
+    const placer::PipelineOp op = placer::pipeline_op(s, g, v, microbatches, i);
+    ops.push_back({op.forward, op.microbatch, static_cast<std::size_t>(op.chunk)});
   }
-  for (std::int64_t k = total - warmup; k < total; ++k) ops.push_back(op(k, false));
   return ops;
 }
 

@@ -101,6 +101,24 @@ struct PassTimes {
 [[nodiscard]] PassTimes pass_times(const workload::Variant& variant, const ChunkReport& chunk,
                                    workload::Recompute applied);
 
+/// One operation of a pipeline stage's order: a forward or backward of `chunk` (the virtual
+/// stage; stage g holds chunks g, g + S, ...) on `microbatch`.
+struct PipelineOp {
+  bool forward = true;
+  std::int64_t chunk = 0;
+  std::int64_t microbatch = 0;
+};
+
+/// Operation `i` (0 <= i < 2 · microbatches · v) of stage `stage`'s order among `stages`, with
+/// `v` chunks per stage: Megatron-LM's 1F1B, and for v > 1 its interleaved form
+/// (forward_backward_pipelining_with_interleaving; Narayanan et al. 2021 §2.2): warm-up forwards
+/// ((S − g − 1) · 2 + (v − 1) · S for v > 1, S − g − 1 for v = 1, at most all), then one forward
+/// one backward, then the remaining backwards; forward k runs local chunk (k / S) mod v and
+/// microbatch (k / (S·v))·S + k mod S, backward k local chunk v − 1 − (k / S) mod v. The cost
+/// model's pipeline and the replay run this one order. O(1).
+[[nodiscard]] PipelineOp pipeline_op(std::int64_t stages, std::int64_t stage, std::int64_t v,
+                                     std::int64_t microbatches, std::int64_t i) noexcept;
+
 /// Memory traffic of one mixed-precision Adam step per parameter held, in bytes, as Megatron-LM's
 /// fp16/bf16 optimizer runs it (megatron/optimizer/optimizer.py, apex's multi-tensor kernels):
 /// copy the model gradient into the fp32 main gradient (read 2, write 4), unscale it and check
