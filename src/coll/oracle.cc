@@ -677,6 +677,7 @@ void CollectiveOracle::clear() {
   impl_->by_structure.clear();
   impl_->bound_by_structure.clear();
   impl_->pairs_by_shape.clear();
+  impl_->waited_by_structure.clear();
 }
 
 }  // namespace nest::coll

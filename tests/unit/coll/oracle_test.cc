@@ -230,6 +230,14 @@ TEST(Oracle, ClearForgetsAnswers) {
   oracle.clear();
   (void)oracle.collective(spec, g);
   EXPECT_EQ(oracle.stats().simulations, 2U);
+  // Grouped transfers too: 0->1 and 0->2 share device 0's link, two groups of one pair.
+  const std::vector<topo::DeviceId> from{0, 0};
+  const std::vector<topo::DeviceId> to{1, 2};
+  (void)oracle.transfers(Bytes(100), from, to, 1);
+  oracle.clear();
+  (void)oracle.transfers(Bytes(100), from, to, 1);
+  EXPECT_EQ(oracle.stats().simulations, 4U);
+  EXPECT_EQ(oracle.stats().structural_hits, 0U);
 }
 
 }  // namespace
@@ -284,12 +292,7 @@ TEST(Oracle, FastestRulesOutCandidatesByTheirBoundWithTheSameChoice) {
         std::optional<OracleChoice> best;
         for (const Algorithm a : tuner_candidates(network, op, size, groups.front())) {
           CollectiveOracle fresh(t, 1);
-          CollectiveSpec c = spec;
-          c.algorithm = a;
-          const bool pipelines = a == Algorithm::kRing || a == Algorithm::kTree ||
-                                 a == Algorithm::kHierarchical || a == Algorithm::kTorus;
-          c.chunks = pipelines ? 0 : 1;
-          c.channels = a == Algorithm::kRing ? 0 : 1;
+          const CollectiveSpec c = tuner_candidate(spec, a);
           OracleChoice x;
           try {
             x = fresh.priced(c, groups);
