@@ -393,11 +393,6 @@ struct Bucket {
   Time base_latency;
 };
 
-// floor(total * i / k) without overflow, as the replay splits the reduction into buckets.
-std::int64_t share_of(std::int64_t total, std::int64_t i, std::int64_t k) {
-  return total / k * i + total % k * i / k;
-}
-
 // Shard planes: when the replay may simulate shard 0 only (`ReplayOptions::one_shard_plane`).
 //
 // Exactness condition. The replay's network carries two kinds of flows, both launched for every
@@ -555,9 +550,8 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
     PlaneCheck check(fabric, topology, planes);
     std::vector<topo::LinkId> base;
     std::vector<topo::LinkId> route;
-    auto pair = [&](topo::DeviceId s0, topo::DeviceId d0, topo::DeviceId sk, topo::DeviceId dk,
-                    std::uint64_t key_0, std::uint64_t key_k, std::size_t k) {
-      router.route_into(s0, d0, key_0, base);
+    // Plane k's flow against plane 0's, routed into `base` by the caller.
+    auto pair = [&](topo::DeviceId sk, topo::DeviceId dk, std::uint64_t key_k, std::size_t k) {
       router.route_into(sk, dk, key_k, route);
       return check.match(base, route, k);
     };
@@ -571,9 +565,10 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
           const auto& src = input.devices[r][c % groups];
           const auto& dst = input.devices[r][(forward ? c + 1 : c - 1) % groups];
           for (std::int64_t mb = 0; mb < input.microbatches[r]; ++mb) {
-            const std::uint64_t flow = (static_cast<std::uint64_t>(mb) << 20) ^ (c << 8) ^ r;
+            const std::uint64_t flow = transfer_flow_key(mb, c, r);
+            router.route_into(src[0], dst[0], flow, base);
             for (std::size_t k = 1; k < planes; ++k) {
-              if (!pair(src[0], dst[0], src[k], dst[k], flow, flow, k)) return std::nullopt;
+              if (!pair(src[k], dst[k], flow, k)) return std::nullopt;
             }
           }
         }
@@ -589,8 +584,7 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
       if (total == Bytes(0)) continue;
       std::vector<Bytes> sizes;
       for (int b = 0; b < k_buckets; ++b) {
-        const Bytes size(share_of(total.count(), b + 1, k_buckets) -
-                         share_of(total.count(), b, k_buckets));
+        const Bytes size = bucket_size(total, b, k_buckets);
         if (size > Bytes(0) && std::find(sizes.begin(), sizes.end(), size) == sizes.end()) {
           sizes.push_back(size);
         }
@@ -616,10 +610,8 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
             const topo::DeviceId sk = members[k][src];
             const topo::DeviceId dk = members[k][dst];
             const auto ch = static_cast<std::uint16_t>(channel);
-            if (!pair(s0, d0, sk, dk, coll::flow_key(s0, d0, ch, options.seed),
-                      coll::flow_key(sk, dk, ch, options.seed), k)) {
-              return std::nullopt;
-            }
+            router.route_into(s0, d0, coll::flow_key(s0, d0, ch, options.seed), base);
+            if (!pair(sk, dk, coll::flow_key(sk, dk, ch, options.seed), k)) return std::nullopt;
           }
         }
       }

@@ -215,8 +215,7 @@ void Engine::transfer(std::size_t r, Op op, std::size_t to_chunk) {
     const std::size_t simulated = options_.one_shard_plane ? 1 : src.size();
     auto left = std::make_shared<std::size_t>(simulated);
     for (std::size_t k = 0; k < simulated; ++k) {
-      const std::uint64_t flow =
-          (static_cast<std::uint64_t>(op.microbatch) << 20) ^ (op.chunk << 8) ^ r;
+      const std::uint64_t flow = transfer_flow_key(op.microbatch, op.chunk, r);
       sim_.start_flow(router_.route(src[k], dst[k], flow), size,
                       [left, arrived](net::FlowId, Time) {
                         if (--*left == 0) arrived();
@@ -246,7 +245,7 @@ void Engine::start_bucket(std::size_t s) {
   sync.running = true;
   const std::int64_t total = group_sync_[s].count();
   const int b = sync.next_bucket;
-  const Bytes size(share_of(total, b + 1, k) - share_of(total, b, k));
+  const Bytes size = bucket_size(Bytes(total), b, k);
   const Time start = sim_.now();
   const std::size_t shard_count = shards(s, 0).size();
   // Under one_shard_plane shard 0's reduction stands for all (same algorithm, same times).
@@ -455,6 +454,15 @@ void describe(const ReplayInput& in, RunRecord& record) {
 }
 
 }  // namespace
+
+std::uint64_t transfer_flow_key(std::int64_t microbatch, std::size_t chunk,
+                                std::size_t replica) noexcept {
+  return (static_cast<std::uint64_t>(microbatch) << 20) ^ (chunk << 8) ^ replica;
+}
+
+Bytes bucket_size(Bytes total, int b, int k) noexcept {
+  return Bytes(share_of(total.count(), b + 1, k) - share_of(total.count(), b, k));
+}
 
 RunRecord replay(const ReplayInput& input, net::Simulator& sim, const AllreduceLauncher& allreduce,
                  const ReplayOptions& options) {

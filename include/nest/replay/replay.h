@@ -105,6 +105,15 @@ struct ReplayOptions {
   bool one_shard_plane = false;
 };
 
+/// The ECMP flow key of every shard's flow of one stage-boundary transfer: `microbatch`'s
+/// activation or gradient leaving `chunk` in `replica`. The shard-plane check routes with it.
+[[nodiscard]] std::uint64_t transfer_flow_key(std::int64_t microbatch, std::size_t chunk,
+                                              std::size_t replica) noexcept;
+
+/// Bucket `b` (0 <= b < k) of a stage's `total` gradient bytes reduced in `k` buckets: the
+/// replay's split, floor(total·(b + 1)/k) − floor(total·b/k), computed without overflow.
+[[nodiscard]] Bytes bucket_size(Bytes total, int b, int k) noexcept;
+
 /// Replays one iteration on `sim` (which must be idle, at time 0, over the plan's topology).
 /// Fills the timeline, memory, peaks, collectives, summary, placement and stages of the record;
 /// links, the topology table and meta are the caller's (it owns the simulator). Throws `Error`
