@@ -131,7 +131,7 @@ TEST_F(RunWriters, Hdf5HasTheSchemaRowsAndUnits) {
   EXPECT_DOUBLE_EQ(error, 0.2);
 }
 
-// Four devices: 0 and 2 run the same rows, 3 differs from 1 in one end (1 ps) and 4 in one
+// Five devices: 0 and 2 run the same rows, 3 differs from 1 in one end (1 ps) and 4 in one
 // memory level, so the classes are {0, 2}, {1}, {3}, {4}.
 RunRecord classes_record() {
   RunRecord r = sample_record();
