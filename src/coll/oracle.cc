@@ -111,6 +111,8 @@ struct CollectiveOracle::Impl {
   // By protocol, and NVLS last; only slot 0 on the ideal network (every slot is the topology).
   std::array<std::unique_ptr<Engine>, topo::kProtocols + 1> engines;
   OracleStats stats;
+  // `limit_events`: stats.events no simulation may take past (0: none).
+  std::uint64_t event_limit = 0;
   std::unordered_map<QueryKey, OracleAnswer, QueryKeyHash> by_query;
   // Answers without the base latency: calibrated copies may coincide link for link.
   std::unordered_map<Digest, OracleAnswer, DigestHash> by_structure;
@@ -226,8 +228,16 @@ struct CollectiveOracle::Impl {
     }
     for (auto& run : runs) run->start();
     const std::uint64_t events_before = e.simulator->events_processed();
-    e.simulator->run();
-    stats.events += e.simulator->events_processed() - events_before;
+    if (event_limit == 0) {
+      e.simulator->run();
+      stats.events += e.simulator->events_processed() - events_before;
+    } else {
+      // Stops where the limit is reached; nothing of the query is memoized.
+      const std::uint64_t left = event_limit > stats.events ? event_limit - stats.events : 0;
+      const bool done = left > 0 && e.simulator->run_within(events_before + left);
+      stats.events += e.simulator->events_processed() - events_before;
+      if (!done) throw EventLimitReached();
+    }
     std::vector<Time> durations;
     durations.reserve(runs.size());
     for (const auto& run : runs) {
@@ -379,16 +389,16 @@ struct CollectiveOracle::Impl {
         return std::nullopt;
       }
     }
-    bool contended = false;
-    if (auto it = bound_by_structure.find(digest); it != bound_by_structure.end()) {
-      if (it->second.counted) {
-        stats.events -= it->second.events;
-        stats.avoided_events -= it->second.events;
-      }
-      bound_by_structure.erase(it);
-      contended = true;
+    auto bounded_entry = bound_by_structure.find(digest);
+    const bool contended = bounded_entry != bound_by_structure.end();
+    if (contended && bounded_entry->second.counted) {
+      // Counted once: the simulation counts its events itself.
+      stats.events -= bounded_entry->second.events;
+      stats.avoided_events -= bounded_entry->second.events;
+      bounded_entry->second.counted = false;
     }
     OracleAnswer result = simulate_parts(parts, e, contended);
+    if (contended) bound_by_structure.erase(digest);
     by_structure.emplace(digest, result);
     return result;
   }
@@ -671,6 +681,8 @@ OracleChoice CollectiveOracle::chosen(const CollectiveSpec& spec,
 bool CollectiveOracle::calibrated() const noexcept { return impl_->network.calibrated(); }
 
 const OracleStats& CollectiveOracle::stats() const noexcept { return impl_->stats; }
+
+void CollectiveOracle::limit_events(std::uint64_t total) noexcept { impl_->event_limit = total; }
 
 void CollectiveOracle::clear() {
   impl_->by_query.clear();

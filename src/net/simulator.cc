@@ -274,7 +274,7 @@ struct Simulator::Impl {
   std::size_t unfrozen_flows = 0;  // flows of the current filling not yet frozen
   std::size_t shared_links = 0;    // links of the current filling with >= 2 unfrozen flows
 
-  void run_events(Time until);
+  void run_events(Time until, std::uint64_t max_events = std::numeric_limits<std::uint64_t>::max());
   void dispatch(const QueuedEvent& event);
   void finish_draining(std::uint32_t slot);
   void deliver(std::uint32_t slot);
@@ -324,7 +324,7 @@ struct Simulator::Impl {
   std::uint32_t allocate_flow();
 };
 
-void Simulator::Impl::run_events(Time until) {
+void Simulator::Impl::run_events(Time until, std::uint64_t max_events) {
   for (;;) {
     if (!dirty.empty()) update_rates();
     // Superseded records must not move the clock: now() is the time of the last real event.
@@ -332,7 +332,7 @@ void Simulator::Impl::run_events(Time until) {
       queue.pop();
       --stale;
     }
-    if (queue.empty() || queue.next_time() > until) break;
+    if (queue.empty() || queue.next_time() > until || events >= max_events) break;
     now = queue.next_time();
     do {
       const QueuedEvent event = queue.pop();
@@ -1149,6 +1149,12 @@ FlowId Simulator::start_flow(std::span<const topo::LinkId> route, Bytes size,
 void Simulator::run() {
   impl_->run_events(Time::max());
   impl_->publish_stats();
+}
+
+bool Simulator::run_within(std::uint64_t max_events) {
+  impl_->run_events(Time::max(), max_events);
+  impl_->publish_stats();
+  return impl_->queue.empty();
 }
 
 void Simulator::run_until(Time until) {

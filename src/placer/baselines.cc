@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "nest/coll/oracle.h"
 #include "nest/core/error.h"
 #include "nest/core/rng.h"
 #include "nest/core/unit_parse.h"
@@ -354,10 +355,23 @@ class Annealer {
     return next;
   }
 
+  // The budget binds inside a step as well: the network stops a simulation that would pass it
+  // (`CommCost::limit_events`) and the walk ends before that step, which is not taken.
   std::optional<Plan> run(PlanChoice start, const AnnealOptions& a) {
     const std::uint64_t first = comm_.simulated_events();
+    struct Unlimited {
+      CommCost& comm;
+      ~Unlimited() { comm.limit_events(0); }
+    } unlimited{comm_};
+    if (a.max_events > 0) comm_.limit_events(first + a.max_events);
     std::optional<Plan> fitting;
-    State cur{start, energy(start, fitting)};
+    steps_ = 0;
+    State cur{start, 0.0};
+    try {
+      cur.energy = energy(start, fitting);
+    } catch (const coll::EventLimitReached&) {
+      return fitting;
+    }
     if (!std::isfinite(cur.energy)) return fitting;
     const double t0 = a.start_temperature * cur.energy;
     const double t1 = a.end_temperature * cur.energy;
@@ -371,7 +385,13 @@ class Annealer {
       const double temperature = t0 * std::pow(t1 / t0, frac);
       const auto next = neighbour(cur.choice);
       if (!next) continue;
-      const double e = energy(*next, fitting);
+      double e = 0;
+      try {
+        e = energy(*next, fitting);
+      } catch (const coll::EventLimitReached&) {
+        steps_ = it;
+        break;
+      }
       if (!std::isfinite(e)) continue;
       if (e <= cur.energy || rng_.uniform() < std::exp((cur.energy - e) / temperature)) {
         cur = State{*next, e};

@@ -26,6 +26,7 @@
 /// Not thread-safe (owns a router and memo tables); use one oracle per thread.
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <span>
 #include <vector>
@@ -63,6 +64,15 @@ struct OracleStats {
   std::uint64_t avoided_events = 0;   ///< of `events`, those of ruled-out candidates
   std::uint64_t bounded = 0;          ///< `fastest` candidates not simulated: their lower bound
                                       ///< exceeded a faster candidate's time
+};
+
+/// Thrown by a query whose event simulation reached `CollectiveOracle::limit_events`: the query
+/// has no answer and nothing of it is memoized (the oracle stays usable).
+class EventLimitReached : public std::exception {
+ public:
+  [[nodiscard]] const char* what() const noexcept override {
+    return "the oracle's event limit was reached";
+  }
 };
 
 /// How an oracle prices.
@@ -133,6 +143,11 @@ class CollectiveOracle {
 
   /// Counters since construction.
   [[nodiscard]] const OracleStats& stats() const noexcept;
+  /// From now on no event simulation takes `stats().events` past `total` (0: no limit): one
+  /// that would is stopped there (at the end of a timestamp, so a few more events may run) and
+  /// its query throws `EventLimitReached`. Answers memoized before keep answering. A
+  /// deterministic budget: the same queries stop at the same event.
+  void limit_events(std::uint64_t total) noexcept;
   /// Forgets every memoized answer (the counters stay).
   void clear();
 

@@ -131,6 +131,10 @@ class Simulator {
 
   /// Runs events until none are left.
   void run();
+  /// Runs events until none are left or `events_processed()` has reached `max_events` (checked
+  /// between timestamps, so the last timestamp's events all run); true when none is left. The
+  /// same inputs stop at the same event.
+  [[nodiscard]] bool run_within(std::uint64_t max_events);
   /// Runs events with time <= `until`, then sets now() to `until`. Throws `Error` (internal)
   /// when `until` < now(). Besides the events, each call (and `run`) costs O(links + flows in
   /// flight) to bring the link statistics up to date.

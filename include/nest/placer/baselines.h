@@ -47,8 +47,10 @@ struct AnnealOptions {
   double start_temperature = 0.1;
   double end_temperature = 1e-5;
   /// The walk's budget of simulated events (`CommCost::simulated_events`, counted from its
-  /// start): it stops before the first step taken once it has used them (0: no limit).
-  /// Deterministic: the same inputs run the same simulations.
+  /// start; 0: no limit). A step whose pricing would pass it is stopped inside its simulation
+  /// (`CommCost::limit_events`) and not taken, and the walk ends there, so the walk's events
+  /// exceed the budget by at most one timestamp's. Deterministic: the same inputs run the same
+  /// simulations and stop at the same event.
   std::uint64_t max_events = 0;
 };
 

@@ -74,6 +74,38 @@ TEST(Oracle, ContentionFreeQueriesSkipTheEventsWithTheSameAnswer) {
   EXPECT_EQ(oracle.stats().contention_free, 1U);
 }
 
+// An event limit stops a contended simulation where it is reached (the end of a timestamp): the
+// query throws, nothing of it is memoized, the events it ran are counted, and once the limit is
+// lifted the same query answers as on a fresh oracle. Answers known before keep answering.
+TEST(Oracle, AnEventLimitStopsTheSimulationAndMemoizesNothing) {
+  const topo::Topology t = spine_leaf();
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(1000003)};
+  Groups four;
+  for (topo::DeviceId i = 0; i < 4; ++i) four.push_back({i, 4 + i, 8 + i, 12 + i});
+  CollectiveOracle fresh(t, 5);
+  const OracleAnswer expected = fresh.collective(spec, four);
+  const std::uint64_t all = fresh.stats().events;
+  ASSERT_GT(all, 100U);  // contended: event-simulated
+
+  CollectiveOracle oracle(t, 5);
+  const std::vector<topo::DeviceId> alone{0, 4, 8, 12};
+  const Time known = oracle.collective(spec, alone);  // contention-free: no events
+  oracle.limit_events(all / 2);
+  EXPECT_THROW((void)oracle.collective(spec, four), EventLimitReached);
+  const std::uint64_t spent = oracle.stats().events;
+  EXPECT_GE(spent, all / 2);
+  EXPECT_LT(spent, all);
+  EXPECT_EQ(oracle.collective(spec, alone), known);  // memoized before: still answers
+  // At the limit, a new simulation stops before its first event.
+  EXPECT_THROW((void)oracle.collective(spec, four), EventLimitReached);
+  EXPECT_EQ(oracle.stats().events, spent);
+  oracle.limit_events(0);
+  const OracleAnswer a = oracle.collective(spec, four);
+  EXPECT_EQ(a.first, expected.first);
+  EXPECT_EQ(a.slowest, expected.slowest);
+  EXPECT_EQ(oracle.stats().events, spent + all);
+}
+
 TEST(Oracle, RepeatedQueriesHitTheMemo) {
   const topo::Topology t = spine_leaf();
   CollectiveOracle oracle(t);

@@ -556,6 +556,29 @@ TEST(Simulator, RunUntilStopsAndAdvancesTime) {
   EXPECT_EQ(sim.now(), ps(10'000));
 }
 
+// run_within stops once the count is reached, at the end of a timestamp (all of its events run),
+// and goes on from there; true once nothing is left. Cancelled events left pending do not count.
+TEST(Simulator, RunWithinStopsAtAnEventCountAtTheEndOfATimestamp) {
+  const auto t = line({100}, Time::zero());
+  Simulator sim(t);
+  std::string order;
+  sim.schedule(ps(10), [&] { order += 'a'; });
+  sim.schedule(ps(20), [&] { order += 'b'; });
+  sim.schedule(ps(20), [&] { order += 'c'; });
+  sim.schedule(ps(30), [&] { order += 'd'; });
+  const EventHandle late = sim.schedule(ps(40), [&] { order += 'e'; });
+  EXPECT_FALSE(sim.run_within(2));
+  EXPECT_EQ(order, "abc");  // the second event is at 20 ps, and so is the third
+  EXPECT_EQ(sim.events_processed(), 3U);
+  EXPECT_EQ(sim.now(), ps(20));
+  EXPECT_FALSE(sim.run_within(3));  // already reached: nothing runs
+  EXPECT_EQ(order, "abc");
+  sim.cancel(late);
+  EXPECT_TRUE(sim.run_within(4));  // d, then only the cancelled event is left
+  EXPECT_EQ(order, "abcd");
+  EXPECT_TRUE(sim.run_within(4));
+}
+
 TEST(Simulator, RejectsBadRequestsWithClearErrors) {
   const auto t = line({100, 100}, Time::zero());
   Simulator sim(t);

@@ -5,6 +5,7 @@
 #include <tuple>
 #include <vector>
 
+#include "nest/coll/oracle.h"
 #include "nest/placer/baselines.h"
 #include "nest/placer/comm_cost.h"
 #include "nest/placer/cost_model.h"
@@ -161,6 +162,11 @@ class CountingCommCost final : public CommCost {
     if (layout.group_size() <= 1) return Time::zero();
     const auto key = std::make_tuple(static_cast<int>(op), size.count(), layout.hash());
     if (std::find(seen_.begin(), seen_.end(), key) == seen_.end()) {
+      // As the oracle: a simulation the limit stops throws, and is not remembered.
+      if (limit_ > 0 && events_ + 1000 > limit_) {
+        events_ = limit_;
+        throw coll::EventLimitReached();
+      }
       seen_.push_back(key);
       events_ += 1000;
     }
@@ -174,14 +180,22 @@ class CountingCommCost final : public CommCost {
   int scale_up_size() const noexcept override { return 2; }
   std::string describe() const override { return "counting"; }
   std::uint64_t simulated_events() const noexcept override { return events_; }
+  void limit_events(std::uint64_t total) noexcept override {
+    if (total == 0 && limit_ > 0) events_when_lifted_ = events_;
+    limit_ = total;
+  }
+  [[nodiscard]] std::uint64_t limit() const noexcept { return limit_; }
+  [[nodiscard]] std::uint64_t events_when_lifted() const noexcept { return events_when_lifted_; }
 
  private:
   std::vector<std::tuple<int, std::int64_t, std::uint64_t>> seen_;
   std::uint64_t events_ = 0;
+  std::uint64_t limit_ = 0;
+  std::uint64_t events_when_lifted_ = 0;
 };
 
-// The budget of simulated events stops the walk at the first step after it is spent, the
-// same way every time; without a budget it takes all its steps.
+// The budget of simulated events stops the walk inside the step whose pricing would pass it
+// (that step is not taken), the same way every time; without a budget it takes all its steps.
 TEST(Anneal, StopsWhenItsBudgetOfSimulatedEventsIsSpent) {
   auto p = model(12, Bytes::gibibytes(4));
   for (auto& v : p.variants) {
@@ -195,19 +209,29 @@ TEST(Anneal, StopsWhenItsBudgetOfSimulatedEventsIsSpent) {
   ASSERT_TRUE(unlimited.plan.has_value()) << unlimited.note;
   EXPECT_EQ(unlimited.note.rfind("300 steps from the manual plan (seed 3): ", 0), 0U)
       << unlimited.note;
+  std::uint64_t walked = 0;  // events the walk spent, before the kept plan is priced exactly
   const auto budgeted = [&] {
     CountingCommCost net;
-    return anneal_baseline(p, net, options, {.seed = 3, .iterations = 300, .max_events = 3000});
+    const std::uint64_t before = net.simulated_events();
+    BaselineResult r =
+        anneal_baseline(p, net, options, {.seed = 3, .iterations = 300, .max_events = 10500});
+    EXPECT_EQ(net.limit(), 0U);  // lifted after the walk
+    walked = net.events_when_lifted() - before;
+    return r;
   };
   const BaselineResult a = budgeted();
   const BaselineResult b = budgeted();
+  // The manual plan's layouts are priced before the walk (a multiple of 1,000 events), and the
+  // walk spends whole simulations of 1,000 events up to its limit, 10,500 events past its
+  // start, where the next one is stopped: the walk ends within its budget, not a step past it.
+  EXPECT_EQ(walked % 1000, 500U) << walked;
   ASSERT_TRUE(a.plan.has_value()) << a.note;
   EXPECT_EQ(a.note, b.note);
   EXPECT_EQ(a.plan->choice, b.plan->choice);
   const auto steps = std::stoi(a.note);
   EXPECT_GT(steps, 0);
   EXPECT_LT(steps, 300);
-  EXPECT_NE(a.note.find(" steps (of 300: its 3000 simulated events spent) from the manual plan"),
+  EXPECT_NE(a.note.find(" steps (of 300: its 10500 simulated events spent) from the manual plan"),
             std::string::npos)
       << a.note;
 }
