@@ -236,6 +236,26 @@ TEST(Anneal, StopsWhenItsBudgetOfSimulatedEventsIsSpent) {
       << a.note;
 }
 
+// The fit is checked without the network (memory does not depend on it): only the plan that
+// fits is priced. 8 blocks at t = 2 under the artifact rules (60 MiB per layer, 50 MiB more per
+// layer and pipeline position): S = 1 needs 600 MiB, over 560; S = 2 needs 550 at position 2.
+TEST(Manual, PricesOnlyThePlanThatFits) {
+  auto p = model(8, Bytes::mebibytes(560));
+  p.recompute_allowed = false;
+  SearchOptions options;
+  options.cost = {.rules = MemoryRules::kNestArtifact, .devices = 8};
+  CountingCommCost net;
+  const BaselineResult r = manual_baseline(p, net, options);
+  ASSERT_TRUE(r.plan.has_value()) << r.note;
+  EXPECT_EQ(r.plan->choice.stages(), 2);
+  EXPECT_EQ(r.plan->choice.data_parallel, 2);
+  CountingCommCost alone;
+  const Plan priced = evaluate(p, r.plan->choice, alone, options.cost);
+  EXPECT_GT(alone.simulated_events(), 0U);
+  EXPECT_EQ(net.simulated_events(), alone.simulated_events());
+  EXPECT_EQ(r.plan->iteration_time, priced.iteration_time);
+}
+
 TEST(TopologyAgnostic, IsPricedOnTheRealNetworkAndNeverBeatsTheSearchThere) {
   auto p = model(12, Bytes::gibibytes(2));
   for (auto& v : p.variants) {
