@@ -58,7 +58,7 @@ Time on_line(Time t_low, Time t_high, Bytes size) {
   const double slope =
       static_cast<double>((t_high - t_low).ps()) / (kHighSize - kLowSize).as_double();
   const double t = static_cast<double>(t_low.ps()) + slope * (size - kLowSize).as_double();
-  return Time::picoseconds(std::max<std::int64_t>(0, std::llround(checked_ps(t))));
+  return Time::picoseconds(rounded_ps(t));
 }
 
 void check_range(const GroupLayout& layout, const topo::Topology& topology) {

@@ -205,12 +205,6 @@ ChainSums::ChainSums(const workload::Variant& variant) {
   }
 }
 
-std::int64_t PositionPrices::gather_ps(std::int64_t parameter_bytes) const {
-  if (!gathers || parameter_bytes <= 0) return 0;
-  const double t = gather_alpha_ps + gather_beta_ps_per_byte * static_cast<double>(parameter_bytes);
-  return 2 * std::max<std::int64_t>(0, std::llround(checked_ps(t)));
-}
-
 PositionPrices price_position(const workload::Variant& variant, const VariantDegrees& degrees,
                               const DeviceMap& map, int stage, int zero_stage, PricedNetwork& net) {
   return price(variant, degrees, &map, stage, map.data_parallel, zero_stage,

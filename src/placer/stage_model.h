@@ -86,7 +86,11 @@ struct PositionPrices {
   double gather_alpha_ps = 0;
   double gather_beta_ps_per_byte = 0;
   /// The stage's ZeRO-3 gather time for `parameter_bytes` of weights per device.
-  [[nodiscard]] std::int64_t gather_ps(std::int64_t parameter_bytes) const;
+  [[nodiscard]] std::int64_t gather_ps(std::int64_t parameter_bytes) const {
+    if (!gathers || parameter_bytes <= 0) return 0;
+    return 2 * rounded_ps(gather_alpha_ps +
+                          gather_beta_ps_per_byte * static_cast<double>(parameter_bytes));
+  }
 };
 
 /// Prices of stage `stage` of `map` (its last stage has no transfer). `zero_stage` = 3 adds the

@@ -165,6 +165,17 @@ inline constexpr std::int64_t kMaxDurationPs = std::int64_t{1} << 62;
 /// (input) "duration out of range". Guards a conversion of a computed picosecond count.
 [[nodiscard]] double checked_ps(double ps);
 
+/// std::max(0, std::llround(checked_ps(ps))) without the library calls (the placer's dynamic
+/// program rounds in its inner loop). Equal for every ps: below 2^63 a positive double's
+/// truncation is exact, and so is its fraction ps − trunc(ps), which rounds half away from zero
+/// as llround does.
+[[nodiscard]] inline std::int64_t rounded_ps(double ps) {
+  if (!(ps <= static_cast<double>(kMaxDurationPs) && ps >= -1)) throw_duration_out_of_range(ps);
+  if (ps <= 0) return 0;
+  const auto whole = static_cast<std::int64_t>(ps);
+  return ps - static_cast<double>(whole) >= 0.5 ? whole + 1 : whole;
+}
+
 /// Time to push `size` through a link of rate `rate`, rounded up to 1 ps. `rate` must be > 0.
 /// Throws `Error` (input) "duration out of range" past kMaxDurationPs.
 [[nodiscard]] Time serialization_time(Bytes size, Bandwidth rate);

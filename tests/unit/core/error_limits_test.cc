@@ -2,9 +2,12 @@
 // (defect 3: an efficiency of 1e-300 gave negative times through an undefined cast).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "nest/core/error.h"
 #include "nest/core/units.h"
@@ -76,6 +79,40 @@ TEST(CheckedTime, ConversionsOutOfRangeAreInputErrors) {
   EXPECT_THROW((void)compute_time(Flops(1e12), FlopRate::per_second(1e-300)), Error);
   EXPECT_EQ(compute_time(Flops(4.6e6), FlopRate::per_second(1)).ps(), 4'600'000'000'000'000'000);
   EXPECT_EQ(checked_ps(12.5), 12.5);
+}
+
+// rounded_ps is max(0, llround(checked_ps(x))) on every value, halves, the double just below a
+// half, the range's ends and the doubles past 2^52 (integers) included; out of range it throws.
+TEST(Durations, RoundedPicosecondsAreLlroundClampedAtZero) {
+  const double below_half = std::nextafter(0.5, 0.0);
+  std::vector<double> values{-1.0,
+                             -0.5,
+                             -0.25,
+                             0.0,
+                             below_half,
+                             0.5,
+                             1.5,
+                             2.5,
+                             std::nextafter(2.5, 0.0),
+                             1e6 + 0.5,
+                             4503599627370495.5,
+                             4503599627370497.0,
+                             9007199254740993.0,
+                             static_cast<double>(kMaxDurationPs)};
+  std::uint64_t x = 0x9E3779B97F4A7C15ULL;
+  for (int i = 0; i < 10'000; ++i) {  // random magnitudes up to 2^62
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    values.push_back(
+        std::ldexp(static_cast<double>(x >> 11) / 9007199254740992.0, static_cast<int>(x % 63)));
+  }
+  for (const double v : values) {
+    EXPECT_EQ(rounded_ps(v), std::max<std::int64_t>(0, std::llround(checked_ps(v)))) << v;
+  }
+  EXPECT_THROW((void)rounded_ps(-1.5), Error);
+  EXPECT_THROW((void)rounded_ps(std::nan("")), Error);
+  EXPECT_THROW((void)rounded_ps(std::nextafter(static_cast<double>(kMaxDurationPs), 1e300)), Error);
 }
 
 }  // namespace
