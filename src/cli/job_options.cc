@@ -149,7 +149,7 @@ void add_job_options(Options& o, JobArgs& a) {
       .add("anneal-seed", &s.anneal_seed, "seed of the anneal baseline", "anneal_seed")
       .add("anneal-steps", &s.anneal_steps, "steps of the anneal baseline", "anneal_steps")
       .add("anneal-events", &s.anneal_events,
-           "simulated events the anneal baseline may spend: -1 a quarter of the search's "
+           "simulated events the anneal baseline may spend: -1 an eighth of the search's "
            "(default), 0 no limit",
            "anneal_events")
       .add("verify", &s.verify,

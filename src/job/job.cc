@@ -123,7 +123,7 @@ struct Job::Impl {
                          {.key = "anneal_steps", .value = std::to_string(spec.anneal_steps)});
     }
     if (spec.anneal_events < -1) {
-      throw Error::input("must be -1 (a quarter of the search's), 0 (no limit) or a count",
+      throw Error::input("must be -1 (an eighth of the search's), 0 (no limit) or a count",
                          {.key = "anneal_events", .value = std::to_string(spec.anneal_events)});
     }
     if (spec.verify && (*spec.verify < 0 || *spec.verify > kMaxVerify)) {
@@ -462,7 +462,7 @@ struct Job::Impl {
   // The anneal's budget of simulated events (JobSpec::anneal_events).
   std::uint64_t anneal_budget() const {
     if (spec.anneal_events >= 0) return static_cast<std::uint64_t>(spec.anneal_events);
-    return std::max<std::uint64_t>(std::uint64_t{1} << 20, searched_events / 4);
+    return std::max<std::uint64_t>(std::uint64_t{1} << 16, searched_events / 8);
   }
 
   // The replay of `plan` (checked against the topology and memory), metadata not filled.

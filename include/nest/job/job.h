@@ -126,9 +126,9 @@ struct JobSpec {
   std::uint64_t anneal_seed = 1;  ///< the anneal baseline's own seed
   int anneal_steps = 2000;
   /// The anneal baseline's budget of simulated events (`AnnealOptions::max_events`): -1 (the
-  /// default) a quarter of those the search's simulations processed in this job, at least
-  /// 2^20, so that the baselines cost a fraction of the search whatever the scale; 0 no limit.
-  /// The default depends on the searches run before `baselines()` (none: 2^20): the CLI, the
+  /// default) an eighth of those the search's simulations processed in this job, at least
+  /// 2^16, so that the baselines cost a fraction of the search whatever the scale; 0 no limit.
+  /// The default depends on the searches run before `baselines()` (none: 2^16): the CLI, the
   /// sweep and `nest.Job.place(baselines=True)` always search first.
   std::int64_t anneal_events = -1;
   /// A plan file to evaluate as the `fixed` baseline ("how good is my configuration"); empty
