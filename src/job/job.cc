@@ -573,22 +573,8 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
   // The best of each order first, then the rest by estimate, up to K in all. A plan over
   // memory (priced with ignore_memory) cannot be replayed, so it is not a candidate.
   std::vector<placer::Plan>& all = result.candidates;
-  std::vector<bool> take(all.size(), false);
-  std::vector<placer::PlacementOrder> seen;
-  std::size_t taken = 0;
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    if (!all[i].fits()) continue;
-    if (std::find(seen.begin(), seen.end(), all[i].choice.order) != seen.end()) continue;
-    seen.push_back(all[i].choice.order);
-    take[i] = true;
-    ++taken;
-  }
-  for (std::size_t i = 0; i < all.size() && taken < static_cast<std::size_t>(k); ++i) {
-    if (!take[i] && all[i].fits()) {
-      take[i] = true;
-      ++taken;
-    }
-  }
+  const std::vector<bool> take = placer::replay_selection(all, static_cast<std::size_t>(k));
+  const auto taken = static_cast<std::size_t>(std::count(take.begin(), take.end(), true));
   if (taken == 0) return {.plan = std::move(*result.best)};
   placer::Verification v;
   v.requested = k;

@@ -548,6 +548,26 @@ Time verification_cut(std::optional<Time> first_of_order, std::size_t orders_wit
   return std::max(*first_of_order, rest[slots - 1]);
 }
 
+std::vector<bool> replay_selection(std::span<const Plan> plans, std::size_t k) {
+  std::vector<bool> take(plans.size(), false);
+  std::vector<PlacementOrder> seen;
+  std::size_t taken = 0;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    if (!plans[i].fits()) continue;
+    if (std::find(seen.begin(), seen.end(), plans[i].choice.order) != seen.end()) continue;
+    seen.push_back(plans[i].choice.order);
+    take[i] = true;
+    ++taken;
+  }
+  for (std::size_t i = 0; i < plans.size() && taken < k; ++i) {
+    if (!take[i] && plans[i].fits()) {
+      take[i] = true;
+      ++taken;
+    }
+  }
+  return take;
+}
+
 SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
                     const SearchOptions& options) {
   if (profile.variants.empty()) throw Error::input("the profile has no variants");
@@ -1125,27 +1145,16 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     std::stable_sort(all.begin(), all.end(), [](const KeptPlan& a, const KeptPlan& b) {
       return std::tie(a.time, a.found) < std::tie(b.time, b.found);
     });
-    if (verifying) {
-      // Kept plans that a later one pushed out of the set: the first of each order, then the
-      // rest up to K.
-      std::vector<bool> first(all.size(), false);
-      std::vector<PlacementOrder> seen;
-      for (std::size_t i = 0; i < all.size(); ++i) {
-        const PlacementOrder o = all[i].plan.choice.order;
-        if (std::find(seen.begin(), seen.end(), o) != seen.end()) continue;
-        seen.push_back(o);
-        first[i] = true;
-      }
-      std::size_t taken = seen.size();
-      std::vector<KeptPlan> set;
-      for (std::size_t i = 0; i < all.size(); ++i) {
-        if (!first[i] && taken >= keep) continue;
-        if (!first[i]) ++taken;
-        set.push_back(std::move(all[i]));
-      }
-      all = std::move(set);
-    }
     for (auto& k : all) result.candidates.push_back(std::move(k.plan));
+    if (verifying) {
+      // Kept plans that a later one pushed out of the set are dropped.
+      const std::vector<bool> take = replay_selection(result.candidates, keep);
+      std::vector<Plan> set;
+      for (std::size_t i = 0; i < take.size(); ++i) {
+        if (take[i]) set.push_back(std::move(result.candidates[i]));
+      }
+      result.candidates = std::move(set);
+    }
     const bool listed = !verifying || plan.fits();
     if (listed &&
         (result.candidates.empty() || !(result.candidates.front().choice == plan.choice))) {

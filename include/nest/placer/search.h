@@ -42,6 +42,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -155,6 +156,11 @@ struct SearchResult {
 /// reaches it can never yield a plan of the final set. O(|rest|).
 [[nodiscard]] Time verification_cut(std::optional<Time> first_of_order,
                                     std::size_t orders_with_plans, std::vector<Time> rest, int k);
+
+/// Which of `plans` (best first) a verification replays (`replay_candidates` K = `k`): the
+/// first that fits memory of each placement order, then the next ones that fit, in order,
+/// until `k` in all (more when more orders have plans). O(|plans| · orders).
+[[nodiscard]] std::vector<bool> replay_selection(std::span<const Plan> plans, std::size_t k);
 
 /// Runs the search. Throws `Error` (input) on inconsistent options or profile. Deterministic:
 /// of plans with equal iteration times, the first found in the fixed loop order wins (variants

@@ -174,29 +174,38 @@ TEST_F(NetworkAwareness, KeepsTheBestPlansOfEachOrder) {
   }
 }
 
+// Hand-computed: orders A A B A B with plan 0 over memory. The first that fits of each order
+// (1 for A, 2 for B) always; then the next that fit, in order, up to K in all.
+TEST(ReplaySelection, TakesTheFirstOfEachOrderThenTheRestUpToK) {
+  const PlacementOrder a = PlacementOrder::kTensorPipelineData;
+  const PlacementOrder b = PlacementOrder::kTensorDataPipeline;
+  std::vector<Plan> plans(5);
+  const std::vector<PlacementOrder> orders = {a, a, b, a, b};
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    plans[i].choice.order = orders[i];
+    plans[i].capacity = Bytes(100);
+    plans[i].stages.push_back(StageReport{});
+    plans[i].stages.back().memory.weights = Bytes(i == 0 ? 101 : 100);
+  }
+  ASSERT_FALSE(plans[0].fits());
+  using Take = std::vector<bool>;
+  EXPECT_EQ(replay_selection(plans, 0), (Take{false, true, true, false, false}));
+  EXPECT_EQ(replay_selection(plans, 1), (Take{false, true, true, false, false}));
+  EXPECT_EQ(replay_selection(plans, 3), (Take{false, true, true, true, false}));
+  EXPECT_EQ(replay_selection(plans, 9), (Take{false, true, true, true, true}));
+  EXPECT_TRUE(replay_selection({}, 4).empty());
+}
+
 // replay_candidates K (nest place --verify K): the search keeps exactly the plans the
 // verification replays (the best of each order, then the best of the rest up to K), the set
 // that the K best plans of each order yield, and prices no more plans than keep_per_order K.
 TEST_F(NetworkAwareness, ReplayCandidatesAreWhatTheKBestOfEachOrderYield) {
   const topo::Topology over = rail(2);
   OracleCommCost network(over);
-  // The verification's selection (job::Job::verify) from a list by (time, order found).
+  // The verification's selection (replay_selection, as job::Job::verify applies it) from a
+  // list by (time, order found).
   auto select = [](const std::vector<Plan>& all, std::size_t k) {
-    std::vector<bool> take(all.size(), false);
-    std::vector<PlacementOrder> seen;
-    std::size_t taken = 0;
-    for (std::size_t i = 0; i < all.size(); ++i) {
-      if (std::find(seen.begin(), seen.end(), all[i].choice.order) != seen.end()) continue;
-      seen.push_back(all[i].choice.order);
-      take[i] = true;
-      ++taken;
-    }
-    for (std::size_t i = 0; i < all.size() && taken < k; ++i) {
-      if (!take[i]) {
-        take[i] = true;
-        ++taken;
-      }
-    }
+    const std::vector<bool> take = replay_selection(all, k);
     std::vector<Plan> out;
     for (std::size_t i = 0; i < all.size(); ++i) {
       if (take[i]) out.push_back(all[i]);
