@@ -236,7 +236,10 @@ struct CollectiveOracle::Impl {
       const std::uint64_t left = event_limit > stats.events ? event_limit - stats.events : 0;
       const bool done = left > 0 && e.simulator->run_within(events_before + left);
       stats.events += e.simulator->events_processed() - events_before;
-      if (!done) throw EventLimitReached();
+      if (!done) {
+        e.simulator->reset();  // drops the callbacks into the runs about to be destroyed
+        throw EventLimitReached();
+      }
     }
     std::vector<Time> durations;
     durations.reserve(runs.size());

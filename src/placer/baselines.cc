@@ -473,7 +473,7 @@ BaselineResult anneal_baseline(const workload::LayerProfile& profile, CommCost& 
   }
   if (!plan) {
     r.note =
-        fmt::format("no fitting plan met in {} steps (seed {})", anneal.iterations, anneal.seed);
+        fmt::format("no fitting plan met in {} steps (seed {})", annealer.steps(), anneal.seed);
     return r;
   }
   const std::string budget = annealer.steps() < anneal.iterations

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "nest/core/units.h"
 #include "nest/placer/comm_cost.h"
 #include "nest/placer/cost_model.h"
 #include "nest/placer/plan.h"

@@ -67,7 +67,9 @@ struct OracleStats {
 };
 
 /// Thrown by a query whose event simulation reached `CollectiveOracle::limit_events`: the query
-/// has no answer and nothing of it is memoized (the oracle stays usable).
+/// has no answer and nothing of it is memoized (the oracle stays usable). Not an `Error`: it is
+/// a budget running out, not a failure, and the `catch (const Error&)` of callers that skip
+/// invalid candidates must let it through to whoever set the limit.
 class EventLimitReached : public std::exception {
  public:
   [[nodiscard]] const char* what() const noexcept override {
@@ -145,7 +147,9 @@ class CollectiveOracle {
   [[nodiscard]] const OracleStats& stats() const noexcept;
   /// From now on no event simulation takes `stats().events` past `total` (0: no limit): one
   /// that would is stopped there (at the end of a timestamp, so a few more events may run) and
-  /// its query throws `EventLimitReached`. Answers memoized before keep answering. A
+  /// its query throws `EventLimitReached`. Answers memoized before keep answering. The events of
+  /// candidates `fastest` rules out by their bound are counted without a simulation and are not
+  /// stopped, so `stats().events` may pass the limit by those. A
   /// deterministic budget: the same queries stop at the same event.
   void limit_events(std::uint64_t total) noexcept;
   /// Forgets every memoized answer (the counters stay).

@@ -48,9 +48,11 @@ struct AnnealOptions {
   double end_temperature = 1e-5;
   /// The walk's budget of simulated events (`CommCost::simulated_events`, counted from its
   /// start; 0: no limit). A step whose pricing would pass it is stopped inside its simulation
-  /// (`CommCost::limit_events`) and not taken, and the walk ends there, so the walk's events
-  /// exceed the budget by at most one timestamp's. Deterministic: the same inputs run the same
-  /// simulations and stop at the same event.
+  /// (`CommCost::limit_events`) and not taken, and the walk ends there: its simulations run at
+  /// most one timestamp past the budget (the events of tuner candidates ruled out by their
+  /// bound, counted without a simulation, can carry a step past it; the walk then ends before
+  /// the next). Deterministic: the same inputs run the same simulations and stop at the same
+  /// event.
   std::uint64_t max_events = 0;
 };
 
