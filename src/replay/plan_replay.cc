@@ -604,13 +604,15 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
         for (std::size_t k = 1; k < planes; ++k) {
           const Bucket& bk = bucket_for(members[k], size);
           if (!(bk.spec == b0.spec) || bk.base_latency != b0.base_latency) return std::nullopt;
-          for (const auto& [src, dst, channel] : hops) {
-            const topo::DeviceId s0 = members[0][src];
-            const topo::DeviceId d0 = members[0][dst];
+        }
+        for (const auto& [src, dst, channel] : hops) {
+          const topo::DeviceId s0 = members[0][src];
+          const topo::DeviceId d0 = members[0][dst];
+          const auto ch = static_cast<std::uint16_t>(channel);
+          router.route_into(s0, d0, coll::flow_key(s0, d0, ch, options.seed), base);
+          for (std::size_t k = 1; k < planes; ++k) {
             const topo::DeviceId sk = members[k][src];
             const topo::DeviceId dk = members[k][dst];
-            const auto ch = static_cast<std::uint16_t>(channel);
-            router.route_into(s0, d0, coll::flow_key(s0, d0, ch, options.seed), base);
             if (!pair(sk, dk, coll::flow_key(sk, dk, ch, options.seed), k)) return std::nullopt;
           }
         }
