@@ -470,6 +470,43 @@ struct CollectiveOracle::Impl {
     return result;
   }
 
+  // `CollectiveOracle::lower_bound`: `answer`'s figure where it is known without events, else
+  // the largest set's event-free bound, plus the base.
+  Time bound_query(const CollectiveSpec& spec,
+                   std::span<const std::vector<topo::DeviceId>> groups) {
+    ++stats.lower_bounds;
+    if (trivial(spec, groups)) return Time::zero();
+    QueryKey key = query_key(spec, groups);
+    if (auto it = by_query.find(key); it != by_query.end()) return it->second.slowest;
+    std::vector<Part> parts = make_parts(spec, groups);
+    const topo::Protocol protocol = network.protocol(spec.algorithm, spec.size);
+    Engine& e = engine(protocol, spec.algorithm == Algorithm::kNvls);
+    const Time base = network.base_latency(spec.op, spec.algorithm, protocol);
+    const auto sets =
+        parts.size() > 1 ? link_components(parts, e) : std::vector<std::vector<std::size_t>>{{0}};
+    Time slowest;
+    for (const auto& members : sets) {
+      std::vector<Part> set;
+      set.reserve(members.size());
+      for (std::size_t i : members) set.push_back(std::move(parts[i]));
+      slowest = std::max(slowest, set_bound(set, e));
+      for (std::size_t j = 0; j < set.size(); ++j) parts[members[j]] = std::move(set[j]);
+    }
+    return slowest + base;
+  }
+
+  // A lower bound of `priced_set`'s slowest group (without the base): the memoized or
+  // contention-free answer, else the structure's event-free bound.
+  Time set_bound(std::vector<Part>& parts, Engine& e) {
+    const bool idle =
+        std::all_of(parts.begin(), parts.end(), [](const Part& p) { return p.group.size() <= 1; });
+    if (idle) return Time::zero();
+    const Digest digest = structure(parts, e);
+    if (auto it = by_structure.find(digest); it != by_structure.end()) return it->second.slowest;
+    const Bounded* b = bounded(parts, e, digest);
+    return b == nullptr ? by_structure.find(digest)->second.slowest : b->slowest;
+  }
+
   static bool trivial(const CollectiveSpec& spec,
                       std::span<const std::vector<topo::DeviceId>> groups) {
     return groups.empty() || spec.size.count() == 0 ||
@@ -659,6 +696,28 @@ OracleChoice CollectiveOracle::fastest(const CollectiveSpec& spec,
   }
   if (!best) throw *first_error;
   return *best;
+}
+
+Time CollectiveOracle::lower_bound(const CollectiveSpec& spec,
+                                   std::span<const std::vector<topo::DeviceId>> groups) {
+  return impl_->bound_query(spec, groups);
+}
+
+Time CollectiveOracle::fastest_lower_bound(const CollectiveSpec& spec,
+                                           std::span<const std::vector<topo::DeviceId>> groups) {
+  Impl& m = *impl_;
+  if (groups.empty()) throw Error::internal("oracle: fastest of no group");
+  std::optional<Time> least;
+  for (const Algorithm a : tuner_candidates(m.network, spec.op, spec.size, groups.front())) {
+    try {
+      const Time b = m.bound_query(tuner_candidate(spec, a), groups);
+      least = least ? std::min(*least, b) : b;
+    } catch (const Error& e) {
+      // Refused by a group: `fastest` skips the candidate too.
+      if (e.kind() != ErrorKind::kInput) throw;
+    }
+  }
+  return least.value_or(Time::zero());
 }
 
 OracleChoice CollectiveOracle::priced(const CollectiveSpec& spec,

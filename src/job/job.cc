@@ -504,9 +504,9 @@ struct Job::Impl {
     nest::log(log, LogLevel::kDebug,
               "oracle after {}: {} queries, {} exact hits, {} structural hits, {} simulations ({} "
               "contention-free, {} events), {} trivial, {} candidates ruled out by their bound ({} "
-              "of the events not simulated)",
+              "of the events not simulated), {} event-free bounds",
               phase, s.queries, s.exact_hits, s.structural_hits, s.simulations, s.contention_free,
-              s.events, s.trivial, s.bounded, s.avoided_events);
+              s.events, s.trivial, s.bounded, s.avoided_events, s.lower_bounds);
   }
 
   // The input files of the job, as resolved.
@@ -550,8 +550,10 @@ placer::SearchResult Job::search() {
   placer::SearchResult result = placer::search(*impl_->profile, *impl_->comm, impl_->search);
   impl_->searched_events += impl_->comm->simulated_events() - before;
   nest::log(impl_->log, LogLevel::kInfo,
-            "search: {} tables, {} candidates, {} network queries in {:.3f} s", result.stats.tables,
-            result.stats.candidates, result.stats.network_queries, seconds_since(start));
+            "search: {} tables, {} candidates ({} ruled out by event-free bounds, {} by their "
+            "syncs alone), {} network queries in {:.3f} s",
+            result.stats.tables, result.stats.candidates, result.stats.pass_bounded,
+            result.stats.sync_bounded, result.stats.network_queries, seconds_since(start));
   impl_->log_oracle("the search");
   if (result.best && impl_->oracle != nullptr) {
     // What the oracle chose for each of the plan's groups, for the plan file.

@@ -458,6 +458,28 @@ Time OracleCommCost::collective(workload::CollectiveOp op, Bytes size, const Gro
   return on_line(low, high, size);
 }
 
+Time OracleCommCost::collective_pass_bound(workload::CollectiveOp op, Bytes size,
+                                           const GroupLayout& layout) {
+  if (layout.group_size() <= 1 || size.count() <= 0) return Time::zero();
+  const Time cheap = collective_bound(op, size, layout);
+  if (options_.interpolate_sizes) return cheap;
+  check_range(layout, topology_);
+  coll::CollectiveSpec spec;
+  spec.op = to_operation(op);
+  spec.size = size;
+  if (oracle_.calibrated()) {
+    spec.chunks = 0;
+    spec.channels = 0;
+  }
+  const auto groups = layout.expand();
+  if (const std::optional<coll::Algorithm> fixed = fixed_algorithm(op, groups)) {
+    spec.algorithm = *fixed;
+    return std::max(cheap, oracle_.lower_bound(spec, groups));
+  }
+  spec.algorithm = coll::default_algorithm(spec.op);
+  return std::max(cheap, oracle_.fastest_lower_bound(spec, groups));
+}
+
 Time OracleCommCost::collective_like(workload::CollectiveOp op, Bytes size,
                                      const GroupLayout& layout, const GroupLayout& like) {
   if (layout.group_size() <= 1 || size.count() <= 0) return Time::zero();

@@ -175,6 +175,28 @@ class BoundNetwork final : public CommCost {
   CommCost& exact_;
 };
 
+// The search's second, sharper bounds: collectives at `collective_pass_bound` (the oracle's
+// answer where it knows it without events, else an event-free bound of it), transfers at
+// `transfer_bound`. A plan priced on it bounds its exact price from below as on `BoundNetwork`,
+// and is tried after that one, before the plan is priced in full.
+class PassBoundNetwork final : public CommCost {
+ public:
+  explicit PassBoundNetwork(CommCost& exact) : exact_(exact) {}
+  Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
+    return exact_.collective_pass_bound(op, size, layout);
+  }
+  Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override {
+    return exact_.transfer_bound(size, from, to);
+  }
+  bool placement_independent() const noexcept override { return exact_.placement_independent(); }
+  bool zero() const noexcept override { return exact_.zero(); }
+  int scale_up_size() const noexcept override { return exact_.scale_up_size(); }
+  std::string describe() const override { return "event-free bounds of " + exact_.describe(); }
+
+ private:
+  CommCost& exact_;
+};
+
 // Whether every stage of `choice` (a chunk partition evaluated directly) fits `capacity`, by the
 // cost model's own memory functions; `microbatches` per replica.
 bool fits_memory(const workload::Variant& v, const PlanChoice& choice, std::int64_t microbatches,
@@ -568,6 +590,29 @@ std::vector<bool> replay_selection(std::span<const Plan> plans, std::size_t k) {
   return take;
 }
 
+Time plan_lower_bound(const workload::LayerProfile& profile, const PlanChoice& choice,
+                      CommCost& bounds, const CostOptions& options) {
+  CostOptions alone = options;
+  alone.joint_data_parallel_sync = false;
+  const Plan p = evaluate(profile, choice, bounds, alone);
+  const Breakdown& b = p.breakdown;
+  const StageReport& last = p.stages.front();  // stage 0 ends the pipeline
+  const double sync = static_cast<double>(last.data_parallel_sync.ps());
+  const bool overlap = options.overlap_gradient_sync;
+  const double exposed = overlap ? sync / options.gradient_buckets : sync;
+  // With overlapped transfers the pipeline is at least K·W + (S−1)·C; blocking ones are part of
+  // the work, K·(W + T).
+  const Time work =
+      b.compute + b.collectives + (options.overlap_boundary_transfers ? Time::zero() : b.transfers);
+  const std::int64_t rest = (b.bubble + last.optimizer).ps();
+  const std::int64_t last_bucket = work.ps() + rest + static_cast<std::int64_t>(0.999 * exposed);
+  if (!overlap || options.gradient_buckets < 2) return Time::picoseconds(last_bucket);
+  const std::int64_t k = p.microbatches_per_replica;
+  const std::int64_t all_buckets =
+      work.ps() / k * (k - 1) + rest + static_cast<std::int64_t>(0.999 * sync);
+  return Time::picoseconds(std::max(last_bucket, all_buckets));
+}
+
 SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
                     const SearchOptions& options) {
   if (profile.variants.empty()) throw Error::input("the profile has no variants");
@@ -919,9 +964,11 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   std::map<std::tuple<std::size_t, Mode, int, int, std::size_t, int>, std::unique_ptr<Table>>
       bound_cache;
   BoundNetwork bounds(comm);
+  PassBoundNetwork pass_bounds(comm);
   PricedNetwork exit_net(bounds);
-  // Plans priced on the bounds price each stage's sync alone: the joint price is never lower
-  // (`joint_sync_factor` >= 1), so they stay lower bounds.
+  // Plans priced on the bounds, and the exact price that rules a plan out before its joint
+  // sync, price each stage's sync alone: the joint price is never lower (`joint_sync_factor`
+  // >= 1, and the plan's time grows with every bucket's reduction), so they stay lower bounds.
   CostOptions bound_cost = options.cost;
   bound_cost.joint_data_parallel_sync = false;
   const bool refine = !net.zero() && !net.placement_independent();
@@ -1031,19 +1078,22 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       continue;
     }
 
-    // A lower bound of a plan's price from the cost model on the network's lower bounds: its
-    // pipeline, and stage 0's optimizer step and what of its reduction the backward cannot hide
-    // (the last bucket; all of it without overlap). Stage 0 ends the pipeline, so
-    // T >= pipeline + exposed_0 + optimizer_0, each term no larger on the bounds.
-    auto lower_bound = [&](const PlanChoice& choice) {
-      const Plan p = evaluate(profile, choice, bounds, bound_cost);
-      const Breakdown& b = p.breakdown;
-      const double sync = static_cast<double>(p.stages.front().data_parallel_sync.ps());
-      const double exposed =
-          options.cost.overlap_gradient_sync ? sync / options.cost.gradient_buckets : sync;
-      const Time transfers = bound_transfers ? b.transfers : Time::zero();
-      return (b.compute + b.bubble + b.collectives + transfers + p.stages.front().optimizer).ps() +
-             static_cast<std::int64_t>(0.999 * exposed);
+    // The plan's price on the sharper bounds, then in full without the joint sync (each stage's
+    // reduction alone: the joint factor is at least 1), then in full: each step can rule it out
+    // before the next, costlier one (`ruled_out`).
+    auto lower_bound = [&](const PlanChoice& choice, CommCost& prices) {
+      return plan_lower_bound(profile, choice, prices, options.cost).ps();
+    };
+    auto ruled_out = [&](const PlanChoice& choice, std::int64_t at) {
+      if (!refine || !options.pass_bounds) return false;
+      if (lower_bound(choice, pass_bounds) >= at) {
+        ++stats.pass_bounded;
+        return true;
+      }
+      if (!options.cost.joint_data_parallel_sync) return false;
+      if (evaluate(profile, choice, comm, bound_cost).iteration_time.ps() < at) return false;
+      ++stats.sync_bounded;
+      return true;
     };
 
     // Level 1: the exact price of (order, S).
@@ -1066,7 +1116,8 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       // The tail (exposed sync, optimizer step) needs every stage's last backward: the cost
       // model prices the partition in full, once its bound on the network's lower bounds (no
       // simulation) can still win.
-      if (refine && lower_bound(choice) >= cut(e.order)) return;
+      if (refine && lower_bound(choice, bounds) >= cut(e.order)) return;
+      if (ruled_out(choice, cut(e.order))) return;
       const Plan plan = evaluate(profile, choice, comm, options.cost);
       record(e.order, std::move(choice), plan);
     };
@@ -1095,9 +1146,10 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       // The plan on the network's lower bounds (no simulation) bounds its exact price.
       if (refine &&
           (bound_transfers ? evaluate(profile, choice, bounds, bound_cost).iteration_time.ps()
-                           : lower_bound(choice)) >= cut(e.order)) {
+                           : lower_bound(choice, bounds)) >= cut(e.order)) {
         continue;
       }
+      if (ruled_out(choice, cut(e.order))) continue;
       ++stats.candidates;
       const Plan plan = evaluate(profile, choice, comm, options.cost);
       if (!options.ignore_memory && !plan.fits()) continue;

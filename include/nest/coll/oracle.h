@@ -64,6 +64,7 @@ struct OracleStats {
   std::uint64_t avoided_events = 0;   ///< of `events`, those of ruled-out candidates
   std::uint64_t bounded = 0;          ///< `fastest` candidates not simulated: their lower bound
                                       ///< exceeded a faster candidate's time
+  std::uint64_t lower_bounds = 0;     ///< `lower_bound` / `fastest_lower_bound` calls
 };
 
 /// Thrown by a query whose event simulation reached `CollectiveOracle::limit_events`: the query
@@ -123,6 +124,21 @@ class CollectiveOracle {
   /// chosen and is not simulated (the choice is the same as with every candidate simulated).
   [[nodiscard]] OracleChoice fastest(const CollectiveSpec& spec,
                                      std::span<const std::vector<topo::DeviceId>> groups);
+
+  /// A lower bound of `collective(spec, groups).slowest`, computed without an event simulation:
+  /// the answer itself where the query, or the structure of each link-connected set of its
+  /// groups, is memoized or contention-free (the contention-free evaluation answers those
+  /// exactly and memoizes them); else, per set, the event-free bound of
+  /// `UncontendedEvaluator::lower_bound` (memoized by structure), the largest set's plus the base
+  /// latency. O(transfers + route hops) for a structure seen first, O(key) for a memoized query.
+  /// Throws what `collective` throws for bad groups or specs. Events are neither run nor counted.
+  [[nodiscard]] Time lower_bound(const CollectiveSpec& spec,
+                                 std::span<const std::vector<topo::DeviceId>> groups);
+  /// A lower bound of `fastest(spec, groups).answer.slowest`: the smallest `lower_bound` of the
+  /// tuner's candidates (those the groups refuse, as `fastest` skips them, left out; zero when
+  /// every one is refused). The fastest candidate's time is at least its own bound.
+  [[nodiscard]] Time fastest_lower_bound(const CollectiveSpec& spec,
+                                         std::span<const std::vector<topo::DeviceId>> groups);
 
   /// True when a collective model calibrates the answers.
   [[nodiscard]] bool calibrated() const noexcept;

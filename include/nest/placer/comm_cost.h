@@ -96,6 +96,13 @@ class CommCost {
   /// A lower bound of `transfer(size, from, to)`, as `collective_bound`.
   [[nodiscard]] virtual Time transfer_bound(Bytes size, const GroupLayout& from,
                                             const GroupLayout& to);
+  /// A lower bound of `collective(op, size, layout)` at least as high as `collective_bound`,
+  /// that may cost a pass over the collective's transfers but no event simulation; the search
+  /// tries it before it prices a plan in full. Default: `collective_bound`.
+  [[nodiscard]] virtual Time collective_pass_bound(workload::CollectiveOp op, Bytes size,
+                                                   const GroupLayout& layout) {
+    return collective_bound(op, size, layout);
+  }
 
   /// True when every cost is zero (the nest-artifact rules): the placer then skips pricing.
   [[nodiscard]] virtual bool zero() const noexcept { return false; }
@@ -143,6 +150,10 @@ class ForwardingCommCost : public CommCost {
   }
   Time transfer_bound(Bytes size, const GroupLayout& from, const GroupLayout& to) override {
     return inner_.transfer_bound(size, from, to);
+  }
+  Time collective_pass_bound(workload::CollectiveOp op, Bytes size,
+                             const GroupLayout& layout) override {
+    return inner_.collective_pass_bound(op, size, layout);
   }
   bool zero() const noexcept override { return inner_.zero(); }
   Bandwidth injection_bound() const noexcept override { return inner_.injection_bound(); }

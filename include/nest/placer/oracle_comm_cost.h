@@ -88,6 +88,12 @@ class OracleCommCost final : public CommCost {
   /// domain-exit bound): `transfer` prices several groups at a class's mean wait, which the
   /// exits the groups share do not bound.
   Time transfer_bound(Bytes size, const GroupLayout& from, const GroupLayout& to) override;
+  /// max(`collective_bound`, the oracle's event-free bound of what `collective` asks it:
+  /// `CollectiveOracle::lower_bound` for a fixed algorithm, `fastest_lower_bound` for the
+  /// tuner's choice), so the answer itself where the oracle knows it without events (memoized,
+  /// or contention-free). With `interpolate_sizes`, `collective_bound` only.
+  Time collective_pass_bound(workload::CollectiveOp op, Bytes size,
+                             const GroupLayout& layout) override;
   bool placement_independent() const noexcept override { return false; }
   Bandwidth injection_bound() const noexcept override { return injection_bound_; }
   /// The topology's innermost domain (an NVLink node on rail-optimized clusters).

@@ -92,6 +92,12 @@ struct SearchOptions {
   /// pruned only against the k-th best plan of its order, so the search slows down; `best` is
   /// the same plan either way.
   int keep_per_order = 0;
+  /// Before a plan is priced in full, try two sharper ways to rule it out: its price on the
+  /// network's event-free bounds (`CommCost::collective_pass_bound`), then its full price with
+  /// every stage's data-parallel sync priced alone (the joint factor is at least 1). Neither
+  /// changes what the search finds (the best plan, its price and the kept candidates are the
+  /// same); they only spare simulations. false: the layout bounds only (tests, measurements).
+  bool pass_bounds = true;
   /// Keep exactly the plans `nest place --verify K` replays, K = `replay_candidates`: the best
   /// distinct plan of each placement order, then the best K − n of the other distinct plans (n:
   /// the orders with a plan that fits memory), by (time, order found), in
@@ -111,6 +117,8 @@ struct SearchStats {
   std::int64_t memory_queries = 0;   ///< calls of workload::stage_memory
   std::int64_t candidates = 0;       ///< (configuration, S, d) pipelines priced in full
   std::int64_t network_queries = 0;  ///< distinct queries sent to the CommCost
+  std::int64_t pass_bounded = 0;     ///< plans ruled out by their price on the event-free bounds
+  std::int64_t sync_bounded = 0;     ///< plans ruled out by their price without the joint sync
 };
 
 /// The outcome: the best plan, or why nothing fits.
@@ -161,6 +169,19 @@ struct SearchResult {
 /// first that fits memory of each placement order, then the next ones that fit, in order,
 /// until `k` in all (more when more orders have plans). O(|plans| · orders).
 [[nodiscard]] std::vector<bool> replay_selection(std::span<const Plan> plans, std::size_t k);
+
+/// A lower bound of `evaluate(profile, choice, exact, options).iteration_time` for any network
+/// `exact` whose answers `bounds` never exceeds (collectives and, with blocking stage-boundary
+/// transfers, transfers; the joint data-parallel sync is left out: its factor is at least 1).
+/// With the pipeline P = K·W + (S−1)·C + X (K microbatches per replica, W the busiest stage's
+/// work per microbatch, C the bubble's chunk, X >= 0 the exposed transfers) and stage 0, which
+/// ends it, reducing B buckets of R each before its optimizer step O: T >= P + R + O (the last
+/// bucket is ready at P; P + B·R + O without overlapping the sync), and with overlap also
+/// T >= (K−1)·W + (S−1)·C + B·R + O (the buckets run one after another from when the first is
+/// ready, P − L + L/B, and stage 0's last backward L is part of its work, L <= W). Each term is
+/// priced on `bounds`; the reductions less 0.1% for rounding. One `evaluate` on `bounds`.
+[[nodiscard]] Time plan_lower_bound(const workload::LayerProfile& profile, const PlanChoice& choice,
+                                    CommCost& bounds, const CostOptions& options);
 
 /// Runs the search. Throws `Error` (input) on inconsistent options or profile. Deterministic:
 /// of plans with equal iteration times, the first found in the fixed loop order wins (variants

@@ -357,5 +357,72 @@ TEST(Oracle, FastestRulesOutCandidatesByTheirBoundWithTheSameChoice) {
   EXPECT_EQ(every.stats().avoided_events, 0U);
 }
 
+// The event-free bounds the search prunes with: never above the answer, computed without an
+// event (contended structures are bounded, contention-free ones answered), and the answer itself
+// once the oracle knows it. The 4:1 rail cluster under its NCCL model (the tuner's candidates:
+// rings inside a leaf and across leaves, answered without events, trees simulated) and the
+// spine-leaf network above (four rings that share the uplinks: contended).
+TEST(Oracle, LowerBoundsRunNoEventsNeverExceedTheAnswerAndEqualItOnceKnown) {
+  const topo::Topology rail =
+      topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_1024_4to1.yaml");
+  const topo::Topology shared = spine_leaf();
+  struct Case {
+    const topo::Topology* topology;
+    Groups groups;
+  };
+  std::vector<Case> cases;
+  Groups leaf{{}};
+  for (topo::DeviceId n = 0; n < 16; ++n) leaf[0].push_back(n * 8);
+  cases.push_back({&rail, leaf});
+  Groups rails;
+  for (topo::DeviceId r = 0; r < 8; ++r) {
+    rails.emplace_back();
+    for (topo::DeviceId n = 0; n < 16; ++n) rails.back().push_back(n * 32 + r);
+  }
+  cases.push_back({&rail, rails});
+  Groups four;
+  for (topo::DeviceId i = 0; i < 4; ++i) four.push_back({i, 4 + i, 8 + i, 12 + i});
+  cases.push_back({&shared, four});
+  int contended = 0;
+  int answered = 0;
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const topo::Topology& t = *cases[c].topology;
+    const Groups& groups = cases[c].groups;
+    for (const Operation op : {Operation::kAllReduce, Operation::kAllGather}) {
+      for (const Bytes size : {Bytes::mebibytes(1), Bytes::mebibytes(256)}) {
+        SCOPED_TRACE(std::string(operation_name(op)) + " case " + std::to_string(c) + " size " +
+                     std::to_string(size.count()));
+        CollectiveSpec tuned{op, Algorithm::kRing, size};
+        tuned.chunks = 0;
+        tuned.channels = 0;
+        const CollectiveSpec ring = tuner_candidate(tuned, Algorithm::kRing);
+        CollectiveOracle oracle(t, 1);
+        const Time ring_bound = oracle.lower_bound(ring, groups);
+        const Time fastest_bound = oracle.fastest_lower_bound(tuned, groups);
+        EXPECT_EQ(oracle.stats().events, 0U);
+        const auto candidates = tuner_candidates(CalibratedNetwork(t), op, size, groups.front());
+        EXPECT_EQ(oracle.stats().lower_bounds, 1U + candidates.size());
+        const std::uint64_t simulations = oracle.stats().simulations;
+        const Time ring_time = oracle.priced(ring, groups).answer.slowest;
+        EXPECT_LE(ring_bound, ring_time);
+        EXPECT_LE(fastest_bound, ring_bound);
+        if (oracle.stats().simulations == simulations) {
+          // Contention-free: the bound was the answer, and the query needs no new simulation.
+          EXPECT_EQ(ring_bound, ring_time);
+          ++answered;
+        } else {
+          EXPECT_GT(oracle.stats().events, 0U);
+          EXPECT_LT(ring_bound, ring_time);
+          ++contended;
+        }
+        EXPECT_EQ(oracle.lower_bound(ring, groups), ring_time);  // memoized: the answer
+        EXPECT_LE(fastest_bound, oracle.fastest(tuned, groups).answer.slowest);
+      }
+    }
+  }
+  EXPECT_EQ(answered, 8);   // the rings on the rail cluster
+  EXPECT_EQ(contended, 4);  // the four rings over shared uplinks
+}
+
 }  // namespace
 }  // namespace nest::coll

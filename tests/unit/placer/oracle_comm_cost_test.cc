@@ -230,6 +230,8 @@ TEST(OracleCommCost, JointGroupsRunWhatEachChoosesAlone) {
 }
 
 // The calibrated bounds hold whatever the tuner picks (NVLS, rail rings, hierarchical, trees).
+// The layout bounds and the event-free bounds (`collective_pass_bound`, which the search tries
+// next) never exceed the answer, and the second is never below the first.
 TEST(OracleCommCost, CalibratedLowerBoundsNeverExceedTheSimulation) {
   const topo::Topology t = calibrated_cluster();
   const std::vector<GroupLayout> groups = {
@@ -244,9 +246,15 @@ TEST(OracleCommCost, CalibratedLowerBoundsNeverExceedTheSimulation) {
     for (const auto op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather,
                           CollectiveOp::kReduceScatter, CollectiveOp::kAllToAll}) {
       for (const Bytes size : {Bytes::kibibytes(64), Bytes::mebibytes(64), Bytes::gibibytes(1)}) {
-        EXPECT_LE(oracle.collective_bound(op, size, g), oracle.collective(op, size, g))
+        // The event-free bound first (asked after the answer, it is the answer).
+        const Time pass = oracle.collective_pass_bound(op, size, g);
+        const Time exact = oracle.collective(op, size, g);
+        EXPECT_LE(oracle.collective_bound(op, size, g), pass)
             << "op " << static_cast<int>(op) << " group size " << g.group_size() << " size "
             << size.count();
+        EXPECT_LE(pass, exact) << "op " << static_cast<int>(op) << " group size " << g.group_size()
+                               << " size " << size.count();
+        EXPECT_EQ(oracle.collective_pass_bound(op, size, g), exact);
       }
     }
   }

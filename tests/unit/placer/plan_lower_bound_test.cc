@@ -1,0 +1,265 @@
+// `plan_lower_bound`, the search's bound of a plan from lower bounds of the network's prices
+// (issue 18): by hand where the gradient sync dominates, and never above the plan's price on
+// random chains over a thin rail cluster, on the layout bounds and on the sharper event-free
+// bounds, which are never below them.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "nest/core/rng.h"
+#include "nest/placer/comm_cost.h"
+#include "nest/placer/cost_model.h"
+#include "nest/placer/oracle_comm_cost.h"
+#include "nest/placer/search.h"
+#include "nest/topo/generators.h"
+#include "nest/workload/layer_profile.h"
+#include "unit/placer/printers.h"
+
+namespace nest::placer {
+namespace {
+
+using workload::MemoryRules;
+using workload::Recompute;
+
+// Four identical layers: forward 1 ms, backward 2 ms, 10 GiB of gradients each, so that each
+// bucket's reduction takes longer than the backward that produces the buckets.
+workload::LayerProfile heavy_layers() {
+  workload::LayerProfile p;
+  p.model = "heavy";
+  p.hbm = Bytes::gibibytes(1);
+  workload::Variant v;
+  v.microbatches = 8;
+  for (int i = 0; i < 4; ++i) {
+    workload::Layer l;
+    l.name = "block";
+    l.forward = Time::milliseconds(1);
+    l.backward = Time::milliseconds(2);
+    l.parameter_bytes = Bytes::gibibytes(10);
+    l.parameters = std::int64_t{5} << 30;
+    l.activation_bytes = Bytes::mebibytes(1);
+    l.input_bytes = Bytes::mebibytes(4);
+    l.output_bytes = Bytes::mebibytes(4);
+    v.layers.push_back(l);
+  }
+  p.variants.push_back(v);
+  return p;
+}
+
+// Two stages of two layers, d = 2, K = 4 microbatches per replica, on a flat 100 GB/s network
+// (its own lower bound). Stage 0's 20 GiB go in B = 4 buckets of 5 GiB, each an allreduce over 2
+// of R = 2 us + 5 GiB / 100 GB/s = 53.69 ms; its last backward L = 4 ms, its work per
+// microbatch W = 6 ms, the bubble's chunk C = 6 ms. The buckets queue: the first is ready at
+// P − L + L/4 = P − 3 ms and the last is reduced at P − 3 ms + 4R. The bound: the last bucket
+// alone gives K·W + C + R = 30 ms + R; all four (K − 1)·W + C + 4R = 24 ms + 4R, the larger.
+TEST(PlanLowerBound, CountsEveryBucketWhenTheReductionsQueue) {
+  const auto profile = heavy_layers();
+  FlatCommCost flat(Bandwidth::gigabytes_per_second(100), Time::microseconds(1));
+  const PlanChoice choice{.boundaries = {0, 2, 4}, .data_parallel = 2};
+  const CostOptions options{.rules = MemoryRules::kMegatron, .devices = 4};
+  const Plan plan = evaluate(profile, choice, flat, options);
+  const Time bucket =
+      Time::microseconds(2) + serialization_time(Bytes::gibibytes(5), flat.bandwidth());
+  ASSERT_EQ(plan.stages[0].data_parallel_sync, bucket * 4);
+  const Time pipeline = plan.breakdown.compute + plan.breakdown.bubble +
+                        plan.breakdown.collectives + plan.breakdown.transfers;
+  EXPECT_EQ(plan.breakdown.compute, Time::milliseconds(24));
+  EXPECT_EQ(plan.iteration_time, pipeline - Time::milliseconds(3) + bucket * 4);
+  const Time bound = plan_lower_bound(profile, choice, flat, options);
+  EXPECT_EQ(bound, Time::milliseconds(24) + Time::picoseconds(static_cast<std::int64_t>(
+                                                0.999 * static_cast<double>((bucket * 4).ps()))));
+  EXPECT_LE(bound, plan.iteration_time);
+  // Without overlapping the sync every bucket follows the pipeline: P + 4R, bounded by
+  // K·W + C + 4R.
+  CostOptions after = options;
+  after.overlap_gradient_sync = false;
+  EXPECT_EQ(evaluate(profile, choice, flat, after).iteration_time, pipeline + bucket * 4);
+  EXPECT_EQ(plan_lower_bound(profile, choice, flat, after),
+            Time::milliseconds(30) + Time::picoseconds(static_cast<std::int64_t>(
+                                         0.999 * static_cast<double>((bucket * 4).ps()))));
+}
+
+// A network priced at `exact`'s layout bounds (`sharp` false) or at its event-free bounds.
+class Bounds final : public CommCost {
+ public:
+  Bounds(CommCost& exact, bool sharp) : exact_(exact), sharp_(sharp) {}
+  Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
+    return sharp_ ? exact_.collective_pass_bound(op, size, layout)
+                  : exact_.collective_bound(op, size, layout);
+  }
+  Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override {
+    return exact_.transfer_bound(size, from, to);
+  }
+  bool placement_independent() const noexcept override { return false; }
+  int scale_up_size() const noexcept override { return exact_.scale_up_size(); }
+  std::string describe() const override { return "bounds"; }
+
+ private:
+  CommCost& exact_;
+  bool sharp_;
+};
+
+// A 32-GPU rail cluster of 2-GPU nodes whose 2:1 spine and 12.5 GB/s links make the
+// data-parallel rings that cross the spine contend.
+topo::Topology thin_rail() {
+  return topo::build_rail_optimized({.nodes = 16,
+                                     .gpus_per_node = 2,
+                                     .nodes_per_leaf = 4,
+                                     .spines = 2,
+                                     .nvlink_bandwidth = Bandwidth::gigabytes_per_second(450),
+                                     .nvlink_latency = Time::microseconds(0.5),
+                                     .nic_bandwidth = Bandwidth::gigabytes_per_second(12.5),
+                                     .nic_latency = Time::microseconds(1),
+                                     .spine_bandwidth = Bandwidth::gigabytes_per_second(12.5),
+                                     .spine_latency = Time::microseconds(1)});
+}
+
+// A random chain of 2-12 layers with up to 1.5 GiB of gradients each and tensor-parallel
+// all-reduces, for t = 1 and t = 2.
+workload::LayerProfile random_heavy_chain(Rng& rng) {
+  workload::LayerProfile profile;
+  profile.model = "random";
+  profile.hbm = Bytes::gibibytes(80);
+  profile.recompute_allowed = true;
+  const int n = 2 + static_cast<int>(rng.below(11));
+  for (const int t : {1, 2}) {
+    workload::Variant v;
+    v.tensor_parallel = t;
+    v.devices_per_replica = t;
+    v.microbatches = 8;
+    profile.variants.push_back(v);
+  }
+  for (int i = 0; i < n; ++i) {
+    workload::Layer l;
+    l.name = "layer" + std::to_string(i);
+    l.forward = Time::microseconds(200.0 + static_cast<double>(rng.below(4000)));
+    l.backward = Time::microseconds(400.0 + static_cast<double>(rng.below(8000)));
+    l.recompute = l.forward;
+    l.parameter_bytes = Bytes::mebibytes(static_cast<std::int64_t>(1 + rng.below(1536)));
+    l.parameters = l.parameter_bytes.count() / 2;
+    l.activation_bytes = Bytes::mebibytes(16);
+    l.input_bytes = Bytes::mebibytes(static_cast<std::int64_t>(1 + rng.below(64)));
+    l.output_bytes = Bytes::mebibytes(static_cast<std::int64_t>(1 + rng.below(64)));
+    l.collectives.push_back({.op = workload::CollectiveOp::kAllReduce,
+                             .axis = workload::ParallelAxis::kTensor,
+                             .size = Bytes::mebibytes(static_cast<std::int64_t>(1 + rng.below(32))),
+                             .count = 2,
+                             .recompute_count = 1});
+    for (auto& v : profile.variants) {
+      workload::Layer shard = l;
+      const int t = v.tensor_parallel;
+      shard.forward = Time::picoseconds(l.forward.ps() / t);
+      shard.backward = Time::picoseconds(l.backward.ps() / t);
+      shard.recompute = Time::picoseconds(l.recompute.ps() / t);
+      shard.parameters /= t;
+      shard.parameter_bytes = Bytes(l.parameter_bytes.count() / t);
+      if (t == 1) shard.collectives.clear();
+      v.layers.push_back(shard);
+    }
+  }
+  return profile;
+}
+
+// Every plan of 1 to 4 stages (equal layer counts), 1 to 8 replicas of t = 2, both orders and
+// blocking or overlapped boundary transfers, on random heavy chains.
+TEST(PlanLowerBound, NeverExceedsThePlanOnTheLayoutOrTheEventFreeBounds) {
+  const topo::Topology rail = thin_rail();
+  OracleCommCost exact(rail);
+  Bounds layout(exact, false);
+  Bounds sharp(exact, true);
+  Rng rng(18);
+  int plans = 0;
+  int sharper = 0;
+  int queued = 0;
+  for (int instance = 0; instance < 6; ++instance) {
+    const workload::LayerProfile profile = random_heavy_chain(rng);
+    const auto n = static_cast<int>(profile.variants[1].layers.size());
+    for (int s = 1; s <= std::min(4, n); ++s) {
+      for (const int d : {1, 2, 4, 8}) {
+        if (s * 2 * d > 32) continue;
+        for (const PlacementOrder order :
+             {PlacementOrder::kTensorPipelineData, PlacementOrder::kTensorDataPipeline}) {
+          for (const bool blocking : {false, true}) {
+            PlanChoice choice{
+                .variant = 1, .data_parallel = d, .zero_stage = d > 1 ? 1 : 0, .order = order};
+            for (int b = 0; b <= s; ++b) {
+              choice.boundaries.push_back(static_cast<std::size_t>(b * n / s));
+            }
+            const CostOptions options{.rules = MemoryRules::kMegatron,
+                                      .devices = 32,
+                                      .overlap_boundary_transfers = !blocking};
+            SCOPED_TRACE("instance " + std::to_string(instance) + " S " + std::to_string(s) +
+                         " d " + std::to_string(d));
+            const Plan plan = evaluate(profile, choice, exact, options);
+            const Time low = plan_lower_bound(profile, choice, layout, options);
+            const Time high = plan_lower_bound(profile, choice, sharp, options);
+            EXPECT_LE(low, high);
+            EXPECT_LE(high, plan.iteration_time);
+            ++plans;
+            if (high > low) ++sharper;
+            const Time bucket = Time::picoseconds(plan.stages.front().data_parallel_sync.ps() /
+                                                  options.gradient_buckets);
+            if (plan.breakdown.data_parallel_sync > bucket) ++queued;
+          }
+        }
+      }
+    }
+  }
+  // The cases bite: the event-free bounds are sharper for most plans, and many plans queue their
+  // buckets (the bound's second form).
+  EXPECT_EQ(plans, 336);
+  EXPECT_GE(sharper, 300);  // 336
+  EXPECT_GE(queued, 200);   // 240
+}
+
+// The sharper bounds (`SearchOptions::pass_bounds`: the event-free bounds, then the price with
+// each stage's sync alone) rule plans out without changing what the search finds: the same best
+// plan and price, and, keeping candidates for verification or per order, the same candidates in
+// the same order, with fewer simulated events.
+TEST(Search, PassBoundsSpareSimulationsAndChangeNothing) {
+  const topo::Topology rail = thin_rail();
+  Rng rng(19);
+  std::int64_t pass_bounded = 0;
+  std::int64_t sync_bounded = 0;
+  std::uint64_t events_with = 0;
+  std::uint64_t events_without = 0;
+  for (int instance = 0; instance < 4; ++instance) {
+    const workload::LayerProfile profile = random_heavy_chain(rng);
+    for (const int mode : {0, 1, 2}) {
+      SCOPED_TRACE("instance " + std::to_string(instance) + " mode " + std::to_string(mode));
+      SearchOptions sharp;
+      sharp.cost = {.rules = MemoryRules::kMegatron, .devices = 32};
+      sharp.zero_stages = {0, 1};
+      sharp.recompute_modes = {Recompute::kNone};
+      sharp.virtual_stages = {1, 2};
+      sharp.replay_candidates = mode == 1 ? 4 : 0;
+      sharp.keep_per_order = mode == 2 ? 3 : 0;
+      SearchOptions plain = sharp;
+      plain.pass_bounds = false;
+      OracleCommCost a(rail);
+      OracleCommCost b(rail);
+      const SearchResult with = search(profile, a, sharp);
+      const SearchResult without = search(profile, b, plain);
+      ASSERT_TRUE(with.best && without.best);
+      EXPECT_EQ(with.best->choice, without.best->choice);
+      EXPECT_EQ(with.best->iteration_time, without.best->iteration_time);
+      ASSERT_EQ(with.candidates.size(), without.candidates.size());
+      for (std::size_t i = 0; i < with.candidates.size(); ++i) {
+        EXPECT_EQ(with.candidates[i].choice, without.candidates[i].choice);
+        EXPECT_EQ(with.candidates[i].iteration_time, without.candidates[i].iteration_time);
+      }
+      EXPECT_EQ(without.stats.pass_bounded + without.stats.sync_bounded, 0);
+      EXPECT_LE(a.stats().events, b.stats().events);
+      pass_bounded += with.stats.pass_bounded;
+      sync_bounded += with.stats.sync_bounded;
+      events_with += a.stats().events;
+      events_without += b.stats().events;
+    }
+  }
+  EXPECT_GE(pass_bounded, 10);                     // 18
+  EXPECT_GE(sync_bounded, 100);                    // 200
+  EXPECT_LT(events_with * 4, events_without * 3);  // 37,036 against 50,428
+}
+
+}  // namespace
+}  // namespace nest::placer
