@@ -117,11 +117,13 @@ struct CollectiveOracle::Impl {
   // Answers without the base latency: calibrated copies may coincide link for link.
   std::unordered_map<Digest, OracleAnswer, DigestHash> by_structure;
   // Structures bounded and not simulated (`priced_set`): the bound without the base (zero: no
-  // bound), the events a simulation would process, whether they were counted.
+  // bound; raised by a simulation stopped at a time), the events a simulation would process,
+  // whether they were counted in `stats.events`, and how many of those as avoided.
   struct Bounded {
     Time slowest;
     std::uint64_t events = 0;
     bool counted = false;
+    std::uint64_t avoided = 0;
   };
   std::unordered_map<Digest, Bounded, DigestHash> bound_by_structure;
   std::unordered_map<std::uint64_t, std::vector<Pair>> pairs_by_shape;
@@ -198,14 +200,22 @@ struct CollectiveOracle::Impl {
     return d;
   }
 
-  // `contended`: the contention-free evaluation already stepped aside for these parts.
-  OracleAnswer simulate_parts(std::vector<Part>& parts, Engine& e, bool contended = false) {
-    const std::vector<Time> durations = part_durations(parts, e, contended);
-    return {durations.front(), *std::max_element(durations.begin(), durations.end())};
+  // `contended`: the contention-free evaluation already stepped aside for these parts. With
+  // `until`, nullopt when a part has not finished by then (see `part_durations`).
+  std::optional<OracleAnswer> simulate_parts(std::vector<Part>& parts, Engine& e,
+                                             bool contended = false, Time until = Time::max()) {
+    const auto durations = part_durations(parts, e, contended, until);
+    if (!durations) return std::nullopt;
+    return OracleAnswer{durations->front(),
+                        *std::max_element(durations->begin(), durations->end())};
   }
 
-  // Each part's duration, all parts run at once (contention-free evaluation, else events).
-  std::vector<Time> part_durations(std::vector<Part>& parts, Engine& e, bool contended = false) {
+  // Each part's duration, all parts run at once (contention-free evaluation, else events). The
+  // event simulation stops after the events at `until`: nullopt when a part has not finished
+  // by then (it ends later); its events are counted.
+  std::optional<std::vector<Time>> part_durations(std::vector<Part>& parts, Engine& e,
+                                                  bool contended = false,
+                                                  Time until = Time::max()) {
     std::vector<detail::GroupProgram> programs;
     for (Part& part : parts) {
       lower_part(part);
@@ -228,17 +238,24 @@ struct CollectiveOracle::Impl {
     }
     for (auto& run : runs) run->start();
     const std::uint64_t events_before = e.simulator->events_processed();
-    if (event_limit == 0) {
+    if (event_limit == 0 && until == Time::max()) {
       e.simulator->run();
       stats.events += e.simulator->events_processed() - events_before;
     } else {
-      // Stops where the limit is reached; nothing of the query is memoized.
-      const std::uint64_t left = event_limit > stats.events ? event_limit - stats.events : 0;
-      const bool done = left > 0 && e.simulator->run_within(events_before + left);
-      stats.events += e.simulator->events_processed() - events_before;
-      if (!done) {
+      // Stops where the limit is reached (nothing of the query is memoized) or after `until`.
+      constexpr std::uint64_t kNoLimit = std::numeric_limits<std::uint64_t>::max();
+      const std::uint64_t left = event_limit == 0             ? kNoLimit - events_before
+                                 : event_limit > stats.events ? event_limit - stats.events
+                                                              : 0;
+      const bool done = left > 0 && e.simulator->run_within(events_before + left, until);
+      const std::uint64_t processed = e.simulator->events_processed() - events_before;
+      stats.events += processed;
+      const bool finished =
+          std::all_of(runs.begin(), runs.end(), [](const auto& run) { return run->finished(); });
+      if (!done && !finished) {
         e.simulator->reset();  // drops the callbacks into the runs about to be destroyed
-        throw EventLimitReached();
+        if (left == 0 || processed >= left) throw EventLimitReached();
+        return std::nullopt;  // a part ends after `until`
       }
     }
     std::vector<Time> durations;
@@ -261,7 +278,7 @@ struct CollectiveOracle::Impl {
       ++stats.structural_hits;
       return it->second;
     }
-    const std::vector<Time> durations = part_durations(parts, e);
+    const std::vector<Time> durations = *part_durations(parts, e);
     struct Class {
       std::int64_t sum = 0;
       std::int64_t count = 0;
@@ -361,19 +378,22 @@ struct CollectiveOracle::Impl {
   void count_avoided(Bounded& b) {
     if (b.counted) return;
     b.counted = true;
+    b.avoided = b.events;
     stats.events += b.events;
     stats.avoided_events += b.events;
   }
 
   // One set of link-connected parts, memoized by its structure. With `within`, a set that
   // would be event-simulated is first bounded from below (`UncontendedEvaluator::lower_bound`,
-  // plus `base`): nullopt, and no simulation, when that bound exceeds `*within`. With
-  // `skip`, the set is not simulated at all (nullopt unless memoized): the query was ruled
-  // out by an earlier set. The events the simulation of a set not simulated would have
-  // processed (the bound's count, which equals the simulator's) are counted in `stats.events`
-  // once per structure, and in `stats.avoided_events`, so that event budgets (the anneal's)
-  // spend what they spent when every candidate was simulated; a structure counted so and
-  // simulated later is counted once.
+  // plus `base`): nullopt, and no simulation, when that bound exceeds `*within`; else it is
+  // simulated until its clock passes `*within` less `base`, and when a part has not finished by
+  // then, nullopt too (its slowest group would take longer than `*within`), and the structure's
+  // bound rises to that time. With `skip`, the set is not simulated at all (nullopt unless
+  // memoized): the query was ruled out by an earlier set. The events the simulation of a set
+  // not simulated (or not to its end) would have processed (the bound's count, which equals the
+  // simulator's) are counted in `stats.events` once per structure, and in
+  // `stats.avoided_events`, so that event budgets (the anneal's) spend what they spent when
+  // every candidate was simulated; a structure counted so and simulated later is counted once.
   std::optional<OracleAnswer> priced_set(std::vector<Part>& parts, Engine& e,
                                          std::optional<Time> within, Time base, bool skip = false) {
     const bool idle =
@@ -397,20 +417,38 @@ struct CollectiveOracle::Impl {
     if (contended && bounded_entry->second.counted) {
       // Counted once: the simulation counts its events itself.
       stats.events -= bounded_entry->second.events;
-      stats.avoided_events -= bounded_entry->second.events;
+      stats.avoided_events -= bounded_entry->second.avoided;
       bounded_entry->second.counted = false;
+      bounded_entry->second.avoided = 0;
     }
-    OracleAnswer result = simulate_parts(parts, e, contended);
+    // The bound did not rule it out, so within >= base.
+    const Time until = within ? *within - base : Time::max();
+    const std::uint64_t events_before = stats.events;
+    const std::optional<OracleAnswer> result = simulate_parts(parts, e, contended, until);
+    if (!result) {
+      // Stopped at `until` (contended, so bounded above): it ends later. Counted as if it ran to
+      // its end.
+      Bounded& b = bound_by_structure.find(digest)->second;
+      b.slowest = std::max(b.slowest, until + Time::picoseconds(1));
+      const std::uint64_t processed = stats.events - events_before;
+      b.avoided = b.events > processed ? b.events - processed : 0;
+      b.counted = true;
+      stats.events += b.avoided;
+      stats.avoided_events += b.avoided;
+      ++stats.stopped;
+      return std::nullopt;
+    }
     if (contended) bound_by_structure.erase(digest);
-    by_structure.emplace(digest, result);
+    by_structure.emplace(digest, *result);
     return result;
   }
 
   // `base` is added to every group that runs something (all but one-device groups). Groups
   // that share no link are priced set by set: 128 tensor-parallel groups in 128 nodes cost
   // what one node's does, one structural lookup per set. With `within`: nullopt (and nothing
-  // memoized for the query) when a set's lower bound shows that the answer's slowest group
-  // takes longer than `*within` (its slowest is at least every set's).
+  // memoized for the query) when a set's lower bound, or its simulation stopped there, shows
+  // that the answer's slowest group takes longer than `*within` (its slowest is at least every
+  // set's); an answer returned may still be above `*within` (memoized, or contention-free).
   std::optional<OracleAnswer> answer(QueryKey key, std::vector<Part>& parts, Engine& e, Time base,
                                      std::optional<Time> within = std::nullopt) {
     if (auto it = by_query.find(key); it != by_query.end()) {
@@ -447,7 +485,7 @@ struct CollectiveOracle::Impl {
   }
 
   // A collective query (see `CollectiveOracle::collective`); with `within`, nullopt when its
-  // slowest group takes longer than that for sure (see `answer`).
+  // slowest group takes longer than that (see `answer`).
   std::optional<OracleAnswer> query(const CollectiveSpec& spec,
                                     std::span<const std::vector<topo::DeviceId>> groups,
                                     std::optional<Time> within) {
@@ -668,20 +706,31 @@ CollectiveSpec tuner_candidate(CollectiveSpec spec, Algorithm algorithm) {
 
 OracleChoice CollectiveOracle::fastest(const CollectiveSpec& spec,
                                        std::span<const std::vector<topo::DeviceId>> groups) {
+  return *fastest_within(spec, groups, std::nullopt);
+}
+
+std::optional<OracleChoice> CollectiveOracle::fastest_within(
+    const CollectiveSpec& spec, std::span<const std::vector<topo::DeviceId>> groups,
+    std::optional<Time> within) {
   Impl& m = *impl_;
   if (groups.empty()) throw Error::internal("oracle: fastest of no group");
   std::optional<OracleChoice> best;
   std::optional<Error> first_error;
+  bool ruled_out = false;
   for (const Algorithm a : tuner_candidates(m.network, spec.op, spec.size, groups.front())) {
     const CollectiveSpec candidate = tuner_candidate(spec, a);
     OracleChoice c;
     try {
-      // Past the first candidate, one that takes longer than the fastest so far for sure is
-      // not simulated (`Impl::answer`): it could be neither faster nor tied.
-      const auto answer =
-          m.query(candidate, groups,
-                  best ? std::optional<Time>(best->answer.slowest) : std::optional<Time>());
-      if (!answer) continue;
+      // A candidate that takes longer than the fastest so far (or `within`) is not simulated
+      // when its bound shows it, else simulated only that far (`Impl::answer`): it could be
+      // neither faster nor tied.
+      std::optional<Time> cap = within;
+      if (best) cap = cap ? std::min(*cap, best->answer.slowest) : best->answer.slowest;
+      const auto answer = m.query(candidate, groups, cap);
+      if (!answer) {
+        ruled_out = true;
+        continue;
+      }
       c = chosen(candidate, groups, *answer);
     } catch (const Error& e) {
       // A candidate the first group takes but another does not (levels, NVLS) is skipped.
@@ -694,8 +743,16 @@ OracleChoice CollectiveOracle::fastest(const CollectiveSpec& spec,
         (c.answer.slowest == best->answer.slowest && c.answer.first < best->answer.first);
     if (faster) best = c;
   }
-  if (!best) throw *first_error;
-  return *best;
+  if (best && within && best->answer.slowest > *within) return std::nullopt;
+  if (!best && !ruled_out) throw *first_error;
+  return best;
+}
+
+std::optional<OracleAnswer> CollectiveOracle::collective_within(
+    const CollectiveSpec& spec, std::span<const std::vector<topo::DeviceId>> groups, Time within) {
+  const auto answer = impl_->query(spec, groups, within);
+  if (!answer || answer->slowest > within) return std::nullopt;
+  return answer;
 }
 
 Time CollectiveOracle::lower_bound(const CollectiveSpec& spec,

@@ -1157,6 +1157,12 @@ bool Simulator::run_within(std::uint64_t max_events) {
   return impl_->queue.empty();
 }
 
+bool Simulator::run_within(std::uint64_t max_events, Time until) {
+  impl_->run_events(until, max_events);
+  impl_->publish_stats();
+  return impl_->queue.empty();
+}
+
 void Simulator::run_until(Time until) {
   if (until < impl_->now) {
     throw Error::internal("run_until " + std::to_string(until.ps()) +

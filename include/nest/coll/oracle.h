@@ -62,8 +62,11 @@ struct OracleStats {
                                       ///< the candidates `fastest` ruled out would have (once
                                       ///< per structure): what an event budget spends
   std::uint64_t avoided_events = 0;   ///< of `events`, those of ruled-out candidates
-  std::uint64_t bounded = 0;          ///< `fastest` candidates not simulated: their lower bound
-                                      ///< exceeded a faster candidate's time
+  std::uint64_t bounded = 0;          ///< queries ruled out (`fastest` candidates, `*_within`):
+                                      ///< by their lower bound, not simulated, or by a simulation
+                                      ///< stopped part way (`stopped`)
+  std::uint64_t stopped = 0;          ///< of `simulations`, stopped once their clock passed what
+                                      ///< the query had to beat (counted as if run to the end)
   std::uint64_t lower_bounds = 0;     ///< `lower_bound` / `fastest_lower_bound` calls
 };
 
@@ -121,9 +124,21 @@ class CollectiveOracle {
   /// channels 0 let `resolve` choose). One query per candidate, memoized like any other; a
   /// candidate after the first whose query is not memoized is first bounded from below without
   /// events (`OracleStats::bounded`): when its bound exceeds the fastest so far it could not be
-  /// chosen and is not simulated (the choice is the same as with every candidate simulated).
+  /// chosen and is not simulated, else it is simulated until its clock passes the fastest so far
+  /// (a stopped simulation rules it out and raises its bound). The choice is the same as with
+  /// every candidate simulated.
   [[nodiscard]] OracleChoice fastest(const CollectiveSpec& spec,
                                      std::span<const std::vector<topo::DeviceId>> groups);
+  /// `fastest(spec, groups)` when its slowest group takes at most `*within`, else nullopt; every
+  /// candidate is priced as a later candidate of `fastest` is, against the smaller of `*within`
+  /// and the fastest so far, so no simulation runs past `*within`. nullopt `within`: `fastest`.
+  [[nodiscard]] std::optional<OracleChoice> fastest_within(
+      const CollectiveSpec& spec, std::span<const std::vector<topo::DeviceId>> groups,
+      std::optional<Time> within);
+  /// `collective(spec, groups)` when its slowest group takes at most `within`, else nullopt:
+  /// the query is bounded first, then simulated no further than `within` (see `fastest`).
+  [[nodiscard]] std::optional<OracleAnswer> collective_within(
+      const CollectiveSpec& spec, std::span<const std::vector<topo::DeviceId>> groups, Time within);
 
   /// A lower bound of `collective(spec, groups).slowest`, computed without an event simulation:
   /// the answer itself where the query, or the structure of each link-connected set of its

@@ -135,6 +135,9 @@ class Simulator {
   /// between timestamps, so the last timestamp's events all run); true when none is left. The
   /// same inputs stop at the same event.
   [[nodiscard]] bool run_within(std::uint64_t max_events);
+  /// `run_within(max_events)` that also leaves the events after `until` pending (as
+  /// `run_until`, but now() stays at the last event run): true when none is left.
+  [[nodiscard]] bool run_within(std::uint64_t max_events, Time until);
   /// Runs events with time <= `until`, then sets now() to `until`. Throws `Error` (internal)
   /// when `until` < now(). Besides the events, each call (and `run`) costs O(links + flows in
   /// flight) to bring the link statistics up to date.

@@ -352,9 +352,59 @@ TEST(Oracle, FastestRulesOutCandidatesByTheirBoundWithTheSameChoice) {
   // Some candidates were ruled out without a simulation (without them the test proves little),
   // and their events are counted as if simulated.
   EXPECT_GT(oracle.stats().bounded, 4U);
+  EXPECT_GE(oracle.stats().stopped, 1U);  // a candidate simulated until it had lost
   EXPECT_GT(oracle.stats().avoided_events, 0U);
   EXPECT_EQ(oracle.stats().events, every.stats().events);
   EXPECT_EQ(every.stats().avoided_events, 0U);
+}
+
+// A query with a time to beat: the answer when it is no later (equal to a fresh oracle's), else
+// nullopt from a simulation stopped at that time (fewer events run, as many counted), which
+// raises the structure's bound past it; the query answers in full afterwards. Four rings over
+// shared uplinks (contended).
+TEST(Oracle, AQueryWithinATimeStopsItsSimulationThere) {
+  const topo::Topology t = spine_leaf();
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(1000003)};
+  Groups four;
+  for (topo::DeviceId i = 0; i < 4; ++i) four.push_back({i, 4 + i, 8 + i, 12 + i});
+  CollectiveOracle fresh(t, 5);
+  const OracleAnswer exact = fresh.collective(spec, four);
+  const std::uint64_t all = fresh.stats().events;
+  ASSERT_GT(all, 100U);
+
+  CollectiveOracle oracle(t, 5);
+  const Time early = exact.slowest - Time::microseconds(1);
+  EXPECT_FALSE(oracle.collective_within(spec, four, early).has_value());
+  EXPECT_EQ(oracle.stats().stopped, 1U);
+  EXPECT_EQ(oracle.stats().events, all);  // counted as if it ran to its end
+  EXPECT_LT(oracle.stats().avoided_events, all);
+  EXPECT_GT(oracle.stats().avoided_events, 0U);
+  EXPECT_GT(oracle.lower_bound(spec, four), early);
+  EXPECT_LE(oracle.lower_bound(spec, four), exact.slowest);
+  // Ruled out again by the raised bound, with nothing more run or counted.
+  EXPECT_FALSE(oracle.collective_within(spec, four, early).has_value());
+  EXPECT_EQ(oracle.stats().stopped, 1U);
+  EXPECT_EQ(oracle.stats().events, all);
+  const auto at = oracle.collective_within(spec, four, exact.slowest);
+  ASSERT_TRUE(at.has_value());
+  EXPECT_EQ(at->slowest, exact.slowest);
+  EXPECT_EQ(at->first, exact.first);
+  EXPECT_EQ(oracle.stats().events, all);  // counted once
+  EXPECT_EQ(oracle.stats().avoided_events, 0U);
+  EXPECT_EQ(oracle.collective(spec, four).slowest, exact.slowest);
+
+  // The tuner within a time: its choice when the time is no earlier, else nullopt.
+  CollectiveSpec tuned = spec;
+  tuned.chunks = 0;
+  tuned.channels = 0;
+  CollectiveOracle a(t, 5);
+  const OracleChoice best = a.fastest(tuned, four);
+  CollectiveOracle b(t, 5);
+  EXPECT_FALSE(b.fastest_within(tuned, four, best.answer.slowest - Time::picoseconds(1)));
+  const auto same = b.fastest_within(tuned, four, best.answer.slowest);
+  ASSERT_TRUE(same.has_value());
+  EXPECT_EQ(same->algorithm, best.algorithm);
+  EXPECT_EQ(same->answer.slowest, best.answer.slowest);
 }
 
 // The event-free bounds the search prunes with: never above the answer, computed without an

@@ -579,6 +579,25 @@ TEST(Simulator, RunWithinStopsAtAnEventCountAtTheEndOfATimestamp) {
   EXPECT_TRUE(sim.run_within(4));
 }
 
+// With a time as well, the events after it stay pending (and the clock at the last event run);
+// whichever limit comes first stops the run.
+TEST(Simulator, RunWithinAlsoStopsAtATime) {
+  const auto t = line({100}, Time::zero());
+  Simulator sim(t);
+  std::string order;
+  sim.schedule(ps(10), [&] { order += 'a'; });
+  sim.schedule(ps(20), [&] { order += 'b'; });
+  sim.schedule(ps(30), [&] { order += 'c'; });
+  sim.schedule(ps(40), [&] { order += 'd'; });
+  EXPECT_FALSE(sim.run_within(100, ps(25)));
+  EXPECT_EQ(order, "ab");
+  EXPECT_EQ(sim.now(), ps(20));
+  EXPECT_FALSE(sim.run_within(3, ps(100)));  // the count first
+  EXPECT_EQ(order, "abc");
+  EXPECT_TRUE(sim.run_within(100, ps(40)));  // an event at the time itself runs
+  EXPECT_EQ(order, "abcd");
+}
+
 TEST(Simulator, RejectsBadRequestsWithClearErrors) {
   const auto t = line({100, 100}, Time::zero());
   Simulator sim(t);
