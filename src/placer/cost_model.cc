@@ -191,7 +191,6 @@ Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, C
   const int vs = choice.virtual_stages;
   const std::int64_t k = plan.microbatches_per_replica;
   Time slowest_chunk;
-  std::vector<std::int64_t> stage_parameter_bytes;
   std::vector<workload::Recompute> stage_mode;
   for (int p = 0; p < S; ++p) {
     StageReport r;
@@ -210,7 +209,6 @@ Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, C
     r.in_flight = vs == 1 ? S - p : detail::interleaved_in_flight(S, p, vs, k);
     const workload::Recompute mode =
         detail::recompute_applies(options.rules, choice.recompute, r.in_flight);
-    std::int64_t parameter_bytes = 0;
     std::int64_t parameters = 0;
     for (int j = 0; j < vs; ++j) {
       ChunkReport c{.first_layer = chunk_first(j), .last_layer = chunk_last(j)};
@@ -227,14 +225,12 @@ Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, C
       r.time.compute += c.time.compute;
       r.time.collectives += c.time.collectives;
       r.time.transfer += c.time.transfer;
-      parameter_bytes += sums.parameter_bytes[c.last_layer] - sums.parameter_bytes[c.first_layer];
       parameters += sums.parameters[c.last_layer] - sums.parameters[c.first_layer];
       r.chunks.push_back(c);
     }
     r.memory = vs == 1 ? workload::stage_memory(v, r.first_layer, r.last_layer, r.in_flight, memory)
                        : detail::interleaved_memory(v, r.chunks, S, p, k, memory);
     r.optimizer = detail::optimizer_time(parameters, choice.zero_stage, d, options);
-    stage_parameter_bytes.push_back(parameter_bytes);
     stage_mode.push_back(mode);
     plan.stages.push_back(r);
   }
@@ -323,12 +319,11 @@ Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, C
       const ChunkReport& first = r.chunks.front();
       c.last_backward = pass_times(v, first, stage_mode[static_cast<std::size_t>(p)]).backward;
       c.end = pipeline - lag;
-      const std::int64_t total = stage_parameter_bytes[static_cast<std::size_t>(p)];
-      // Every bucket priced at the largest one's size, ceil(total / k) (the replay's differ by at
-      // most a byte): one network query per stage.
-      c.reduce = d > 1 && total > 0 ? detail::sync_time((total + buckets - 1) / buckets,
-                                                        choice.zero_stage, map, p, net)
-                                    : Time::zero();
+      // Every bucket priced at the largest one's size (the replay's differ by at most a byte):
+      // one network query per stage.
+      const std::int64_t bucket = detail::bucket_bytes(sums, r, buckets);
+      c.reduce = d > 1 && bucket > 0 ? detail::sync_time(bucket, choice.zero_stage, map, p, net)
+                                     : Time::zero();
       check(c, r);
       schedule(c);
       lag += c.last_backward + Time::picoseconds(first.time.transfer.ps() / 2);

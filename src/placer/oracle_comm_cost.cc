@@ -430,19 +430,14 @@ Time OracleCommCost::exact_collective(workload::CollectiveOp op, const coll::Col
 
 Time OracleCommCost::collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) {
   if (layout.group_size() <= 1 || size.count() <= 0) return Time::zero();
-  check_range(layout, topology_);
-  coll::CollectiveSpec spec;
-  spec.op = to_operation(op);
-  spec.algorithm = coll::default_algorithm(spec.op);
-  // Under a collective model resolve chooses pipelining and channels as NCCL would.
-  if (oracle_.calibrated()) {
-    spec.chunks = 0;
-    spec.channels = 0;
-  }
   if (!options_.interpolate_sizes) {
-    spec.size = size;
-    return exact_collective(op, spec, layout);
+    // Asked before: the time recorded with its choice (what `exact_collective` returned).
+    const auto it = choices_.find(ChoiceKey{static_cast<int>(op), size.count(), layout});
+    if (it != choices_.end()) return it->second.time;
   }
+  check_range(layout, topology_);
+  coll::CollectiveSpec spec = spec_of(op, size);
+  if (!options_.interpolate_sizes) return exact_collective(op, spec, layout);
   spec.size = kLowSize;
   const Time low = exact_collective(op, spec, layout);
   spec.size = kHighSize;
@@ -458,31 +453,61 @@ Time OracleCommCost::collective(workload::CollectiveOp op, Bytes size, const Gro
   return on_line(low, high, size);
 }
 
-Time OracleCommCost::collective_pass_bound(workload::CollectiveOp op, Bytes size,
-                                           const GroupLayout& layout) {
-  if (layout.group_size() <= 1 || size.count() <= 0) return Time::zero();
-  const Time cheap = collective_bound(op, size, layout);
-  if (options_.interpolate_sizes) return cheap;
-  check_range(layout, topology_);
+coll::CollectiveSpec OracleCommCost::spec_of(workload::CollectiveOp op, Bytes size) const {
   coll::CollectiveSpec spec;
   spec.op = to_operation(op);
+  spec.algorithm = coll::default_algorithm(spec.op);
   spec.size = size;
+  // Under a collective model resolve chooses pipelining and channels as NCCL would.
   if (oracle_.calibrated()) {
     spec.chunks = 0;
     spec.channels = 0;
   }
+  return spec;
+}
+
+Time OracleCommCost::collective_pass_bound(workload::CollectiveOp op, Bytes size,
+                                           const GroupLayout& layout) {
+  if (layout.group_size() <= 1 || size.count() <= 0) return Time::zero();
+  if (options_.interpolate_sizes) return collective_bound(op, size, layout);
+  const ChoiceKey key{static_cast<int>(op), size.count(), layout};
+  // The answer once known; a bound once computed (it stays a bound as answers become known).
+  if (const auto it = choices_.find(key); it != choices_.end()) return it->second.time;
+  if (const auto it = pass_bounds_.find(key); it != pass_bounds_.end()) return it->second;
+  const Time cheap = collective_bound(op, size, layout);
+  check_range(layout, topology_);
+  coll::CollectiveSpec spec = spec_of(op, size);
+  const auto groups = layout.expand();
+  const std::optional<coll::Algorithm> fixed = fixed_algorithm(op, groups);
+  if (fixed) spec.algorithm = *fixed;
+  const Time bound = std::max(
+      cheap, fixed ? oracle_.lower_bound(spec, groups) : oracle_.fastest_lower_bound(spec, groups));
+  pass_bounds_.emplace(key, bound);
+  return bound;
+}
+
+std::optional<Time> OracleCommCost::collective_within(workload::CollectiveOp op, Bytes size,
+                                                      const GroupLayout& layout, Time within) {
+  if (options_.interpolate_sizes || layout.group_size() <= 1 || size.count() <= 0) {
+    return CommCost::collective_within(op, size, layout, within);
+  }
+  check_range(layout, topology_);
+  coll::CollectiveSpec spec = spec_of(op, size);
   const auto groups = layout.expand();
   if (const std::optional<coll::Algorithm> fixed = fixed_algorithm(op, groups)) {
     spec.algorithm = *fixed;
-    return std::max(cheap, oracle_.lower_bound(spec, groups));
+    const auto answer = oracle_.collective_within(spec, groups, within);
+    return answer ? std::optional<Time>(answer->slowest) : std::nullopt;
   }
-  spec.algorithm = coll::default_algorithm(spec.op);
-  return std::max(cheap, oracle_.fastest_lower_bound(spec, groups));
+  const auto choice = oracle_.fastest_within(spec, groups, within);
+  return choice ? std::optional<Time>(choice->answer.slowest) : std::nullopt;
 }
 
 Time OracleCommCost::collective_like(workload::CollectiveOp op, Bytes size,
                                      const GroupLayout& layout, const GroupLayout& like) {
   if (layout.group_size() <= 1 || size.count() <= 0) return Time::zero();
+  const PairKey key{static_cast<int>(op), size.count(), layout, like};
+  if (const auto it = joint_.find(key); it != joint_.end()) return it->second;
   check_range(layout, topology_);
   (void)collective(op, size, like);
   const std::optional<GroupChoice> alone = choice(op, size, like);
@@ -501,7 +526,9 @@ Time OracleCommCost::collective_like(workload::CollectiveOp op, Bytes size,
     }
   }
   const auto groups = layout.expand();
-  return oracle_.priced(spec, groups).answer.slowest;
+  const Time time = oracle_.priced(spec, groups).answer.slowest;
+  joint_.emplace(key, time);
+  return time;
 }
 
 std::optional<GroupChoice> OracleCommCost::choice(workload::CollectiveOp op, Bytes size,
@@ -523,6 +550,12 @@ std::size_t OracleCommCost::ChoiceKeyHash::operator()(const ChoiceKey& k) const 
                   static_cast<std::uint64_t>(k.size));
 }
 
+std::size_t OracleCommCost::PairKeyHash::operator()(const PairKey& k) const noexcept {
+  return hash_mix(
+      hash_mix(hash_mix(k.layout.hash(), k.other.hash()), static_cast<std::uint64_t>(k.op)),
+      static_cast<std::uint64_t>(k.size));
+}
+
 Time OracleCommCost::exact_transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) {
   std::vector<topo::DeviceId> src;
   std::vector<topo::DeviceId> dst;
@@ -540,7 +573,13 @@ Time OracleCommCost::transfer(Bytes size, const GroupLayout& from, const GroupLa
   if (size.count() <= 0) return Time::zero();
   check_range(from, topology_);
   check_range(to, topology_);
-  if (!options_.interpolate_sizes) return exact_transfer(size, from, to);
+  if (!options_.interpolate_sizes) {
+    const PairKey key{0, size.count(), from, to};
+    if (const auto it = transfers_.find(key); it != transfers_.end()) return it->second;
+    const Time time = exact_transfer(size, from, to);
+    transfers_.emplace(key, time);
+    return time;
+  }
   return on_line(exact_transfer(kLowSize, from, to), exact_transfer(kHighSize, from, to), size);
 }
 

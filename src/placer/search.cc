@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <memory>
@@ -590,11 +591,12 @@ std::vector<bool> replay_selection(std::span<const Plan> plans, std::size_t k) {
   return take;
 }
 
-Time plan_lower_bound(const workload::LayerProfile& profile, const PlanChoice& choice,
-                      CommCost& bounds, const CostOptions& options) {
+PlanBound plan_lower_bound(const workload::LayerProfile& profile, const PlanChoice& choice,
+                           CommCost& bounds, const CostOptions& options) {
   CostOptions alone = options;
   alone.joint_data_parallel_sync = false;
-  const Plan p = evaluate(profile, choice, bounds, alone);
+  PlanBound out{.plan = evaluate(profile, choice, bounds, alone)};
+  const Plan& p = out.plan;
   const Breakdown& b = p.breakdown;
   const StageReport& last = p.stages.front();  // stage 0 ends the pipeline
   const double sync = static_cast<double>(last.data_parallel_sync.ps());
@@ -606,11 +608,14 @@ Time plan_lower_bound(const workload::LayerProfile& profile, const PlanChoice& c
       b.compute + b.collectives + (options.overlap_boundary_transfers ? Time::zero() : b.transfers);
   const std::int64_t rest = (b.bubble + last.optimizer).ps();
   const std::int64_t last_bucket = work.ps() + rest + static_cast<std::int64_t>(0.999 * exposed);
-  if (!overlap || options.gradient_buckets < 2) return Time::picoseconds(last_bucket);
+  out.bound = Time::picoseconds(last_bucket);
+  if (!overlap || options.gradient_buckets < 2) return out;
   const std::int64_t k = p.microbatches_per_replica;
+  out.before_buckets = Time::picoseconds(work.ps() / k * (k - 1) + rest);
   const std::int64_t all_buckets =
-      work.ps() / k * (k - 1) + rest + static_cast<std::int64_t>(0.999 * sync);
-  return Time::picoseconds(std::max(last_bucket, all_buckets));
+      out.before_buckets->ps() + static_cast<std::int64_t>(0.999 * sync);
+  out.bound = Time::picoseconds(std::max(last_bucket, all_buckets));
+  return out;
 }
 
 SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
@@ -1082,18 +1087,38 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     // reduction alone: the joint factor is at least 1), then in full: each step can rule it out
     // before the next, costlier one (`ruled_out`).
     auto lower_bound = [&](const PlanChoice& choice, CommCost& prices) {
-      return plan_lower_bound(profile, choice, prices, options.cost).ps();
+      return plan_lower_bound(profile, choice, prices, options.cost).bound.ps();
+    };
+    // Stage 0's bucket reduction R, priced only as long as the plan can still beat `at`: the
+    // bound's second form rules it out once before + 0.999·B·R >= at.
+    auto buckets_rule_out = [&](const PlanBound& lb, std::int64_t at) {
+      if (!lb.before_buckets) return false;
+      const Plan& p = lb.plan;
+      const std::int64_t bytes =
+          detail::bucket_bytes(vd.sums, p.stages.front(), options.cost.gradient_buckets);
+      if (p.choice.data_parallel <= 1 || bytes <= 0) return false;
+      const double room = static_cast<double>(at - lb.before_buckets->ps());
+      if (room <= 0) return true;
+      // Past `within`, 0.999·B·R exceeds the room by more than a picosecond.
+      const auto within = Time::picoseconds(
+          static_cast<std::int64_t>(std::ceil(room / (0.999 * options.cost.gradient_buckets))) + 1);
+      return !comm.collective_within(detail::sync_operation(p.choice.zero_stage), Bytes(bytes),
+                                     detail::sync_layout(p.device_map(), 0), within);
     };
     auto ruled_out = [&](const PlanChoice& choice, std::int64_t at) {
       if (!refine || !options.pass_bounds) return false;
-      if (lower_bound(choice, pass_bounds) >= at) {
+      const PlanBound lb = plan_lower_bound(profile, choice, pass_bounds, options.cost);
+      if (lb.bound.ps() >= at) {
         ++stats.pass_bounded;
         return true;
       }
-      if (!options.cost.joint_data_parallel_sync) return false;
-      if (evaluate(profile, choice, comm, bound_cost).iteration_time.ps() < at) return false;
-      ++stats.sync_bounded;
-      return true;
+      if (buckets_rule_out(lb, at) ||
+          (options.cost.joint_data_parallel_sync &&
+           evaluate(profile, choice, comm, bound_cost).iteration_time.ps() >= at)) {
+        ++stats.sync_bounded;
+        return true;
+      }
+      return false;
     };
 
     // Level 1: the exact price of (order, S).

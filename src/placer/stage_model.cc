@@ -321,17 +321,29 @@ workload::StageMemory interleaved_memory(const workload::Variant& variant,
   return m;
 }
 
+std::int64_t bucket_bytes(const ChainSums& sums, const StageReport& stage, int buckets) {
+  std::int64_t total = 0;
+  for (const ChunkReport& c : stage.chunks) {
+    total += sums.parameter_bytes[c.last_layer] - sums.parameter_bytes[c.first_layer];
+  }
+  return (total + buckets - 1) / buckets;
+}
+
+CollectiveOp sync_operation(int zero_stage) noexcept {
+  return zero_stage == 3 ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
+}
+
 Time sync_time(std::int64_t parameter_bytes, int zero_stage, const DeviceMap& map, int stage,
                PricedNetwork& net) {
   if (map.data_parallel <= 1 || parameter_bytes <= 0) return Time::zero();
-  const CollectiveOp op = zero_stage == 3 ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
-  return net.collective(op, Bytes(parameter_bytes), sync_layout(map, stage));
+  return net.collective(sync_operation(zero_stage), Bytes(parameter_bytes),
+                        sync_layout(map, stage));
 }
 
 double joint_sync_factor(int zero_stage, const DeviceMap& map, int first, int last,
                          PricedNetwork& net) {
   if (map.data_parallel <= 1 || first >= last) return 1;
-  const CollectiveOp op = zero_stage == 3 ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
+  const CollectiveOp op = sync_operation(zero_stage);
   // Stage `last` has the smallest device ids (stages are laid out from the pipeline's end).
   const GroupLayout all{.base = map.device(last, 0, 0),
                         .member = {map.data_parallel, map.replica_stride},

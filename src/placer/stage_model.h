@@ -136,6 +136,14 @@ workload::StageMemory interleaved_memory(const workload::Variant& variant,
                                          int stage, std::int64_t microbatches,
                                          const workload::MemoryOptions& options);
 
+/// The bytes of one of a stage's `buckets` gradient buckets: its chunks' parameter bytes per
+/// device over `buckets`, rounded up (the largest bucket, at which `evaluate` prices them all).
+[[nodiscard]] std::int64_t bucket_bytes(const ChainSums& sums, const StageReport& stage,
+                                        int buckets);
+
+/// The collective of a data-parallel sync: reduce-scatter under ZeRO-3, else allreduce.
+[[nodiscard]] workload::CollectiveOp sync_operation(int zero_stage) noexcept;
+
 /// Gradient sync of a stage holding `parameter_bytes` per device, across its replicas.
 Time sync_time(std::int64_t parameter_bytes, int zero_stage, const DeviceMap& map, int stage,
                PricedNetwork& net);

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,15 @@ class CommCost {
   /// A lower bound of `transfer(size, from, to)`, as `collective_bound`.
   [[nodiscard]] virtual Time transfer_bound(Bytes size, const GroupLayout& from,
                                             const GroupLayout& to);
+  /// `collective(op, size, layout)` when it is at most `within`, else nullopt; a network that
+  /// simulates stops there (the search asks so when a later answer would rule a plan out).
+  /// Default: `collective` compared with `within`.
+  [[nodiscard]] virtual std::optional<Time> collective_within(workload::CollectiveOp op, Bytes size,
+                                                              const GroupLayout& layout,
+                                                              Time within) {
+    const Time t = collective(op, size, layout);
+    return t <= within ? std::optional<Time>(t) : std::nullopt;
+  }
   /// A lower bound of `collective(op, size, layout)` at least as high as `collective_bound`,
   /// that may cost a pass over the collective's transfers but no event simulation; the search
   /// tries it before it prices a plan in full. Default: `collective_bound`.
@@ -154,6 +164,10 @@ class ForwardingCommCost : public CommCost {
   Time collective_pass_bound(workload::CollectiveOp op, Bytes size,
                              const GroupLayout& layout) override {
     return inner_.collective_pass_bound(op, size, layout);
+  }
+  std::optional<Time> collective_within(workload::CollectiveOp op, Bytes size,
+                                        const GroupLayout& layout, Time within) override {
+    return inner_.collective_within(op, size, layout, within);
   }
   bool zero() const noexcept override { return inner_.zero(); }
   Bandwidth injection_bound() const noexcept override { return inner_.injection_bound(); }

@@ -94,6 +94,11 @@ class OracleCommCost final : public CommCost {
   /// or contention-free). With `interpolate_sizes`, `collective_bound` only.
   Time collective_pass_bound(workload::CollectiveOp op, Bytes size,
                              const GroupLayout& layout) override;
+  /// What `collective` asks of the oracle, asked within `within`
+  /// (`CollectiveOracle::collective_within` / `fastest_within`: no simulation runs past it).
+  /// Not recorded in `choices()`. With `interpolate_sizes`, `CommCost`'s default.
+  std::optional<Time> collective_within(workload::CollectiveOp op, Bytes size,
+                                        const GroupLayout& layout, Time within) override;
   bool placement_independent() const noexcept override { return false; }
   Bandwidth injection_bound() const noexcept override { return injection_bound_; }
   /// The topology's innermost domain (an NVLink node on rail-optimized clusters).
@@ -117,6 +122,9 @@ class OracleCommCost final : public CommCost {
  private:
   [[nodiscard]] Time exact_collective(workload::CollectiveOp op, const coll::CollectiveSpec& spec,
                                       const GroupLayout& layout);
+  // The spec `collective` asks for `op` of `size`: coll's default algorithm (the tuner's choice
+  // or the fixed one replaces it), chunks and channels left to `resolve` under a model.
+  [[nodiscard]] coll::CollectiveSpec spec_of(workload::CollectiveOp op, Bytes size) const;
   // The operation's fixed algorithm, or none (the tuner's choice): the option's, else on the
   // ideal network coll::default_algorithm for `groups` (hierarchical on a `kind: dimensions`
   // topology when every group has hierarchy levels; no groups: any that has).
@@ -172,6 +180,23 @@ class OracleCommCost final : public CommCost {
   };
   std::unordered_map<ChoiceKey, GroupChoice, ChoiceKeyHash> choices_;
   std::vector<ChoiceKey> asked_;  // the keys of choices_ in the order first asked
+  // Answers by layout, so that a repeated question costs a hash of a few words instead of the
+  // oracle's key of every device: event-free bounds (`collective_pass_bound`), joint syncs
+  // (`collective_like`, the second layout in `other`) and transfers (from, to). Exact answers
+  // of `collective` are in `choices_`.
+  struct PairKey {
+    int op = 0;
+    std::int64_t size = 0;
+    GroupLayout layout;
+    GroupLayout other;
+    friend bool operator==(const PairKey&, const PairKey&) = default;
+  };
+  struct PairKeyHash {
+    std::size_t operator()(const PairKey& k) const noexcept;
+  };
+  std::unordered_map<ChoiceKey, Time, ChoiceKeyHash> pass_bounds_;
+  std::unordered_map<PairKey, Time, PairKeyHash> joint_;
+  std::unordered_map<PairKey, Time, PairKeyHash> transfers_;
 };
 
 /// The flat network that stands for `topology` in the topology-agnostic baseline: every device

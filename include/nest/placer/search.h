@@ -180,8 +180,16 @@ struct SearchResult {
 /// T >= (K−1)·W + (S−1)·C + B·R + O (the buckets run one after another from when the first is
 /// ready, P − L + L/B, and stage 0's last backward L is part of its work, L <= W). Each term is
 /// priced on `bounds`; the reductions less 0.1% for rounding. One `evaluate` on `bounds`.
-[[nodiscard]] Time plan_lower_bound(const workload::LayerProfile& profile, const PlanChoice& choice,
-                                    CommCost& bounds, const CostOptions& options);
+struct PlanBound {
+  Time bound;  ///< the lower bound
+  Plan plan;   ///< the plan priced on `bounds` (each stage's sync alone)
+  /// With the sync overlapped in two or more buckets: the second form without its B·R,
+  /// (K−1)·W + (S−1)·C + O, against which stage 0's exact R can be tested.
+  std::optional<Time> before_buckets;
+};
+[[nodiscard]] PlanBound plan_lower_bound(const workload::LayerProfile& profile,
+                                         const PlanChoice& choice, CommCost& bounds,
+                                         const CostOptions& options);
 
 /// Runs the search. Throws `Error` (input) on inconsistent options or profile. Deterministic:
 /// of plans with equal iteration times, the first found in the fixed loop order wins (variants

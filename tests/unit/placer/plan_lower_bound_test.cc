@@ -65,7 +65,10 @@ TEST(PlanLowerBound, CountsEveryBucketWhenTheReductionsQueue) {
                         plan.breakdown.collectives + plan.breakdown.transfers;
   EXPECT_EQ(plan.breakdown.compute, Time::milliseconds(24));
   EXPECT_EQ(plan.iteration_time, pipeline - Time::milliseconds(3) + bucket * 4);
-  const Time bound = plan_lower_bound(profile, choice, flat, options);
+  const PlanBound lb = plan_lower_bound(profile, choice, flat, options);
+  ASSERT_TRUE(lb.before_buckets.has_value());
+  EXPECT_EQ(*lb.before_buckets, Time::milliseconds(24));  // (K − 1)·W + C
+  const Time bound = lb.bound;
   EXPECT_EQ(bound, Time::milliseconds(24) + Time::picoseconds(static_cast<std::int64_t>(
                                                 0.999 * static_cast<double>((bucket * 4).ps()))));
   EXPECT_LE(bound, plan.iteration_time);
@@ -74,7 +77,8 @@ TEST(PlanLowerBound, CountsEveryBucketWhenTheReductionsQueue) {
   CostOptions after = options;
   after.overlap_gradient_sync = false;
   EXPECT_EQ(evaluate(profile, choice, flat, after).iteration_time, pipeline + bucket * 4);
-  EXPECT_EQ(plan_lower_bound(profile, choice, flat, after),
+  EXPECT_FALSE(plan_lower_bound(profile, choice, flat, after).before_buckets.has_value());
+  EXPECT_EQ(plan_lower_bound(profile, choice, flat, after).bound,
             Time::milliseconds(30) + Time::picoseconds(static_cast<std::int64_t>(
                                          0.999 * static_cast<double>((bucket * 4).ps()))));
 }
@@ -191,8 +195,8 @@ TEST(PlanLowerBound, NeverExceedsThePlanOnTheLayoutOrTheEventFreeBounds) {
             SCOPED_TRACE("instance " + std::to_string(instance) + " S " + std::to_string(s) +
                          " d " + std::to_string(d));
             const Plan plan = evaluate(profile, choice, exact, options);
-            const Time low = plan_lower_bound(profile, choice, layout, options);
-            const Time high = plan_lower_bound(profile, choice, sharp, options);
+            const Time low = plan_lower_bound(profile, choice, layout, options).bound;
+            const Time high = plan_lower_bound(profile, choice, sharp, options).bound;
             EXPECT_LE(low, high);
             EXPECT_LE(high, plan.iteration_time);
             ++plans;
