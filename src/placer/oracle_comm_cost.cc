@@ -503,32 +503,49 @@ std::optional<Time> OracleCommCost::collective_within(workload::CollectiveOp op,
   return choice ? std::optional<Time>(choice->answer.slowest) : std::nullopt;
 }
 
-Time OracleCommCost::collective_like(workload::CollectiveOp op, Bytes size,
-                                     const GroupLayout& layout, const GroupLayout& like) {
-  if (layout.group_size() <= 1 || size.count() <= 0) return Time::zero();
-  const PairKey key{static_cast<int>(op), size.count(), layout, like};
-  if (const auto it = joint_.find(key); it != joint_.end()) return it->second;
-  check_range(layout, topology_);
+coll::CollectiveSpec OracleCommCost::like_spec(workload::CollectiveOp op, Bytes size,
+                                               const GroupLayout& like) {
   (void)collective(op, size, like);
   const std::optional<GroupChoice> alone = choice(op, size, like);
   if (!alone) throw Error::internal("collective_like: no choice recorded for the layout alone");
   coll::CollectiveSpec spec;
   spec.op = to_operation(op);
   spec.size = size;
-  if (alone->tuned) {
-    spec = coll::tuner_candidate(spec, alone->algorithm);
-  } else {
-    // As `exact_collective` runs a fixed algorithm.
-    spec.algorithm = alone->algorithm;
-    if (oracle_.calibrated()) {
-      spec.chunks = 0;
-      spec.channels = 0;
-    }
+  if (alone->tuned) return coll::tuner_candidate(spec, alone->algorithm);
+  // As `exact_collective` runs a fixed algorithm.
+  spec.algorithm = alone->algorithm;
+  if (oracle_.calibrated()) {
+    spec.chunks = 0;
+    spec.channels = 0;
   }
-  const auto groups = layout.expand();
-  const Time time = oracle_.priced(spec, groups).answer.slowest;
+  return spec;
+}
+
+Time OracleCommCost::collective_like(workload::CollectiveOp op, Bytes size,
+                                     const GroupLayout& layout, const GroupLayout& like) {
+  if (layout.group_size() <= 1 || size.count() <= 0) return Time::zero();
+  const PairKey key{static_cast<int>(op), size.count(), layout, like};
+  if (const auto it = joint_.find(key); it != joint_.end()) return it->second;
+  check_range(layout, topology_);
+  const coll::CollectiveSpec spec = like_spec(op, size, like);
+  const Time time = oracle_.priced(spec, layout.expand()).answer.slowest;
   joint_.emplace(key, time);
   return time;
+}
+
+Time OracleCommCost::collective_like_bound(workload::CollectiveOp op, Bytes size,
+                                           const GroupLayout& layout, const GroupLayout& like) {
+  if (layout.group_size() <= 1 || size.count() <= 0) return Time::zero();
+  if (options_.interpolate_sizes) return collective_bound(op, size, layout);
+  const PairKey key{static_cast<int>(op), size.count(), layout, like};
+  if (const auto it = joint_.find(key); it != joint_.end()) return it->second;
+  if (const auto it = joint_bounds_.find(key); it != joint_bounds_.end()) return it->second;
+  check_range(layout, topology_);
+  const coll::CollectiveSpec spec = like_spec(op, size, like);
+  const Time bound =
+      std::max(collective_bound(op, size, layout), oracle_.lower_bound(spec, layout.expand()));
+  joint_bounds_.emplace(key, bound);
+  return bound;
 }
 
 std::optional<GroupChoice> OracleCommCost::choice(workload::CollectiveOp op, Bytes size,

@@ -198,6 +198,19 @@ class PassBoundNetwork final : public CommCost {
   CommCost& exact_;
 };
 
+// The exact network but for the joint data-parallel syncs, priced at their event-free bounds
+// (`collective_like_bound`): a plan priced on it bounds its exact price from below (its joint
+// factors are no larger, and the price grows with each), at the cost of its exact prices
+// without the joint syncs' simulations.
+class JointBoundNetwork final : public ForwardingCommCost {
+ public:
+  explicit JointBoundNetwork(CommCost& exact) : ForwardingCommCost(exact) {}
+  Time collective_like(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
+                       const GroupLayout& like) override {
+    return inner().collective_like_bound(op, size, layout, like);
+  }
+};
+
 // Whether every stage of `choice` (a chunk partition evaluated directly) fits `capacity`, by the
 // cost model's own memory functions; `microbatches` per replica.
 bool fits_memory(const workload::Variant& v, const PlanChoice& choice, std::int64_t microbatches,
@@ -970,6 +983,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       bound_cache;
   BoundNetwork bounds(comm);
   PassBoundNetwork pass_bounds(comm);
+  JointBoundNetwork joint_bounds(comm);
   PricedNetwork exit_net(bounds);
   // Plans priced on the bounds, and the exact price that rules a plan out before its joint
   // sync, price each stage's sync alone: the joint price is never lower (`joint_sync_factor`
@@ -1083,9 +1097,10 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       continue;
     }
 
-    // The plan's price on the sharper bounds, then in full without the joint sync (each stage's
-    // reduction alone: the joint factor is at least 1), then in full: each step can rule it out
-    // before the next, costlier one (`ruled_out`).
+    // The plan's price on the sharper bounds, then its first bucket's reduction within what the
+    // plan can afford, then its exact price with each stage's sync alone (the joint factor is at
+    // least 1), then with the joint syncs at their event-free bounds, then in full: each step can
+    // rule it out before the next, costlier one (`ruled_out`).
     auto lower_bound = [&](const PlanChoice& choice, CommCost& prices) {
       return plan_lower_bound(profile, choice, prices, options.cost).bound.ps();
     };
@@ -1112,9 +1127,11 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
         ++stats.pass_bounded;
         return true;
       }
+      const bool joint = options.cost.joint_data_parallel_sync;
       if (buckets_rule_out(lb, at) ||
-          (options.cost.joint_data_parallel_sync &&
-           evaluate(profile, choice, comm, bound_cost).iteration_time.ps() >= at)) {
+          (joint && evaluate(profile, choice, comm, bound_cost).iteration_time.ps() >= at) ||
+          (joint &&
+           evaluate(profile, choice, joint_bounds, options.cost).iteration_time.ps() >= at)) {
         ++stats.sync_bounded;
         return true;
       }

@@ -85,6 +85,15 @@ class CommCost {
     return collective(op, size, layout);
   }
 
+  /// A lower bound of `collective_like(op, size, layout, like)` as `collective_pass_bound` is of
+  /// `collective`. Default: `collective_bound(op, size, layout)` (every algorithm's bound).
+  [[nodiscard]] virtual Time collective_like_bound(workload::CollectiveOp op, Bytes size,
+                                                   const GroupLayout& layout,
+                                                   const GroupLayout& like) {
+    (void)like;
+    return collective_bound(op, size, layout);
+  }
+
   /// True when no cost depends on which devices run (zero and flat networks): every placement
   /// order and every stage position then cost the same, and the search prices one of them.
   [[nodiscard]] virtual bool placement_independent() const noexcept = 0;
@@ -168,6 +177,10 @@ class ForwardingCommCost : public CommCost {
   std::optional<Time> collective_within(workload::CollectiveOp op, Bytes size,
                                         const GroupLayout& layout, Time within) override {
     return inner_.collective_within(op, size, layout, within);
+  }
+  Time collective_like_bound(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
+                             const GroupLayout& like) override {
+    return inner_.collective_like_bound(op, size, layout, like);
   }
   bool zero() const noexcept override { return inner_.zero(); }
   Bandwidth injection_bound() const noexcept override { return inner_.injection_bound(); }

@@ -74,6 +74,11 @@ class OracleCommCost final : public CommCost {
   /// resolves them). Not recorded in `choices()`.
   Time collective_like(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
                        const GroupLayout& like) override;
+  /// max(`collective_bound`, the oracle's event-free bound of what `collective_like` runs:
+  /// `like`'s algorithm on every group of `layout`; `like` itself is priced exactly, as
+  /// `collective_like` prices it). With `interpolate_sizes`, `collective_bound` only.
+  Time collective_like_bound(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
+                             const GroupLayout& like) override;
   /// max(the flat injection bound, the domain-exit bound, the device-exit bound). Domain exit:
   /// for each innermost domain (with the switches that serve only its devices), the bytes the
   /// collective must move out of it (or into it) over the capacity of the links that leave
@@ -125,6 +130,10 @@ class OracleCommCost final : public CommCost {
   // The spec `collective` asks for `op` of `size`: coll's default algorithm (the tuner's choice
   // or the fixed one replaces it), chunks and channels left to `resolve` under a model.
   [[nodiscard]] coll::CollectiveSpec spec_of(workload::CollectiveOp op, Bytes size) const;
+  // The spec `collective_like` runs on every group: what `collective(op, size, like)` chose
+  // (asked first when it was not).
+  [[nodiscard]] coll::CollectiveSpec like_spec(workload::CollectiveOp op, Bytes size,
+                                               const GroupLayout& like);
   // The operation's fixed algorithm, or none (the tuner's choice): the option's, else on the
   // ideal network coll::default_algorithm for `groups` (hierarchical on a `kind: dimensions`
   // topology when every group has hierarchy levels; no groups: any that has).
@@ -196,6 +205,7 @@ class OracleCommCost final : public CommCost {
   };
   std::unordered_map<ChoiceKey, Time, ChoiceKeyHash> pass_bounds_;
   std::unordered_map<PairKey, Time, PairKeyHash> joint_;
+  std::unordered_map<PairKey, Time, PairKeyHash> joint_bounds_;
   std::unordered_map<PairKey, Time, PairKeyHash> transfers_;
 };
 

@@ -205,7 +205,8 @@ TEST(OracleCommCost, CalibratedGroupsGetTheTunersChoice) {
 // alone), not the tree that the tuner would pick for all 32 groups at once: the joint rings
 // contend on the leaf up-links, the joint trees less so. Measured here: 22.93 ms against the
 // tuned 14.93 ms at 256 MiB. The replay of that plan took 6.807 s against an estimate of 6.452 s
-// with the tuned joint price and 6.764 s with this one.
+// with the tuned joint price and 6.764 s with this one. `collective_like_bound`, which the search
+// tries first, stays below it.
 TEST(OracleCommCost, JointGroupsRunWhatEachChoosesAlone) {
   const topo::Topology t =
       topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_1024.yaml");
@@ -213,7 +214,15 @@ TEST(OracleCommCost, JointGroupsRunWhatEachChoosesAlone) {
   const GroupLayout stage{.member = {32, 32}, .groups = {{{4, 1}, {1, 0}, {1, 0}}}};
   const GroupLayout stages{.member = {32, 32}, .groups = {{{4, 1}, {8, 4}, {1, 0}}}};
   const Bytes size = Bytes::mebibytes(256);
+  // Its event-free bound first (the search's), below the answer while the rings contend, and the
+  // answer once it is known.
+  const Time bound = oracle.collective_like_bound(CollectiveOp::kAllReduce, size, stages, stage);
+  const std::uint64_t events = oracle.stats().events;
   const Time like = oracle.collective_like(CollectiveOp::kAllReduce, size, stages, stage);
+  EXPECT_GT(oracle.stats().events, events);  // the joint rings contend: simulated
+  EXPECT_LT(bound, like);
+  EXPECT_GE(bound, oracle.collective_bound(CollectiveOp::kAllReduce, size, stages));
+  EXPECT_EQ(oracle.collective_like_bound(CollectiveOp::kAllReduce, size, stages, stage), like);
   EXPECT_EQ(oracle.choice(CollectiveOp::kAllReduce, size, stage)->algorithm,
             coll::Algorithm::kRing);
   EXPECT_FALSE(oracle.choice(CollectiveOp::kAllReduce, size, stages).has_value());
