@@ -421,8 +421,10 @@ struct CollectiveOracle::Impl {
       bounded_entry->second.counted = false;
       bounded_entry->second.avoided = 0;
     }
-    // The bound did not rule it out, so within >= base.
-    const Time until = within ? *within - base : Time::max();
+    // The bound did not rule it out, so within >= base. A structure without a bound (a link
+    // without bandwidth: the simulation names it) runs to its end: its events are not known.
+    const bool stoppable = within && contended && bounded_entry->second.events > 0;
+    const Time until = stoppable ? *within - base : Time::max();
     const std::uint64_t events_before = stats.events;
     const std::optional<OracleAnswer> result = simulate_parts(parts, e, contended, until);
     if (!result) {

@@ -186,6 +186,11 @@ class PassBoundNetwork final : public CommCost {
   Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
     return exact_.collective_pass_bound(op, size, layout);
   }
+  // As `BoundNetwork`: an exact answer at one size and a bound at the other would draw a line
+  // that, read outside them, is no bound (see `plan_lower_bound`).
+  Time gather_point(Bytes size, const GroupLayout& layout) override {
+    return exact_.collective_bound(workload::CollectiveOp::kAllGather, size, layout);
+  }
   Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override {
     return exact_.transfer_bound(size, from, to);
   }
@@ -1107,13 +1112,13 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     // Stage 0's bucket reduction R, priced only as long as the plan can still beat `at`: the
     // bound's second form rules it out once before + 0.999·B·R >= at.
     auto buckets_rule_out = [&](const PlanBound& lb, std::int64_t at) {
-      if (!lb.before_buckets) return false;
+      if (!lb.before_buckets || at == kInf) return false;
       const Plan& p = lb.plan;
       const std::int64_t bytes =
           detail::bucket_bytes(vd.sums, p.stages.front(), options.cost.gradient_buckets);
       if (p.choice.data_parallel <= 1 || bytes <= 0) return false;
+      // Positive: the plan's bound, at least before_buckets, is below `at`.
       const double room = static_cast<double>(at - lb.before_buckets->ps());
-      if (room <= 0) return true;
       // Past `within`, 0.999·B·R exceeds the room by more than a picosecond.
       const auto within = Time::picoseconds(
           static_cast<std::int64_t>(std::ceil(room / (0.999 * options.cost.gradient_buckets))) + 1);
@@ -1127,7 +1132,10 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
         ++stats.pass_bounded;
         return true;
       }
-      const bool joint = options.cost.joint_data_parallel_sync;
+      // Only a pipeline of replicated stages has joint syncs (else the next two prices would be
+      // the full one).
+      const bool joint =
+          options.cost.joint_data_parallel_sync && choice.data_parallel > 1 && choice.stages() > 1;
       if (buckets_rule_out(lb, at) ||
           (joint && evaluate(profile, choice, comm, bound_cost).iteration_time.ps() >= at) ||
           (joint &&
@@ -1186,11 +1194,9 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
         if (!fit->second) continue;
       }
       // The plan on the network's lower bounds (no simulation) bounds its exact price.
-      if (refine &&
-          (bound_transfers ? evaluate(profile, choice, bounds, bound_cost).iteration_time.ps()
-                           : lower_bound(choice, bounds)) >= cut(e.order)) {
-        continue;
-      }
+      // (Not the plan's full price on the bounds: stage 0's first bucket is ready earlier when
+      // its last backward is longer, so that price is not monotone in the network's.)
+      if (refine && lower_bound(choice, bounds) >= cut(e.order)) continue;
       if (ruled_out(choice, cut(e.order))) continue;
       ++stats.candidates;
       const Plan plan = evaluate(profile, choice, comm, options.cost);

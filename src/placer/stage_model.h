@@ -37,8 +37,8 @@ class PricedNetwork {
   /// `CommCost::collective_like`, memoized like the others.
   Time collective_like(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
                        const GroupLayout& like);
-  /// Time of a ZeRO-3 weight all-gather of `size` on `layout`, on the line through the exact
-  /// prices at 256 MiB and 1 GiB (see cost_model.h).
+  /// Time of a ZeRO-3 weight all-gather of `size` on `layout` (`CommCost::gather_point`), a
+  /// point of the line the cost model draws through 256 MiB and 1 GiB (see cost_model.h).
   Time gather(Bytes size, const GroupLayout& layout);
   [[nodiscard]] bool placement_independent() const noexcept {
     return comm_.placement_independent();
@@ -49,7 +49,7 @@ class PricedNetwork {
 
  private:
   struct Key {
-    int kind = 0;  // 0 collective, 1 transfer, 2 collective_like (b: the like layout)
+    int kind = 0;  // 0 collective, 1 transfer, 2 collective_like (b: the like layout), 3 gather
     int op = 0;
     std::int64_t size = 0;
     GroupLayout a;

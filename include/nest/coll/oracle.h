@@ -65,9 +65,11 @@ struct OracleStats {
   std::uint64_t bounded = 0;          ///< queries ruled out (`fastest` candidates, `*_within`):
                                       ///< by their lower bound, not simulated, or by a simulation
                                       ///< stopped part way (`stopped`)
-  std::uint64_t stopped = 0;          ///< of `simulations`, stopped once their clock passed what
-                                      ///< the query had to beat (counted as if run to the end)
-  std::uint64_t lower_bounds = 0;     ///< `lower_bound` / `fastest_lower_bound` calls
+  std::uint64_t stopped = 0;  ///< event simulations stopped once their clock passed what the
+                              ///< query had to beat (not in `simulations`; their events counted
+                              ///< as if they ran to the end)
+  std::uint64_t lower_bounds = 0;  ///< event-free bounds asked (`lower_bound`, and one per
+                                   ///< candidate of `fastest_lower_bound`)
 };
 
 /// Thrown by a query whose event simulation reached `CollectiveOracle::limit_events`: the query
@@ -179,9 +181,9 @@ class CollectiveOracle {
   /// From now on no event simulation takes `stats().events` past `total` (0: no limit): one
   /// that would is stopped there (at the end of a timestamp, so a few more events may run) and
   /// its query throws `EventLimitReached`. Answers memoized before keep answering. The events of
-  /// candidates `fastest` rules out by their bound are counted without a simulation and are not
-  /// stopped, so `stats().events` may pass the limit by those. A
-  /// deterministic budget: the same queries stop at the same event.
+  /// candidates `fastest` rules out by their bound, or by a simulation stopped at the time to
+  /// beat, are counted in full without being run and are not stopped, so `stats().events` may
+  /// pass the limit by those. A deterministic budget: the same queries stop at the same event.
   void limit_events(std::uint64_t total) noexcept;
   /// Forgets every memoized answer (the counters stay).
   void clear();

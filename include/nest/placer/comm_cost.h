@@ -126,6 +126,14 @@ class CommCost {
   /// True when every cost is zero (the nest-artifact rules): the placer then skips pricing.
   [[nodiscard]] virtual bool zero() const noexcept { return false; }
 
+  /// A point of the line on which the cost model prices ZeRO-3 weight gathers (an all-gather of
+  /// `size` on `layout`, asked at two sizes and read at a stage's own bytes). Default:
+  /// `collective`. The search's bounding networks answer both points with the layout bound, so
+  /// that their line keeps its proportion to the bytes (see `placer::plan_lower_bound`).
+  [[nodiscard]] virtual Time gather_point(Bytes size, const GroupLayout& layout) {
+    return collective(workload::CollectiveOp::kAllGather, size, layout);
+  }
+
   /// A rate that no device exceeds, sending or receiving (the largest sum of a device's link
   /// rates); zero when unknown. With it, a flat network of this rate and no latency prices every
   /// collective (ring or pairwise) and transfer at most as high as this network does: each
@@ -148,7 +156,9 @@ class CommCost {
 };
 
 /// A `CommCost` that asks `inner` for everything: decorators (the anneal's approximate network,
-/// the plan's collective recorder) derive from it and override what they change.
+/// the plan's collective recorder) derive from it and override what they change. The search's
+/// sharper questions (`collective_within`, `collective_pass_bound`, `collective_like_bound`)
+/// are not forwarded: their defaults ask this object's own answers, which a decorator changes.
 class ForwardingCommCost : public CommCost {
  public:
   /// `inner` must outlive this object.
@@ -169,18 +179,6 @@ class ForwardingCommCost : public CommCost {
   }
   Time transfer_bound(Bytes size, const GroupLayout& from, const GroupLayout& to) override {
     return inner_.transfer_bound(size, from, to);
-  }
-  Time collective_pass_bound(workload::CollectiveOp op, Bytes size,
-                             const GroupLayout& layout) override {
-    return inner_.collective_pass_bound(op, size, layout);
-  }
-  std::optional<Time> collective_within(workload::CollectiveOp op, Bytes size,
-                                        const GroupLayout& layout, Time within) override {
-    return inner_.collective_within(op, size, layout, within);
-  }
-  Time collective_like_bound(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
-                             const GroupLayout& like) override {
-    return inner_.collective_like_bound(op, size, layout, like);
   }
   bool zero() const noexcept override { return inner_.zero(); }
   Bandwidth injection_bound() const noexcept override { return inner_.injection_bound(); }

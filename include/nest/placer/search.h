@@ -92,11 +92,14 @@ struct SearchOptions {
   /// pruned only against the k-th best plan of its order, so the search slows down; `best` is
   /// the same plan either way.
   int keep_per_order = 0;
-  /// Before a plan is priced in full, try two sharper ways to rule it out: its price on the
-  /// network's event-free bounds (`CommCost::collective_pass_bound`), then its full price with
-  /// every stage's data-parallel sync priced alone (the joint factor is at least 1). Neither
-  /// changes what the search finds (the best plan, its price and the kept candidates are the
-  /// same); they only spare simulations. false: the layout bounds only (tests, measurements).
+  /// Before a plan is priced in full, try four sharper ways to rule it out, cheapest first:
+  /// `plan_lower_bound` on the network's event-free bounds (`CommCost::collective_pass_bound`);
+  /// stage 0's bucket reduction asked `CommCost::collective_within` the room that bound's second
+  /// form leaves; its exact price with every stage's data-parallel sync alone (the joint factor
+  /// is at least 1); its exact price with the joint syncs at their event-free bounds
+  /// (`CommCost::collective_like_bound`). None changes what the search finds (the best plan, its
+  /// price and the kept candidates are the same); they only spare simulations. false: the layout
+  /// bounds only (tests, measurements).
   bool pass_bounds = true;
   /// Keep exactly the plans `nest place --verify K` replays, K = `replay_candidates`: the best
   /// distinct plan of each placement order, then the best K − n of the other distinct plans (n:
@@ -118,7 +121,9 @@ struct SearchStats {
   std::int64_t candidates = 0;       ///< (configuration, S, d) pipelines priced in full
   std::int64_t network_queries = 0;  ///< distinct queries sent to the CommCost
   std::int64_t pass_bounded = 0;     ///< plans ruled out by their price on the event-free bounds
-  std::int64_t sync_bounded = 0;     ///< plans ruled out by their price without the joint sync
+  std::int64_t sync_bounded = 0;     ///< plans ruled out by the later three steps of
+                                     ///< `SearchOptions::pass_bounds` (their first bucket, their
+                                     ///< price with the syncs alone or the joint syncs bounded)
 };
 
 /// The outcome: the best plan, or why nothing fits.
@@ -180,6 +185,12 @@ struct SearchResult {
 /// T >= (K−1)·W + (S−1)·C + B·R + O (the buckets run one after another from when the first is
 /// ready, P − L + L/B, and stage 0's last backward L is part of its work, L <= W). Each term is
 /// priced on `bounds`; the reductions less 0.1% for rounding. One `evaluate` on `bounds`.
+/// ZeRO-3 weight gathers are priced on the line through two sizes (256 MiB and 1 GiB); drawn
+/// through bounds and read at a stage's bytes outside them, that line bounds the exact one only
+/// when the exact all-gather's time grows per byte between those sizes at least at the bound's
+/// rate: the search's bounds (`CommCost::collective_bound`, in proportion to the bytes) assume
+/// it, which holds when the tuner runs one algorithm at both sizes (a test checks it on the
+/// bundled clusters).
 struct PlanBound {
   Time bound;  ///< the lower bound
   Plan plan;   ///< the plan priced on `bounds` (each stage's sync alone)

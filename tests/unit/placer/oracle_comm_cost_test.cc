@@ -9,6 +9,7 @@
 #include "nest/placer/oracle_comm_cost.h"
 #include "nest/topo/generators.h"
 #include "nest/topo/loader.h"
+#include "placer/stage_model.h"
 #include "unit/placer/printers.h"
 
 namespace nest::placer {
@@ -236,6 +237,45 @@ TEST(OracleCommCost, JointGroupsRunWhatEachChoosesAlone) {
   EXPECT_EQ(like, rings.collective(CollectiveOp::kAllReduce, size, stages));
   // A fixed algorithm is every layout's: both queries agree.
   EXPECT_EQ(rings.collective_like(CollectiveOp::kAllReduce, size, stages, stage), like);
+}
+
+// The premise of the search's bounds of ZeRO-3 weight gathers (`plan_lower_bound`): the cost
+// model prices them on the line through the all-gathers at 256 MiB and 1 GiB of a stage's
+// data-parallel groups, and the bounds draw it through the layout bounds there, which are in
+// proportion to the bytes; read past 1 GiB (a stage's weights per device usually are), the bound
+// line stays below the exact one when the exact time grows per byte at least at the bound's
+// rate. Checked on the bundled calibrated clusters (1:1 and 4:1) for every placement order's
+// data-parallel layout of t = 1..8 and d = 2..64 that fits.
+TEST(OracleCommCost, GatherLinesGrowAtLeastAtTheirBoundsRate) {
+  const Bytes low = Bytes::mebibytes(256);
+  const Bytes high = Bytes::gibibytes(1);
+  int layouts = 0;
+  for (const char* name : {"h100_rail_1024.yaml", "h100_rail_1024_4to1.yaml"}) {
+    const topo::Topology t =
+        topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/" + name);
+    OracleCommCost oracle(t);
+    for (const PlacementOrder order :
+         {PlacementOrder::kTensorPipelineData, PlacementOrder::kTensorDataPipeline}) {
+      for (const int tp : {1, 2, 8}) {
+        for (const int d : {2, 8, 64}) {
+          const int stages = 1024 / (tp * d) >= 4 ? 4 : 1;
+          const DeviceMap map = DeviceMap::make(order, stages, d, tp);
+          const GroupLayout sync = detail::sync_layout(map, 0);
+          SCOPED_TRACE(std::string(name) + " " + std::string(to_string(order)) + " t " +
+                       std::to_string(tp) + " d " + std::to_string(d));
+          const Time b_low = oracle.collective_bound(CollectiveOp::kAllGather, low, sync);
+          const Time b_high = oracle.collective_bound(CollectiveOp::kAllGather, high, sync);
+          // In proportion to the bytes, to rounding.
+          EXPECT_NEAR(static_cast<double>(b_high.ps()), 4.0 * static_cast<double>(b_low.ps()), 4.0);
+          const Time e_low = oracle.collective(CollectiveOp::kAllGather, low, sync);
+          const Time e_high = oracle.collective(CollectiveOp::kAllGather, high, sync);
+          EXPECT_GE(e_high - e_low, b_high - b_low);
+          ++layouts;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(layouts, 36);
 }
 
 // The calibrated bounds hold whatever the tuner picks (NVLS, rail rings, hierarchical, trees).
