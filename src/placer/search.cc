@@ -155,54 +155,6 @@ class Pricer {
   std::vector<PositionPrices> positions_;
 };
 
-// The lower bounds of a network as a network of their own: prices every query with
-// `collective_bound` / `transfer_bound` (no simulation), so that tables priced with it bound the
-// exact tables from below.
-class BoundNetwork final : public CommCost {
- public:
-  explicit BoundNetwork(CommCost& exact) : exact_(exact) {}
-  Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
-    return exact_.collective_bound(op, size, layout);
-  }
-  Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override {
-    return exact_.transfer_bound(size, from, to);
-  }
-  bool placement_independent() const noexcept override { return exact_.placement_independent(); }
-  bool zero() const noexcept override { return exact_.zero(); }
-  int scale_up_size() const noexcept override { return exact_.scale_up_size(); }
-  std::string describe() const override { return "lower bounds of " + exact_.describe(); }
-
- private:
-  CommCost& exact_;
-};
-
-// The search's second, sharper bounds: collectives at `collective_pass_bound` (the oracle's
-// answer where it knows it without events, else an event-free bound of it), transfers at
-// `transfer_bound`. A plan priced on it bounds its exact price from below as on `BoundNetwork`,
-// and is tried after that one, before the plan is priced in full.
-class PassBoundNetwork final : public CommCost {
- public:
-  explicit PassBoundNetwork(CommCost& exact) : exact_(exact) {}
-  Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
-    return exact_.collective_pass_bound(op, size, layout);
-  }
-  // As `BoundNetwork`: an exact answer at one size and a bound at the other would draw a line
-  // that, read outside them, is no bound (see `plan_lower_bound`).
-  Time gather_point(Bytes size, const GroupLayout& layout) override {
-    return exact_.collective_bound(workload::CollectiveOp::kAllGather, size, layout);
-  }
-  Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override {
-    return exact_.transfer_bound(size, from, to);
-  }
-  bool placement_independent() const noexcept override { return exact_.placement_independent(); }
-  bool zero() const noexcept override { return exact_.zero(); }
-  int scale_up_size() const noexcept override { return exact_.scale_up_size(); }
-  std::string describe() const override { return "event-free bounds of " + exact_.describe(); }
-
- private:
-  CommCost& exact_;
-};
-
 // The exact network but for the joint data-parallel syncs, priced at their event-free bounds
 // (`collective_like_bound`): a plan priced on it bounds its exact price from below (its joint
 // factors are no larger, and the price grows with each), at the cost of its exact prices
@@ -609,6 +561,23 @@ std::vector<bool> replay_selection(std::span<const Plan> plans, std::size_t k) {
   return take;
 }
 
+Time BoundNetwork::collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) {
+  return event_free_ ? exact_.collective_pass_bound(op, size, layout)
+                     : exact_.collective_bound(op, size, layout);
+}
+
+Time BoundNetwork::transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) {
+  return exact_.transfer_bound(size, from, to);
+}
+
+Time BoundNetwork::gather_point(Bytes size, const GroupLayout& layout) {
+  return exact_.collective_bound(workload::CollectiveOp::kAllGather, size, layout);
+}
+
+std::string BoundNetwork::describe() const {
+  return (event_free_ ? "event-free bounds of " : "lower bounds of ") + exact_.describe();
+}
+
 PlanBound plan_lower_bound(const workload::LayerProfile& profile, const PlanChoice& choice,
                            CommCost& bounds, const CostOptions& options) {
   CostOptions alone = options;
@@ -986,8 +955,8 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       table_cache;
   std::map<std::tuple<std::size_t, Mode, int, int, std::size_t, int>, std::unique_ptr<Table>>
       bound_cache;
-  BoundNetwork bounds(comm);
-  PassBoundNetwork pass_bounds(comm);
+  BoundNetwork bounds(comm, false);
+  BoundNetwork pass_bounds(comm, true);
   JointBoundNetwork joint_bounds(comm);
   PricedNetwork exit_net(bounds);
   // Plans priced on the bounds, and the exact price that rules a plan out before its joint

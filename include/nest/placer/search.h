@@ -175,6 +175,29 @@ struct SearchResult {
 /// until `k` in all (more when more orders have plans). O(|plans| · orders).
 [[nodiscard]] std::vector<bool> replay_selection(std::span<const Plan> plans, std::size_t k);
 
+/// The search's bounding networks: every collective at `exact`'s `collective_bound` (arithmetic
+/// on the layout, no routing) or, `event_free`, at its `collective_pass_bound` (the oracle's
+/// answer where it knows it without events, else an event-free bound of it); transfers at
+/// `transfer_bound`; both points of the ZeRO-3 gathers' line at the layout bound, so that the
+/// line through them keeps its proportion to the bytes (an exact answer at one point and a bound
+/// at the other would draw a line that, read outside them, is no bound: see
+/// `plan_lower_bound`). Nothing is simulated. `exact` must outlive it.
+class BoundNetwork final : public CommCost {
+ public:
+  BoundNetwork(CommCost& exact, bool event_free) : exact_(exact), event_free_(event_free) {}
+  Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override;
+  Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override;
+  Time gather_point(Bytes size, const GroupLayout& layout) override;
+  bool placement_independent() const noexcept override { return exact_.placement_independent(); }
+  bool zero() const noexcept override { return exact_.zero(); }
+  int scale_up_size() const noexcept override { return exact_.scale_up_size(); }
+  std::string describe() const override;
+
+ private:
+  CommCost& exact_;
+  bool event_free_;
+};
+
 /// A lower bound of `evaluate(profile, choice, exact, options).iteration_time` for any network
 /// `exact` whose answers `bounds` never exceeds (collectives and, with blocking stage-boundary
 /// transfers, transfers; the joint data-parallel sync is left out: its factor is at least 1).

@@ -18,6 +18,7 @@
 #include "nest/topo/generators.h"
 #include "nest/workload/layer_profile.h"
 #include "placer/stage_model.h"
+#include "unit/placer/chains.h"
 #include "unit/placer/printers.h"
 
 namespace nest::placer {
@@ -93,26 +94,7 @@ TEST(PipelineMakespan, InterleavedTwoStagesByHand) {
 
 // Four identical layers, forward 1 ms, backward 2 ms, 4 MiB out; 3 microbatches, one replica.
 workload::LayerProfile four_layers() {
-  workload::LayerProfile p;
-  p.model = "toy";
-  p.hbm = Bytes::gibibytes(1);
-  p.sequence_length = 1000;
-  workload::Variant v;
-  v.microbatches = 3;
-  for (int i = 0; i < 4; ++i) {
-    workload::Layer l;
-    l.name = "block";
-    l.forward = Time::milliseconds(1);
-    l.backward = Time::milliseconds(2);
-    l.parameter_bytes = Bytes::mebibytes(10);
-    l.parameters = 5 << 20;
-    l.activation_bytes = Bytes::mebibytes(10);
-    l.input_bytes = Bytes::mebibytes(4);
-    l.output_bytes = Bytes::mebibytes(4);
-    v.layers.push_back(l);
-  }
-  p.variants.push_back(v);
-  return p;
+  return testing::toy_blocks({.microbatches = 3, .activation_bytes = Bytes::mebibytes(10)});
 }
 
 // The two-stage case above through the cost model: 2 layers per stage (forward 2 ms, backward
@@ -144,48 +126,8 @@ TEST(BoundaryTransfers, TwoStagePlanCostsItsCriticalPath) {
 // plans it stands for, each priced by a search with every dimension fixed (one candidate, nothing
 // to prune).
 workload::LayerProfile random_chain(Rng& rng) {
-  workload::LayerProfile p;
-  p.model = "random";
-  p.recompute_allowed = true;
-  p.hbm = Bytes::mebibytes(320);  // pipelines: one stage of the larger chains does not fit
-  const int n = 4 + static_cast<int>(rng.below(5));
-  for (const int t : {1, 2}) {
-    workload::Variant v;
-    v.tensor_parallel = t;
-    v.devices_per_replica = t;
-    v.microbatches = 8;
-    p.variants.push_back(v);
-  }
-  for (int i = 0; i < n; ++i) {
-    workload::Layer l;
-    l.name = "layer" + std::to_string(i);
-    l.forward = Time::microseconds(200.0 + static_cast<double>(rng.below(1800)));
-    l.backward = Time::microseconds(400.0 + static_cast<double>(rng.below(3600)));
-    l.recompute = l.forward;
-    l.parameters = static_cast<std::int64_t>(1 + rng.below(8)) << 20;
-    l.parameter_bytes = Bytes(2 * l.parameters);
-    l.activation_bytes = Bytes::mebibytes(static_cast<std::int64_t>(1 + rng.below(100)));
-    l.input_bytes = Bytes::mebibytes(static_cast<std::int64_t>(1 + rng.below(60)));
-    l.output_bytes = Bytes::mebibytes(static_cast<std::int64_t>(20 + rng.below(200)));
-    l.collectives.push_back({.op = workload::CollectiveOp::kAllReduce,
-                             .axis = workload::ParallelAxis::kTensor,
-                             .size = Bytes::mebibytes(static_cast<std::int64_t>(1 + rng.below(16))),
-                             .count = 2,
-                             .recompute_count = 1});
-    for (auto& v : p.variants) {
-      workload::Layer shard = l;
-      const int t = v.tensor_parallel;
-      shard.forward = Time::picoseconds(l.forward.ps() / t);
-      shard.backward = Time::picoseconds(l.backward.ps() / t);
-      shard.recompute = Time::picoseconds(l.recompute.ps() / t);
-      shard.parameters /= t;
-      shard.parameter_bytes = Bytes(l.parameter_bytes.count() / t);
-      shard.output_bytes = Bytes(l.output_bytes.count() / t);
-      if (t == 1) shard.collectives.clear();
-      v.layers.push_back(shard);
-    }
-  }
-  return p;
+  // 320 MiB: pipelines, as one stage of the larger chains does not fit.
+  return testing::random_chain(rng, {.hbm = Bytes::mebibytes(320)});
 }
 
 TEST(BoundaryTransfers, SearchBoundsNeverExceedThePlansTheyStandFor) {

@@ -5,6 +5,7 @@
 #include "nest/placer/cost_model.h"
 #include "nest/placer/plan.h"
 #include "nest/workload/layer_profile.h"
+#include "unit/placer/chains.h"
 #include "unit/placer/printers.h"
 
 namespace nest::placer {
@@ -16,29 +17,8 @@ using workload::ParallelAxis;
 
 // Four identical layers: forward 1 ms, backward 2 ms, recompute 1 ms.
 workload::LayerProfile four_layers(int devices_per_replica = 1) {
-  workload::LayerProfile p;
-  p.model = "toy";
-  p.hbm = Bytes::gibibytes(1);
-  p.sequence_length = 1000;
-  workload::Variant v;
-  v.tensor_parallel = devices_per_replica;
-  v.devices_per_replica = devices_per_replica;
-  v.microbatches = 8;
-  for (int i = 0; i < 4; ++i) {
-    workload::Layer l;
-    l.name = "block";
-    l.forward = Time::milliseconds(1);
-    l.backward = Time::milliseconds(2);
-    l.recompute = Time::milliseconds(1);
-    l.parameter_bytes = Bytes::mebibytes(10);
-    l.parameters = 5 << 20;
-    l.activation_bytes = Bytes::mebibytes(100);
-    l.input_bytes = Bytes::mebibytes(4);
-    l.output_bytes = Bytes::mebibytes(4);
-    v.layers.push_back(l);
-  }
-  p.variants.push_back(v);
-  return p;
+  return testing::toy_blocks(
+      {.tensor_parallel = devices_per_replica, .recompute = Time::milliseconds(1)});
 }
 
 TEST(DeviceMap, LaysStagesOutFromThePipelineEnd) {

@@ -14,6 +14,7 @@
 #include "nest/placer/search.h"
 #include "nest/topo/generators.h"
 #include "nest/workload/layer_profile.h"
+#include "unit/placer/chains.h"
 #include "unit/placer/printers.h"
 
 namespace nest::placer {
@@ -25,25 +26,9 @@ using workload::Recompute;
 // Four identical layers: forward 1 ms, backward 2 ms, 10 GiB of gradients each, so that each
 // bucket's reduction takes longer than the backward that produces the buckets.
 workload::LayerProfile heavy_layers() {
-  workload::LayerProfile p;
-  p.model = "heavy";
-  p.hbm = Bytes::gibibytes(1);
-  workload::Variant v;
-  v.microbatches = 8;
-  for (int i = 0; i < 4; ++i) {
-    workload::Layer l;
-    l.name = "block";
-    l.forward = Time::milliseconds(1);
-    l.backward = Time::milliseconds(2);
-    l.parameter_bytes = Bytes::gibibytes(10);
-    l.parameters = std::int64_t{5} << 30;
-    l.activation_bytes = Bytes::mebibytes(1);
-    l.input_bytes = Bytes::mebibytes(4);
-    l.output_bytes = Bytes::mebibytes(4);
-    v.layers.push_back(l);
-  }
-  p.variants.push_back(v);
-  return p;
+  return testing::toy_blocks({.parameter_bytes = Bytes::gibibytes(10),
+                              .parameters = std::int64_t{5} << 30,
+                              .activation_bytes = Bytes::mebibytes(1)});
 }
 
 // Two stages of two layers, d = 2, K = 4 microbatches per replica, on a flat 100 GB/s network
@@ -83,29 +68,6 @@ TEST(PlanLowerBound, CountsEveryBucketWhenTheReductionsQueue) {
                                          0.999 * static_cast<double>((bucket * 4).ps()))));
 }
 
-// A network priced at `exact`'s layout bounds (`sharp` false) or at its event-free bounds.
-class Bounds final : public CommCost {
- public:
-  Bounds(CommCost& exact, bool sharp) : exact_(exact), sharp_(sharp) {}
-  Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
-    return sharp_ ? exact_.collective_pass_bound(op, size, layout)
-                  : exact_.collective_bound(op, size, layout);
-  }
-  Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override {
-    return exact_.transfer_bound(size, from, to);
-  }
-  bool placement_independent() const noexcept override { return false; }
-  Time gather_point(Bytes size, const GroupLayout& layout) override {
-    return exact_.collective_bound(workload::CollectiveOp::kAllGather, size, layout);
-  }
-  int scale_up_size() const noexcept override { return exact_.scale_up_size(); }
-  std::string describe() const override { return "bounds"; }
-
- private:
-  CommCost& exact_;
-  bool sharp_;
-};
-
 // A 32-GPU rail cluster of 2-GPU nodes whose 2:1 spine and 12.5 GB/s links make the
 // data-parallel rings that cross the spine contend.
 topo::Topology thin_rail() {
@@ -124,47 +86,17 @@ topo::Topology thin_rail() {
 // A random chain of 2-12 layers with up to 1.5 GiB of gradients each and tensor-parallel
 // all-reduces, for t = 1 and t = 2.
 workload::LayerProfile random_heavy_chain(Rng& rng) {
-  workload::LayerProfile profile;
-  profile.model = "random";
-  profile.hbm = Bytes::gibibytes(80);
-  profile.recompute_allowed = true;
-  const int n = 2 + static_cast<int>(rng.below(11));
-  for (const int t : {1, 2}) {
-    workload::Variant v;
-    v.tensor_parallel = t;
-    v.devices_per_replica = t;
-    v.microbatches = 8;
-    profile.variants.push_back(v);
-  }
-  for (int i = 0; i < n; ++i) {
-    workload::Layer l;
-    l.name = "layer" + std::to_string(i);
-    l.forward = Time::microseconds(200.0 + static_cast<double>(rng.below(4000)));
-    l.backward = Time::microseconds(400.0 + static_cast<double>(rng.below(8000)));
-    l.recompute = l.forward;
-    l.parameter_bytes = Bytes::mebibytes(static_cast<std::int64_t>(1 + rng.below(1536)));
-    l.parameters = l.parameter_bytes.count() / 2;
-    l.activation_bytes = Bytes::mebibytes(16);
-    l.input_bytes = Bytes::mebibytes(static_cast<std::int64_t>(1 + rng.below(64)));
-    l.output_bytes = Bytes::mebibytes(static_cast<std::int64_t>(1 + rng.below(64)));
-    l.collectives.push_back({.op = workload::CollectiveOp::kAllReduce,
-                             .axis = workload::ParallelAxis::kTensor,
-                             .size = Bytes::mebibytes(static_cast<std::int64_t>(1 + rng.below(32))),
-                             .count = 2,
-                             .recompute_count = 1});
-    for (auto& v : profile.variants) {
-      workload::Layer shard = l;
-      const int t = v.tensor_parallel;
-      shard.forward = Time::picoseconds(l.forward.ps() / t);
-      shard.backward = Time::picoseconds(l.backward.ps() / t);
-      shard.recompute = Time::picoseconds(l.recompute.ps() / t);
-      shard.parameters /= t;
-      shard.parameter_bytes = Bytes(l.parameter_bytes.count() / t);
-      if (t == 1) shard.collectives.clear();
-      v.layers.push_back(shard);
-    }
-  }
-  return profile;
+  return testing::random_chain(rng, {.hbm = Bytes::gibibytes(80),
+                                     .layers_low = 2,
+                                     .layers_spread = 11,
+                                     .forward_us_spread = 4000,
+                                     .backward_us_spread = 8000,
+                                     .parameters_mi_spread = 768,
+                                     .activation_mib_low = 16,
+                                     .activation_mib_spread = 0,
+                                     .input_mib_spread = 64,
+                                     .output_mib_spread = 64,
+                                     .allreduce_mib_spread = 32});
 }
 
 // Every plan of 1 to 4 stages (equal layer counts), 1 to 8 replicas of t = 2 (ZeRO-1 and ZeRO-3
@@ -173,8 +105,8 @@ workload::LayerProfile random_heavy_chain(Rng& rng) {
 TEST(PlanLowerBound, NeverExceedsThePlanOnTheLayoutOrTheEventFreeBounds) {
   const topo::Topology rail = thin_rail();
   OracleCommCost exact(rail);
-  Bounds layout(exact, false);
-  Bounds sharp(exact, true);
+  BoundNetwork layout(exact, false);
+  BoundNetwork sharp(exact, true);
   Rng rng(18);
   int plans = 0;
   int sharper = 0;
