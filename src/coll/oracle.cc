@@ -445,6 +445,30 @@ struct CollectiveOracle::Impl {
     return result;
   }
 
+  // The parts in link-connected sets (`link_components`; one set for one part).
+  std::vector<std::vector<std::size_t>> sets_of(std::vector<Part>& parts, Engine& e) {
+    return parts.size() > 1 ? link_components(parts, e)
+                            : std::vector<std::vector<std::size_t>>{{0}};
+  }
+
+  // `f(set)` on the parts `members` (in that order), moved out of `parts` and back.
+  template <class F>
+  auto on_set(std::vector<Part>& parts, const std::vector<std::size_t>& members, F f) {
+    std::vector<Part> set;
+    set.reserve(members.size());
+    for (std::size_t i : members) set.push_back(std::move(parts[i]));
+    auto out = f(set);
+    for (std::size_t j = 0; j < set.size(); ++j) parts[members[j]] = std::move(set[j]);
+    return out;
+  }
+
+  // The engine that runs `spec` (its protocol's calibrated topology) and its base latency.
+  std::pair<Engine*, Time> engine_of(const CollectiveSpec& spec) {
+    const topo::Protocol protocol = network.protocol(spec.algorithm, spec.size);
+    return {&engine(protocol, spec.algorithm == Algorithm::kNvls),
+            network.base_latency(spec.op, spec.algorithm, protocol)};
+  }
+
   // `base` is added to every group that runs something (all but one-device groups). Groups
   // that share no link are priced set by set: 128 tensor-parallel groups in 128 nodes cost
   // what one node's does, one structural lookup per set. With `within`: nullopt (and nothing
@@ -458,8 +482,7 @@ struct CollectiveOracle::Impl {
       return it->second;
     }
     OracleAnswer result;
-    const auto sets =
-        parts.size() > 1 ? link_components(parts, e) : std::vector<std::vector<std::size_t>>{{0}};
+    const auto sets = sets_of(parts, e);
     if (sets.size() == 1) {
       const auto a = priced_set(parts, e, within, base);
       if (!a) return std::nullopt;
@@ -468,11 +491,9 @@ struct CollectiveOracle::Impl {
       // Once a set rules the query out, the later ones are only counted (`priced_set`).
       bool out = false;
       for (std::size_t s = 0; s < sets.size(); ++s) {
-        std::vector<Part> set;
-        set.reserve(sets[s].size());
-        for (std::size_t i : sets[s]) set.push_back(std::move(parts[i]));
-        const auto a = priced_set(set, e, within, base, out);
-        for (std::size_t j = 0; j < set.size(); ++j) parts[sets[s][j]] = std::move(set[j]);
+        const auto a = on_set(parts, sets[s], [&](std::vector<Part>& set) {
+          return priced_set(set, e, within, base, out);
+        });
         if (!a) out = true;
         if (out) continue;
         if (s == 0) result.first = a->first;  // the first set holds the first part
@@ -502,10 +523,8 @@ struct CollectiveOracle::Impl {
       return it->second;
     }
     std::vector<Part> parts = make_parts(spec, groups);
-    const topo::Protocol protocol = network.protocol(spec.algorithm, spec.size);
-    auto result =
-        answer(std::move(key), parts, engine(protocol, spec.algorithm == Algorithm::kNvls),
-               network.base_latency(spec.op, spec.algorithm, protocol), within);
+    const auto [e, base] = engine_of(spec);
+    auto result = answer(std::move(key), parts, *e, base, within);
     if (!result) ++stats.bounded;
     return result;
   }
@@ -519,18 +538,12 @@ struct CollectiveOracle::Impl {
     QueryKey key = query_key(spec, groups);
     if (auto it = by_query.find(key); it != by_query.end()) return it->second.slowest;
     std::vector<Part> parts = make_parts(spec, groups);
-    const topo::Protocol protocol = network.protocol(spec.algorithm, spec.size);
-    Engine& e = engine(protocol, spec.algorithm == Algorithm::kNvls);
-    const Time base = network.base_latency(spec.op, spec.algorithm, protocol);
-    const auto sets =
-        parts.size() > 1 ? link_components(parts, e) : std::vector<std::vector<std::size_t>>{{0}};
+    const auto [e, base] = engine_of(spec);
     Time slowest;
-    for (const auto& members : sets) {
-      std::vector<Part> set;
-      set.reserve(members.size());
-      for (std::size_t i : members) set.push_back(std::move(parts[i]));
-      slowest = std::max(slowest, set_bound(set, e));
-      for (std::size_t j = 0; j < set.size(); ++j) parts[members[j]] = std::move(set[j]);
+    for (const auto& members : sets_of(parts, *e)) {
+      slowest = std::max(slowest, on_set(parts, members, [&](std::vector<Part>& set) {
+                           return set_bound(set, *e);
+                         }));
     }
     return slowest + base;
   }

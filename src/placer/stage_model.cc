@@ -152,46 +152,39 @@ std::size_t PricedNetwork::KeyHash::operator()(const Key& k) const noexcept {
   return static_cast<std::size_t>(hash_mix(h, k.b.hash()));
 }
 
-Time PricedNetwork::collective(CollectiveOp op, Bytes size, const GroupLayout& layout) {
-  if (layout.group_size() <= 1 || size.count() <= 0 || zero()) return Time::zero();
-  const Key key{.kind = 0, .op = static_cast<int>(op), .size = size.count(), .a = layout};
+template <class Ask>
+Time PricedNetwork::remembered(const Key& key, Ask ask) {
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   ++queries_;
-  const Time t = comm_.collective(op, size, layout);
+  const Time t = ask();
   memo_.emplace(key, t);
   return t;
 }
 
+Time PricedNetwork::collective(CollectiveOp op, Bytes size, const GroupLayout& layout) {
+  if (layout.group_size() <= 1 || size.count() <= 0 || zero()) return Time::zero();
+  return remembered({.kind = 0, .op = static_cast<int>(op), .size = size.count(), .a = layout},
+                    [&] { return comm_.collective(op, size, layout); });
+}
+
 Time PricedNetwork::transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) {
   if (size.count() <= 0 || zero()) return Time::zero();
-  const Key key{.kind = 1, .size = size.count(), .a = from, .b = to};
-  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-  ++queries_;
-  const Time t = comm_.transfer(size, from, to);
-  memo_.emplace(key, t);
-  return t;
+  return remembered({.kind = 1, .size = size.count(), .a = from, .b = to},
+                    [&] { return comm_.transfer(size, from, to); });
 }
 
 Time PricedNetwork::collective_like(CollectiveOp op, Bytes size, const GroupLayout& layout,
                                     const GroupLayout& like) {
   if (layout.group_size() <= 1 || size.count() <= 0 || zero()) return Time::zero();
-  const Key key{
-      .kind = 2, .op = static_cast<int>(op), .size = size.count(), .a = layout, .b = like};
-  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-  ++queries_;
-  const Time t = comm_.collective_like(op, size, layout, like);
-  memo_.emplace(key, t);
-  return t;
+  return remembered(
+      {.kind = 2, .op = static_cast<int>(op), .size = size.count(), .a = layout, .b = like},
+      [&] { return comm_.collective_like(op, size, layout, like); });
 }
 
 Time PricedNetwork::gather(Bytes size, const GroupLayout& layout) {
   if (layout.group_size() <= 1 || size.count() <= 0 || zero()) return Time::zero();
-  const Key key{.kind = 3, .size = size.count(), .a = layout};
-  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-  ++queries_;
-  const Time t = comm_.gather_point(size, layout);
-  memo_.emplace(key, t);
-  return t;
+  return remembered({.kind = 3, .size = size.count(), .a = layout},
+                    [&] { return comm_.gather_point(size, layout); });
 }
 
 ChainSums::ChainSums(const workload::Variant& variant) {

@@ -59,6 +59,10 @@ class PricedNetwork {
   struct KeyHash {
     std::size_t operator()(const Key& k) const noexcept;
   };
+  // The memoized answer to `key`, else `ask()` (counted as a query), remembered.
+  template <class Ask>
+  Time remembered(const Key& key, Ask ask);
+
   CommCost& comm_;
   std::unordered_map<Key, Time, KeyHash> memo_;
   std::int64_t queries_ = 0;

@@ -37,6 +37,14 @@ topo::Topology spine_leaf() {
   return topo::build_spine_leaf(p);
 }
 
+// Four rings of four devices, one per host of each leaf of `spine_leaf`: they share the leaves'
+// up-links (contended).
+Groups four_rings() {
+  Groups g;
+  for (topo::DeviceId i = 0; i < 4; ++i) g.push_back({i, 4 + i, 8 + i, 12 + i});
+  return g;
+}
+
 Groups dp_groups(topo::DeviceId offset) {
   Groups g;
   for (topo::DeviceId i = 0; i < 2; ++i) g.push_back({offset + i, offset + 4 + i});
@@ -47,8 +55,7 @@ TEST(Oracle, AnswersWhatTheSimulatorSays) {
   const topo::Topology t = spine_leaf();
   CollectiveOracle oracle(t, 5);
   const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(1000003)};
-  Groups groups;
-  for (topo::DeviceId i = 0; i < 4; ++i) groups.push_back({i, 4 + i, 8 + i, 12 + i});
+  const Groups groups = four_rings();
   const SimulationResult direct = simulate(t, spec, groups, {.seed = 5});
   const OracleAnswer a = oracle.collective(spec, groups);
   EXPECT_EQ(a.first, direct.durations[0]);
@@ -62,8 +69,7 @@ TEST(Oracle, ContentionFreeQueriesSkipTheEventsWithTheSameAnswer) {
   const topo::Topology t = spine_leaf();
   CollectiveOracle oracle(t, 5);
   const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(1000003)};
-  Groups four;
-  for (topo::DeviceId i = 0; i < 4; ++i) four.push_back({i, 4 + i, 8 + i, 12 + i});
+  const Groups four = four_rings();
   for (const Groups& groups : {Groups{four[0]}, four}) {
     const SimulationResult events = simulate(t, spec, groups, {.seed = 5, .events_only = true});
     const OracleAnswer a = oracle.collective(spec, groups);
@@ -80,8 +86,7 @@ TEST(Oracle, ContentionFreeQueriesSkipTheEventsWithTheSameAnswer) {
 TEST(Oracle, AnEventLimitStopsTheSimulationAndMemoizesNothing) {
   const topo::Topology t = spine_leaf();
   const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(1000003)};
-  Groups four;
-  for (topo::DeviceId i = 0; i < 4; ++i) four.push_back({i, 4 + i, 8 + i, 12 + i});
+  const Groups four = four_rings();
   CollectiveOracle fresh(t, 5);
   const OracleAnswer expected = fresh.collective(spec, four);
   const std::uint64_t all = fresh.stats().events;
@@ -365,8 +370,7 @@ TEST(Oracle, FastestRulesOutCandidatesByTheirBoundWithTheSameChoice) {
 TEST(Oracle, AQueryWithinATimeStopsItsSimulationThere) {
   const topo::Topology t = spine_leaf();
   const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(1000003)};
-  Groups four;
-  for (topo::DeviceId i = 0; i < 4; ++i) four.push_back({i, 4 + i, 8 + i, 12 + i});
+  const Groups four = four_rings();
   CollectiveOracle fresh(t, 5);
   const OracleAnswer exact = fresh.collective(spec, four);
   const std::uint64_t all = fresh.stats().events;
@@ -430,8 +434,7 @@ TEST(Oracle, LowerBoundsRunNoEventsNeverExceedTheAnswerAndEqualItOnceKnown) {
     for (topo::DeviceId n = 0; n < 16; ++n) rails.back().push_back(n * 32 + r);
   }
   cases.push_back({&rail, rails});
-  Groups four;
-  for (topo::DeviceId i = 0; i < 4; ++i) four.push_back({i, 4 + i, 8 + i, 12 + i});
+  const Groups four = four_rings();
   cases.push_back({&shared, four});
   int contended = 0;
   int answered = 0;

@@ -15,10 +15,9 @@
 #include "nest/placer/cost_model.h"
 #include "nest/placer/oracle_comm_cost.h"
 #include "nest/placer/search.h"
-#include "nest/topo/generators.h"
 #include "nest/workload/layer_profile.h"
 #include "placer/stage_model.h"
-#include "unit/placer/chains.h"
+#include "unit/placer/fixtures.h"
 #include "unit/placer/printers.h"
 
 namespace nest::placer {
@@ -131,17 +130,7 @@ workload::LayerProfile random_chain(Rng& rng) {
 }
 
 TEST(BoundaryTransfers, SearchBoundsNeverExceedThePlansTheyStandFor) {
-  const topo::Topology rail =
-      topo::build_rail_optimized({.nodes = 8,
-                                  .gpus_per_node = 2,
-                                  .nodes_per_leaf = 4,
-                                  .spines = 2,
-                                  .nvlink_bandwidth = Bandwidth::gigabytes_per_second(450),
-                                  .nvlink_latency = Time::microseconds(0.5),
-                                  .nic_bandwidth = Bandwidth::gigabytes_per_second(12.5),
-                                  .nic_latency = Time::microseconds(1),
-                                  .spine_bandwidth = Bandwidth::gigabytes_per_second(12.5),
-                                  .spine_latency = Time::microseconds(1)});
+  const topo::Topology rail = testing::thin_rail(8);
   OracleCommCost oracle(rail);
   Rng rng(15);
   int exposed = 0;

@@ -5,7 +5,7 @@
 #include "nest/placer/cost_model.h"
 #include "nest/placer/plan.h"
 #include "nest/workload/layer_profile.h"
-#include "unit/placer/chains.h"
+#include "unit/placer/fixtures.h"
 #include "unit/placer/printers.h"
 
 namespace nest::placer {

@@ -12,9 +12,8 @@
 #include "nest/placer/cost_model.h"
 #include "nest/placer/oracle_comm_cost.h"
 #include "nest/placer/search.h"
-#include "nest/topo/generators.h"
 #include "nest/workload/layer_profile.h"
-#include "unit/placer/chains.h"
+#include "unit/placer/fixtures.h"
 #include "unit/placer/printers.h"
 
 namespace nest::placer {
@@ -68,21 +67,6 @@ TEST(PlanLowerBound, CountsEveryBucketWhenTheReductionsQueue) {
                                          0.999 * static_cast<double>((bucket * 4).ps()))));
 }
 
-// A 32-GPU rail cluster of 2-GPU nodes whose 2:1 spine and 12.5 GB/s links make the
-// data-parallel rings that cross the spine contend.
-topo::Topology thin_rail() {
-  return topo::build_rail_optimized({.nodes = 16,
-                                     .gpus_per_node = 2,
-                                     .nodes_per_leaf = 4,
-                                     .spines = 2,
-                                     .nvlink_bandwidth = Bandwidth::gigabytes_per_second(450),
-                                     .nvlink_latency = Time::microseconds(0.5),
-                                     .nic_bandwidth = Bandwidth::gigabytes_per_second(12.5),
-                                     .nic_latency = Time::microseconds(1),
-                                     .spine_bandwidth = Bandwidth::gigabytes_per_second(12.5),
-                                     .spine_latency = Time::microseconds(1)});
-}
-
 // A random chain of 2-12 layers with up to 1.5 GiB of gradients each and tensor-parallel
 // all-reduces, for t = 1 and t = 2.
 workload::LayerProfile random_heavy_chain(Rng& rng) {
@@ -101,9 +85,9 @@ workload::LayerProfile random_heavy_chain(Rng& rng) {
 
 // Every plan of 1 to 4 stages (equal layer counts), 1 to 8 replicas of t = 2 (ZeRO-1 and ZeRO-3
 // with replicas: the gathers' line, priced on bounds, must not lift the bound), both orders and
-// blocking or overlapped boundary transfers, on random heavy chains.
+// blocking or overlapped boundary transfers, on random heavy chains over 16 thin-rail nodes.
 TEST(PlanLowerBound, NeverExceedsThePlanOnTheLayoutOrTheEventFreeBounds) {
-  const topo::Topology rail = thin_rail();
+  const topo::Topology rail = testing::thin_rail(16);
   OracleCommCost exact(rail);
   BoundNetwork layout(exact, false);
   BoundNetwork sharp(exact, true);
@@ -155,12 +139,13 @@ TEST(PlanLowerBound, NeverExceedsThePlanOnTheLayoutOrTheEventFreeBounds) {
   EXPECT_GE(queued, 250);   // 282
 }
 
-// The sharper bounds (`SearchOptions::pass_bounds`: the event-free bounds, then the price with
-// each stage's sync alone) rule plans out without changing what the search finds: the same best
+// The sharper checks (`SearchOptions::pass_bounds`: the event-free bounds, the first bucket
+// within the room they leave, the price with each stage's sync alone, the joint syncs at their
+// event-free bounds) rule plans out without changing what the search finds: the same best
 // plan and price, and, keeping candidates for verification or per order, the same candidates in
 // the same order, with fewer simulated events.
 TEST(Search, PassBoundsSpareSimulationsAndChangeNothing) {
-  const topo::Topology rail = thin_rail();
+  const topo::Topology rail = testing::thin_rail(16);
   Rng rng(19);
   std::int64_t pass_bounded = 0;
   std::int64_t sync_bounded = 0;

@@ -1,16 +1,33 @@
 #pragma once
-// Layer chains for the placer's tests: identical toy blocks, and random chains with a variant for
-// t = 1 and one for t = 2 (each layer's times, parameters and output split over the t shards;
-// tensor-parallel all-reduces for t = 2).
+// Fixtures of the placer's tests: a thin rail cluster, and layer chains: identical toy blocks, and
+// random chains with a variant for t = 1 and one for t = 2 (each layer's times, parameters and
+// output split over the t shards; tensor-parallel all-reduces for t = 2).
 
 #include <cstdint>
 #include <string>
 
 #include "nest/core/rng.h"
 #include "nest/core/units.h"
+#include "nest/topo/generators.h"
 #include "nest/workload/layer_profile.h"
 
 namespace nest::placer::testing {
+
+/// A rail cluster of `nodes` 2-GPU nodes, 4 per leaf, 2 spines, whose 12.5 GB/s NICs and spine
+/// cables make stage-boundary transfers and data-parallel rings that cross the spine slow and
+/// contended.
+inline topo::Topology thin_rail(int nodes) {
+  return topo::build_rail_optimized({.nodes = nodes,
+                                     .gpus_per_node = 2,
+                                     .nodes_per_leaf = 4,
+                                     .spines = 2,
+                                     .nvlink_bandwidth = Bandwidth::gigabytes_per_second(450),
+                                     .nvlink_latency = Time::microseconds(0.5),
+                                     .nic_bandwidth = Bandwidth::gigabytes_per_second(12.5),
+                                     .nic_latency = Time::microseconds(1),
+                                     .spine_bandwidth = Bandwidth::gigabytes_per_second(12.5),
+                                     .spine_latency = Time::microseconds(1)});
+}
 
 /// A chain of identical blocks (model "toy", sequence length 1000, one variant).
 struct Blocks {
