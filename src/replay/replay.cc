@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <utility>
 
@@ -59,6 +62,12 @@ struct ComputeStream {
   std::vector<char> grad_ready;
   Bytes activations;  // current activation level of each shard
   Time compute_busy;
+  // Its sends to the next (0) and to the previous stage (1) leave one after another, each once
+  // the one before it has arrived, as the cost model's `pipeline_makespan` has them (NCCL runs
+  // the p2p operations of one peer pair in the order they were issued): whether one is on the
+  // network, and the launches waiting behind it.
+  std::array<bool, 2> sending{};
+  std::array<std::deque<std::function<void()>>, 2> queued;
 };
 
 // Gradient reduction of one stage across replicas, bucket by bucket.
@@ -192,42 +201,62 @@ void Engine::transfer(std::size_t r, Op op, std::size_t to_chunk) {
   const TaskKind kind = op.forward ? TaskKind::kSendActivation : TaskKind::kSendGradient;
   const std::size_t from = op.chunk % groups_;
   const std::size_t to = to_chunk % groups_;
-  const auto src = shards(from, r);
-  const auto dst = shards(to, r);
-  const Time start = sim_.now();
-  auto arrived = [this, from, to, to_chunk, r, op, start, kind] {
-    row(from, r, op.chunk, Stream::kNetwork, kind, op.microbatch, start, sim_.now());
-    ComputeStream& target = stream(to, r);
-    const std::size_t i = slot(to_chunk, op.microbatch, in_.microbatches[r]);
-    (op.forward ? target.input_ready : target.grad_ready)[i] = 1;
-    end_ = std::max(end_, sim_.now());
-    try_start(to, r);
-    if (!in_.overlap_boundary_transfers) {
-      stream(from, r).busy = false;
-      try_start(from, r);
+  const std::size_t way = op.forward ? 0 : 1;
+  // Runs when the send reaches the head of its stage's queue: its row starts there.
+  auto launch = [this, from, to, to_chunk, r, op, kind, size, way] {
+    const Time start = sim_.now();
+    auto arrived = [this, from, to, to_chunk, r, op, start, kind, way] {
+      row(from, r, op.chunk, Stream::kNetwork, kind, op.microbatch, start, sim_.now());
+      ComputeStream& target = stream(to, r);
+      const std::size_t i = slot(to_chunk, op.microbatch, in_.microbatches[r]);
+      (op.forward ? target.input_ready : target.grad_ready)[i] = 1;
+      end_ = std::max(end_, sim_.now());
+      // The next send of the queue leaves now.
+      ComputeStream& source = stream(from, r);
+      if (source.queued[way].empty()) {
+        source.sending[way] = false;
+      } else {
+        const std::function<void()> next = std::move(source.queued[way].front());
+        source.queued[way].pop_front();
+        next();
+      }
+      try_start(to, r);
+      if (!in_.overlap_boundary_transfers) {
+        stream(from, r).busy = false;
+        try_start(from, r);
+      }
+    };
+    if (options_.zero_network || size == Bytes(0)) {
+      at(start, std::move(arrived));
+      return;
+    }
+    auto flows = [this, from, to, size, op, r, arrived = std::move(arrived)] {
+      const auto src = shards(from, r);
+      const auto dst = shards(to, r);
+      const std::size_t simulated = options_.one_shard_plane ? 1 : src.size();
+      auto left = std::make_shared<std::size_t>(simulated);
+      for (std::size_t k = 0; k < simulated; ++k) {
+        const std::uint64_t flow = transfer_flow_key(op.microbatch, op.chunk, r);
+        sim_.start_flow(router_.route(src[k], dst[k], flow), size,
+                        [left, arrived](net::FlowId, Time) {
+                          if (--*left == 0) arrived();
+                        });
+      }
+    };
+    const Time latency = options_.transfer_latency ? options_.transfer_latency(size) : Time::zero();
+    if (latency > Time::zero()) {
+      at(start + latency, std::move(flows));
+    } else {
+      flows();
     }
   };
-  if (options_.zero_network || size == Bytes(0)) {
-    at(start, std::move(arrived));
+  ComputeStream& source = stream(from, r);
+  if (source.sending[way]) {
+    source.queued[way].emplace_back(std::move(launch));
     return;
   }
-  auto launch = [this, src, dst, size, op, r, arrived = std::move(arrived)] {
-    const std::size_t simulated = options_.one_shard_plane ? 1 : src.size();
-    auto left = std::make_shared<std::size_t>(simulated);
-    for (std::size_t k = 0; k < simulated; ++k) {
-      const std::uint64_t flow = transfer_flow_key(op.microbatch, op.chunk, r);
-      sim_.start_flow(router_.route(src[k], dst[k], flow), size,
-                      [left, arrived](net::FlowId, Time) {
-                        if (--*left == 0) arrived();
-                      });
-    }
-  };
-  const Time latency = options_.transfer_latency ? options_.transfer_latency(size) : Time::zero();
-  if (latency > Time::zero()) {
-    at(start + latency, std::move(launch));
-  } else {
-    launch();
-  }
+  source.sending[way] = true;
+  launch();
 }
 
 void Engine::bucket_ready(std::size_t s, int bucket) {

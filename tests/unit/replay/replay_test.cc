@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "nest/core/error.h"
 #include "nest/net/simulator.h"
@@ -139,15 +142,42 @@ TEST(Replay, TwoStagesOnALinkHandComputed) {
   EXPECT_EQ(r.summary.iteration_time, Time::microseconds(112));
   // Without the network: stage 1 runs 10-20, 20-40, 40-50, 50-70; stage 0 ends B1 at 90.
   EXPECT_EQ(r.summary.exposed_communication, Time::microseconds(22));
+  // Microbatch 1's activation, ready at 20, leaves once microbatch 0's has arrived (at 21).
   int sends = 0;
   for (const auto& row : r.timeline) {
     if (row.kind == TaskKind::kSendActivation && row.microbatch == 1) {
-      EXPECT_EQ(row.start, Time::microseconds(20));
-      EXPECT_EQ(row.end, Time::microseconds(31));
+      EXPECT_EQ(row.start, Time::microseconds(21));
+      EXPECT_EQ(row.end, Time::microseconds(32));
       ++sends;
     }
   }
   EXPECT_EQ(sends, 1);
+}
+
+// The case of `PipelineMakespan.SendsShareTheLinkToTheNextStage` (the cost model's schedule,
+// tests/unit/placer/boundary_transfer_test.cc) replayed: two stages, 2 microbatches, forward and
+// backward 1 us, 300 kB (3 us) each way. Stage 0: F0 [0, 1], sent [1, 4]; F1 [1, 2], sent once
+// F0's has arrived [4, 7]. Stage 1: F0 [4, 5], B0 [5, 6], sent back [6, 9], F1 [7, 8], B1 [8, 9],
+// sent back [9, 12]. Stage 0: B0 [9, 10], B1 [12, 13]. Were the two activations sent at once
+// they would share the link 2-6 and arrive at 6 and 7: 15 us.
+TEST(Replay, SendsToTheNextStageLeaveOneAfterAnother) {
+  const auto t = chain(2, Time::zero());
+  ReplayInput in = pipeline(2, 2, Time::microseconds(1), Time::microseconds(1));
+  for (auto& s : in.stages) {
+    s.activation_out = Bytes(300'000);
+    s.gradient_out = Bytes(300'000);
+  }
+  const RunRecord r = run(in, t);
+  EXPECT_EQ(r.summary.iteration_time, Time::microseconds(13));
+  std::vector<std::pair<Time, Time>> activations;
+  for (const auto& row : r.timeline) {
+    if (row.kind == TaskKind::kSendActivation) activations.emplace_back(row.start, row.end);
+  }
+  std::sort(activations.begin(), activations.end());
+  const std::vector<std::pair<Time, Time>> expected = {
+      {Time::microseconds(1), Time::microseconds(4)},
+      {Time::microseconds(4), Time::microseconds(7)}};
+  EXPECT_EQ(activations, expected);
 }
 
 TEST(Replay, BlockingSendsHoldTheirStageHandComputed) {
