@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <array>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "nest/core/error.h"
 #include "nest/placer/cost_model.h"
@@ -50,6 +50,15 @@ std::vector<Op> stage_order(Schedule schedule, std::size_t group, std::size_t gr
   return ops;
 }
 
+// Sends that leave one after another: whether one is on the network, and the launches waiting
+// behind it, oldest at `head` (a vector, emptied whenever it drains: no allocation per stream
+// until a send has to wait).
+struct SendQueue {
+  bool busy = false;
+  std::size_t head = 0;
+  std::vector<std::function<void()>> waiting;
+};
+
 // The compute stream of one stage replica (all its shards run in lockstep).
 struct ComputeStream {
   std::size_t group = 0;
@@ -64,10 +73,8 @@ struct ComputeStream {
   Time compute_busy;
   // Its sends to the next (0) and to the previous stage (1) leave one after another, each once
   // the one before it has arrived, as the cost model's `pipeline_makespan` has them (NCCL runs
-  // the p2p operations of one peer pair in the order they were issued): whether one is on the
-  // network, and the launches waiting behind it.
-  std::array<bool, 2> sending{};
-  std::array<std::deque<std::function<void()>>, 2> queued;
+  // the p2p operations of one peer pair in the order they were issued).
+  std::array<SendQueue, 2> sends;
 };
 
 // Gradient reduction of one stage across replicas, bucket by bucket.
@@ -212,12 +219,15 @@ void Engine::transfer(std::size_t r, Op op, std::size_t to_chunk) {
       (op.forward ? target.input_ready : target.grad_ready)[i] = 1;
       end_ = std::max(end_, sim_.now());
       // The next send of the queue leaves now.
-      ComputeStream& source = stream(from, r);
-      if (source.queued[way].empty()) {
-        source.sending[way] = false;
+      SendQueue& queue = stream(from, r).sends[way];
+      if (queue.head == queue.waiting.size()) {
+        queue.busy = false;
       } else {
-        const std::function<void()> next = std::move(source.queued[way].front());
-        source.queued[way].pop_front();
+        const std::function<void()> next = std::move(queue.waiting[queue.head++]);
+        if (queue.head == queue.waiting.size()) {
+          queue.waiting.clear();
+          queue.head = 0;
+        }
         next();
       }
       try_start(to, r);
@@ -250,12 +260,12 @@ void Engine::transfer(std::size_t r, Op op, std::size_t to_chunk) {
       flows();
     }
   };
-  ComputeStream& source = stream(from, r);
-  if (source.sending[way]) {
-    source.queued[way].emplace_back(std::move(launch));
+  SendQueue& queue = stream(from, r).sends[way];
+  if (queue.busy) {
+    queue.waiting.emplace_back(std::move(launch));
     return;
   }
-  source.sending[way] = true;
+  queue.busy = true;
   launch();
 }
 
