@@ -74,6 +74,15 @@ ReplayInput pipeline(int stages, int microbatches, Time f, Time b) {
   return in;
 }
 
+// `in` with every stage sending `each_way` to its neighbours (activation and gradient).
+ReplayInput sending(ReplayInput in, Bytes each_way) {
+  for (auto& s : in.stages) {
+    s.activation_out = each_way;
+    s.gradient_out = each_way;
+  }
+  return in;
+}
+
 RunRecord run(const ReplayInput& in, const topo::Topology& t) {
   net::Simulator sim(t);
   topo::Router router(t);
@@ -133,11 +142,8 @@ TEST(Replay, TwoStagesOnALinkHandComputed) {
   // Stage 0: F0 0-10, F1 10-20, B0 62-82 (gradient of mb 0 arrives at 62), B1 92-112.
   // Stage 1: F0 21-31, B0 31-51, F1 51-61, B1 61-81; gradients sent at 51 and 81.
   const auto t = chain(2, Time::microseconds(1));
-  ReplayInput in = pipeline(2, 2, Time::microseconds(10), Time::microseconds(20));
-  for (auto& s : in.stages) {
-    s.activation_out = Bytes(1'000'000);
-    s.gradient_out = Bytes(1'000'000);
-  }
+  ReplayInput in =
+      sending(pipeline(2, 2, Time::microseconds(10), Time::microseconds(20)), Bytes(1'000'000));
   const RunRecord r = run(in, t);
   EXPECT_EQ(r.summary.iteration_time, Time::microseconds(112));
   // Without the network: stage 1 runs 10-20, 20-40, 40-50, 50-70; stage 0 ends B1 at 90.
@@ -162,11 +168,8 @@ TEST(Replay, TwoStagesOnALinkHandComputed) {
 // they would share the link 2-6 and arrive at 6 and 7: 15 us.
 TEST(Replay, SendsToTheNextStageLeaveOneAfterAnother) {
   const auto t = chain(2, Time::zero());
-  ReplayInput in = pipeline(2, 2, Time::microseconds(1), Time::microseconds(1));
-  for (auto& s : in.stages) {
-    s.activation_out = Bytes(300'000);
-    s.gradient_out = Bytes(300'000);
-  }
+  ReplayInput in =
+      sending(pipeline(2, 2, Time::microseconds(1), Time::microseconds(1)), Bytes(300'000));
   const RunRecord r = run(in, t);
   EXPECT_EQ(r.summary.iteration_time, Time::microseconds(13));
   std::vector<std::pair<Time, Time>> activations;
@@ -185,11 +188,8 @@ TEST(Replay, BlockingSendsHoldTheirStageHandComputed) {
   // F0 0-10, sends 10-21, F1 21-31, sends 31-42, B0 62-82, B1 103-123. Stage 1: F0 21-31,
   // B0 31-51, sends 51-62, F1 62-72 (its input waited since 42), B1 72-92, sends 92-103.
   const auto t = chain(2, Time::microseconds(1));
-  ReplayInput in = pipeline(2, 2, Time::microseconds(10), Time::microseconds(20));
-  for (auto& s : in.stages) {
-    s.activation_out = Bytes(1'000'000);
-    s.gradient_out = Bytes(1'000'000);
-  }
+  ReplayInput in =
+      sending(pipeline(2, 2, Time::microseconds(10), Time::microseconds(20)), Bytes(1'000'000));
   in.overlap_boundary_transfers = false;
   const RunRecord r = run(in, t);
   EXPECT_EQ(r.summary.iteration_time, Time::microseconds(123));
@@ -331,6 +331,16 @@ TEST(Replay, InterleavedBubbleShrinksByTheVirtualStages) {
   int forwards = 0;
   for (const auto& row : r.timeline) forwards += row.kind == TaskKind::kForward ? 1 : 0;
   EXPECT_EQ(forwards, 8 * 8);
+}
+
+// The case of `PipelineMakespan.InterleavedTwoStagesByHand` replayed (two stages of two chunks,
+// 2 microbatches, forward 1 us, backward 2 us, 200 kB = 2 us each way): the cost model's 27.
+TEST(Replay, InterleavedSendsRunAsTheCostModelSchedulesThem) {
+  const auto t = chain(2, Time::zero());
+  const RunRecord r = run(
+      sending(interleaved(2, 2, 2, Time::microseconds(1), Time::microseconds(2)), Bytes(200'000)),
+      t);
+  EXPECT_EQ(r.summary.iteration_time, Time::microseconds(27));
 }
 
 TEST(Replay, InterleavedNeedsWholeGroupsOfMicrobatches) {
