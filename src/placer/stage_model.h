@@ -169,8 +169,9 @@ inline constexpr Bytes kJointSyncReference = Bytes::mebibytes(256);
 /// warm-up forwards, one forward one backward, the remaining backwards) on one compute stream,
 /// an operation starts once the one before it on its stage has ended and its input (an
 /// activation, or a gradient) has arrived, and a send leaves when its operation ends without
-/// holding its stage; a stage's sends to its next (previous) stage leave one after another, each
-/// once the one before it has arrived (they share the links between the two stages). Chunk c
+/// holding its stage; a stage's sends to one peer stage leave one after another, each once the
+/// one before it has arrived (NCCL runs a peer pair's p2p operations in the order issued: to the
+/// next and to the previous stage two queues, one when S = 2, where they are the same). Chunk c
 /// (model order; it runs on stage c mod S) takes `forward[c]` and
 /// `backward[c]` per microbatch, and `send[c]` one way to chunk c + 1 and back (its activation
 /// forward, the gradient of it back; the last chunk's is unused). `microbatches` per replica

@@ -71,9 +71,10 @@ struct ComputeStream {
   std::vector<char> grad_ready;
   Bytes activations;  // current activation level of each shard
   Time compute_busy;
-  // Its sends to the next (0) and to the previous stage (1) leave one after another, each once
-  // the one before it has arrived, as the cost model's `pipeline_makespan` has them (NCCL runs
-  // the p2p operations of one peer pair in the order they were issued).
+  // Its sends to one peer stage leave one after another, each once the one before it has
+  // arrived, as the cost model's `pipeline_makespan` has them (NCCL runs the p2p operations of
+  // one peer pair in the order they were issued): to the next stage (0) and to the previous one
+  // (1); with two stages both are the other stage, queue 0.
   std::array<SendQueue, 2> sends;
 };
 
@@ -208,7 +209,8 @@ void Engine::transfer(std::size_t r, Op op, std::size_t to_chunk) {
   const TaskKind kind = op.forward ? TaskKind::kSendActivation : TaskKind::kSendGradient;
   const std::size_t from = op.chunk % groups_;
   const std::size_t to = to_chunk % groups_;
-  const std::size_t way = op.forward ? 0 : 1;
+  // One queue per peer stage: the next (0) and the previous (1), the same one with two stages.
+  const std::size_t way = op.forward || groups_ <= 2 ? 0 : 1;
   // Runs when the send reaches the head of its stage's queue: its row starts there.
   auto launch = [this, from, to, to_chunk, r, op, kind, size, way] {
     const Time start = sim_.now();

@@ -11,18 +11,19 @@
 /// stage) the bubble is S − 1 chunk works (Narayanan et al. 2021 §2.2.1).
 ///
 /// Boundary transfers (`CostOptions::overlap_boundary_transfers`, issue 15): the replay sends an
-/// activation or gradient when its operation ends and lets the stage go on; only the operation
-/// that needs it waits. `detail::pipeline_makespan` runs that schedule (each stage's Megatron-LM
-/// order on the chunks' `pass_times`, each send one way half its chunk's transfer) with the sends
-/// and without; the exposed transfers are max(0, with − max(without, the first two terms)):
-/// zero when nothing is sent (today's figures to the picosecond), and the pipeline is never
-/// below its transfer-free terms, which is what the search's bounds use. With the option off,
-/// each stage's transfer adds into every microbatch slot as before: ceil(M/d) · max_p (work +
-/// transfer) + (S − 1) · max_c (work + transfer). Stage p's last backward ends at end_p = pipeline
-/// − Σ_{q<p} (last backward of q + its gradient transfer): the cooldown reaches stage 0 last. Its
-/// gradients are reduced in `gradient_buckets` buckets, one after another, bucket i ready (i + 1)/k
-/// of the way through its last backward (as the replay runs them), or all at end_p without overlap;
-/// sync_done_p is when the last bucket is reduced, and the optimizer step follows.
+/// activation or gradient when its operation ends, or once the stage's previous send to the same
+/// peer stage has arrived, and lets the stage go on; only the operation that needs it waits.
+/// `detail::pipeline_makespan` runs that schedule (each stage's Megatron-LM order on the chunks'
+/// `pass_times`, each send one way half its chunk's transfer) with the sends and without; the
+/// exposed transfers are max(0, with − max(without, the first two terms)): zero when nothing is
+/// sent (today's figures to the picosecond), and the pipeline is never below its transfer-free
+/// terms, which is what the search's bounds use. With the option off, each stage's transfer adds
+/// into every microbatch slot as before: ceil(M/d) · max_p (work + transfer) + (S − 1) · max_c
+/// (work + transfer). Stage p's last backward ends at end_p = pipeline − Σ_{q<p} (last backward of
+/// q + its gradient transfer): the cooldown reaches stage 0 last. Its gradients are reduced in
+/// `gradient_buckets` buckets, one after another, bucket i ready (i + 1)/k of the way through its
+/// last backward (as the replay runs them), or all at end_p without overlap; sync_done_p is when
+/// the last bucket is reduced, and the optimizer step follows.
 ///
 /// Stage p (0-based from the first; position s = S − p from the end, holding s microbatches)
 /// costs per microbatch, on its devices:

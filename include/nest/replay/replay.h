@@ -72,8 +72,8 @@ struct ReplayInput {
   int gradient_buckets = 4;  ///< the reduction is split into this many buckets, last layers first
   /// Buckets become ready as the last backward produces them; false: when it ends.
   bool overlap_gradient_sync = true;
-  /// A stage runs its next operation while its send is on the network (its sends to one
-  /// neighbour leave one after another, each once the one before it has arrived); false: its
+  /// A stage runs its next operation while its send is on the network (its sends to one peer
+  /// stage leave one after another, each once the one before it has arrived); false: its
   /// compute stream waits until the send arrived (Megatron-LM's p2p of 2021-22:
   /// `batch_isend_irecv`, then `wait` and `torch.cuda.synchronize`).
   bool overlap_boundary_transfers = true;

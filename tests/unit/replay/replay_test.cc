@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "nest/net/simulator.h"
 #include "nest/topo/router.h"
 #include "nest/topo/topology.h"
+#include "placer/stage_model.h"
 
 namespace nest::replay {
 namespace {
@@ -341,6 +343,88 @@ TEST(Replay, InterleavedSendsRunAsTheCostModelSchedulesThem) {
       sending(interleaved(2, 2, 2, Time::microseconds(1), Time::microseconds(2)), Bytes(200'000)),
       t);
   EXPECT_EQ(r.summary.iteration_time, Time::microseconds(27));
+}
+
+// Three stages, stage 0 forward 1 us, 500 kB (5 us) activations: its three warm-up forwards end
+// at 1, 2 and 3 us; the activations leave in that order, each when the one before has arrived:
+// [1, 6], [6, 11], [11, 16] (two of them waiting at once).
+TEST(Replay, QueuedSendsLeaveInTheOrderTheyWereMade) {
+  const auto t = chain(3, Time::zero());
+  const RunRecord r =
+      run(sending(pipeline(3, 4, Time::microseconds(1), Time::microseconds(1)), Bytes(500'000)), t);
+  std::vector<std::pair<std::int64_t, Time>> stage0;
+  for (const auto& row : r.timeline) {
+    if (row.kind == TaskKind::kSendActivation && row.device == 0 && row.microbatch < 3) {
+      stage0.emplace_back(row.microbatch, row.start);
+    }
+  }
+  std::sort(stage0.begin(), stage0.end());
+  const std::vector<std::pair<std::int64_t, Time>> expected = {
+      {0, Time::microseconds(1)}, {1, Time::microseconds(6)}, {2, Time::microseconds(11)}};
+  EXPECT_EQ(stage0, expected);
+}
+
+// Every device linked to every other at 100 GB/s (`latency` per link).
+topo::Topology mesh(int n, Time latency) {
+  topo::Topology t("mesh", topo::Family::kExplicit);
+  for (int i = 0; i < n; ++i) t.add_device("d" + std::to_string(i));
+  for (int i = 0; i < n; ++i) {
+    for (int j = i + 1; j < n; ++j) {
+      t.add_link(static_cast<topo::NodeId>(i), static_cast<topo::NodeId>(j), kRate, latency);
+    }
+  }
+  return t;
+}
+
+// The replay against the cost model's schedule (`placer::detail::pipeline_makespan`, tested by
+// hand in tests/unit/placer/boundary_transfer_test.cc) on 600 random pipelines: 2-5 stages on a
+// full mesh (a stage's sends to the next and to the previous stage share no link; with two stages
+// they go to one peer, one queue in both), 1F1B and interleaved with 2-3 chunks per stage, random
+// pass times and sizes (0-5 us each way), without latency, with a link latency, and with a
+// launch latency. The same makespan to the picosecond (with sends started at once the replay
+// differed on about two thirds of them).
+TEST(Replay, SendsAsTheCostModelSchedulesThem) {
+  std::uint64_t state = 7;
+  const auto next = [&state](std::uint64_t n) {  // splitmix64: the same draws everywhere
+    state += 0x9E3779B97F4A7C15ULL;
+    std::uint64_t z = state;
+    z = (z ^ (z >> 30U)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27U)) * 0x94D049BB133111EBULL;
+    return static_cast<int>((z ^ (z >> 31U)) % n);
+  };
+  for (int trial = 0; trial < 600; ++trial) {
+    const int stages = 2 + next(4);
+    const int v = 1 + next(3);
+    const int m = v > 1 ? stages * (1 + next(3)) : 1 + next(8);
+    const int mode = next(3);  // 0: no latency, 1: 1 us per link, 2: 0.7 us to launch a send
+    const Time link = mode == 1 ? Time::microseconds(1) : Time::zero();
+    const Time launch = mode == 2 ? Time::nanoseconds(700) : Time::zero();
+    ReplayInput in = interleaved(stages, v, m, Time::zero(), Time::zero());
+    in.schedule = v > 1 ? Schedule::kInterleaved : Schedule::kOneFOneB;
+    const auto chunks = static_cast<std::size_t>(stages * v);
+    std::vector<Time> f(chunks);
+    std::vector<Time> b(chunks);
+    std::vector<Time> send(chunks);
+    for (std::size_t c = 0; c < chunks; ++c) {
+      StageSpec& s = in.stages[c];
+      s.forward = f[c] = Time::microseconds(1 + next(5));
+      s.backward = b[c] = Time::microseconds(1 + next(8));
+      s.activation_out = Bytes(100'000 * next(6));  // 10 ps per byte: 0-5 us
+      if (c > 0) s.gradient_out = in.stages[c - 1].activation_out;
+      send[c] = s.activation_out == Bytes(0)
+                    ? Time::zero()
+                    : Time::picoseconds(s.activation_out.count() * 10) + link + launch;
+    }
+    const auto t = mesh(stages, link);
+    net::Simulator sim(t);
+    topo::Router router(t);
+    ReplayOptions options;
+    if (mode == 2) options.transfer_latency = [launch](Bytes) { return launch; };
+    const RunRecord r = replay(in, sim, two_rank_ring(sim, router), options);
+    EXPECT_EQ(r.summary.iteration_time, placer::detail::pipeline_makespan(f, b, send, stages, m))
+        << "trial " << trial << ": " << stages << " stages, v " << v << ", " << m
+        << " microbatches, mode " << mode;
+  }
 }
 
 TEST(Replay, InterleavedNeedsWholeGroupsOfMicrobatches) {
