@@ -211,6 +211,9 @@ class Converter {
       if (row.kind == TaskKind::kOptimizer) optimizer = previous_compute;
       producer[{row.stage, row.microbatch, forward}] = previous_compute;
     }
+    // A device's sends to one peer leave one after another (the replay's queue): each also
+    // depends on the one before it.
+    std::map<std::uint32_t, std::size_t> last_send;
     for (const std::size_t j : rows) {
       const TimelineRow& row = r_.timeline[j];
       const bool forward = row.kind == TaskKind::kSendActivation;
@@ -232,7 +235,10 @@ class Converter {
       item.node.comm_size = forward ? s.activation_out : s.gradient_out;
       item.node.comm_dst = static_cast<std::int32_t>(receiver);
       item.node.comm_tag = tag(row.stage, row.microbatch, forward);
-      push(std::move(item));
+      if (const auto before = last_send.find(receiver); before != last_send.end()) {
+        item.deps.push_back(before->second);
+      }
+      last_send[receiver] = push(std::move(item));
     }
     std::size_t previous_bucket = SIZE_MAX;
     for (std::int64_t i = 0; i < k; ++i) {

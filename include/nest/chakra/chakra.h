@@ -19,9 +19,10 @@
 ///   data-parallel reduction is cut into one part per gradient bucket, as the replay makes
 ///   bucket i ready after (i + 1)/k of it.
 /// - `COMM_SEND_NODE` per activation or gradient the device sends (after the compute that made
-///   it) and `COMM_RECV_NODE` on its counterpart (the shard of the same index in the next or
-///   previous stage), with `comm_src`/`comm_dst`, `comm_tag` and `comm_size`; the compute that
-///   waits for it depends on the receive.
+///   it and after its previous send to the same device, as the replay queues them) and
+///   `COMM_RECV_NODE` on its counterpart (the shard of the same index in the next or previous
+///   stage), with `comm_src`/`comm_dst`, `comm_tag` and `comm_size`; the compute that waits for it
+///   depends on the receive.
 /// - `COMM_COLL_NODE` (`ALL_REDUCE`) per gradient bucket, with `comm_size`, `pg_name` and its
 ///   group in comm_group.json; bucket i depends on the backward part i and on bucket i - 1, and
 ///   the optimizer step on the last bucket.

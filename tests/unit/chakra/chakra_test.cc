@@ -127,6 +127,10 @@ TEST(Chakra, AReplayBecomesOneGraphPerRankWithTheReplaysDependencies) {
   EXPECT_EQ(send.comm_tag, recv.comm_tag);
   EXPECT_EQ(send.data_deps,
             (std::vector<std::uint64_t>{named(trace.ranks[1], "backward mb0 stage 1").id}));
+  // The next send to the same device leaves after it (the replay's queue).
+  EXPECT_EQ(named(trace.ranks[1], "send gradient mb1 to 0").data_deps,
+            (std::vector<std::uint64_t>{named(trace.ranks[1], "backward mb1 stage 1 part 2/2").id,
+                                        send.id}));
   // The last backward in two halves of 10 us; bucket i after half i and bucket i - 1; the
   // optimizer after the last bucket.
   const Node& half1 = named(r0, "backward mb1 stage 0 part 1/2");
