@@ -508,16 +508,9 @@ coll::CollectiveSpec OracleCommCost::like_spec(workload::CollectiveOp op, Bytes 
   (void)collective(op, size, like);
   const std::optional<GroupChoice> alone = choice(op, size, like);
   if (!alone) throw Error::internal("collective_like: no choice recorded for the layout alone");
-  coll::CollectiveSpec spec;
-  spec.op = to_operation(op);
-  spec.size = size;
+  coll::CollectiveSpec spec = spec_of(op, size);
   if (alone->tuned) return coll::tuner_candidate(spec, alone->algorithm);
-  // As `exact_collective` runs a fixed algorithm.
-  spec.algorithm = alone->algorithm;
-  if (oracle_.calibrated()) {
-    spec.chunks = 0;
-    spec.channels = 0;
-  }
+  spec.algorithm = alone->algorithm;  // as `exact_collective` runs a fixed algorithm
   return spec;
 }
 

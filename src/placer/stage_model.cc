@@ -434,7 +434,7 @@ Time pipeline_makespan(std::span<const Time> forward, std::span<const Time> back
       } else if (op.forward) {
         forward_end[at(op.chunk, op.microbatch)] = finish;
       } else if (op.chunk > 0) {
-        // With two stages the previous stage is the next one: one queue (`pipeline_makespan`).
+        // With two stages the previous stage is the next one: one queue for both ways.
         backward_end[at(op.chunk, op.microbatch)] =
             sent(s <= 2 ? forward_link[gi] : backward_link[gi],
                  send[static_cast<std::size_t>(op.chunk - 1)].ps());

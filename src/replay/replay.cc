@@ -209,8 +209,8 @@ void Engine::transfer(std::size_t r, Op op, std::size_t to_chunk) {
   const TaskKind kind = op.forward ? TaskKind::kSendActivation : TaskKind::kSendGradient;
   const std::size_t from = op.chunk % groups_;
   const std::size_t to = to_chunk % groups_;
-  // One queue per peer stage: the next (0) and the previous (1), the same one with two stages.
-  const std::size_t way = op.forward || groups_ <= 2 ? 0 : 1;
+  // One queue per peer stage: the next (0), else the previous (1); with two stages both are 0.
+  const std::size_t way = to == (from + 1) % groups_ ? 0 : 1;
   // Runs when the send reaches the head of its stage's queue: its row starts there.
   auto launch = [this, from, to, to_chunk, r, op, kind, size, way] {
     const Time start = sim_.now();
