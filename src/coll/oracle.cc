@@ -88,6 +88,10 @@ struct Engine {
   std::unique_ptr<net::Simulator> simulator;
   std::vector<std::uint32_t> label;  // per link: order of first use in a digest, or max
   std::vector<std::uint32_t> owner;  // per link: the first part routed over it, or max
+  // Scratch of the passes that route every pair (`structure`, `waited`, `link_components`):
+  // routed afresh into it rather than through the router's cache of every pair ever asked,
+  // which at 8,192 GPUs had grown past the caches (13.6% of a search in its lookups).
+  std::vector<topo::LinkId> route;
 };
 
 // The root of `i` in a union-find forest (with path halving).
@@ -180,7 +184,8 @@ struct CollectiveOracle::Impl {
       for (const Pair& p : pairs(part)) {
         const topo::DeviceId src = part.group[p.src];
         const topo::DeviceId dst = part.group[p.dst];
-        const auto route = e.router.route(src, dst, flow_key(src, dst, p.channel, seed));
+        e.router.route_into(src, dst, flow_key(src, dst, p.channel, seed), e.route);
+        const auto& route = e.route;
         d.add(route.size());
         for (topo::LinkId l : route) {
           if (e.label[l] == std::numeric_limits<std::uint32_t>::max()) {
@@ -290,7 +295,8 @@ struct CollectiveOracle::Impl {
       for (const Pair& p : pairs(part)) {
         const topo::DeviceId src = part.group[p.src];
         const topo::DeviceId dst = part.group[p.dst];
-        const auto route = e.router.route(src, dst, flow_key(src, dst, p.channel, seed));
+        e.router.route_into(src, dst, flow_key(src, dst, p.channel, seed), e.route);
+        const auto& route = e.route;
         profile = hash_mix(profile, route.size());
         for (topo::LinkId l : route) {
           const topo::Link& link = e.topology.link(l);
@@ -323,7 +329,8 @@ struct CollectiveOracle::Impl {
       for (const Pair& p : pairs(part)) {
         const topo::DeviceId src = part.group[p.src];
         const topo::DeviceId dst = part.group[p.dst];
-        for (topo::LinkId l : e.router.route(src, dst, flow_key(src, dst, p.channel, seed))) {
+        e.router.route_into(src, dst, flow_key(src, dst, p.channel, seed), e.route);
+        for (const topo::LinkId l : e.route) {
           if (e.owner[l] == kNone) {
             e.owner[l] = static_cast<std::uint32_t>(i);
             touched.push_back(l);
