@@ -38,6 +38,16 @@ struct DigestHash {
   std::size_t operator()(const Digest& d) const noexcept { return d.a ^ (d.b << 1); }
 };
 
+struct PairHash {
+  std::size_t operator()(const std::pair<std::uint64_t, std::uint64_t>& p) const noexcept {
+    return hash_mix(p.first, p.second);
+  }
+};
+
+// Transfers of the explicit schedules the oracle keeps for reuse (24 bytes each and their
+// gates: tens of MB at most).
+constexpr std::uint64_t kLoweredWeight = std::uint64_t{1} << 20;
+
 // The exact query, word by word.
 using QueryKey = std::vector<std::uint64_t>;
 struct QueryKeyHash {
@@ -131,6 +141,15 @@ struct CollectiveOracle::Impl {
   };
   std::unordered_map<Digest, Bounded, DigestHash> bound_by_structure;
   std::unordered_map<std::uint64_t, std::vector<Pair>> pairs_by_shape;
+  // Programs by (shape, size): a layout's groups (and later queries' of the same shape and
+  // size) share one lowered program instead of lowering it per group. A part's spec is its
+  // shape's fields and its size, and lowering depends on nothing else, so a shared program is
+  // the one each part would have lowered. Bounded by the transfers of the explicit schedules it
+  // holds (implicit programs weigh one): emptied past kLoweredWeight.
+  std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const Program>,
+                     PairHash>
+      lowered;
+  std::uint64_t lowered_weight = 0;
   // Grouped transfers (`waited`) by structure, without the base latency.
   std::unordered_map<Digest, Time, DigestHash> waited_by_structure;
 
@@ -163,9 +182,25 @@ struct CollectiveOracle::Impl {
     return pairs_by_shape.emplace(part.shape, distinct_pairs(*part.schedule)).first->second;
   }
 
-  void lower_part(Part& part) const {
-    if (!part.schedule) {
-      part.schedule = lower_program(part.spec, static_cast<int>(part.group.size()));
+  void lower_part(Part& part) {
+    if (part.schedule) return;
+    const std::pair key{part.shape, part.size};
+    if (const auto it = lowered.find(key); it != lowered.end()) {
+      part.schedule = it->second;
+      return;
+    }
+    part.schedule = lower_program(part.spec, static_cast<int>(part.group.size()));
+    ++stats.lowered;
+    const std::uint64_t weight = dynamic_cast<const Schedule*>(part.schedule.get()) != nullptr
+                                     ? part.schedule->transfer_count()
+                                     : 1;
+    if (lowered_weight + weight > kLoweredWeight) {
+      lowered.clear();
+      lowered_weight = 0;
+    }
+    if (weight <= kLoweredWeight) {
+      lowered.emplace(key, part.schedule);
+      lowered_weight += weight;
     }
   }
 
@@ -831,6 +866,8 @@ void CollectiveOracle::clear() {
   impl_->bound_by_structure.clear();
   impl_->pairs_by_shape.clear();
   impl_->waited_by_structure.clear();
+  impl_->lowered.clear();
+  impl_->lowered_weight = 0;
 }
 
 }  // namespace nest::coll

@@ -504,9 +504,9 @@ struct Job::Impl {
     nest::log(log, LogLevel::kDebug,
               "oracle after {}: {} queries, {} exact hits, {} structural hits, {} simulations ({} "
               "contention-free, {} events), {} trivial, {} candidates ruled out by their bound ({} "
-              "of the events not simulated), {} event-free bounds",
+              "of the events not simulated), {} event-free bounds, {} programs lowered",
               phase, s.queries, s.exact_hits, s.structural_hits, s.simulations, s.contention_free,
-              s.events, s.trivial, s.bounded, s.avoided_events, s.lower_bounds);
+              s.events, s.trivial, s.bounded, s.avoided_events, s.lower_bounds, s.lowered);
   }
 
   // The input files of the job, as resolved.

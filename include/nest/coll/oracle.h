@@ -70,6 +70,8 @@ struct OracleStats {
                               ///< as if they ran to the end)
   std::uint64_t lower_bounds = 0;  ///< event-free bounds asked (`lower_bound`, and one per
                                    ///< candidate of `fastest_lower_bound`)
+  std::uint64_t lowered = 0;       ///< programs lowered: once per (resolved spec, size, group size)
+                              ///< while the oracle keeps it, shared by every group of that kind
 };
 
 /// Thrown by a query whose event simulation reached `CollectiveOracle::limit_events`: the query

@@ -172,6 +172,31 @@ TEST(Oracle, LinkDisjointGroupsArePricedSetBySet) {
   EXPECT_EQ(a.slowest, direct.makespan);
 }
 
+// The groups of a layout run one program (lowered once for their spec, size and group size),
+// and later queries of that kind reuse it: four contended trees, then four other groups of four,
+// lower one program; another size lowers a second. Each answer is the direct simulation's.
+TEST(Oracle, GroupsOfOneKindShareOneLoweredProgram) {
+  const topo::Topology t = spine_leaf();
+  CollectiveOracle oracle(t, 5);
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTree, Bytes(1000003)};
+  const Groups rings = four_rings();
+  const Groups other{{0, 5, 10, 15}, {1, 6, 11, 12}, {2, 7, 8, 13}, {3, 4, 9, 14}};
+  for (const Groups& groups : {rings, other}) {
+    const SimulationResult direct = simulate(t, spec, groups, {.seed = 5});
+    const OracleAnswer a = oracle.collective(spec, groups);
+    EXPECT_EQ(a.first, direct.durations[0]);
+    EXPECT_EQ(a.slowest, direct.makespan);
+  }
+  EXPECT_EQ(oracle.stats().lowered, 1U);
+  CollectiveSpec half = spec;
+  half.size = Bytes(500001);
+  EXPECT_EQ(oracle.collective(half, rings).slowest, simulate(t, half, rings, {.seed = 5}).makespan);
+  EXPECT_EQ(oracle.stats().lowered, 2U);
+  oracle.clear();
+  (void)oracle.collective(spec, rings);
+  EXPECT_EQ(oracle.stats().lowered, 3U);  // `clear` drops the programs too
+}
+
 TEST(Oracle, TrivialQueriesCostNothing) {
   const topo::Topology t = star(4);
   CollectiveOracle oracle(t);
