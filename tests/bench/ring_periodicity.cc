@@ -123,6 +123,8 @@ void BM_JointRingPeriodicity(benchmark::State& state) {
   const int steps = static_cast<int>(program->steps());
   std::vector<std::vector<std::int64_t>> offsets;  // [step][ring * d + rank]
   std::uint64_t events = 0;
+  std::uint64_t updates = 0;
+  std::uint64_t rated = 0;
   Time end;
   for (auto _ : state) {
     net::Simulator simulator(t);
@@ -137,6 +139,8 @@ void BM_JointRingPeriodicity(benchmark::State& state) {
     for (auto& r : rings) r->start();
     simulator.run();
     events = simulator.events_processed();
+    updates = simulator.rate_updates();
+    rated = simulator.flows_rated();
     offsets.assign(static_cast<std::size_t>(steps),
                    std::vector<std::int64_t>(static_cast<std::size_t>(kStages * d)));
     std::vector<std::vector<std::int64_t>> at = offsets;
@@ -174,6 +178,8 @@ void BM_JointRingPeriodicity(benchmark::State& state) {
   state.counters["repeat_8"] = repeats(8);
   state.counters["offset_drift_us"] = static_cast<double>(drift) / 1e6;
   state.counters["events"] = static_cast<double>(events);
+  state.counters["rate_updates"] = static_cast<double>(updates);
+  state.counters["flows_rated"] = static_cast<double>(rated);
   state.counters["simulated_ms"] = end.to_seconds() * 1e3;
 }
 
