@@ -99,6 +99,7 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
   const bool own_sends = program.waits_for_own_sends();
   const RankState fresh;
   for (auto& channel : ranks_) channel.assign(group.group.size(), fresh);
+  routes_.clear();
   Time end;
   if (count == 0) ++run.events;  // the execution's "done" event
   std::uint32_t step = 0;
@@ -129,11 +130,18 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
     const topo::DeviceId dst = group.group[t.dst];
     if (sender.peer != dst) {
       const topo::DeviceId src = group.group[t.src];
-      sender.route = router.route(src, dst, flow_key(src, dst, t.channel, salt));
+      router.route_into(src, dst, flow_key(src, dst, t.channel, salt), route_);
+      if (route_.size() > sender.room) {
+        sender.route_at = static_cast<std::uint32_t>(routes_.size());
+        sender.room = static_cast<std::uint32_t>(route_.size());
+        routes_.resize(routes_.size() + route_.size());
+      }
+      std::copy(route_.begin(), route_.end(), routes_.begin() + sender.route_at);
+      sender.hops = static_cast<std::uint32_t>(route_.size());
       const auto all = topology_->links();
       double rate = std::numeric_limits<double>::infinity();
       Time latency;
-      for (const topo::LinkId link : sender.route) {
+      for (const topo::LinkId link : route_) {
         const double bandwidth = all[link].bandwidth.bytes_per_s();
         if (!(bandwidth > 0)) return false;  // the simulator reports the link
         rate = std::min(rate, bandwidth);
@@ -144,8 +152,9 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
       sender.latency = latency;
       sender.last_bytes = -1;
     }
+    const std::span<const topo::LinkId> route(routes_.data() + sender.route_at, sender.hops);
     Time arrival = net::later(sender.open, sender.latency);
-    if (t.bytes.count() == 0 || sender.route.empty()) {
+    if (t.bytes.count() == 0 || route.empty()) {
       ++run.events;  // delivery only
     } else {
       if (t.bytes.count() != sender.last_bytes) {
@@ -153,7 +162,7 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
         sender.last_drain = net::drain_time(t.bytes, sender.rate);
       }
       if (bound_only) {
-        for (const topo::LinkId link : sender.route) {
+        for (const topo::LinkId link : route) {
           LinkState& state = links_[link];
           if (state.busy_until < Time::zero()) {
             used_.push_back(link);
@@ -165,8 +174,7 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
           state.min_latency = std::min(state.min_latency, sender.latency);
           state.bytes += t.bytes.as_double();
         }
-      } else if (!admit(sender.route, sender.open, net::later(sender.open, sender.last_drain),
-                        t.bytes)) {
+      } else if (!admit(route, sender.open, net::later(sender.open, sender.last_drain), t.bytes)) {
         return false;
       }
       arrival = net::later(arrival, sender.last_drain);
@@ -250,7 +258,8 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate_rings(
           const UniformRingPhase& p = *mine[q];
           const topo::DeviceId src = devices[r];
           const topo::DeviceId dst = devices[p.next[r]];
-          const auto route = router.route(src, dst, flow_key(src, dst, c, salt));
+          router.route_into(src, dst, flow_key(src, dst, c, salt), route_);
+          const auto& route = route_;
           double rate = std::numeric_limits<double>::infinity();
           Time latency;
           for (const topo::LinkId link : route) {
@@ -306,7 +315,8 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate_rings(
           const UniformRingPhase& p = *mine[q];
           const topo::DeviceId src = devices[r];
           const topo::DeviceId dst = devices[p.next[r]];
-          const auto route = router.route(src, dst, flow_key(src, dst, c, salt));
+          router.route_into(src, dst, flow_key(src, dst, c, salt), route_);
+          const auto& route = route_;
           for (const topo::LinkId link : route) {
             LinkState& state = links_[link];
             if (state.busy_until < Time::zero()) {

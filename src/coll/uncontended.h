@@ -104,8 +104,10 @@ class UncontendedEvaluator {
     Time sent;                   // last arrival of the sends of `send_step`
     Time received_before;        // last arrival of receives of steps before `recv_step`
     Time received_at;            // last arrival of receives of `recv_step`
-    std::uint32_t peer = kNone;  // the last destination device and its route
-    std::span<const topo::LinkId> route;
+    std::uint32_t peer = kNone;  // the last destination device and its route:
+    std::uint32_t route_at = 0;  // where in `routes_`,
+    std::uint32_t hops = 0;      // its links,
+    std::uint32_t room = 0;      // and the room there (the longest route this sender had)
     Bandwidth rate;
     Time latency;
     std::int64_t last_bytes = -1;  // memo of the last drain time
@@ -131,6 +133,11 @@ class UncontendedEvaluator {
   std::vector<topo::LinkId> used_;    // links touched by the current run
   std::vector<std::vector<RankState>> ranks_;  // [channel][rank] of the current group
   std::vector<Transfer> batch_;                // transfers read from the program, a block at a time
+  // The senders' current routes (`RankState::route_at`), one region per sender reused as its
+  // peer changes, and a route being computed: routed afresh, not through the router's cache,
+  // which would keep every pair of every layout asked (see `evaluate_group`).
+  std::vector<topo::LinkId> routes_;
+  std::vector<topo::LinkId> route_;
 };
 
 }  // namespace nest::coll::detail

@@ -127,6 +127,9 @@ class Engine {
   const AllreduceLauncher& allreduce_;
   ReplayOptions options_;
   topo::Router router_;
+  // A transfer's route, routed afresh per flow: the router's cache would keep every (pair,
+  // path) that the per-microbatch flow keys pick, which no later flow reuses.
+  std::vector<topo::LinkId> route_;
   std::size_t chunks_;
   std::size_t groups_;
   std::size_t replicas_;
@@ -249,10 +252,10 @@ void Engine::transfer(std::size_t r, Op op, std::size_t to_chunk) {
       auto left = std::make_shared<std::size_t>(simulated);
       for (std::size_t k = 0; k < simulated; ++k) {
         const std::uint64_t flow = transfer_flow_key(op.microbatch, op.chunk, r);
-        sim_.start_flow(router_.route(src[k], dst[k], flow), size,
-                        [left, arrived](net::FlowId, Time) {
-                          if (--*left == 0) arrived();
-                        });
+        router_.route_into(src[k], dst[k], flow, route_);
+        sim_.start_flow(route_, size, [left, arrived](net::FlowId, Time) {
+          if (--*left == 0) arrived();
+        });
       }
     };
     const Time latency = options_.transfer_latency ? options_.transfer_latency(size) : Time::zero();
