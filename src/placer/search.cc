@@ -721,8 +721,10 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     for (std::size_t oi = 0; oi < orders.size(); ++oi) c = std::max(c, cut(oi));
     return c;
   };
+  std::int64_t least_priced = kInf;  // the least price of a plan recorded or not (capped passes)
   auto record = [&](std::size_t oi, PlanChoice&& choice, const Plan& plan) {
     const std::int64_t t = plan.iteration_time.ps();
+    least_priced = std::min(least_priced, t);
     // A plan over memory (priced with ignore_memory) cannot be replayed: no candidate.
     if (keep > 0 && t < cut(oi) && (!verifying || plan.fits())) {
       auto& list = kept[oi];
@@ -981,197 +983,238 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> open;
   // Whether a directly evaluated pipeline fits memory (the network does not change it).
   std::map<std::tuple<std::size_t, Mode, int, int, int, int>, bool> direct_fits;
-  for (std::size_t i = 0; i < items.size(); ++i) open.push({items[i].bound, i, 0, 0, 0});
+  // Capped passes (an estimate-only search, `SearchOptions::capped_passes`): the branch and
+  // bound below runs with its best time starting at a cap c instead of infinity, until a pass
+  // finds a plan. The first cap is the least entry bound times 1.25. After a pass that found
+  // none: one more than the least price of the plans it priced (all at c or above), when it
+  // priced one, which the next pass is sure to find (that plan's bounds are below it); else the
+  // least entry bound times 1.5, 2, 3, 5 in turn; then no cap.
+  // A pass under cap c finds what the uncapped search finds whenever that costs less than c:
+  // every decision of the search compares a lower bound L of what it rules out (an entry, a
+  // table, a plan) with its cut, the best time so far. By induction over the decisions, while
+  // the uncapped best b is below c the capped pass has the same best (so the cut min(c, b) = b);
+  // before that its cut is c and the uncapped cut is b >= c. A plan of price t < c has every
+  // bound L <= t < c, so L < min(c, b) exactly when L < b: it is priced, at the same point,
+  // in both; a plan of price >= c never becomes a best below c. So the plans recorded below c,
+  // their order and the best among them are the same, and a pass that finds a plan below c
+  // ends with the uncapped answer (ties: the first found, as there). With a loose first bound
+  // the uncapped search prices many poor plans before it meets a good one (GPT-3 on 8,192 rail
+  // GPUs: 8.6 s, 7.4 s, ... before the 1.35 s optimum); under a cap they are ruled out by
+  // their bounds. Entries kept for --verify (keep > 0) are pruned against cuts that depend on
+  // other orders' plans, which a cap can change: those searches run one uncapped pass.
+  std::vector<std::int64_t> caps;  // the geometric caps, in turn
+  if (options.capped_passes && keep == 0 && !items.empty()) {
+    for (const double m : {1.25, 1.5, 2.0, 3.0, 5.0}) {
+      const double c = static_cast<double>(items.front().bound) * m;
+      if (c < static_cast<double>(kInf)) caps.push_back(static_cast<std::int64_t>(c));
+    }
+  }
+  caps.push_back(kInf);
+  for (std::size_t next = 0; next < caps.size();) {
+    std::int64_t cap = caps[next++];
+    if (stats.passes > 0 && least_priced < kInf) {
+      cap = least_priced + 1;
+      next = caps.size();  // the last pass
+    }
+    ++stats.passes;
+    best = Best{.time = cap, .choice = {}};
+    open = {};
+    for (std::size_t i = 0; i < items.size(); ++i) open.push({items[i].bound, i, 0, 0, 0});
 
-  while (!open.empty()) {
-    const Entry e = open.top();
-    open.pop();
-    if (e.key >= cut_any()) break;
-    const Item& item = items[e.item];
-    const VariantData& vd = data[item.slot];
-    const workload::Variant& v = *vd.v;
-    const int d = item.d;
-    const int dpr = v.devices_per_replica;
-    const std::int64_t k = (v.microbatches + d - 1) / d;
-    if (table_cache.size() > 64 || bound_cache.size() > 64 || limits_cache.size() > 64) {
-      table_cache.clear();  // tables refer to limits: drop them first
-      bound_cache.clear();
-      limits_cache.clear();
-    }
-    auto& limits = limits_cache[{item.slot, item.rec, item.zero, memory_d(item.zero, d)}];
-    if (!limits) {
-      limits = std::make_unique<MemoryLimits>(v, vd.run_end, memory_options(item.rec, item.zero, d),
-                                              capacity, stats);
-    }
-    // A table for (order, S): cached when the stage's devices do not depend on S.
-    // `transfers`: whether its stage costs count the boundary transfers (Table).
-    auto table_for = [&](auto& cache, PricedNetwork& prices, std::size_t oi, int stages,
-                         std::unique_ptr<Table>& local, bool transfers = true) -> Table& {
-      const PlacementOrder order = orders[oi];
-      const bool per_depth = !net.placement_independent() && !pipeline_outermost(order);
-      if (per_depth) {
-        local = std::make_unique<Table>(
-            v, vd.sums,
-            Pricer(v, vd.degrees, DeviceMap::make(order, stages, d, dpr), d, item.zero, prices),
-            *limits, options.cost.rules, item.rec, stats, transfers);
-        return *local;
+    while (!open.empty()) {
+      const Entry e = open.top();
+      open.pop();
+      if (e.key >= cut_any()) break;
+      const Item& item = items[e.item];
+      const VariantData& vd = data[item.slot];
+      const workload::Variant& v = *vd.v;
+      const int d = item.d;
+      const int dpr = v.devices_per_replica;
+      const std::int64_t k = (v.microbatches + d - 1) / d;
+      if (table_cache.size() > 64 || bound_cache.size() > 64 || limits_cache.size() > 64) {
+        table_cache.clear();  // tables refer to limits: drop them first
+        bound_cache.clear();
+        limits_cache.clear();
       }
-      // Prices depend on d only through the groups' sizes and neighbours: a zero network never,
-      // a flat one only through ZeRO-3 gathers.
-      const int price_d = net.zero()                    ? 0
-                          : net.placement_independent() ? (item.zero == 3 ? d : 0)
-                                                        : d;
-      auto& cached = cache[{item.slot, item.rec, item.zero, memory_d(item.zero, d), oi, price_d}];
-      if (!cached) {
-        std::optional<DeviceMap> map;
-        if (!net.placement_independent()) {
-          map = DeviceMap::make(order, static_cast<int>(v.layers.size()), d, dpr);
+      auto& limits = limits_cache[{item.slot, item.rec, item.zero, memory_d(item.zero, d)}];
+      if (!limits) {
+        limits = std::make_unique<MemoryLimits>(
+            v, vd.run_end, memory_options(item.rec, item.zero, d), capacity, stats);
+      }
+      // A table for (order, S): cached when the stage's devices do not depend on S.
+      // `transfers`: whether its stage costs count the boundary transfers (Table).
+      auto table_for = [&](auto& cache, PricedNetwork& prices, std::size_t oi, int stages,
+                           std::unique_ptr<Table>& local, bool transfers = true) -> Table& {
+        const PlacementOrder order = orders[oi];
+        const bool per_depth = !net.placement_independent() && !pipeline_outermost(order);
+        if (per_depth) {
+          local = std::make_unique<Table>(
+              v, vd.sums,
+              Pricer(v, vd.degrees, DeviceMap::make(order, stages, d, dpr), d, item.zero, prices),
+              *limits, options.cost.rules, item.rec, stats, transfers);
+          return *local;
         }
-        cached =
-            std::make_unique<Table>(v, vd.sums, Pricer(v, vd.degrees, map, d, item.zero, prices),
-                                    *limits, options.cost.rules, item.rec, stats, transfers);
-      }
-      return *cached;
-    };
-
-    if (e.level == 0) {
-      for (std::size_t oi = 0; oi < orders.size(); ++oi) {
-        for (int stages = 1; stages < static_cast<int>(item.by_depth.size()); ++stages) {
-          std::int64_t key = item.by_depth[static_cast<std::size_t>(stages)];
-          std::int64_t key_1f1b = item.by_depth_1f1b[static_cast<std::size_t>(stages)];
-          if (key >= cut(oi)) continue;
-          if (refine) {
-            const std::vector<int> direct = direct_vs(vd, d, stages);
-            std::int64_t pipe = kInf;
-            const std::int64_t factor = k + stages - 1;
-            if (dp_path || (!direct.empty() && direct.front() == 1)) {
-              std::unique_ptr<Table> local;
-              const std::int64_t f =
-                  table_for(bound_cache, exit_net, oi, stages, local, bound_transfers).best(stages);
-              if (f != kInf && f <= (cut(oi) - 1) / factor) pipe = factor * f;
-              key_1f1b = pipe;
-            }
-            for (const int vs : direct) {
-              if (vs > 1)
-                pipe = std::min(pipe, direct_bound(vd, item.rec, item.zero, d, k, stages, vs));
-            }
-            if (pipe >= cut(oi)) continue;
-            // The tail (exposed sync and optimizer step) is bounded by zero only: with the
-            // reduction beside the backward and the cooldown's lag, no stage's share of it is
-            // known before the partition.
-            key = std::max(key, pipe);
-            if (key_1f1b < kInf) {
-              key_1f1b = std::max(item.by_depth_1f1b[static_cast<std::size_t>(stages)], key_1f1b);
-            }
-            if (key >= cut(oi)) continue;
+        // Prices depend on d only through the groups' sizes and neighbours: a zero network never,
+        // a flat one only through ZeRO-3 gathers.
+        const int price_d = net.zero()                    ? 0
+                            : net.placement_independent() ? (item.zero == 3 ? d : 0)
+                                                          : d;
+        auto& cached = cache[{item.slot, item.rec, item.zero, memory_d(item.zero, d), oi, price_d}];
+        if (!cached) {
+          std::optional<DeviceMap> map;
+          if (!net.placement_independent()) {
+            map = DeviceMap::make(order, static_cast<int>(v.layers.size()), d, dpr);
           }
-          open.push({key, e.item, oi, stages, 1, key_1f1b});
+          cached =
+              std::make_unique<Table>(v, vd.sums, Pricer(v, vd.degrees, map, d, item.zero, prices),
+                                      *limits, options.cost.rules, item.rec, stats, transfers);
         }
-      }
-      continue;
-    }
+        return *cached;
+      };
 
-    // The plan's price on the sharper bounds, then its first bucket's reduction within what the
-    // plan can afford, then its exact price with each stage's sync alone (the joint factor is at
-    // least 1), then with the joint syncs at their event-free bounds, then in full: each step can
-    // rule it out before the next, costlier one (`ruled_out`).
-    auto lower_bound = [&](const PlanChoice& choice, CommCost& prices) {
-      return plan_lower_bound(profile, choice, prices, options.cost).bound.ps();
-    };
-    // Stage 0's bucket reduction R, priced only as long as the plan can still beat `at`: the
-    // bound's second form rules it out once before + 0.999·B·R >= at.
-    auto buckets_rule_out = [&](const PlanBound& lb, std::int64_t at) {
-      if (!lb.before_buckets || at == kInf) return false;
-      const Plan& p = lb.plan;
-      const std::int64_t bytes =
-          detail::bucket_bytes(vd.sums, p.stages.front(), options.cost.gradient_buckets);
-      if (p.choice.data_parallel <= 1 || bytes <= 0) return false;
-      // Positive: the plan's bound, at least before_buckets, is below `at`.
-      const double room = static_cast<double>(at - lb.before_buckets->ps());
-      // Past `within`, 0.999·B·R exceeds the room by more than a picosecond.
-      const auto within = Time::picoseconds(
-          static_cast<std::int64_t>(std::ceil(room / (0.999 * options.cost.gradient_buckets))) + 1);
-      return !comm.collective_within(detail::sync_operation(p.choice.zero_stage), Bytes(bytes),
-                                     detail::sync_layout(p.device_map(), 0), within);
-    };
-    auto ruled_out = [&](const PlanChoice& choice, std::int64_t at) {
-      if (!refine || !options.pass_bounds) return false;
-      const PlanBound lb = plan_lower_bound(profile, choice, pass_bounds, options.cost);
-      if (lb.bound.ps() >= at) {
-        ++stats.pass_bounded;
-        return true;
-      }
-      // Only a pipeline of replicated stages has joint syncs (else the next two prices would be
-      // the full one).
-      const bool joint =
-          options.cost.joint_data_parallel_sync && choice.data_parallel > 1 && choice.stages() > 1;
-      if (buckets_rule_out(lb, at) ||
-          (joint && evaluate(profile, choice, comm, bound_cost).iteration_time.ps() >= at) ||
-          (joint &&
-           evaluate(profile, choice, joint_bounds, options.cost).iteration_time.ps() >= at)) {
-        ++stats.sync_bounded;
-        return true;
-      }
-      return false;
-    };
-
-    // Level 1: the exact price of (order, S).
-    const PlacementOrder order = orders[e.order];
-    const int stages = e.stages;
-    auto price_partitioned = [&] {
-      std::unique_ptr<Table> local;
-      Table& t = table_for(table_cache, net, e.order, stages, local);
-      const std::int64_t stage_time = t.best(stages);
-      if (stage_time == kInf) return;
-      const std::int64_t factor = k + stages - 1;
-      if (bound_transfers && stage_time > (cut(e.order) - 1) / factor) return;
-      ++stats.candidates;
-      PlanChoice choice{.variant = vd.index,
-                        .boundaries = t.boundaries(stages),
-                        .data_parallel = d,
-                        .zero_stage = item.zero,
-                        .recompute = item.rec,
-                        .order = order};
-      // The tail (exposed sync, optimizer step) needs every stage's last backward: the cost
-      // model prices the partition in full, once its bound on the network's lower bounds (no
-      // simulation) can still win.
-      if (refine && lower_bound(choice, bounds) >= cut(e.order)) return;
-      if (ruled_out(choice, cut(e.order))) return;
-      const Plan plan = evaluate(profile, choice, comm, options.cost);
-      record(e.order, std::move(choice), plan);
-    };
-    if (dp_path && e.key_1f1b < cut(e.order)) price_partitioned();
-    // Interleaved pipelines and the uniform split, evaluated in full when they fit memory.
-    for (const int vs : direct_vs(vd, d, stages)) {
-      const std::int64_t bound =
-          vs == 1 ? e.key_1f1b : direct_bound(vd, item.rec, item.zero, d, k, stages, vs);
-      if (bound >= cut(e.order)) continue;
-      PlanChoice choice{.variant = vd.index,
-                        .boundaries = interleaved_partition(v, stages, vs),
-                        .data_parallel = d,
-                        .zero_stage = item.zero,
-                        .recompute = item.rec,
-                        .virtual_stages = vs,
-                        .order = order};
-      if (!options.ignore_memory) {
-        auto [fit, fresh] = direct_fits.try_emplace(
-            {item.slot, item.rec, item.zero, memory_d(item.zero, d), stages, vs}, false);
-        if (fresh) {
-          fit->second = fits_memory(v, choice, k, memory_options(item.rec, item.zero, d), capacity);
-          ++stats.memory_queries;
+      if (e.level == 0) {
+        for (std::size_t oi = 0; oi < orders.size(); ++oi) {
+          for (int stages = 1; stages < static_cast<int>(item.by_depth.size()); ++stages) {
+            std::int64_t key = item.by_depth[static_cast<std::size_t>(stages)];
+            std::int64_t key_1f1b = item.by_depth_1f1b[static_cast<std::size_t>(stages)];
+            if (key >= cut(oi)) continue;
+            if (refine) {
+              const std::vector<int> direct = direct_vs(vd, d, stages);
+              std::int64_t pipe = kInf;
+              const std::int64_t factor = k + stages - 1;
+              if (dp_path || (!direct.empty() && direct.front() == 1)) {
+                std::unique_ptr<Table> local;
+                const std::int64_t f =
+                    table_for(bound_cache, exit_net, oi, stages, local, bound_transfers)
+                        .best(stages);
+                if (f != kInf && f <= (cut(oi) - 1) / factor) pipe = factor * f;
+                key_1f1b = pipe;
+              }
+              for (const int vs : direct) {
+                if (vs > 1)
+                  pipe = std::min(pipe, direct_bound(vd, item.rec, item.zero, d, k, stages, vs));
+              }
+              if (pipe >= cut(oi)) continue;
+              // The tail (exposed sync and optimizer step) is bounded by zero only: with the
+              // reduction beside the backward and the cooldown's lag, no stage's share of it is
+              // known before the partition.
+              key = std::max(key, pipe);
+              if (key_1f1b < kInf) {
+                key_1f1b = std::max(item.by_depth_1f1b[static_cast<std::size_t>(stages)], key_1f1b);
+              }
+              if (key >= cut(oi)) continue;
+            }
+            open.push({key, e.item, oi, stages, 1, key_1f1b});
+          }
         }
-        if (!fit->second) continue;
+        continue;
       }
-      // The plan on the network's lower bounds (no simulation) bounds its exact price.
-      // (Not the plan's full price on the bounds: stage 0's first bucket is ready earlier when
-      // its last backward is longer, so that price is not monotone in the network's.)
-      if (refine && lower_bound(choice, bounds) >= cut(e.order)) continue;
-      if (ruled_out(choice, cut(e.order))) continue;
-      ++stats.candidates;
-      const Plan plan = evaluate(profile, choice, comm, options.cost);
-      if (!options.ignore_memory && !plan.fits()) continue;
-      record(e.order, std::move(choice), plan);
+
+      // The plan's price on the sharper bounds, then its first bucket's reduction within what the
+      // plan can afford, then its exact price with each stage's sync alone (the joint factor is at
+      // least 1), then with the joint syncs at their event-free bounds, then in full: each step can
+      // rule it out before the next, costlier one (`ruled_out`).
+      auto lower_bound = [&](const PlanChoice& choice, CommCost& prices) {
+        return plan_lower_bound(profile, choice, prices, options.cost).bound.ps();
+      };
+      // Stage 0's bucket reduction R, priced only as long as the plan can still beat `at`: the
+      // bound's second form rules it out once before + 0.999·B·R >= at.
+      auto buckets_rule_out = [&](const PlanBound& lb, std::int64_t at) {
+        if (!lb.before_buckets || at == kInf) return false;
+        const Plan& p = lb.plan;
+        const std::int64_t bytes =
+            detail::bucket_bytes(vd.sums, p.stages.front(), options.cost.gradient_buckets);
+        if (p.choice.data_parallel <= 1 || bytes <= 0) return false;
+        // Positive: the plan's bound, at least before_buckets, is below `at`.
+        const double room = static_cast<double>(at - lb.before_buckets->ps());
+        // Past `within`, 0.999·B·R exceeds the room by more than a picosecond.
+        const auto within = Time::picoseconds(
+            static_cast<std::int64_t>(std::ceil(room / (0.999 * options.cost.gradient_buckets))) +
+            1);
+        return !comm.collective_within(detail::sync_operation(p.choice.zero_stage), Bytes(bytes),
+                                       detail::sync_layout(p.device_map(), 0), within);
+      };
+      auto ruled_out = [&](const PlanChoice& choice, std::int64_t at) {
+        if (!refine || !options.pass_bounds) return false;
+        const PlanBound lb = plan_lower_bound(profile, choice, pass_bounds, options.cost);
+        if (lb.bound.ps() >= at) {
+          ++stats.pass_bounded;
+          return true;
+        }
+        // Only a pipeline of replicated stages has joint syncs (else the next two prices would be
+        // the full one).
+        const bool joint = options.cost.joint_data_parallel_sync && choice.data_parallel > 1 &&
+                           choice.stages() > 1;
+        if (buckets_rule_out(lb, at) ||
+            (joint && evaluate(profile, choice, comm, bound_cost).iteration_time.ps() >= at) ||
+            (joint &&
+             evaluate(profile, choice, joint_bounds, options.cost).iteration_time.ps() >= at)) {
+          ++stats.sync_bounded;
+          return true;
+        }
+        return false;
+      };
+
+      // Level 1: the exact price of (order, S).
+      const PlacementOrder order = orders[e.order];
+      const int stages = e.stages;
+      auto price_partitioned = [&] {
+        std::unique_ptr<Table> local;
+        Table& t = table_for(table_cache, net, e.order, stages, local);
+        const std::int64_t stage_time = t.best(stages);
+        if (stage_time == kInf) return;
+        const std::int64_t factor = k + stages - 1;
+        if (bound_transfers && stage_time > (cut(e.order) - 1) / factor) return;
+        ++stats.candidates;
+        PlanChoice choice{.variant = vd.index,
+                          .boundaries = t.boundaries(stages),
+                          .data_parallel = d,
+                          .zero_stage = item.zero,
+                          .recompute = item.rec,
+                          .order = order};
+        // The tail (exposed sync, optimizer step) needs every stage's last backward: the cost
+        // model prices the partition in full, once its bound on the network's lower bounds (no
+        // simulation) can still win.
+        if (refine && lower_bound(choice, bounds) >= cut(e.order)) return;
+        if (ruled_out(choice, cut(e.order))) return;
+        const Plan plan = evaluate(profile, choice, comm, options.cost);
+        record(e.order, std::move(choice), plan);
+      };
+      if (dp_path && e.key_1f1b < cut(e.order)) price_partitioned();
+      // Interleaved pipelines and the uniform split, evaluated in full when they fit memory.
+      for (const int vs : direct_vs(vd, d, stages)) {
+        const std::int64_t bound =
+            vs == 1 ? e.key_1f1b : direct_bound(vd, item.rec, item.zero, d, k, stages, vs);
+        if (bound >= cut(e.order)) continue;
+        PlanChoice choice{.variant = vd.index,
+                          .boundaries = interleaved_partition(v, stages, vs),
+                          .data_parallel = d,
+                          .zero_stage = item.zero,
+                          .recompute = item.rec,
+                          .virtual_stages = vs,
+                          .order = order};
+        if (!options.ignore_memory) {
+          auto [fit, fresh] = direct_fits.try_emplace(
+              {item.slot, item.rec, item.zero, memory_d(item.zero, d), stages, vs}, false);
+          if (fresh) {
+            fit->second =
+                fits_memory(v, choice, k, memory_options(item.rec, item.zero, d), capacity);
+            ++stats.memory_queries;
+          }
+          if (!fit->second) continue;
+        }
+        // The plan on the network's lower bounds (no simulation) bounds its exact price.
+        // (Not the plan's full price on the bounds: stage 0's first bucket is ready earlier when
+        // its last backward is longer, so that price is not monotone in the network's.)
+        if (refine && lower_bound(choice, bounds) >= cut(e.order)) continue;
+        if (ruled_out(choice, cut(e.order))) continue;
+        ++stats.candidates;
+        const Plan plan = evaluate(profile, choice, comm, options.cost);
+        if (!options.ignore_memory && !plan.fits()) continue;
+        record(e.order, std::move(choice), plan);
+      }
     }
+    if (best.time < cap) break;
   }
   stats.network_queries = net.queries();
 

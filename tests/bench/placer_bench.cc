@@ -99,6 +99,7 @@ void run(benchmark::State& state, const workload::LayerProfile& profile, int dev
   state.counters["memory_queries"] = static_cast<double>(stats.memory_queries);
   state.counters["candidates"] = static_cast<double>(stats.candidates);
   state.counters["net_queries"] = static_cast<double>(stats.network_queries);
+  state.counters["passes"] = static_cast<double>(stats.passes);
   state.counters["simulations"] = static_cast<double>(simulations);
   state.counters["iteration_s"] = seconds;
 }

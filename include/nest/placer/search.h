@@ -101,6 +101,14 @@ struct SearchOptions {
   /// price and the kept candidates are the same); they only spare simulations. false: the layout
   /// bounds only (tests, measurements).
   bool pass_bounds = true;
+  /// Estimate-only searches (`keep_per_order` and `replay_candidates` 0): run the branch and
+  /// bound first with a cap on the best time
+  /// (the least entry bound times 1.25, then 1.5, 2, 3, 5), each pass ruling out every plan
+  /// that cannot beat its cap, until a pass finds a plan; then a pass without a cap. The best
+  /// plan and its price are the uncapped search's (proof at the passes in search.cc); a good cap
+  /// spares the pricing of the poor plans an uncapped search meets first. false: one uncapped
+  /// pass (tests, measurements).
+  bool capped_passes = true;
   /// Keep exactly the plans `nest place --verify K` replays, K = `replay_candidates`: the best
   /// distinct plan of each placement order, then the best K − n of the other distinct plans (n:
   /// the orders with a plan that fits memory), by (time, order found), in
@@ -124,6 +132,7 @@ struct SearchStats {
   std::int64_t sync_bounded = 0;     ///< plans ruled out by the later three steps of
                                      ///< `SearchOptions::pass_bounds` (their first bucket, their
                                      ///< price with the syncs alone or the joint syncs bounded)
+  std::int64_t passes = 0;           ///< branch-and-bound passes (`SearchOptions::capped_passes`)
 };
 
 /// The outcome: the best plan, or why nothing fits.

@@ -189,5 +189,67 @@ TEST(Search, PassBoundsSpareSimulationsAndChangeNothing) {
   EXPECT_LT(events_with * 4, events_without * 3);  // 37,036 against 50,428
 }
 
+// Capped passes (`SearchOptions::capped_passes`) find what one uncapped pass finds: the same
+// best plan and price on random chains, whatever pass found it; searches that keep candidates
+// run one pass. On this thin rail the caps are tried in turn: the best plans cost 3-6 times the
+// least entry bound, so most searches run the first caps without finding a plan (which must
+// change nothing either), and none simulates more events than the uncapped search.
+TEST(Search, CappedPassesFindWhatOneUncappedPassFinds) {
+  const topo::Topology rail = testing::thin_rail(16);
+  Rng rng(23);
+  std::int64_t passes = 0;
+  std::int64_t flat_passes = 0;
+  std::int64_t searches = 0;
+  std::uint64_t events_capped = 0;
+  std::uint64_t events_uncapped = 0;
+  for (int instance = 0; instance < 8; ++instance) {
+    const workload::LayerProfile profile = random_heavy_chain(rng);
+    for (const int mode : {0, 1, 2, 3}) {
+      SCOPED_TRACE("instance " + std::to_string(instance) + " mode " + std::to_string(mode));
+      SearchOptions capped;
+      capped.cost = {.rules = MemoryRules::kMegatron, .devices = 32};
+      capped.zero_stages = {0, 1};
+      capped.recompute_modes = {Recompute::kNone};
+      capped.virtual_stages = {1, 2};
+      capped.replay_candidates = mode == 1 ? 4 : 0;
+      capped.keep_per_order = mode == 2 ? 3 : 0;
+      SearchOptions uncapped = capped;
+      uncapped.capped_passes = false;
+      if (mode == 3) {  // a flat network (the topology-agnostic baseline's)
+        FlatCommCost a(Bandwidth::gigabytes_per_second(5), Time::microseconds(5));
+        FlatCommCost b(Bandwidth::gigabytes_per_second(5), Time::microseconds(5));
+        const SearchResult with = search(profile, a, capped);
+        const SearchResult without = search(profile, b, uncapped);
+        ASSERT_TRUE(with.best && without.best);
+        EXPECT_EQ(with.best->choice, without.best->choice);
+        EXPECT_EQ(with.best->iteration_time, without.best->iteration_time);
+        EXPECT_GE(with.stats.passes, 1);
+        flat_passes += with.stats.passes;
+        continue;
+      }
+      OracleCommCost a(rail);
+      OracleCommCost b(rail);
+      const SearchResult with = search(profile, a, capped);
+      const SearchResult without = search(profile, b, uncapped);
+      ASSERT_TRUE(with.best && without.best);
+      EXPECT_EQ(with.best->choice, without.best->choice);
+      EXPECT_EQ(with.best->iteration_time, without.best->iteration_time);
+      EXPECT_EQ(without.stats.passes, 1);
+      if (mode != 0) {
+        EXPECT_EQ(with.stats.passes, 1);
+        continue;
+      }
+      passes += with.stats.passes;
+      ++searches;
+      events_capped += a.stats().events;
+      events_uncapped += b.stats().events;
+    }
+  }
+  EXPECT_EQ(searches, 8);
+  EXPECT_GE(passes, 3 * searches);  // 42: the thin rail's plans cost 3-6x their least bound
+  EXPECT_LE(events_capped, events_uncapped);  // 20,974 against 21,022
+  EXPECT_EQ(flat_passes, 16);  // two passes each: the first cap is below every flat price
+}
+
 }  // namespace
 }  // namespace nest::placer
