@@ -191,9 +191,10 @@ TEST(Search, PassBoundsSpareSimulationsAndChangeNothing) {
 
 // Capped passes (`SearchOptions::capped_passes`) find what one uncapped pass finds: the same
 // best plan and price on random chains, whatever pass found it; searches that keep candidates
-// run one pass. On this thin rail the caps are tried in turn: the best plans cost 3-6 times the
-// least entry bound, so most searches run the first caps without finding a plan (which must
-// change nothing either), and none simulates more events than the uncapped search.
+// (for --verify, per order) run one pass and keep the same candidates. On this thin rail the
+// caps are tried in turn: the best plans cost 3-6 times the least entry bound, so most
+// searches run the first caps without finding a plan (which must change nothing either), and
+// none simulates more events than the uncapped search.
 TEST(Search, CappedPassesFindWhatOneUncappedPassFinds) {
   const topo::Topology rail = testing::thin_rail(16);
   Rng rng(23);
@@ -234,6 +235,11 @@ TEST(Search, CappedPassesFindWhatOneUncappedPassFinds) {
       ASSERT_TRUE(with.best && without.best);
       EXPECT_EQ(with.best->choice, without.best->choice);
       EXPECT_EQ(with.best->iteration_time, without.best->iteration_time);
+      ASSERT_EQ(with.candidates.size(), without.candidates.size());
+      for (std::size_t i = 0; i < with.candidates.size(); ++i) {
+        EXPECT_EQ(with.candidates[i].choice, without.candidates[i].choice);
+        EXPECT_EQ(with.candidates[i].iteration_time, without.candidates[i].iteration_time);
+      }
       EXPECT_EQ(without.stats.passes, 1);
       if (mode != 0) {
         EXPECT_EQ(with.stats.passes, 1);
