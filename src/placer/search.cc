@@ -987,21 +987,24 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   // bound below runs with its best time starting at a cap c instead of infinity, until a pass
   // finds a plan. The first cap is the least entry bound times 1.25. After a pass that found
   // none: one more than the least price of the plans it priced (all at c or above), when it
-  // priced one, which the next pass is sure to find (that plan's bounds are below it); else the
-  // least entry bound times 1.5, 2, 3, 5 in turn; then no cap.
-  // A pass under cap c finds what the uncapped search finds whenever that costs less than c:
-  // every decision of the search compares a lower bound L of what it rules out (an entry, a
-  // table, a plan) with its cut, the best time so far. By induction over the decisions, while
-  // the uncapped best b is below c the capped pass has the same best (so the cut min(c, b) = b);
-  // before that its cut is c and the uncapped cut is b >= c. A plan of price t < c has every
-  // bound L <= t < c, so L < min(c, b) exactly when L < b: it is priced, at the same point,
-  // in both; a plan of price >= c never becomes a best below c. So the plans recorded below c,
-  // their order and the best among them are the same, and a pass that finds a plan below c
-  // ends with the uncapped answer (ties: the first found, as there). With a loose first bound
-  // the uncapped search prices many poor plans before it meets a good one (GPT-3 on 8,192 rail
-  // GPUs: 8.6 s, 7.4 s, ... before the 1.35 s optimum); under a cap they are ruled out by
-  // their bounds. Entries kept for --verify (keep > 0) are pruned against cuts that depend on
-  // other orders' plans, which a cap can change: those searches run one uncapped pass.
+  // priced one, which the next pass is sure to find (that plan passed every check under a lower
+  // cut); else the least entry bound times 1.5, 2, 3, 5 in turn; finally no cap (also after
+  // the least price's pass, should it find nothing).
+  // Why a pass that finds a plan below c finds the uncapped search's plan. Entry keys come from
+  // analytic bounds that do not depend on what was priced before, and a child's key is never
+  // below its parent's, so the entries with keys below the best time leave the queue in the
+  // same order in both searches. Every other check rules a table or a plan out only when a
+  // lower bound of its price is at least the cut, the best time so far (bounds the oracle has
+  // meanwhile sharpened with memoized answers are still lower bounds). So a plan whose price is
+  // below the best time at the point it comes up is priced by both searches, and a plan at or
+  // above it cannot become the best (that needs a strictly lower time). By induction the two
+  // searches record the same sequence of bests below c, and the capped pass ends with the
+  // uncapped best, ties included (the first found). With a loose first bound the uncapped
+  // search prices many poor plans before it meets a good one (GPT-3 on 8,192 rail GPUs: 8.6 s,
+  // 7.4 s, ... before the 1.35 s optimum); under a cap they are ruled out by their bounds.
+  // Entries kept for --verify (keep > 0) are pruned against cuts that depend on other orders'
+  // plans: those searches run one uncapped pass (a capped version gave the same candidates on
+  // the cases tried but no faster search: GPT-3 on 4,096 rail GPUs 21.5 against 22.0 s).
   std::vector<std::int64_t> caps;  // the geometric caps, in turn
   if (options.capped_passes && keep == 0 && !items.empty()) {
     for (const double m : {1.25, 1.5, 2.0, 3.0, 5.0}) {
@@ -1012,9 +1015,9 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   caps.push_back(kInf);
   for (std::size_t next = 0; next < caps.size();) {
     std::int64_t cap = caps[next++];
-    if (stats.passes > 0 && least_priced < kInf) {
+    if (stats.passes > 0 && least_priced < kInf && next < caps.size()) {
       cap = least_priced + 1;
-      next = caps.size();  // the last pass
+      next = caps.size() - 1;  // then only the uncapped pass (should this one find nothing)
     }
     ++stats.passes;
     best = Best{.time = cap, .choice = {}};

@@ -102,12 +102,12 @@ struct SearchOptions {
   /// bounds only (tests, measurements).
   bool pass_bounds = true;
   /// Estimate-only searches (`keep_per_order` and `replay_candidates` 0): run the branch and
-  /// bound first with a cap on the best time
-  /// (the least entry bound times 1.25, then 1.5, 2, 3, 5), each pass ruling out every plan
-  /// that cannot beat its cap, until a pass finds a plan; then a pass without a cap. The best
-  /// plan and its price are the uncapped search's (proof at the passes in search.cc); a good cap
-  /// spares the pricing of the poor plans an uncapped search meets first. false: one uncapped
-  /// pass (tests, measurements).
+  /// bound with a cap on the best time, each pass ruling out every plan that cannot beat its
+  /// cap, until a pass finds a plan. Caps: the least entry bound times 1.25; after a pass that
+  /// priced plans but found none below its cap, one more than the least price it met; else
+  /// times 1.5, 2, 3, 5; finally none. The best plan and its price are the uncapped search's
+  /// (proof at the passes in search.cc); a good cap spares the pricing of the poor plans an
+  /// uncapped search meets first. false: one uncapped pass (tests, measurements).
   bool capped_passes = true;
   /// Keep exactly the plans `nest place --verify K` replays, K = `replay_candidates`: the best
   /// distinct plan of each placement order, then the best K − n of the other distinct plans (n:
