@@ -79,7 +79,7 @@ std::vector<Pair> distinct_pairs(const Program& program) {
 // One group's part of a query: its resolved spec, schedule identity and devices.
 struct Part {
   std::uint64_t shape = 0;  // digest of what the schedule is in rank space (size-independent)
-  std::uint64_t size = 0;   // bytes (0 for custom schedules: shape covers them)
+  std::uint64_t size = 0;   // bytes (the parts of `transfers` come lowered, keyed by shape)
   std::shared_ptr<const Program> schedule;  // lowered lazily
   CollectiveSpec spec;
   std::vector<topo::DeviceId> group;
@@ -145,7 +145,7 @@ struct CollectiveOracle::Impl {
   // size) share one lowered program instead of lowering it per group. A part's spec is its
   // shape's fields and its size, and lowering depends on nothing else, so a shared program is
   // the one each part would have lowered. Bounded by the transfers of the explicit schedules it
-  // holds (implicit programs weigh one): emptied past kLoweredWeight.
+  // holds and the rank orders of the implicit ones: emptied past kLoweredWeight.
   std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const Program>,
                      PairHash>
       lowered;
@@ -170,7 +170,9 @@ struct CollectiveOracle::Impl {
     h = hash_mix(h, static_cast<std::uint64_t>(spec.ranks_per_node));
     h = hash_mix(h, spec.forward_on_arrival ? 1U : 0U);
     h = hash_mix(h, n);
+    h = hash_mix(h, spec.levels.size());
     for (int l : spec.levels) h = hash_mix(h, static_cast<std::uint64_t>(l));
+    h = hash_mix(h, spec.level_algorithms.size());
     for (Algorithm a : spec.level_algorithms) h = hash_mix(h, static_cast<std::uint64_t>(a) + 1);
     return h;
   }
@@ -191,17 +193,18 @@ struct CollectiveOracle::Impl {
     }
     part.schedule = lower_program(part.spec, static_cast<int>(part.group.size()));
     ++stats.lowered;
-    const std::uint64_t weight = dynamic_cast<const Schedule*>(part.schedule.get()) != nullptr
-                                     ? part.schedule->transfer_count()
-                                     : 1;
+    // Explicit schedules hold their transfers; implicit programs a rank order per channel.
+    const std::uint64_t weight =
+        dynamic_cast<const Schedule*>(part.schedule.get()) != nullptr
+            ? part.schedule->transfer_count()
+            : part.group.size() * static_cast<std::uint64_t>(std::max(1, part.spec.channels));
+    if (weight > kLoweredWeight) return;  // not kept, and nothing dropped for it
     if (lowered_weight + weight > kLoweredWeight) {
       lowered.clear();
       lowered_weight = 0;
     }
-    if (weight <= kLoweredWeight) {
-      lowered.emplace(key, part.schedule);
-      lowered_weight += weight;
-    }
+    lowered.emplace(key, part.schedule);
+    lowered_weight += weight;
   }
 
   // The layout as the simulator sees it: schedules, routes with links renamed in order of first
