@@ -176,7 +176,12 @@ BaselineResult manual_baseline(const workload::LayerProfile& profile, CommCost& 
 BaselineResult topology_agnostic_baseline(const workload::LayerProfile& profile, CommCost& comm,
                                           FlatCommCost& flat, const SearchOptions& options) {
   BaselineResult r{.name = "topology-agnostic"};
-  const SearchResult found = search(profile, flat, options);
+  // Only its best plan is used: keeping candidates (for --verify) would only cost, and the
+  // search without them runs in capped passes (`SearchOptions::capped_passes`), the same plan.
+  SearchOptions estimate = options;
+  estimate.replay_candidates = 0;
+  estimate.keep_per_order = 0;
+  const SearchResult found = search(profile, flat, estimate);
   if (!found.best) {
     r.note = found.infeasible_reason;
     return r;
