@@ -139,6 +139,31 @@ TEST(PlanLowerBound, NeverExceedsThePlanOnTheLayoutOrTheEventFreeBounds) {
   EXPECT_GE(queued, 250);   // 282
 }
 
+// The searches of the tests below: a random chain on 32 devices, ZeRO 0 or 1, plain or
+// interleaved pipelines; mode 1 keeps candidates for --verify 4, mode 2 three per order.
+SearchOptions chain_search(int mode) {
+  SearchOptions o;
+  o.cost = {.rules = MemoryRules::kMegatron, .devices = 32};
+  o.zero_stages = {0, 1};
+  o.recompute_modes = {Recompute::kNone};
+  o.virtual_stages = {1, 2};
+  o.replay_candidates = mode == 1 ? 4 : 0;
+  o.keep_per_order = mode == 2 ? 3 : 0;
+  return o;
+}
+
+// The same best plan and price, and the same kept candidates in the same order.
+void expect_same_result(const SearchResult& a, const SearchResult& b) {
+  ASSERT_TRUE(a.best && b.best);
+  EXPECT_EQ(a.best->choice, b.best->choice);
+  EXPECT_EQ(a.best->iteration_time, b.best->iteration_time);
+  ASSERT_EQ(a.candidates.size(), b.candidates.size());
+  for (std::size_t i = 0; i < a.candidates.size(); ++i) {
+    EXPECT_EQ(a.candidates[i].choice, b.candidates[i].choice);
+    EXPECT_EQ(a.candidates[i].iteration_time, b.candidates[i].iteration_time);
+  }
+}
+
 // The sharper checks (`SearchOptions::pass_bounds`: the event-free bounds, the first bucket
 // within the room they leave, the price with each stage's sync alone, the joint syncs at their
 // event-free bounds) rule plans out without changing what the search finds: the same best
@@ -155,27 +180,14 @@ TEST(Search, PassBoundsSpareSimulationsAndChangeNothing) {
     const workload::LayerProfile profile = random_heavy_chain(rng);
     for (const int mode : {0, 1, 2}) {
       SCOPED_TRACE("instance " + std::to_string(instance) + " mode " + std::to_string(mode));
-      SearchOptions sharp;
-      sharp.cost = {.rules = MemoryRules::kMegatron, .devices = 32};
-      sharp.zero_stages = {0, 1};
-      sharp.recompute_modes = {Recompute::kNone};
-      sharp.virtual_stages = {1, 2};
-      sharp.replay_candidates = mode == 1 ? 4 : 0;
-      sharp.keep_per_order = mode == 2 ? 3 : 0;
+      const SearchOptions sharp = chain_search(mode);
       SearchOptions plain = sharp;
       plain.pass_bounds = false;
       OracleCommCost a(rail);
       OracleCommCost b(rail);
       const SearchResult with = search(profile, a, sharp);
       const SearchResult without = search(profile, b, plain);
-      ASSERT_TRUE(with.best && without.best);
-      EXPECT_EQ(with.best->choice, without.best->choice);
-      EXPECT_EQ(with.best->iteration_time, without.best->iteration_time);
-      ASSERT_EQ(with.candidates.size(), without.candidates.size());
-      for (std::size_t i = 0; i < with.candidates.size(); ++i) {
-        EXPECT_EQ(with.candidates[i].choice, without.candidates[i].choice);
-        EXPECT_EQ(with.candidates[i].iteration_time, without.candidates[i].iteration_time);
-      }
+      expect_same_result(with, without);
       EXPECT_EQ(without.stats.pass_bounded + without.stats.sync_bounded, 0);
       EXPECT_LE(a.stats().events, b.stats().events);
       pass_bounded += with.stats.pass_bounded;
@@ -207,24 +219,14 @@ TEST(Search, CappedPassesFindWhatOneUncappedPassFinds) {
     const workload::LayerProfile profile = random_heavy_chain(rng);
     for (const int mode : {0, 1, 2, 3}) {
       SCOPED_TRACE("instance " + std::to_string(instance) + " mode " + std::to_string(mode));
-      SearchOptions capped;
-      capped.cost = {.rules = MemoryRules::kMegatron, .devices = 32};
-      capped.zero_stages = {0, 1};
-      capped.recompute_modes = {Recompute::kNone};
-      capped.virtual_stages = {1, 2};
-      capped.replay_candidates = mode == 1 ? 4 : 0;
-      capped.keep_per_order = mode == 2 ? 3 : 0;
+      const SearchOptions capped = chain_search(mode == 3 ? 0 : mode);
       SearchOptions uncapped = capped;
       uncapped.capped_passes = false;
       if (mode == 3) {  // a flat network (the topology-agnostic baseline's)
         FlatCommCost a(Bandwidth::gigabytes_per_second(5), Time::microseconds(5));
         FlatCommCost b(Bandwidth::gigabytes_per_second(5), Time::microseconds(5));
         const SearchResult with = search(profile, a, capped);
-        const SearchResult without = search(profile, b, uncapped);
-        ASSERT_TRUE(with.best && without.best);
-        EXPECT_EQ(with.best->choice, without.best->choice);
-        EXPECT_EQ(with.best->iteration_time, without.best->iteration_time);
-        EXPECT_GE(with.stats.passes, 1);
+        expect_same_result(with, search(profile, b, uncapped));
         flat_passes += with.stats.passes;
         continue;
       }
@@ -232,14 +234,7 @@ TEST(Search, CappedPassesFindWhatOneUncappedPassFinds) {
       OracleCommCost b(rail);
       const SearchResult with = search(profile, a, capped);
       const SearchResult without = search(profile, b, uncapped);
-      ASSERT_TRUE(with.best && without.best);
-      EXPECT_EQ(with.best->choice, without.best->choice);
-      EXPECT_EQ(with.best->iteration_time, without.best->iteration_time);
-      ASSERT_EQ(with.candidates.size(), without.candidates.size());
-      for (std::size_t i = 0; i < with.candidates.size(); ++i) {
-        EXPECT_EQ(with.candidates[i].choice, without.candidates[i].choice);
-        EXPECT_EQ(with.candidates[i].iteration_time, without.candidates[i].iteration_time);
-      }
+      expect_same_result(with, without);
       EXPECT_EQ(without.stats.passes, 1);
       if (mode != 0) {
         EXPECT_EQ(with.stats.passes, 1);
