@@ -44,8 +44,8 @@ struct PairHash {
   }
 };
 
-// Transfers of the explicit schedules the oracle keeps for reuse (24 bytes each and their
-// gates: tens of MB at most).
+// What the oracle keeps of lowered programs for reuse, in transfers of explicit schedules (24
+// bytes each, and their gates) and ranks x channels of implicit ones: tens of MB at most.
 constexpr std::uint64_t kLoweredWeight = std::uint64_t{1} << 20;
 
 // The exact query, word by word.
