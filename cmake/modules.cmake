@@ -40,7 +40,7 @@ if(TARGET nest_chakra)
   set_source_files_properties(${_chakra_gen}/et_def.pb.cc PROPERTIES COMPILE_OPTIONS "-w")
   target_include_directories(nest_chakra SYSTEM PRIVATE ${_chakra_gen})
 endif()
-nest_add_module(job DEPS nest_io nest_replay nest_placer)
+nest_add_module(job DEPS nest_io nest_replay nest_placer Threads::Threads)
 nest_add_module(validate DEPS nest_replay nest_placer nest_coll nest_workload)
 nest_add_module(sweep DEPS nest_job nest_io nest_replay Threads::Threads)
 # Sweeps over MPI ranks (docs/architecture.md, "Sweeps"): Boost.MPI stays private to src/sweep/; the definition

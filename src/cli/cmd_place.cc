@@ -180,6 +180,7 @@ int run_place(std::span<char* const> args, const Context& context) {
   if (!o.parse(args)) return 0;
   return o.run([&] {
     job::Job job(job_spec(a), catalog(), context.log);
+    job.start_baselines();  // beside the search, on the second core
     const job::Placement placed = place(job);
     const Plan& plan = placed.plan;
     const placer::Verification* verified = placed.verification ? &*placed.verification : nullptr;

@@ -332,6 +332,7 @@ int run_run(std::span<char* const> args, const Context& context) {
       Progress progress("nest run", 3);
       job::Job job(job_spec(a), catalog(), context.log);
       follow_job(replay, r, job);
+      job.start_baselines();  // beside the search, on the second core
       const job::Placement placed = place(job, {.replay = replay});
       const placer::Plan& plan = placed.plan;
       const placer::Verification* verified = placed.verification ? &*placed.verification : nullptr;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <limits>
 #include <system_error>
 #include <utility>
@@ -81,6 +82,23 @@ std::string file_hash(const fs::path& path) {
   return fmt::format("{:016x}", h);
 }
 
+// The oracle's counters after `phase`, at debug level.
+void log_oracle_stats(Logger* log, std::string_view phase, const coll::OracleStats& s) {
+  nest::log(log, LogLevel::kDebug,
+            "oracle after {}: {} queries, {} exact hits, {} structural hits, {} simulations ({} "
+            "contention-free, {} events), {} trivial, {} candidates ruled out by their bound ({} "
+            "of the events not simulated), {} event-free bounds, {} programs lowered",
+            phase, s.queries, s.exact_hits, s.structural_hits, s.simulations, s.contention_free,
+            s.events, s.trivial, s.bounded, s.avoided_events, s.lower_bounds, s.lowered);
+}
+
+// The topology-agnostic baseline, priced on an oracle of its own, and what that took.
+struct AgnosticRun {
+  placer::BaselineResult result;
+  double seconds = 0;
+  coll::OracleStats stats;
+};
+
 struct Job::Impl {
   JobSpec spec;
   Catalog catalog;
@@ -95,6 +113,10 @@ struct Job::Impl {
   placer::OracleCommCost* oracle = nullptr;  // comm, when it is the oracle
   placer::SearchOptions search;
   std::uint64_t searched_events = 0;  // events the searches' simulations processed
+  // The topology-agnostic baseline started by `start_baselines`, running on a thread of its
+  // own. Declared last, so destroyed first: a job dropped before `baselines()` waits for the
+  // thread before the topology and the profile it reads go.
+  std::future<AgnosticRun> agnostic;
 
   Impl(JobSpec s, Prebuilt prebuilt, const Catalog& c, Logger* l)
       : spec(std::move(s)), catalog(c), log(l) {
@@ -429,12 +451,7 @@ struct Job::Impl {
     }
     switch (network) {
       case NetworkModel::kOracle: {
-        auto o = std::make_unique<placer::OracleCommCost>(
-            *topology, placer::OracleOptions{.allreduce = spec.algorithm,
-                                             .all_gather = spec.algorithm,
-                                             .reduce_scatter = spec.algorithm,
-                                             .ideal = spec.ideal,
-                                             .seed = spec.seed});
+        auto o = std::make_unique<placer::OracleCommCost>(*topology, oracle_options());
         oracle = o.get();
         comm = std::move(o);
         nest::log(log, LogLevel::kDebug,
@@ -457,6 +474,38 @@ struct Job::Impl {
         comm = std::make_unique<placer::ZeroCommCost>(scale_up);
         break;
     }
+  }
+
+  placer::OracleOptions oracle_options() const {
+    return {.allreduce = spec.algorithm,
+            .all_gather = spec.algorithm,
+            .reduce_scatter = spec.algorithm,
+            .ideal = spec.ideal,
+            .seed = spec.seed};
+  }
+
+  // Whether the topology-agnostic baseline means something here: a search on the flat network
+  // of the topology, priced on the oracle.
+  bool agnostic_applies() const { return network == NetworkModel::kOracle && flat != nullptr; }
+
+  // The topology-agnostic baseline as a task that shares nothing mutable with the job: its own
+  // oracle (the same options, so the same exact prices as the job's) and its own flat network;
+  // the topology and the profile are immutable and shared. So it can run beside the search,
+  // and, run or not beside it, it leaves the job's oracle as the other baselines find it: the
+  // anneal's event budget spends the same, whichever way the job ran it.
+  std::function<AgnosticRun()> agnostic_task() const {
+    return [topology = topology, profile = profile, options = oracle_options(),
+            bandwidth = flat->bandwidth(), latency = flat->latency(), scale_up = scale_up,
+            search = search] {
+      const auto start = Clock::now();
+      placer::OracleCommCost own(*topology, options);
+      placer::FlatCommCost own_flat(bandwidth, latency, scale_up);
+      AgnosticRun run{.result =
+                          placer::topology_agnostic_baseline(*profile, own, own_flat, search)};
+      run.seconds = seconds_since(start);
+      run.stats = own.stats();
+      return run;
+    };
   }
 
   // The anneal's budget of simulated events (JobSpec::anneal_events).
@@ -499,14 +548,7 @@ struct Job::Impl {
   }
 
   void log_oracle(std::string_view phase) const {
-    if (oracle == nullptr) return;
-    const coll::OracleStats& s = oracle->stats();
-    nest::log(log, LogLevel::kDebug,
-              "oracle after {}: {} queries, {} exact hits, {} structural hits, {} simulations ({} "
-              "contention-free, {} events), {} trivial, {} candidates ruled out by their bound ({} "
-              "of the events not simulated), {} event-free bounds, {} programs lowered",
-              phase, s.queries, s.exact_hits, s.structural_hits, s.simulations, s.contention_free,
-              s.events, s.trivial, s.bounded, s.avoided_events, s.lower_bounds, s.lowered);
+    if (oracle != nullptr) log_oracle_stats(log, phase, oracle->stats());
   }
 
   // The input files of the job, as resolved.
@@ -621,6 +663,16 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
           .replayed_with = light.replay};
 }
 
+void Job::start_baselines() {
+  Impl& m = *impl_;
+  const auto& names = m.spec.baselines;
+  if (m.agnostic.valid() || !m.agnostic_applies() ||
+      std::find(names.begin(), names.end(), "topology-agnostic") == names.end()) {
+    return;
+  }
+  m.agnostic = std::async(std::launch::async, m.agnostic_task());
+}
+
 std::vector<placer::BaselineResult> Job::baselines() {
   Impl& m = *impl_;
   std::vector<placer::BaselineResult> out;
@@ -633,13 +685,24 @@ std::vector<placer::BaselineResult> Job::baselines() {
                                             {.seed = m.spec.anneal_seed,
                                              .iterations = m.spec.anneal_steps,
                                              .max_events = m.anneal_budget()}));
-    } else if (m.network != NetworkModel::kOracle || !m.flat) {
+    } else if (!m.agnostic_applies()) {
       out.push_back({.name = name,
                      .note = fmt::format("not applicable: the {} network is already "
                                          "topology-agnostic",
                                          to_string(m.network))});
     } else {
-      out.push_back(placer::topology_agnostic_baseline(*m.profile, *m.comm, *m.flat, m.search));
+      const bool background = m.agnostic.valid();
+      AgnosticRun run = background ? m.agnostic.get() : m.agnostic_task()();
+      out.push_back(std::move(run.result));
+      if (background) {
+        nest::log(m.log, LogLevel::kInfo,
+                  "baseline {}: {:.3f} s on its own thread ({:.3f} s waited)", name, run.seconds,
+                  seconds_since(start));
+      } else {
+        nest::log(m.log, LogLevel::kInfo, "baseline {}: {:.3f} s", name, seconds_since(start));
+      }
+      log_oracle_stats(m.log, "the topology-agnostic baseline (its own)", run.stats);
+      continue;
     }
     nest::log(m.log, LogLevel::kInfo, "baseline {}: {:.3f} s", name, seconds_since(start));
   }

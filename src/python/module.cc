@@ -590,6 +590,7 @@ PYBIND11_MODULE(_nest, m) {
            [](PyJob& j) {
              py::gil_scoped_release release;
              return keyword_errors([&] {
+               j.job->start_baselines();
                placer::Plan plan = j.job->place();
                return PyPlan{j.job, std::move(plan), j.job->baselines()};
              });

@@ -224,8 +224,18 @@ class Job {
   /// Verifies `result` (a search of this job: `replay_candidates` K, or `keep_per_order` >= K)
   /// as `placement` does.
   [[nodiscard]] Placement verify(placer::SearchResult result, const SimulateOptions& options = {});
-  /// The spec's baselines (and `fixed` when `fixed_plan` is set), in the spec's order.
+  /// The spec's baselines (and `fixed` when `fixed_plan` is set), in the spec's order. The
+  /// topology-agnostic one is priced on an oracle of its own (same options, same prices), so
+  /// that the others meet the job's oracle as they would without it; when `start_baselines`
+  /// started it, it is collected here.
   [[nodiscard]] std::vector<placer::BaselineResult> baselines();
+  /// Starts the baselines that need nothing of the search (topology-agnostic, when the spec
+  /// lists it and it applies) on a thread of their own, to run beside the search and the
+  /// verification on a second core; `baselines()` collects them. Results are those of
+  /// `baselines()` without it. The thread owns its oracle and reads only the immutable topology
+  /// and profile (shared), so the job may be moved meanwhile; destroying the job waits for it.
+  /// Calling it again while it runs does nothing.
+  void start_baselines();
   /// `choice` priced by this job's cost model (validated first; see `placer::evaluate`).
   [[nodiscard]] placer::Plan evaluate(const placer::PlanChoice& choice);
   /// A plan file's choice priced by this job (the variant found by the record's degrees).

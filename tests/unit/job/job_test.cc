@@ -343,6 +343,48 @@ TEST(Job, VerifySpecErrorsNameTheField) {
 }
 
 // FNV-1a 64 of "a" is 0xaf63dc4c8601ec8c (the published test vector).
+// `start_baselines` runs the topology-agnostic baseline on a thread and an oracle of its own:
+// every baseline is what `baselines()` computes in line, and the job's own oracle does the same
+// work both ways (so the anneal, whose event budget depends on what that oracle already holds,
+// spends it alike).
+TEST(Job, BaselinesStartedBesideTheSearchAreTheBaselinesInLine) {
+  JobSpec spec = rail_spec();
+  spec.devices = 64;
+  spec.verify = 0;
+  spec.baselines = {"manual", "topology-agnostic", "anneal"};
+  Job in_line(spec, kCatalog);
+  const placer::Plan a = in_line.place();
+  const auto expected = in_line.baselines();
+  Job beside(spec, kCatalog);
+  beside.start_baselines();
+  beside.start_baselines();  // already running: nothing more
+  const placer::Plan b = beside.place();
+  const auto got = beside.baselines();
+  EXPECT_EQ(a.choice, b.choice);
+  ASSERT_EQ(got.size(), 3u);
+  ASSERT_EQ(expected.size(), 3u);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].name, expected[i].name);
+    EXPECT_EQ(got[i].note, expected[i].note);
+    ASSERT_TRUE(got[i].plan && expected[i].plan) << got[i].name;
+    EXPECT_EQ(got[i].plan->choice, expected[i].plan->choice) << got[i].name;
+    EXPECT_EQ(got[i].plan->iteration_time, expected[i].plan->iteration_time) << got[i].name;
+  }
+  EXPECT_EQ(got[1].name, "topology-agnostic");
+  EXPECT_NE(got[1].note.find("searched on a flat network"), std::string::npos);
+  const coll::OracleStats x = in_line.oracle_stats();
+  const coll::OracleStats y = beside.oracle_stats();
+  EXPECT_GT(x.queries, 0u);
+  EXPECT_EQ(x.queries, y.queries);
+  EXPECT_EQ(x.simulations, y.simulations);
+  EXPECT_EQ(x.events, y.events);
+
+  // Started and never collected: the job's oracle is untouched, and dropping the job waits.
+  Job dropped(spec, kCatalog);
+  dropped.start_baselines();
+  EXPECT_EQ(dropped.oracle_stats().queries, 0u);
+}
+
 TEST(Job, FileHashIsFnv1a64) {
   const fs::path dir = temp_folder("hash");
   std::ofstream(dir / "a") << "a";
