@@ -153,7 +153,7 @@ _JOB_OPTIONS = {"profile", "model", "accelerator", "topology", "devices", "rules
                 "global_batch", "max_tp", "micro_batches", "orders", "ideal", "algorithm",
                 "tp", "pp", "dp", "cp", "ep", "vp", "mb", "zero", "recompute", "sp", "order",
                 "partition", "ignore_memory", "tp_overlap", "grad_accumulation_bytes",
-                "grad_buckets", "grad_overlap", "p2p_overlap", "verify"}
+                "grad_buckets", "grad_overlap", "p2p_overlap", "verify", "threads"}
 
 
 class Job:
@@ -168,7 +168,9 @@ class Job:
     ...), partition ("balanced" or "uniform"), ignore_memory (bool); and the software:
     tp_overlap (bool), grad_accumulation_bytes, grad_buckets, grad_overlap (bool), p2p_overlap
     (bool); verify
-    (candidates replayed by `place`, as `nest place --verify`; default 4 with the oracle)."""
+    (candidates replayed by `place`, as `nest place --verify`; default 4 with the oracle);
+    threads (for the verification's replays and, in `place_with_baselines`, the
+    topology-agnostic baseline beside the search; default 2, the same results with 1)."""
 
     def __init__(self, **options):
         unknown = sorted(set(options) - _JOB_OPTIONS)

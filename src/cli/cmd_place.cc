@@ -29,7 +29,8 @@ constexpr const char* kUsage =
     "[--rules megatron|nest-artifact] [--network oracle|flat|zero] [--baselines all|none|LIST] "
     "[--tp N] [--pp N] [--dp N] [--cp N] [--ep N] [--vp N] [--mb N] [--zero 0..3] "
     "[--recompute none|selective|full] [--sp on|off] [--order ORDER] [--partition "
-    "balanced|uniform] [--ignore-memory] [--fixed PLAN] [--verify K] [-o plan.yaml] [--json]";
+    "balanced|uniform] [--ignore-memory] [--fixed PLAN] [--verify K] [--threads N] [-o plan.yaml] "
+    "[--json]";
 
 // Devices of a stage: replica 0's ids as ranges, and how the other replicas follow.
 std::string stage_devices(const placer::DeviceMap& map, int stage) {

@@ -155,7 +155,11 @@ void add_job_options(Options& o, JobArgs& a) {
       .add("verify", &s.verify,
            "replay the K best distinct plans (at least the best of each order) and choose by "
            "replayed time; 0: the estimate's best (default 4 with the oracle network)",
-           "verify");
+           "verify")
+      .add("threads", &s.threads,
+           "threads for independent work: the verification's replays and the topology-agnostic "
+           "baseline beside the search (default 2; 1 runs everything in line; same results)",
+           "threads");
   add_limit_options(o, a.limits);
 }
 

@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <exception>
 #include <fstream>
 #include <future>
 #include <limits>
+#include <mutex>
 #include <system_error>
 #include <utility>
 
@@ -147,6 +150,12 @@ struct Job::Impl {
     if (spec.anneal_events < -1) {
       throw Error::input("must be -1 (an eighth of the search's), 0 (no limit) or a count",
                          {.key = "anneal_events", .value = std::to_string(spec.anneal_events)});
+    }
+    if (spec.threads < 1 || spec.threads > kMaxThreads) {
+      throw Error::input("threads out of range",
+                         {.key = "threads",
+                          .value = std::to_string(spec.threads),
+                          .expected = fmt::format("an integer in 1..{}", kMaxThreads)});
     }
     if (spec.verify && (*spec.verify < 0 || *spec.verify > kMaxVerify)) {
       throw Error::input("candidates to verify out of range",
@@ -514,8 +523,11 @@ struct Job::Impl {
     return std::max<std::uint64_t>(std::uint64_t{1} << 16, searched_events / 8);
   }
 
-  // The replay of `plan` (checked against the topology and memory), metadata not filled.
-  replay::RunRecord replay(const placer::Plan& plan, const SimulateOptions& options) const {
+  // The replay of `plan` (checked against the topology and memory), metadata not filled;
+  // `logged`: its line in the log (off on threads other than the caller's: a `Logger` need not
+  // be thread-safe). Reads only the job's immutable parts, so threads may replay at once.
+  replay::RunRecord replay(const placer::Plan& plan, const SimulateOptions& options,
+                           bool logged = true) const {
     if (!topology) {
       throw Error::input("a replay needs a topology", {.key = "topology",
                                                        .expected = "a plan made with a topology, "
@@ -542,8 +554,10 @@ struct Job::Impl {
     replay.overlap_boundary_transfers = search.cost.overlap_boundary_transfers;
     if (spec.algorithm) replay.data_parallel_algorithm = spec.algorithm;
     replay::RunRecord run = replay::replay_plan(plan, *profile, *topology, replay);
-    nest::log(log, LogLevel::kInfo, "replay: {} timeline rows, {} links in {:.3f} s",
-              run.timeline.size(), run.links.size(), seconds_since(start));
+    if (logged) {
+      nest::log(log, LogLevel::kInfo, "replay: {} timeline rows, {} links in {:.3f} s",
+                run.timeline.size(), run.links.size(), seconds_since(start));
+    }
     return run;
   }
 
@@ -627,17 +641,66 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
   // the replay as it is), no metadata.
   SimulateOptions light{.replay = options.replay};
   light.replay.utilization_links = 0;
-  std::optional<replay::RunRecord> chosen_run;
-  Time least = Time::max();
+  // The candidates replayed on up to `threads` threads, each taking the next one in list order:
+  // a replay reads only the plan and the job's immutable parts, so every time is the one thread
+  // would get, and the run kept is the first in list order of the least time, as one thread
+  // keeps it. The log's lines follow, in list order.
+  std::vector<std::size_t> order;
   for (std::size_t i = 0; i < all.size(); ++i) {
-    if (!take[i]) continue;
-    replay::RunRecord run = impl_->replay(all[i], light);
-    const Time replayed = run.summary.iteration_time;
-    // The first of the least replayed times is chosen (the sort below is stable).
-    if (options.keep_replay && replayed < least) chosen_run = std::move(run);
-    least = std::min(least, replayed);
-    v.candidates.push_back({.plan = std::move(all[i]),
-                            .replayed = replayed,
+    if (take[i]) order.push_back(i);
+  }
+  struct Replayed {
+    Time time;
+    double seconds = 0;
+    std::size_t rows = 0;
+    std::size_t links = 0;
+    std::exception_ptr error;
+  };
+  std::vector<Replayed> replayed(order.size());
+  std::optional<replay::RunRecord> chosen_run;
+  std::size_t chosen_at = order.size();
+  std::mutex keeping;  // chosen_run, chosen_at
+  std::atomic<std::size_t> next{0};
+  const auto work = [&] {
+    for (std::size_t j = next++; j < order.size(); j = next++) {
+      Replayed& r = replayed[j];
+      try {
+        const auto began = Clock::now();
+        replay::RunRecord run = impl_->replay(all[order[j]], light, false);
+        r.seconds = seconds_since(began);
+        r.time = run.summary.iteration_time;
+        r.rows = run.timeline.size();
+        r.links = run.links.size();
+        if (!options.keep_replay) continue;
+        const std::lock_guard lock(keeping);
+        if (chosen_at == order.size() || r.time < replayed[chosen_at].time ||
+            (r.time == replayed[chosen_at].time && j < chosen_at)) {
+          chosen_at = j;
+          chosen_run = std::move(run);
+        }
+      } catch (...) {
+        r.error = std::current_exception();
+        next = order.size();  // no more work: the first error in list order is thrown below
+      }
+    }
+  };
+  {
+    const auto helpers_wanted =
+        std::min<std::size_t>(order.size(), static_cast<std::size_t>(impl_->spec.threads)) - 1;
+    std::vector<std::future<void>> helpers;
+    for (std::size_t t = 0; t < helpers_wanted; ++t) {
+      helpers.push_back(std::async(std::launch::async, work));
+    }
+    work();
+    for (auto& h : helpers) h.get();
+  }
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    const Replayed& r = replayed[j];
+    if (r.error) std::rethrow_exception(r.error);
+    nest::log(impl_->log, LogLevel::kInfo, "replay: {} timeline rows, {} links in {:.3f} s", r.rows,
+              r.links, r.seconds);
+    v.candidates.push_back({.plan = std::move(all[order[j]]),
+                            .replayed = r.time,
                             .estimate_rank = static_cast<int>(v.candidates.size()) + 1});
   }
   std::vector<std::size_t> by_replay(v.candidates.size());
@@ -666,7 +729,7 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
 void Job::start_baselines() {
   Impl& m = *impl_;
   const auto& names = m.spec.baselines;
-  if (m.agnostic.valid() || !m.agnostic_applies() ||
+  if (m.spec.threads < 2 || m.agnostic.valid() || !m.agnostic_applies() ||
       std::find(names.begin(), names.end(), "topology-agnostic") == names.end()) {
     return;
   }

@@ -170,6 +170,7 @@ job::JobSpec spec_of(const py::dict& kw) {
   if (auto v = number_of<std::uint64_t>(kw, "anneal_seed")) s.anneal_seed = *v;
   if (auto v = number_of<int>(kw, "anneal_steps")) s.anneal_steps = *v;
   if (auto v = number_of<int>(kw, "verify")) s.verify = *v;
+  if (auto v = number_of<int>(kw, "threads")) s.threads = *v;
   if (auto v = text_of(kw, "fixed_plan")) s.fixed_plan = *v;
   if (kw.contains("baselines") && !kw["baselines"].is_none()) {
     s.baselines = kw["baselines"].cast<std::vector<std::string>>();

@@ -271,6 +271,7 @@ Outcome StudyEvaluator::evaluate(const Point& point) const {
   }
   spec.baselines = study_.placer.baselines;
   spec.verify = megatron ? study_.placer.verify : 0;
+  spec.threads = 1;  // the points are what runs on the sweep's threads
   job::Prebuilt prebuilt{.topology = std::make_shared<const topo::Topology>(std::move(topology)),
                          .topology_name = point.topology,
                          .profile = loaded.profile,

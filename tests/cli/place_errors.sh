@@ -47,6 +47,11 @@ expect_error 'nest place: --verify: candidates to verify out of range (got "65";
   --profile "$profile" --topology h100_rail_64 --verify 65
 expect_error 'nest place: --verify: not an integer (got "x"; expected an integer)' \
   --profile "$profile" --topology h100_rail_64 --verify x
+# --threads N: 1..64.
+expect_error 'nest place: --threads: threads out of range (got "0"; expected an integer in 1..64)' \
+  --profile "$profile" --topology h100_rail_64 --threads 0
+expect_error 'nest place: --threads: threads out of range (got "65"; expected an integer in 1..64)' \
+  --profile "$profile" --topology h100_rail_64 --threads 65
 expect_error 'nest place: --verify: verifying by replay needs a topology (got "2"; expected 0 without a topology)' \
   --profile "$profile" --rules nest-artifact --devices 128 --verify 2
 exit $failed

@@ -179,6 +179,10 @@ class JobTest(unittest.TestCase):
             nest.Job(**{**SMALL, "verify": 65})
         self.assertEqual(str(e.exception), "verify: candidates to verify out of range (got "
                                            "\"65\"; expected an integer in 0..64)")
+        with self.assertRaises(nest.InputError) as e:
+            nest.Job(**{**SMALL, "threads": 0})
+        self.assertEqual(str(e.exception), "threads: threads out of range (got \"0\"; "
+                                           "expected an integer in 1..64)")
         self.assertTrue(issubclass(nest.InputError, ValueError))
         self.assertTrue(issubclass(nest.InternalError, RuntimeError))
 

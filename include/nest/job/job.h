@@ -67,6 +67,8 @@ enum class NetworkModel : unsigned char {
 inline constexpr int kDefaultVerify = 4;
 /// Most candidates a placement may replay.
 inline constexpr int kMaxVerify = 64;
+/// The most threads a job runs on (`JobSpec::threads`).
+inline constexpr int kMaxThreads = 64;
 
 /// The baselines a job can compute beside its plan.
 inline constexpr std::string_view kBaselineNames[] = {"manual", "topology-agnostic", "anneal"};
@@ -141,6 +143,11 @@ struct JobSpec {
   /// estimate's best. Unset: `kDefaultVerify` under the oracle network with a topology, else 0.
   /// In 0..`kMaxVerify`; a positive value needs a topology.
   std::optional<int> verify;
+  /// Threads the job may run independent work on: the verification's replays, and the
+  /// topology-agnostic baseline beside the search (`Job::start_baselines`; 1 runs it in line).
+  /// Results never depend on it. In 1..`kMaxThreads`. Sweeps, which evaluate points on threads
+  /// of their own, give each job 1.
+  int threads = 2;
 };
 
 /// A placement: the chosen plan and, when verified, the candidates replayed for it.

@@ -342,6 +342,48 @@ TEST(Job, VerifySpecErrorsNameTheField) {
   EXPECT_EQ(Job(artifact_spec(), kCatalog).spec().verify, 0);
 }
 
+// The verification's replays on several threads: the same candidates, times, ranks, choice
+// and kept run as on one (each replay reads only the plan and the job's immutable parts).
+TEST(Job, VerificationOnThreadsIsTheVerificationInLine) {
+  JobSpec spec = rail_spec();
+  spec.devices = 64;
+  spec.verify = 5;
+  spec.threads = 1;
+  Job one(spec, kCatalog);
+  const Placement a = one.placement({.keep_replay = true});
+  spec.threads = 3;
+  Job three(spec, kCatalog);
+  const Placement b = three.placement({.keep_replay = true});
+  ASSERT_TRUE(a.verification && b.verification);
+  ASSERT_EQ(a.verification->candidates.size(), 5u);
+  ASSERT_EQ(b.verification->candidates.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) {
+    const placer::VerifiedCandidate& x = a.verification->candidates[i];
+    const placer::VerifiedCandidate& y = b.verification->candidates[i];
+    EXPECT_EQ(x.plan.choice, y.plan.choice);
+    EXPECT_EQ(x.replayed, y.replayed);
+    EXPECT_GT(y.replayed, Time::zero());
+    EXPECT_EQ(x.replay_rank, y.replay_rank);
+  }
+  EXPECT_EQ(a.verification->chosen, b.verification->chosen);
+  EXPECT_EQ(a.plan.choice, b.plan.choice);
+  ASSERT_TRUE(a.replay && b.replay);
+  EXPECT_EQ(b.replay->summary.iteration_time,
+            b.verification->candidates[b.verification->chosen].replayed);
+  EXPECT_EQ(run_digest(*a.replay), run_digest(*b.replay));
+}
+
+TEST(Job, ThreadsOutOfRangeNameTheField) {
+  JobSpec none = rail_spec();
+  none.threads = 0;
+  EXPECT_EQ(error_of([&] { Job job(none, kCatalog); }),
+            "threads: threads out of range (got \"0\"; expected an integer in 1..64)");
+  JobSpec many = rail_spec();
+  many.threads = 65;
+  EXPECT_EQ(error_of([&] { Job job(many, kCatalog); }),
+            "threads: threads out of range (got \"65\"; expected an integer in 1..64)");
+}
+
 // FNV-1a 64 of "a" is 0xaf63dc4c8601ec8c (the published test vector).
 // `start_baselines` runs the topology-agnostic baseline on a thread and an oracle of its own:
 // every baseline is what `baselines()` computes in line, and the job's own oracle does the same
@@ -378,6 +420,18 @@ TEST(Job, BaselinesStartedBesideTheSearchAreTheBaselinesInLine) {
   EXPECT_EQ(x.queries, y.queries);
   EXPECT_EQ(x.simulations, y.simulations);
   EXPECT_EQ(x.events, y.events);
+
+  // One thread: started in line by baselines(), the same again.
+  spec.threads = 1;
+  Job single(spec, kCatalog);
+  single.start_baselines();
+  EXPECT_EQ(single.oracle_stats().queries, 0u);
+  static_cast<void>(single.place());
+  const auto alone = single.baselines();
+  ASSERT_EQ(alone.size(), 3u);
+  EXPECT_EQ(alone[1].plan->iteration_time, expected[1].plan->iteration_time);
+  EXPECT_EQ(alone[2].note, expected[2].note);
+  spec.threads = 2;
 
   // Started and never collected: the job's oracle is untouched, and dropping the job waits.
   Job dropped(spec, kCatalog);
