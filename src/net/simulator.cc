@@ -254,6 +254,8 @@ struct Simulator::Impl {
   std::vector<topo::LinkId> used_links;  // links that carried a flow since construction or reset
   std::vector<std::vector<UtilizationSample>> series;
   bool recording = false;
+  // With `record_utilization(links)`: 1 for the links whose series are kept (empty: all).
+  std::vector<std::uint8_t> recorded;
   bool reuse_levels = true;
   bool verified_refills = true;
   bool verifying = false;  // a filling of `refill_verified` is running
@@ -309,6 +311,7 @@ struct Simulator::Impl {
   void freeze_flow(std::uint32_t slot, double share, topo::LinkId bottleneck);
   void apply_rates();
   void record_series();
+  void record_verified();
   void record_link_series(topo::LinkId link);
   void compact_queue();
   [[nodiscard]] bool is_stale(const QueuedEvent& event) const noexcept;
@@ -445,7 +448,8 @@ void Simulator::Impl::update_rates() {
   arrivals.clear();
   const double keep_below = level * (1 - kLevelMargin);
   const bool reuse = reuse_levels && level < kNoDeparture;
-  if (reuse && verified_refills && !recording && refill_verified()) {
+  if (reuse && verified_refills && (!recording || !recorded.empty()) && refill_verified()) {
+    if (recording) record_verified();
     dirty.clear();
     departed_min = kNoDeparture;
     return;
@@ -485,7 +489,8 @@ void Simulator::Impl::update_rates() {
 // refilling below takes over. When the check passes, the rates are max-min fair, which is
 // unique, so they are what the component refilling computes (up to floating rounding). It pays
 // where big components change in a few flows per event (results/net_bench.md, step 10). Off
-// while utilization is recorded, which needs every component's links.
+// while every link's utilization is recorded (whose rounding then stays the component
+// refilling's, as before); with chosen links (`recorded`), `record_verified` records what changed.
 bool Simulator::Impl::refill_verified() {
   // Changes that leave every changed link with one flow at most (contention-free traffic) are
   // as cheap for the component refilling, which needs no checks.
@@ -937,8 +942,20 @@ void Simulator::Impl::record_series() {
   for (const topo::LinkId link : component_links) record_link_series(link);
 }
 
+// After a verified refilling: the links whose total rate may have changed, those that gained or
+// lost flows and those of the re-rated set (every other flow kept its rate).
+void Simulator::Impl::record_verified() {
+  for (const topo::LinkId link : dirty) record_link_series(link);
+  for (const std::uint32_t slot : component_flows) {
+    const Flow& flow = flows[slot];
+    const Hop* path = flow.path();
+    for (std::uint32_t h = 0; h < flow.hops; ++h) record_link_series(path[h].link);
+  }
+}
+
 // Appends `link`'s current total rate to its series (one sample per timestamp and change).
 void Simulator::Impl::record_link_series(topo::LinkId link) {
+  if (!recorded.empty() && recorded[link] == 0) return;
   double rate = 0;
   for (const FlowRef ref : links[link].flows) rate += ref.rate;
   auto& samples = series[link];
@@ -1176,7 +1193,22 @@ void Simulator::run_until(Time until) {
 
 void Simulator::reset() { impl_->reset(); }
 
-void Simulator::record_utilization(bool on) { impl_->recording = on; }
+void Simulator::record_utilization(bool on) {
+  impl_->recording = on;
+  impl_->recorded.clear();
+}
+
+void Simulator::record_utilization(std::span<const topo::LinkId> links) {
+  impl_->recording = !links.empty();
+  impl_->recorded.assign(links.empty() ? 0 : impl_->links.size(), 0);
+  for (const topo::LinkId link : links) {
+    if (link >= impl_->links.size()) {
+      throw Error::internal("no link " + std::to_string(link) + " in topology " +
+                            impl_->topology->name());
+    }
+    impl_->recorded[link] = 1;
+  }
+}
 
 void Simulator::reuse_lower_levels(bool on) { impl_->reuse_levels = on; }
 

@@ -627,7 +627,14 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
   auto stats_of = [&](topo::LinkId id) -> const net::LinkStats& {
     return sim.link_stats(plane_source ? (*plane_source)[id] : id);
   };
-  sim.record_utilization(!options.series_links.empty());
+  // Only the links asked for: the recording costs memory and an append per rate change.
+  if (plane_source) {
+    std::vector<topo::LinkId> sources;
+    for (const topo::LinkId id : options.series_links) sources.push_back((*plane_source)[id]);
+    sim.record_utilization(sources);
+  } else {
+    sim.record_utilization(options.series_links);
+  }
   ro.seed = options.seed;
   if (network.calibrated()) {
     ro.transfer_latency = [&network](Bytes size) {

@@ -154,6 +154,12 @@ class Simulator {
 
   /// Records each link's rate changes (off by default; costs memory per change).
   void record_utilization(bool on);
+  /// Records the rate changes of `links` only (empty: off), without the other links' memory
+  /// and appends. Unlike recording every link, it keeps the verified refilling on (it records
+  /// the links of the flows that refilling re-rates and the links that gained or lost flows),
+  /// so the run is exactly the one without recording. Throws `Error` (internal) for a link not
+  /// in the topology.
+  void record_utilization(std::span<const topo::LinkId> links);
   /// Keep the rates of the flows below the smallest departed rate and below each arrival's floor
   /// (its smallest capacity / flows over its links), less a 1e-9 relative margin, and refill
   /// only the flows reached from the changed links through arrivals and flows at or above that
@@ -165,8 +171,9 @@ class Simulator {
   /// others, and check that every flow on the links involved still has a bottleneck (a full
   /// link on which no flow is faster); flows that fail are added and the set re-rated, and past
   /// a few rounds, a few dozen flows or long link lists the component refilling takes over. On
-  /// by default, but not used while utilization is recorded; max-min rates are unique, so the
-  /// result is the same up to floating rounding.
+  /// by default, but not used while every link's utilization is recorded
+  /// (`record_utilization(true)`); max-min rates are unique, so the result is the same up to
+  /// floating rounding.
   void verified_refills(bool on);
   /// Statistics of directed link `link` (< topology().num_links(), else `Error`, internal).
   [[nodiscard]] const LinkStats& link_stats(topo::LinkId link) const;

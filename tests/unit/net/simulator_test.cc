@@ -676,10 +676,11 @@ struct Scenario {
   std::vector<LinkStats> stats;
   std::uint64_t events = 0;
   std::uint64_t rated = 0;
+  std::vector<std::vector<UtilizationSample>> series;  // per link (with `recorded`)
 };
 
 Scenario run_random_scenario(std::uint64_t seed, bool reuse_levels = true, bool all_at_once = false,
-                             bool verified = true) {
+                             bool verified = true, const std::vector<LinkId>* recorded = nullptr) {
   const LeafSpine fabric;
   Rng rng(seed);
   std::vector<std::vector<LinkId>> routes;
@@ -693,6 +694,7 @@ Scenario run_random_scenario(std::uint64_t seed, bool reuse_levels = true, bool 
   Simulator sim(fabric.topology);
   sim.reuse_lower_levels(reuse_levels);
   sim.verified_refills(verified);
+  if (recorded != nullptr) sim.record_utilization(*recorded);
   Scenario out;
   out.deliveries.resize(routes.size());
   for (std::size_t i = 0; i < routes.size(); ++i) {
@@ -704,7 +706,11 @@ Scenario run_random_scenario(std::uint64_t seed, bool reuse_levels = true, bool 
     });
   }
   sim.run();
-  for (LinkId l = 0; l < fabric.topology.num_links(); ++l) out.stats.push_back(sim.link_stats(l));
+  for (LinkId l = 0; l < fabric.topology.num_links(); ++l) {
+    out.stats.push_back(sim.link_stats(l));
+    const auto samples = sim.utilization(l);
+    out.series.emplace_back(samples.begin(), samples.end());
+  }
   out.events = sim.events_processed();
   out.rated = sim.flows_rated();
   return out;
@@ -735,6 +741,51 @@ TEST(Simulator, SameInputsGiveIdenticalResults) {
   // A different seed gives different times (the comparison above can fail).
   const Scenario c = run_random_scenario(8);
   EXPECT_NE(a.deliveries, c.deliveries);
+}
+
+// Recording chosen links' series (as the replay's trace pass does) leaves the run as it is:
+// the same deliveries, link statistics, events and rate work as without recording (the
+// verified refilling stays on). Links not chosen record nothing; each chosen link's series
+// integrates to its bytes, is non-zero exactly while the link is busy and ends at rate 0.
+TEST(Simulator, RecordingChosenLinksLeavesTheRunAsItIs) {
+  const LeafSpine fabric;
+  std::vector<LinkId> chosen;
+  for (LinkId l = 0; l < fabric.topology.num_links(); l += 3) chosen.push_back(l);
+  for (const std::uint64_t seed : {11U, 12U}) {
+    const Scenario plain = run_random_scenario(seed);
+    const Scenario recorded = run_random_scenario(seed, true, false, true, &chosen);
+    expect_same(plain, recorded);
+    EXPECT_EQ(plain.rated, recorded.rated);
+    int checked = 0;
+    for (LinkId l = 0; l < fabric.topology.num_links(); ++l) {
+      const auto& series = recorded.series[l];
+      if (std::find(chosen.begin(), chosen.end(), l) == chosen.end()) {
+        EXPECT_TRUE(series.empty()) << "link " << l;
+        continue;
+      }
+      const LinkStats& st = recorded.stats[l];
+      if (st.bytes == 0) {
+        EXPECT_TRUE(series.empty()) << "link " << l;
+        continue;
+      }
+      ASSERT_GE(series.size(), 2U) << "link " << l;
+      EXPECT_EQ(series.back().rate, Bandwidth{}) << "link " << l;
+      double bytes = 0;
+      Time busy;
+      for (std::size_t i = 0; i + 1 < series.size(); ++i) {
+        const Time span = series[i + 1].at - series[i].at;
+        bytes += series[i].rate.bytes_per_s() * span.to_seconds();
+        if (series[i].rate.bytes_per_s() > 0) busy += span;
+      }
+      EXPECT_NEAR(bytes, st.bytes, 1e-6 * st.bytes) << "link " << l;
+      EXPECT_EQ(busy, st.busy) << "link " << l;
+      ++checked;
+    }
+    EXPECT_GE(checked, 10) << seed;
+  }
+  Simulator sim(fabric.topology);
+  const std::vector<LinkId> beyond{static_cast<LinkId>(fabric.topology.num_links())};
+  EXPECT_THROW(sim.record_utilization(beyond), Error);
 }
 
 TEST(Simulator, RandomScenarioConservesBytes) {
