@@ -333,7 +333,8 @@ int run_run(std::span<char* const> args, const Context& context) {
       job::Job job(job_spec(a), catalog(), context.log);
       follow_job(replay, r, job);
       job.start_baselines();  // beside the search, on the second core
-      const job::Placement placed = place(job, {.replay = replay});
+      // The verification keeps its replay of the chosen plan: the run below reuses it.
+      job::Placement placed = place(job, {.replay = replay, .keep_replay = true});
       const placer::Plan& plan = placed.plan;
       const placer::Verification* verified = placed.verification ? &*placed.verification : nullptr;
       const std::vector<placer::BaselineResult> baselines = job.baselines();
@@ -342,7 +343,7 @@ int run_run(std::span<char* const> args, const Context& context) {
       // sibling, so the relative paths are the same from both).
       const std::string plan_yaml = job.plan_yaml(plan, baselines, plan_path, verified);
       const replay::RunRecord run = job.simulate(
-          plan, {.replay = replay, .command_line = command_line(args), .plan_yaml = plan_yaml});
+          placed, {.replay = replay, .command_line = command_line(args), .plan_yaml = plan_yaml});
       progress.advance();
       write_text_atomically(set.path("plan.yaml"), plan_yaml);
       (void)write_outputs(run, {.hdf5 = set.path("run.h5").string(),

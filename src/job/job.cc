@@ -546,19 +546,24 @@ struct Job::Impl {
           {.key = fmt::format("partition[{}]", s)});
     }
     const auto start = Clock::now();
-    replay::PlanReplayOptions replay = options.replay;
-    replay.seed = spec.seed;
-    replay.ideal = spec.ideal;
-    // The reduction runs as the plan was priced: beside the last backward or after it.
-    replay.overlap_gradient_sync = search.cost.overlap_gradient_sync;
-    replay.overlap_boundary_transfers = search.cost.overlap_boundary_transfers;
-    if (spec.algorithm) replay.data_parallel_algorithm = spec.algorithm;
-    replay::RunRecord run = replay::replay_plan(plan, *profile, *topology, replay);
+    replay::RunRecord run = replay::replay_plan(plan, *profile, *topology, replay_options(options));
     if (logged) {
       nest::log(log, LogLevel::kInfo, "replay: {} timeline rows, {} links in {:.3f} s",
                 run.timeline.size(), run.links.size(), seconds_since(start));
     }
     return run;
+  }
+
+  // The replay's options as the job runs them: its seed and network, and the reduction and the
+  // boundary transfers as the plan was priced (beside the compute or after it).
+  replay::PlanReplayOptions replay_options(const SimulateOptions& options) const {
+    replay::PlanReplayOptions replay = options.replay;
+    replay.seed = spec.seed;
+    replay.ideal = spec.ideal;
+    replay.overlap_gradient_sync = search.cost.overlap_gradient_sync;
+    replay.overlap_boundary_transfers = search.cost.overlap_boundary_transfers;
+    if (spec.algorithm) replay.data_parallel_algorithm = spec.algorithm;
+    return replay;
   }
 
   void log_oracle(std::string_view phase) const {
@@ -816,12 +821,23 @@ replay::RunRecord Job::simulate(const placer::Plan& plan, const SimulateOptions&
 }
 
 replay::RunRecord Job::simulate(Placement& placed, const SimulateOptions& options) {
-  if (!placed.replay || !(placed.replayed_with == options.replay)) {
+  // The kept replay has no busiest links' series (the verification does not ask for them), and
+  // its figures do not depend on them: it stands for a replay with them once they are added.
+  replay::PlanReplayOptions without_series = options.replay;
+  without_series.utilization_links = 0;
+  if (!placed.replay || !(placed.replayed_with == without_series)) {
     return simulate(placed.plan, options);
   }
   replay::RunRecord run = std::move(*placed.replay);
   placed.replay.reset();
   nest::log(impl_->log, LogLevel::kInfo, "replay: the verification's replay of the chosen plan");
+  if (options.replay.utilization_links > 0) {
+    const auto start = Clock::now();
+    replay::add_busiest_series(run, placed.plan, *impl_->profile, *impl_->topology,
+                               impl_->replay_options(options));
+    nest::log(impl_->log, LogLevel::kInfo, "replay: the {} busiest links' series in {:.3f} s",
+              run.link_series.size(), seconds_since(start));
+  }
   fill_metadata(run, options,
                 options.plan_yaml.empty() ? plan_yaml(placed.plan, {}, fs::path("plan.yaml"))
                                           : options.plan_yaml,

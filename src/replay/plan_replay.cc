@@ -236,26 +236,6 @@ void describe(const topo::Topology& topology, RunRecord& record) {
   record.topology.links.assign(topology.links().begin(), topology.links().end());
 }
 
-// The `count` directed links that carried the most bytes for their bandwidth (utilization over
-// the iteration; ties: the lower link id first).
-std::vector<topo::LinkId> busiest(
-    const std::function<const net::LinkStats&(topo::LinkId)>& stats_of,
-    const topo::Topology& topology, int count) {
-  std::vector<std::pair<double, topo::LinkId>> used;
-  for (topo::LinkId id = 0; id < topology.num_links(); ++id) {
-    const double bytes = stats_of(id).bytes;
-    const double rate = topology.link(id).bandwidth.bytes_per_s();
-    if (bytes > 0 && rate > 0) used.emplace_back(bytes / rate, id);
-  }
-  std::stable_sort(used.begin(), used.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<topo::LinkId> out;
-  for (std::size_t i = 0; i < used.size() && i < static_cast<std::size_t>(count); ++i) {
-    out.push_back(used[i].second);
-  }
-  return out;
-}
-
 // The utilization over time of link `id`, from the simulator's recording.
 LinkSeries series_of(const net::Simulator& sim, const topo::Topology& topology, topo::LinkId id) {
   const topo::Link& link = topology.link(id);
@@ -663,7 +643,7 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
     const topo::Link& link = topology.link(id);
     const double capacity = link.bandwidth.bytes_per_s() * seconds;
     record.links.push_back(
-        {link.src, link.dst, st.bytes, st.busy, capacity > 0 ? st.bytes / capacity : 0.0});
+        {link.src, link.dst, st.bytes, st.busy, capacity > 0 ? st.bytes / capacity : 0.0, id});
   }
   describe(topology, record);
   for (const topo::LinkId id : options.series_links) {
@@ -674,17 +654,32 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
     series.dst = link.dst;
     record.link_series.push_back(std::move(series));
   }
-  if (options.utilization_links > 0) {
-    // The busiest links' series come from a second replay with the recording on, so that this
-    // one runs exactly as without them.
-    PlanReplayOptions again = options;
-    again.utilization_links = 0;
-    again.series_links = busiest(stats_of, topology, options.utilization_links);
-    if (!again.series_links.empty()) {
-      record.link_series = replay_plan(plan, profile, topology, again).link_series;
-    }
-  }
+  add_busiest_series(record, plan, profile, topology, options);
   return record;
+}
+
+// The busiest links' series come from a second replay recording them, so that the first one
+// runs exactly as without them. `run.links` lists every link that carried bytes, in link id
+// order, with the simulator's byte counts, so the busiest are those of the run's statistics.
+void add_busiest_series(RunRecord& run, const placer::Plan& plan,
+                        const workload::LayerProfile& profile, const topo::Topology& topology,
+                        const PlanReplayOptions& options) {
+  if (options.utilization_links <= 0) return;
+  std::vector<std::pair<double, topo::LinkId>> used;
+  for (const LinkRow& row : run.links) {
+    const double rate = topology.link(row.link).bandwidth.bytes_per_s();
+    if (row.bytes > 0 && rate > 0) used.emplace_back(row.bytes / rate, row.link);
+  }
+  std::stable_sort(used.begin(), used.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  PlanReplayOptions again = options;
+  again.utilization_links = 0;
+  for (std::size_t i = 0;
+       i < used.size() && i < static_cast<std::size_t>(options.utilization_links); ++i) {
+    again.series_links.push_back(used[i].second);
+  }
+  if (again.series_links.empty()) return;
+  run.link_series = replay_plan(plan, profile, topology, again).link_series;
 }
 
 }  // namespace nest::replay

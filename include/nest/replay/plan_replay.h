@@ -90,4 +90,14 @@ void validate(const PlanReplayOptions& options);
                                     const topo::Topology& topology,
                                     const PlanReplayOptions& options);
 
+/// Sets `run.link_series` to the series of `options.utilization_links` busiest links of `run`
+/// (by bytes over bandwidth; ties: the lower link id), from a second replay of `plan` that
+/// records those links only: what `replay_plan(plan, ..., options)` adds to its record. `run`
+/// must be a `replay_plan` of the same plan, profile, topology and options but
+/// `utilization_links` (whose figures do not depend on it), e.g. a verification's replay
+/// kept for reuse. Nothing happens with `utilization_links` 0.
+void add_busiest_series(RunRecord& run, const placer::Plan& plan,
+                        const workload::LayerProfile& profile, const topo::Topology& topology,
+                        const PlanReplayOptions& options);
+
 }  // namespace nest::replay

@@ -60,6 +60,7 @@ struct LinkRow {
   double bytes = 0;
   Time busy;
   double utilization = 0;  ///< bytes / (bandwidth · iteration time), in [0, 1]
+  topo::LinkId link = 0;   ///< the topology's link id (not written to files)
 };
 
 /// From `at` on, a link carried `utilization` of its bandwidth (the sum of its flows' rates).

@@ -308,15 +308,31 @@ TEST(Job, VerifyByReplayChoosesThePlanTheReplayConfirms) {
   const replay::RunRecord again = verified.simulate(placed.plan);
   EXPECT_EQ(again.summary.iteration_time, v.candidates[v.chosen].replayed);
   // The verification kept its replay of the chosen plan: simulating the placement with the same
-  // replay options reuses it, the same run as a new replay; other options replay anew.
+  // replay options reuses it, the same run as a new replay, and adds the busiest links' series
+  // when they are asked for (`nest run`'s trace); other options replay anew.
   ASSERT_TRUE(placed.replay);
-  const replay::RunRecord series = verified.simulate(placed, {.replay = {.utilization_links = 2}});
-  EXPECT_EQ(series.link_series.size(), 2u);
-  EXPECT_EQ(series.summary.iteration_time, again.summary.iteration_time);
+  const replay::RunRecord other = verified.simulate(placed, {.replay = {.gradient_buckets = 2}});
+  EXPECT_TRUE(other.link_series.empty());
   ASSERT_TRUE(placed.replay);
-  const replay::RunRecord reused = verified.simulate(placed, {});
+  const replay::RunRecord fresh =
+      verified.simulate(placed.plan, {.replay = {.utilization_links = 2}});
+  ASSERT_EQ(fresh.link_series.size(), 2u);
+  const replay::RunRecord reused = verified.simulate(placed, {.replay = {.utilization_links = 2}});
   EXPECT_FALSE(placed.replay);
-  EXPECT_EQ(run_digest(reused), run_digest(again));
+  EXPECT_EQ(run_digest(reused), run_digest(fresh));
+  EXPECT_EQ(reused.summary.iteration_time, again.summary.iteration_time);
+  ASSERT_EQ(reused.link_series.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const replay::LinkSeries& x = reused.link_series[i];
+    const replay::LinkSeries& y = fresh.link_series[i];
+    EXPECT_EQ(x.link, y.link);
+    ASSERT_EQ(x.points.size(), y.points.size());
+    EXPECT_GT(x.points.size(), 1u);
+    for (std::size_t k = 0; k < x.points.size(); ++k) {
+      EXPECT_EQ(x.points[k].at, y.points[k].at);
+      EXPECT_EQ(x.points[k].utilization, y.points[k].utilization);
+    }
+  }
   EXPECT_FALSE(reused.meta.plan_yaml.empty());
   EXPECT_EQ(reused.meta.inputs.size(), again.meta.inputs.size());
   // The plan file records both figures per candidate.
