@@ -117,8 +117,8 @@ struct Job::Impl {
   placer::SearchOptions search;
   std::uint64_t searched_events = 0;  // events the searches' simulations processed
   // The topology-agnostic baseline started by `start_baselines`, running on a thread of its
-  // own. Declared last, so destroyed first: a job dropped before `baselines()` waits for the
-  // thread before the topology and the profile it reads go.
+  // own (the task holds what it reads: shared pointers to the topology and the profile, its
+  // own oracle). A job dropped before `baselines()` waits for it here.
   std::future<AgnosticRun> agnostic;
 
   Impl(JobSpec s, Prebuilt prebuilt, const Catalog& c, Logger* l)
@@ -828,16 +828,16 @@ replay::RunRecord Job::simulate(Placement& placed, const SimulateOptions& option
   if (!placed.replay || !(placed.replayed_with == without_series)) {
     return simulate(placed.plan, options);
   }
-  replay::RunRecord run = std::move(*placed.replay);
-  placed.replay.reset();
   nest::log(impl_->log, LogLevel::kInfo, "replay: the verification's replay of the chosen plan");
   if (options.replay.utilization_links > 0) {
     const auto start = Clock::now();
-    replay::add_busiest_series(run, placed.plan, *impl_->profile, *impl_->topology,
+    replay::add_busiest_series(*placed.replay, placed.plan, *impl_->profile, *impl_->topology,
                                impl_->replay_options(options));
     nest::log(impl_->log, LogLevel::kInfo, "replay: the {} busiest links' series in {:.3f} s",
-              run.link_series.size(), seconds_since(start));
+              placed.replay->link_series.size(), seconds_since(start));
   }
+  replay::RunRecord run = std::move(*placed.replay);
+  placed.replay.reset();
   fill_metadata(run, options,
                 options.plan_yaml.empty() ? plan_yaml(placed.plan, {}, fs::path("plan.yaml"))
                                           : options.plan_yaml,

@@ -1199,15 +1199,15 @@ void Simulator::record_utilization(bool on) {
 }
 
 void Simulator::record_utilization(std::span<const topo::LinkId> links) {
-  impl_->recording = !links.empty();
-  impl_->recorded.assign(links.empty() ? 0 : impl_->links.size(), 0);
   for (const topo::LinkId link : links) {
     if (link >= impl_->links.size()) {
       throw Error::internal("no link " + std::to_string(link) + " in topology " +
                             impl_->topology->name());
     }
-    impl_->recorded[link] = 1;
   }
+  impl_->recording = !links.empty();
+  impl_->recorded.assign(links.empty() ? 0 : impl_->links.size(), 0);
+  for (const topo::LinkId link : links) impl_->recorded[link] = 1;
 }
 
 void Simulator::reuse_lower_levels(bool on) { impl_->reuse_levels = on; }

@@ -674,6 +674,7 @@ void add_busiest_series(RunRecord& run, const placer::Plan& plan,
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   PlanReplayOptions again = options;
   again.utilization_links = 0;
+  again.series_links.clear();
   for (std::size_t i = 0;
        i < used.size() && i < static_cast<std::size_t>(options.utilization_links); ++i) {
     again.series_links.push_back(used[i].second);

@@ -143,10 +143,11 @@ struct JobSpec {
   /// estimate's best. Unset: `kDefaultVerify` under the oracle network with a topology, else 0.
   /// In 0..`kMaxVerify`; a positive value needs a topology.
   std::optional<int> verify;
-  /// Threads the job may run independent work on: the verification's replays, and the
-  /// topology-agnostic baseline beside the search (`Job::start_baselines`; 1 runs it in line).
-  /// Results never depend on it. In 1..`kMaxThreads`. Sweeps, which evaluate points on threads
-  /// of their own, give each job 1.
+  /// Threads the job may run independent work on: the verification replays on this many, and
+  /// with more than 1 the topology-agnostic baseline runs beside the search
+  /// (`Job::start_baselines`; one thread more while it has not finished, which on GPT-3 it has
+  /// by the time the search ends; 1 runs it in line). Results never depend on it. In
+  /// 1..`kMaxThreads`. Sweeps, which evaluate points on threads of their own, give each job 1.
   int threads = 2;
 };
 
@@ -255,9 +256,10 @@ class Job {
   [[nodiscard]] replay::RunRecord simulate(const placer::Plan& plan,
                                            const SimulateOptions& options = {});
   /// The same run as `simulate(placed.plan, options)`, byte for byte: the verification's own
-  /// replay of the plan when `placed.replay` holds one made with `options.replay`
-  /// (`Placement::replayed_with`; it is moved out and only its metadata filled), else a new
-  /// replay.
+  /// replay of the plan when `placed.replay` holds one made with `options.replay` but for
+  /// `utilization_links` (`Placement::replayed_with`; it is moved out, its busiest links'
+  /// series added by a second replay recording them when `utilization_links` asks for them,
+  /// `replay::add_busiest_series`, and its metadata filled), else a new replay.
   [[nodiscard]] replay::RunRecord simulate(Placement& placed, const SimulateOptions& options);
 
   /// What a plan file written at `plan_path` records of this job: input paths relative to the

@@ -31,9 +31,8 @@ struct PlanReplayOptions {
   /// series come from a second replay of the same iteration with `series_links` set, so this
   /// replay's figures are the same with or without them.
   int utilization_links = 0;
-  /// Record these links' utilization series (the simulator's recording, which shares bandwidth
-  /// through another, equivalent path of max-min filling: figures equal up to floating
-  /// rounding).
+  /// Record these links' utilization series (`net::Simulator::record_utilization(links)`: the
+  /// same run as without recording).
   std::vector<topo::LinkId> series_links;
   /// The reduction runs beside the last backward pass (as the cost model's
   /// `CostOptions::overlap_gradient_sync`).
@@ -90,7 +89,8 @@ void validate(const PlanReplayOptions& options);
                                     const topo::Topology& topology,
                                     const PlanReplayOptions& options);
 
-/// Sets `run.link_series` to the series of `options.utilization_links` busiest links of `run`
+/// Sets `run.link_series` to the series of the `options.utilization_links` busiest links of `run`
+/// (replacing `options.series_links`, if any)
 /// (by bytes over bandwidth; ties: the lower link id), from a second replay of `plan` that
 /// records those links only: what `replay_plan(plan, ..., options)` adds to its record. `run`
 /// must be a `replay_plan` of the same plan, profile, topology and options but
