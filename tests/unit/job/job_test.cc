@@ -389,6 +389,41 @@ TEST(Job, VerificationOnThreadsIsTheVerificationInLine) {
   EXPECT_EQ(run_digest(*a.replay), run_digest(*b.replay));
 }
 
+// The verification's replays on threads report the first failing candidate in list order
+// (here the second fails, and so does the third, which another thread may reach first), and
+// equal replayed times choose the first in list order, as one thread does.
+TEST(Job, VerificationOnThreadsFailsAndTiesInListOrder) {
+  JobSpec spec = rail_spec();
+  spec.devices = 64;
+  spec.verify = 3;
+  spec.threads = 3;
+  Job job(spec, kCatalog);
+  placer::SearchResult failing = job.search();
+  ASSERT_TRUE(failing.best);
+  const placer::Plan good = *failing.best;
+  placer::Plan far = good;
+  far.devices_used = 100'000;
+  placer::Plan farther = good;
+  farther.devices_used = 200'000;
+  failing.candidates = {good, far, farther};
+  EXPECT_EQ(error_of([&] { static_cast<void>(job.verify(std::move(failing))); }),
+            "topology: the plan needs 100000 devices, the topology has 1024");
+
+  placer::SearchResult tied = job.search();
+  tied.candidates = {good, good, good};
+  const Placement placed = job.verify(std::move(tied), {.keep_replay = true});
+  ASSERT_TRUE(placed.verification);
+  const placer::Verification& v = *placed.verification;
+  ASSERT_EQ(v.candidates.size(), 3u);
+  EXPECT_EQ(v.chosen, 0u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(v.candidates[i].replayed, v.candidates[0].replayed);
+    EXPECT_EQ(v.candidates[i].replay_rank, static_cast<int>(i) + 1);
+  }
+  ASSERT_TRUE(placed.replay);
+  EXPECT_EQ(placed.replay->summary.iteration_time, v.candidates[0].replayed);
+}
+
 TEST(Job, ThreadsOutOfRangeNameTheField) {
   JobSpec none = rail_spec();
   none.threads = 0;
