@@ -523,11 +523,9 @@ struct Job::Impl {
     return std::max<std::uint64_t>(std::uint64_t{1} << 16, searched_events / 8);
   }
 
-  // The replay of `plan` (checked against the topology and memory), metadata not filled;
-  // `logged`: its line in the log (off on threads other than the caller's: a `Logger` need not
-  // be thread-safe). Reads only the job's immutable parts, so threads may replay at once.
-  replay::RunRecord replay(const placer::Plan& plan, const SimulateOptions& options,
-                           bool logged = true) const {
+  // The replay of `plan` (checked against the topology and memory), metadata not filled. Reads
+  // only the job's immutable parts and does not log, so threads may replay at once.
+  replay::RunRecord replay(const placer::Plan& plan, const SimulateOptions& options) const {
     if (!topology) {
       throw Error::input("a replay needs a topology", {.key = "topology",
                                                        .expected = "a plan made with a topology, "
@@ -545,13 +543,7 @@ struct Job::Impl {
                       format_bytes(plan.stages[s].memory.total()), format_bytes(plan.capacity)),
           {.key = fmt::format("partition[{}]", s)});
     }
-    const auto start = Clock::now();
-    replay::RunRecord run = replay::replay_plan(plan, *profile, *topology, replay_options(options));
-    if (logged) {
-      nest::log(log, LogLevel::kInfo, "replay: {} timeline rows, {} links in {:.3f} s",
-                run.timeline.size(), run.links.size(), seconds_since(start));
-    }
-    return run;
+    return replay::replay_plan(plan, *profile, *topology, replay_options(options));
   }
 
   // The replay's options as the job runs them: its seed and network, and the reduction and the
@@ -657,8 +649,6 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
   struct Replayed {
     Time time;
     double seconds = 0;
-    std::size_t rows = 0;
-    std::size_t links = 0;
     std::exception_ptr error;
   };
   std::vector<Replayed> replayed(order.size());
@@ -671,11 +661,9 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
       Replayed& r = replayed[j];
       try {
         const auto began = Clock::now();
-        replay::RunRecord run = impl_->replay(all[order[j]], light, false);
+        replay::RunRecord run = impl_->replay(all[order[j]], light);
         r.seconds = seconds_since(began);
         r.time = run.summary.iteration_time;
-        r.rows = run.timeline.size();
-        r.links = run.links.size();
         if (!options.keep_replay) continue;
         const std::lock_guard lock(keeping);
         if (chosen_at == order.size() || r.time < replayed[chosen_at].time ||
@@ -702,8 +690,8 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
   for (std::size_t j = 0; j < order.size(); ++j) {
     const Replayed& r = replayed[j];
     if (r.error) std::rethrow_exception(r.error);
-    nest::log(impl_->log, LogLevel::kInfo, "replay: {} timeline rows, {} links in {:.3f} s", r.rows,
-              r.links, r.seconds);
+    nest::log(impl_->log, LogLevel::kInfo, "verify: candidate {} replayed in {:.3f} s", j + 1,
+              r.seconds);
     v.candidates.push_back({.plan = std::move(all[order[j]]),
                             .replayed = r.time,
                             .estimate_rank = static_cast<int>(v.candidates.size()) + 1});
@@ -812,7 +800,10 @@ void fill_metadata(replay::RunRecord& run, const SimulateOptions& options, std::
 }  // namespace
 
 replay::RunRecord Job::simulate(const placer::Plan& plan, const SimulateOptions& options) {
+  const auto start = Clock::now();
   replay::RunRecord run = impl_->replay(plan, options);
+  nest::log(impl_->log, LogLevel::kInfo, "replay: {} timeline rows, {} links in {:.3f} s",
+            run.timeline.size(), run.links.size(), seconds_since(start));
   fill_metadata(
       run, options,
       options.plan_yaml.empty() ? plan_yaml(plan, {}, fs::path("plan.yaml")) : options.plan_yaml,

@@ -358,13 +358,19 @@ TEST(Job, VerifySpecErrorsNameTheField) {
   EXPECT_EQ(Job(artifact_spec(), kCatalog).spec().verify, 0);
 }
 
+// Llama-2-7B on 64 GPUs of the rail cluster, verifying `verify` candidates on `threads` threads.
+JobSpec verify_spec(int verify, int threads) {
+  JobSpec spec = rail_spec();
+  spec.devices = 64;
+  spec.verify = verify;
+  spec.threads = threads;
+  return spec;
+}
+
 // The verification's replays on several threads: the same candidates, times, ranks, choice
 // and kept run as on one (each replay reads only the plan and the job's immutable parts).
 TEST(Job, VerificationOnThreadsIsTheVerificationInLine) {
-  JobSpec spec = rail_spec();
-  spec.devices = 64;
-  spec.verify = 5;
-  spec.threads = 1;
+  JobSpec spec = verify_spec(5, 1);
   Job one(spec, kCatalog);
   const Placement a = one.placement({.keep_replay = true});
   spec.threads = 3;
@@ -393,11 +399,7 @@ TEST(Job, VerificationOnThreadsIsTheVerificationInLine) {
 // (here the second fails, and so does the third, which another thread may reach first), and
 // equal replayed times choose the first in list order, as one thread does.
 TEST(Job, VerificationOnThreadsFailsAndTiesInListOrder) {
-  JobSpec spec = rail_spec();
-  spec.devices = 64;
-  spec.verify = 3;
-  spec.threads = 3;
-  Job job(spec, kCatalog);
+  Job job(verify_spec(3, 3), kCatalog);
   placer::SearchResult failing = job.search();
   ASSERT_TRUE(failing.best);
   const placer::Plan good = *failing.best;
