@@ -492,15 +492,12 @@ void Simulator::Impl::update_rates() {
 // while every link's utilization is recorded (whose rounding then stays the component
 // refilling's, as before); with chosen links (`recorded`), `record_verified` records what changed.
 bool Simulator::Impl::refill_verified() {
-  // Changes that leave every changed link with one flow at most (contention-free traffic) are
-  // as cheap for the component refilling, which needs no checks.
+  // Also when every changed link is left with one flow at most: that flow may cross shared
+  // links, and then its upper component is as large as the flows it meets (a drain in one of
+  // several trees or rings whose spine up-links ECMP shares: every flow of all of them).
   std::size_t seeded = 0;
-  bool shared = false;
-  for (const topo::LinkId seed : dirty) {
-    seeded += links[seed].flows.size();
-    shared = shared || links[seed].flows.size() > 1;
-  }
-  if (!shared || seeded > kVerifiedScanLimit) return false;
+  for (const topo::LinkId seed : dirty) seeded += links[seed].flows.size();
+  if (seeded > kVerifiedScanLimit) return false;
   ++epoch;
   component_flows.clear();
   for (const topo::LinkId seed : dirty) {
