@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -30,6 +31,7 @@
 #include "bench_topologies.h"
 #include "nest/coll/calibration.h"
 #include "nest/coll/group.h"
+#include "nest/coll/measure.h"
 #include "nest/coll/oracle.h"
 #include "nest/coll/schedule.h"
 #include "nest/coll/simulate.h"
@@ -181,6 +183,48 @@ void BM_CalibratedOracleTunedFirstQuery(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_CalibratedOracleTunedFirstQuery)->Unit(benchmark::kMillisecond);
+
+// A placer's joint data-parallel sync at scale: K stages' groups of 154 members (one GPU every
+// 53 nodes, as tp-pp-dp lays out 53 stages of 8-GPU tensor groups) reduce 256 MiB at once with
+// the double binary tree (16 pieces) under the bundled NCCL models, on `h100_rail_1024.yaml`
+// grown to 8,192 nodes (65,536 GPUs). The groups are shifted by one node, so the trees share
+// spine up-links wherever ECMP puts them together: one max-min component across trees.
+// `nest collective --algorithm tree --concurrent stride:8:K` runs the same (its JSON is the
+// same byte for byte before and after the simulator change of results/net_bench.md step 11).
+void BM_ConcurrentTreesOnRail65536(benchmark::State& state) {
+  static const nest::topo::Topology rail = [] {
+    const std::string path = std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_1024.yaml";
+    std::ifstream in(path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string from = "\nnodes: 128\n";
+    text.replace(text.find(from), from.size(), "\nnodes: 8192\n");
+    return nest::topo::load_topology_string(text, path);
+  }();
+  const nest::coll::CalibratedNetwork network(rail);
+  std::vector<DeviceId> group;
+  for (DeviceId r = 0; r < 154; ++r) group.push_back(r * 53 * 8);
+  const auto copies = state.range(0);
+  const auto groups = nest::coll::concurrent_groups(group, "stride:8:" + std::to_string(copies),
+                                                    rail.num_devices());
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTree, Bytes::mebibytes(256), 0};
+  spec.channels = 0;
+  nest::coll::Measurement m;
+  for (auto _ : state) {
+    m = nest::coll::measure(network, {.spec = spec, .groups = groups});
+    benchmark::DoNotOptimize(m.result.makespan);
+  }
+  state.counters["flows"] = static_cast<double>(m.result.flows);
+  state.counters["events"] = static_cast<double>(m.result.events);
+  state.counters["simulated_ms"] = m.result.makespan.to_milliseconds();
+  state.counters["events_per_s"] = benchmark::Counter(
+      static_cast<double>(m.result.events), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_ConcurrentTreesOnRail65536)
+    ->Arg(1)
+    ->Arg(4)
+    ->Arg(17)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 }  // namespace
 
