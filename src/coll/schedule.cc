@@ -718,6 +718,41 @@ class ChannelRingProgram final : public Program {
                     static_cast<std::uint32_t>(step), static_cast<std::uint16_t>(c), piece};
   }
 
+  // Along consecutive ids of one (step, channel) the position p and the chunk advance by one
+  // (mod n) and the piece is one of two sizes, as `transfer` computes them: split_bytes(share,
+  // n, chunk) is share / n + 1 for the first share % n chunks and share / n after. So the loop
+  // needs no division per transfer.
+  void transfers(TransferId first, std::span<Transfer> out) const override {
+    std::size_t done = 0;
+    while (done < out.size()) {
+      const TransferId id = first + done;
+      const std::uint64_t step = id / per_step();
+      const std::uint64_t within = id % per_step();
+      const auto c = static_cast<std::size_t>(within / rank_count());
+      const auto p0 = static_cast<std::int64_t>(within % rank_count());
+      const std::size_t count =
+          std::min<std::size_t>(out.size() - done, static_cast<std::size_t>(n_ - p0));
+      const bool scatter = step < scatter_steps_;
+      const auto into = static_cast<std::int64_t>(scatter ? step : step - scatter_steps_);
+      const std::int64_t k = into / chunks_;
+      const std::int64_t j = into % chunks_;
+      const Bytes share = split_bytes(size_, channels_, static_cast<std::int64_t>(c));
+      const std::int64_t larger = share.count() % n_;
+      const Bytes large = split_bytes(Bytes(share.count() / n_ + 1), chunks_, j);
+      const Bytes small = split_bytes(Bytes(share.count() / n_), chunks_, j);
+      auto chunk = static_cast<std::int64_t>(positive_mod(scatter ? p0 - k - 1 : p0 - k, n_));
+      const auto& order = orders_[c];
+      for (std::size_t i = 0; i < count; ++i) {
+        const auto p = static_cast<std::size_t>(p0) + i;
+        const std::size_t next = p + 1 == static_cast<std::size_t>(n_) ? 0 : p + 1;
+        out[done + i] = Transfer{order[p], order[next], static_cast<std::uint32_t>(step),
+                                 static_cast<std::uint16_t>(c), chunk < larger ? large : small};
+        if (++chunk == n_) chunk = 0;
+      }
+      done += count;
+    }
+  }
+
   std::array<GateId, 2> successors(TransferId id) const override {
     const std::uint64_t step = id / per_step();
     if (step + 1 >= steps_) return {kNoGateId, kNoGateId};

@@ -362,6 +362,7 @@ TEST(Program, TransferIdsAreInStepOrder) {
       EXPECT_EQ(bulk[id].dst, visited[id].dst) << what << " id " << id;
       EXPECT_EQ(bulk[id].step, visited[id].step) << what << " id " << id;
       EXPECT_EQ(bulk[id].bytes, visited[id].bytes) << what << " id " << id;
+      EXPECT_EQ(bulk[id].channel, visited[id].channel) << what << " id " << id;
     }
     for (TransferId id = 0; id < p.transfer_count(); ++id) {
       const Transfer t = p.transfer(id);
@@ -392,6 +393,23 @@ TEST(Program, TransferIdsAreInStepOrder) {
     }
   }
   EXPECT_GE(checked, 12);
+  const int before = checked;
+  // The rings of several channels (NCCL's), with node-aware orders or rotations, uneven shares
+  // and pieces, both gate rules: the bulk path computes each piece without a division per rank.
+  for (Operation op : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather}) {
+    for (const int per_node : {0, 2}) {
+      for (const bool forward : {false, true}) {
+        CollectiveSpec spec{op, Algorithm::kRing, Bytes(100003), 3};
+        spec.channels = 3;
+        spec.ranks_per_node = per_node;
+        spec.forward_on_arrival = forward;
+        check(*ring_program(spec, 6), std::string(operation_name(op)) + " channel rings " +
+                                          std::to_string(per_node) + (forward ? " forward" : ""));
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked - before, 12);
 }
 
 }  // namespace
