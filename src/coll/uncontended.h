@@ -112,6 +112,10 @@ class UncontendedEvaluator {
     Time latency;
     std::int64_t last_bytes = -1;  // memo of the last drain time
     Time last_drain;
+    // `bound_only`: what its flows on the current route have not yet added to the route's
+    // links (their bytes and earliest opening), added when the route changes or the group ends.
+    double pending_bytes = 0;
+    Time pending_open = Time::max();
   };
 
   // The pass over one group's transfers; with `bound_only` every flow is taken alone on its
@@ -124,6 +128,8 @@ class UncontendedEvaluator {
                                                std::span<const GroupProgram> groups,
                                                std::uint64_t salt);
   bool admit(std::span<const topo::LinkId> route, Time start, Time drain, Bytes bytes);
+  // `bound_only`: adds `sender`'s pending flows to the links of its current route.
+  void add_pending(RankState& sender);
 
   const topo::Topology* topology_;
   bool derive_rings_ = true;

@@ -572,6 +572,38 @@ TEST(Uncontended, LowerBoundNeverExceedsTheEventSimulation) {
   EXPECT_GT(tight, 100);
 }
 
+// The load term by hand, where it decides the bound and where each rank's route changes every
+// step: a pairwise all-to-all of 4 MB over devices 0, 1 on switch s1 and 2, 3 on switch s2,
+// hosts at 100 GB/s, the s1-s2 cable at 1 GB/s, no latency. Ranks 0 and 1 send 1 MB to each of
+// ranks 2 and 3 across the cable (steps 0-2, a different peer each step), so s1 -> s2 carries
+// 4 MB: 4 ms from the first opening at 0. Each rank's chain of steps is shorter (at most three
+// crossings of 1 ms), so the bound is 4e9 ps less the margin (4 ps per transfer, 12 transfers)
+// and the relative 1e-6. Summing a route's bytes only once its last flow is seen must still
+// count the earlier routes' bytes (a missed sum leaves the path term, below 3.1e9 ps).
+TEST(Uncontended, LowerBoundCountsEveryRouteOfAPairwiseAllToAll) {
+  topo::Topology t("two switches", topo::Family::kExplicit);
+  for (int d = 0; d < 4; ++d) t.add_device("d" + std::to_string(d));
+  const auto s1 = t.add_switch("s1", 1);
+  const auto s2 = t.add_switch("s2", 1);
+  const Bandwidth host = Bandwidth::bytes_per_second(100e9);
+  for (topo::NodeId d = 0; d < 4; ++d) {
+    t.add_link(d, d < 2 ? s1 : s2, host, Time::zero(), host, Time::zero());
+  }
+  t.add_link(s1, s2, Bandwidth::bytes_per_second(1e9), Time::zero());
+  const auto program = lower_program(
+      CollectiveSpec{Operation::kAllToAll, Algorithm::kPairwise, Bytes(4'000'000)}, 4);
+  ASSERT_EQ(program->transfer_count(), 12U);
+  const std::vector<topo::DeviceId> group{0, 1, 2, 3};
+  const std::vector<detail::GroupProgram> parts{{program.get(), group}};
+  topo::Router router(t, 0);
+  detail::UncontendedEvaluator evaluator(t);
+  const auto bound = evaluator.lower_bound(router, parts, 0);
+  ASSERT_TRUE(bound.has_value());
+  EXPECT_EQ(bound->slowest.ps(), static_cast<std::int64_t>((4e9 - 48) * (1 - 1e-6)));
+  // Twice over the same evaluator: its link state starts afresh.
+  EXPECT_EQ(evaluator.lower_bound(router, parts, 0)->slowest, bound->slowest);
+}
+
 // A link without bandwidth: no bound (the event simulation reports the link).
 TEST(Uncontended, LowerBoundStepsAsideForALinkWithoutBandwidth) {
   topo::Topology t("nan", topo::Family::kExplicit);
