@@ -498,9 +498,9 @@ void Simulator::Impl::update_rates() {
 // while every link's utilization is recorded (whose rounding then stays the component
 // refilling's, as before); with chosen links (`recorded`), `record_verified` records what changed.
 bool Simulator::Impl::refill_verified() {
-  // Also when every changed link is left with one flow at most: that flow may cross shared
-  // links, and then its upper component is as large as the flows it meets (a drain in one of
-  // several trees or rings whose spine up-links ECMP shares: every flow of all of them).
+  // No shortcut for changes that leave every changed link with one flow at most: that flow may
+  // cross shared links, and then its upper component holds every flow it meets (a drain in one
+  // of several trees or rings whose spine up-links ECMP shares: every flow of all of them).
   std::size_t seeded = 0;
   for (const topo::LinkId seed : dirty) seeded += links[seed].flows.size();
   if (seeded > kVerifiedScanLimit) return false;
@@ -1126,8 +1126,7 @@ FlowId Simulator::start_flow(std::span<const topo::LinkId> route, Bytes size,
                           .expected = "a bandwidth > 0"});
     }
     latency += s.ends[link].latency;
-    // The second loop below writes each link's state and tally: fetched while this one runs.
-    __builtin_prefetch(&s.links[link], 1);
+    // The second loop below also writes each link's tally (its state this loop has read).
     __builtin_prefetch(&s.tallies[link], 1);
   }
 

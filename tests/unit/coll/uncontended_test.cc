@@ -604,6 +604,35 @@ TEST(Uncontended, LowerBoundCountsEveryRouteOfAPairwiseAllToAll) {
   EXPECT_EQ(evaluator.lower_bound(router, parts, 0)->slowest, bound->slowest);
 }
 
+// The load term by hand where one route carries many flows: two ring allreduces of 4 MB over
+// devices {0, 1 | 2, 3} and {4, 5 | 6, 7} (switch s1 | switch s2), hosts at 100 GB/s without
+// latency, the s1-s2 cable at 1 GB/s and 1 us. Ranks 1 and 5 send all six of their 1 MB steps
+// across the cable, so s1 -> s2 carries 12 MB from the first opening at 0: 1 us + 12 ms. Each
+// ring's chain of steps is about 6 ms (each step waits for one crossing), below it. The
+// earliest opening of a route's flows must be its first step's, not its last's (~5 ms later).
+TEST(Uncontended, LowerBoundTakesTheFirstOpeningOfARoutesFlows) {
+  topo::Topology t("two switches", topo::Family::kExplicit);
+  for (int d = 0; d < 8; ++d) t.add_device("d" + std::to_string(d));
+  const auto s1 = t.add_switch("s1", 1);
+  const auto s2 = t.add_switch("s2", 1);
+  const Bandwidth host = Bandwidth::bytes_per_second(100e9);
+  for (topo::NodeId d = 0; d < 8; ++d) {
+    t.add_link(d, d % 4 < 2 ? s1 : s2, host, Time::zero(), host, Time::zero());
+  }
+  t.add_link(s1, s2, Bandwidth::bytes_per_second(1e9), Time::microseconds(1));
+  const auto program =
+      lower_program(CollectiveSpec{Operation::kAllReduce, Algorithm::kRing, Bytes(4'000'000)}, 4);
+  ASSERT_EQ(program->transfer_count(), 24U);
+  const std::vector<topo::DeviceId> a{0, 1, 2, 3};
+  const std::vector<topo::DeviceId> b{4, 5, 6, 7};
+  const std::vector<detail::GroupProgram> parts{{program.get(), a}, {program.get(), b}};
+  topo::Router router(t, 0);
+  detail::UncontendedEvaluator evaluator(t);
+  const auto bound = evaluator.lower_bound(router, parts, 0);
+  ASSERT_TRUE(bound.has_value());
+  EXPECT_EQ(bound->slowest.ps(), static_cast<std::int64_t>((1e6 + 12e9 - 96) * (1 - 1e-6)));
+}
+
 // A link without bandwidth: no bound (the event simulation reports the link).
 TEST(Uncontended, LowerBoundStepsAsideForALinkWithoutBandwidth) {
   topo::Topology t("nan", topo::Family::kExplicit);
