@@ -572,6 +572,22 @@ TEST(Uncontended, LowerBoundNeverExceedsTheEventSimulation) {
   EXPECT_GT(tight, 100);
 }
 
+// `devices` hosts in runs of two per switch, alternately on switches s1 and s2 (devices 0, 1
+// on s1, 2, 3 on s2, 4, 5 on s1, ...), hosts at 100 GB/s without latency, and one s1-s2 cable
+// at 1 GB/s with `cable_latency`: the hand-computed load-term cases below.
+topo::Topology two_switches(int devices, Time cable_latency) {
+  topo::Topology t("two switches", topo::Family::kExplicit);
+  for (int d = 0; d < devices; ++d) t.add_device("d" + std::to_string(d));
+  const auto s1 = t.add_switch("s1", 1);
+  const auto s2 = t.add_switch("s2", 1);
+  const Bandwidth host = Bandwidth::bytes_per_second(100e9);
+  for (topo::NodeId d = 0; d < static_cast<topo::NodeId>(devices); ++d) {
+    t.add_link(d, d % 4 < 2 ? s1 : s2, host, Time::zero(), host, Time::zero());
+  }
+  t.add_link(s1, s2, Bandwidth::bytes_per_second(1e9), cable_latency);
+  return t;
+}
+
 // The load term by hand, where it decides the bound and where each rank's route changes every
 // step: a pairwise all-to-all of 4 MB over devices 0, 1 on switch s1 and 2, 3 on switch s2,
 // hosts at 100 GB/s, the s1-s2 cable at 1 GB/s, no latency. Ranks 0 and 1 send 1 MB to each of
@@ -581,15 +597,7 @@ TEST(Uncontended, LowerBoundNeverExceedsTheEventSimulation) {
 // and the relative 1e-6. Summing a route's bytes only once its last flow is seen must still
 // count the earlier routes' bytes (a missed sum leaves the path term, below 3.1e9 ps).
 TEST(Uncontended, LowerBoundCountsEveryRouteOfAPairwiseAllToAll) {
-  topo::Topology t("two switches", topo::Family::kExplicit);
-  for (int d = 0; d < 4; ++d) t.add_device("d" + std::to_string(d));
-  const auto s1 = t.add_switch("s1", 1);
-  const auto s2 = t.add_switch("s2", 1);
-  const Bandwidth host = Bandwidth::bytes_per_second(100e9);
-  for (topo::NodeId d = 0; d < 4; ++d) {
-    t.add_link(d, d < 2 ? s1 : s2, host, Time::zero(), host, Time::zero());
-  }
-  t.add_link(s1, s2, Bandwidth::bytes_per_second(1e9), Time::zero());
+  const topo::Topology t = two_switches(4, Time::zero());
   const auto program = lower_program(
       CollectiveSpec{Operation::kAllToAll, Algorithm::kPairwise, Bytes(4'000'000)}, 4);
   ASSERT_EQ(program->transfer_count(), 12U);
@@ -611,15 +619,7 @@ TEST(Uncontended, LowerBoundCountsEveryRouteOfAPairwiseAllToAll) {
 // ring's chain of steps is about 6 ms (each step waits for one crossing), below it. The
 // earliest opening of a route's flows must be its first step's, not its last's (~5 ms later).
 TEST(Uncontended, LowerBoundTakesTheFirstOpeningOfARoutesFlows) {
-  topo::Topology t("two switches", topo::Family::kExplicit);
-  for (int d = 0; d < 8; ++d) t.add_device("d" + std::to_string(d));
-  const auto s1 = t.add_switch("s1", 1);
-  const auto s2 = t.add_switch("s2", 1);
-  const Bandwidth host = Bandwidth::bytes_per_second(100e9);
-  for (topo::NodeId d = 0; d < 8; ++d) {
-    t.add_link(d, d % 4 < 2 ? s1 : s2, host, Time::zero(), host, Time::zero());
-  }
-  t.add_link(s1, s2, Bandwidth::bytes_per_second(1e9), Time::microseconds(1));
+  const topo::Topology t = two_switches(8, Time::microseconds(1));
   const auto program =
       lower_program(CollectiveSpec{Operation::kAllReduce, Algorithm::kRing, Bytes(4'000'000)}, 4);
   ASSERT_EQ(program->transfer_count(), 24U);
