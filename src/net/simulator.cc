@@ -392,12 +392,6 @@ void Simulator::Impl::remove_from_link(topo::LinkId link, std::uint32_t position
 void Simulator::Impl::finish_draining(std::uint32_t slot) {
   Flow& flow = flows[slot];
   const Hop* path = flow.path();
-  // Every hop's state and tally in flight at once rather than one miss after another (at 16,384
-  // GPUs a replay's links are spread over more than the caches hold).
-  for (std::uint32_t h = 0; h < flow.hops; ++h) {
-    __builtin_prefetch(&links[path[h].link], 1);
-    __builtin_prefetch(&tallies[path[h].link], 1);
-  }
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
     const topo::LinkId link = path[h].link;
     remove_from_link(link, path[h].position);
@@ -1126,8 +1120,6 @@ FlowId Simulator::start_flow(std::span<const topo::LinkId> route, Bytes size,
                           .expected = "a bandwidth > 0"});
     }
     latency += s.ends[link].latency;
-    // The second loop below also writes each link's tally (its state this loop has read).
-    __builtin_prefetch(&s.tallies[link], 1);
   }
 
   const std::uint32_t slot = s.allocate_flow();

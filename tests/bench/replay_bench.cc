@@ -5,10 +5,9 @@
 
 #include <benchmark/benchmark.h>
 
-#include <fmt/format.h>
-
 #include <string>
 
+#include "bench_topologies.h"
 #include "nest/placer/cost_model.h"
 #include "nest/placer/oracle_comm_cost.h"
 #include "nest/replay/plan_replay.h"
@@ -73,15 +72,7 @@ void BM_ReplayGpt3Rail(benchmark::State& state) {
   profile.variants.erase(profile.variants.begin());  // t = 8
   profile.variants[0].microbatches = microbatches;
   profile.global_batch = microbatches;
-  const std::string yaml = fmt::format(
-      "kind: rail_optimized\nname: h100-rail-{}\nnodes: {}\ngpus_per_node: 8\n"
-      "nodes_per_leaf: {}\nspines: 32\nnvlink_bandwidth: 450 GB/s\nnvlink_latency: 0.5 us\n"
-      "nic_bandwidth: 400 Gb/s\nnic_latency: 1 us\nspine_bandwidth: 400 Gb/s\n"
-      "spine_latency: 1 us\nnvlink_sharp: true\n"
-      "collectives: [collectives/nvlink4.yaml, collectives/ndr.yaml]\n",
-      8 * nodes, nodes, nodes_per_leaf);
-  const topo::Topology topology =
-      topo::load_topology_string(yaml, kRoot + "/topologies/bench_rail.yaml");
+  const topo::Topology topology = bench::h100_rail(nodes, static_cast<int>(nodes_per_leaf));
   placer::PlanChoice choice;
   choice.boundaries = {0};
   for (int i = 1; i < 16; ++i) choice.boundaries.push_back(1 + 6 * i);
