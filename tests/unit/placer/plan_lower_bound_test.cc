@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <optional>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "nest/core/rng.h"
 #include "nest/placer/comm_cost.h"
@@ -199,6 +203,128 @@ TEST(Search, PassBoundsSpareSimulationsAndChangeNothing) {
   EXPECT_GE(pass_bounded, 10);                     // 18
   EXPECT_GE(sync_bounded, 100);                    // 200
   EXPECT_LT(events_with * 4, events_without * 3);  // 37,036 against 50,428
+}
+
+// Asks `inner` everything, the search's sharper questions too, and lists the joint syncs it
+// priced exactly (distinct `collective_like` queries).
+class JointSyncCounter final : public ForwardingCommCost {
+ public:
+  using ForwardingCommCost::ForwardingCommCost;
+  Time collective_like(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
+                       const GroupLayout& like) override {
+    const auto key = std::tuple(op, size, layout, like);
+    if (std::find(priced.begin(), priced.end(), key) == priced.end()) priced.push_back(key);
+    return inner().collective_like(op, size, layout, like);
+  }
+  Time collective_like_bound(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
+                             const GroupLayout& like) override {
+    return inner().collective_like_bound(op, size, layout, like);
+  }
+  std::optional<Time> collective_within(workload::CollectiveOp op, Bytes size,
+                                        const GroupLayout& layout, Time within) override {
+    return inner().collective_within(op, size, layout, within);
+  }
+  Time collective_pass_bound(workload::CollectiveOp op, Bytes size,
+                             const GroupLayout& layout) override {
+    return inner().collective_pass_bound(op, size, layout);
+  }
+  Time gather_point(Bytes size, const GroupLayout& layout) override {
+    return inner().gather_point(size, layout);
+  }
+
+  std::vector<std::tuple<workload::CollectiveOp, Bytes, GroupLayout, GroupLayout>> priced;
+};
+
+// Answers each joint sync with its event-free bound, everything else exactly.
+class JointSyncBounds final : public ForwardingCommCost {
+ public:
+  using ForwardingCommCost::ForwardingCommCost;
+  Time collective_like(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
+                       const GroupLayout& like) override {
+    return inner().collective_like_bound(op, size, layout, like);
+  }
+};
+
+// Eight stages of two blocks (40 MiB of gradients each), four replicas, stages side by side
+// (tp-pp-dp) on 16 thin-rail nodes: each stage's sync overlaps its neighbours' but not every
+// stage's, so the cost model asks for 8 distinct joint syncs (runs of stages); together they
+// cost 75.24 ms against 63.28 ms priced alone. `joint_syncs_rule_out` against the exact price T
+// (from `evaluate`, 75,241,823,356 ps) and the price B with every joint sync on its event-free
+// bound (75,235,487,952 ps): at B nothing is simulated; the first two runs priced leave the
+// price at B and the third lifts it to T (so one picosecond above B and at T both stop there,
+// the five other runs never simulated); at T + 1 ps every run is priced and the plan stands.
+TEST(JointSyncs, PricedOneAtATimeUntilThePlanCannotWin) {
+  const topo::Topology rail = testing::thin_rail(16);
+  const auto profile = testing::toy_blocks({.count = 16,
+                                            .microbatches = 8,
+                                            .parameter_bytes = Bytes::mebibytes(40),
+                                            .hbm = Bytes::gibibytes(80)});
+  PlanChoice choice{.data_parallel = 4, .order = PlacementOrder::kTensorPipelineData};
+  for (int b = 0; b <= 8; ++b) choice.boundaries.push_back(static_cast<std::size_t>(b * 2));
+  const CostOptions options{.rules = MemoryRules::kMegatron, .devices = 32};
+  OracleCommCost oracle(rail);
+  JointSyncCounter full(oracle);
+  const Time exact = evaluate(profile, choice, full, options).iteration_time;
+  ASSERT_EQ(full.priced.size(), 8U);
+  CostOptions alone = options;
+  alone.joint_data_parallel_sync = false;
+  EXPECT_GT(exact, evaluate(profile, choice, oracle, alone).iteration_time);
+  OracleCommCost unpriced(rail);  // the bounds of joint syncs not priced yet
+  JointSyncBounds bounds(unpriced);
+  const Time bound = evaluate(profile, choice, bounds, options).iteration_time;
+  ASSERT_LT(bound, exact);
+
+  const auto check = [&](Time at, bool ruled_out, bool spared, int priced) {
+    SCOPED_TRACE("at " + std::to_string(at.ps()));
+    OracleCommCost fresh(rail);
+    JointSyncCounter counted(fresh);
+    const JointCheck c = joint_syncs_rule_out(profile, choice, counted, options, at);
+    EXPECT_EQ(c.ruled_out, ruled_out);
+    EXPECT_EQ(c.spared, spared);
+    EXPECT_EQ(c.joint_priced, priced);
+    EXPECT_EQ(counted.priced.size(), static_cast<std::size_t>(priced));
+  };
+  check(bound, true, false, 0);
+  check(bound + Time::picoseconds(1), true, true, 3);
+  check(exact, true, true, 3);
+  check(exact + Time::picoseconds(1), false, false, 8);
+}
+
+// In the search: deep pipelines of the blocks above (4, 8 or 16 stages, both orders,
+// gradients of 10 to 80 MiB per block), whose plans ask for several joint syncs each, searched
+// with the sharper checks (joint syncs priced one at a time) and without (every plan that comes
+// up priced in full): the same results, with fewer joint syncs simulated (282 against 471).
+// Here the joint syncs' event-free bounds are close to their prices, so the plans they rule out
+// go at the first step, on the bounds alone: none part-way (`JointSyncs` above shows that step).
+TEST(Search, PricesJointSyncsOneAtATime) {
+  const topo::Topology rail = testing::thin_rail(16);
+  std::size_t joint_sharp = 0;
+  std::size_t joint_plain = 0;
+  for (const int mib : {10, 20, 40, 80}) {
+    for (const int mode : {0, 1, 2}) {
+      SCOPED_TRACE("MiB " + std::to_string(mib) + " mode " + std::to_string(mode));
+      const auto profile = testing::toy_blocks({.count = 16,
+                                                .microbatches = 8,
+                                                .parameter_bytes = Bytes::mebibytes(mib),
+                                                .hbm = Bytes::gibibytes(80)});
+      SearchOptions sharp = chain_search(mode);
+      sharp.stages = {4, 8, 16};
+      sharp.virtual_stages = {1};
+      SearchOptions plain = sharp;
+      plain.pass_bounds = false;
+      OracleCommCost a(rail);
+      OracleCommCost b(rail);
+      JointSyncCounter counted_a(a);
+      JointSyncCounter counted_b(b);
+      const SearchResult with = search(profile, counted_a, sharp);
+      expect_same_result(with, search(profile, counted_b, plain));
+      EXPECT_LE(with.stats.joint_spared, with.stats.sync_bounded);
+      EXPECT_LE(counted_a.priced.size(), counted_b.priced.size());
+      joint_sharp += counted_a.priced.size();
+      joint_plain += counted_b.priced.size();
+    }
+  }
+  EXPECT_LT(joint_sharp * 3, joint_plain * 2);  // 282 against 471
 }
 
 // Capped passes (`SearchOptions::capped_passes`) find what one uncapped pass finds: the same
