@@ -198,35 +198,86 @@ struct SpineLeafPaths {
   }
 };
 
-struct RailPaths {
-  detail::RailLayout r;
-
-  [[nodiscard]] std::uint64_t count(DeviceId a, DeviceId b) const {
-    const auto na = static_cast<int>(a / r.gpus);
-    const auto nb = static_cast<int>(b / r.gpus);
-    if (na == nb) return 1;
-    if (a % r.gpus == b % r.gpus && na / r.per_leaf == nb / r.per_leaf) return 1;
-    return static_cast<std::uint64_t>(r.spines);
-  }
-  void walk(DeviceId a, DeviceId b, std::uint64_t idx, PathBuilder& p) const {
-    const auto na = static_cast<int>(a / r.gpus);
-    const auto nb = static_cast<int>(b / r.gpus);
-    const auto ga = static_cast<int>(a % r.gpus);
-    const auto gb = static_cast<int>(b % r.gpus);
-    p.start(a);
-    if (na == nb) {
-      p.to(r.nvswitch(na));
-    } else {
-      const int ua = na / r.per_leaf;
-      const int ub = nb / r.per_leaf;
-      p.to(r.leaf(ua, ga));
-      if (ga != gb || ua != ub) {
-        p.to(r.spine(static_cast<int>(idx)));
-        p.to(r.leaf(ub, gb));
+// Rail-optimized paths from tables of each device's and each leaf's links, built once with the
+// link index (the first of parallel cables, as a walk through the index picks): a route is a
+// few table reads instead of a binary search per hop (a spine's links to thousands of leaves).
+class RailPaths {
+ public:
+  RailPaths(const detail::RailLayout& layout, const LinkIndex& index) : r_(layout) {
+    const auto devices = static_cast<std::size_t>(r_.devices);
+    nic_up_.resize(devices);
+    nic_down_.resize(devices);
+    if (r_.has_nvswitch()) {
+      nvlink_up_.resize(devices);
+      nvlink_down_.resize(devices);
+    }
+    for (std::size_t device = 0; device < devices; ++device) {
+      const auto dev = static_cast<NodeId>(device);
+      const int node = static_cast<int>(device / static_cast<std::size_t>(r_.gpus));
+      const NodeId leaf = r_.leaf(node / r_.per_leaf, static_cast<int>(device % r_.gpus));
+      nic_up_[device] = index.between(dev, leaf);
+      nic_down_[device] = index.between(leaf, dev);
+      if (r_.has_nvswitch()) {
+        nvlink_up_[device] = index.between(dev, r_.nvswitch(node));
+        nvlink_down_[device] = index.between(r_.nvswitch(node), dev);
       }
     }
-    p.to(b);
+    const auto leaves = static_cast<std::size_t>(r_.units) * static_cast<std::size_t>(r_.gpus);
+    const auto spines = static_cast<std::size_t>(r_.spines);
+    leaf_up_.resize(leaves * spines);
+    leaf_down_.resize(leaves * spines);
+    for (std::size_t leaf = 0; leaf < leaves; ++leaf) {
+      const NodeId node = r_.leaf_base + static_cast<NodeId>(leaf);
+      for (std::size_t s = 0; s < spines; ++s) {
+        const NodeId spine = r_.spine(static_cast<int>(s));
+        leaf_up_[leaf * spines + s] = index.between(node, spine);
+        leaf_down_[leaf * spines + s] = index.between(spine, node);
+      }
+    }
   }
+
+  [[nodiscard]] std::uint64_t count(DeviceId a, DeviceId b) const {
+    const auto na = static_cast<int>(a / r_.gpus);
+    const auto nb = static_cast<int>(b / r_.gpus);
+    if (na == nb) return 1;
+    if (a % r_.gpus == b % r_.gpus && na / r_.per_leaf == nb / r_.per_leaf) return 1;
+    return static_cast<std::uint64_t>(r_.spines);
+  }
+  // Same node: through its NVSwitch. Else: the source's NIC to its rail's leaf, through spine
+  // `idx` to the destination's leaf unless that is the same leaf, the destination's NIC.
+  void walk(DeviceId a, DeviceId b, std::uint64_t idx, std::vector<LinkId>& out) const {
+    const auto na = static_cast<int>(a / r_.gpus);
+    const auto nb = static_cast<int>(b / r_.gpus);
+    if (na == nb) {
+      out.push_back(nvlink_up_[a]);
+      out.push_back(nvlink_down_[b]);
+      return;
+    }
+    out.push_back(nic_up_[a]);
+    const std::size_t la = leaf_index(na, a);
+    const std::size_t lb = leaf_index(nb, b);
+    if (la != lb) {
+      const auto spines = static_cast<std::size_t>(r_.spines);
+      out.push_back(leaf_up_[la * spines + idx]);
+      out.push_back(leaf_down_[lb * spines + idx]);
+    }
+    out.push_back(nic_down_[b]);
+  }
+
+ private:
+  // The leaf of `device` (on `node`) among all leaves: unit * gpus + rail.
+  [[nodiscard]] std::size_t leaf_index(int node, DeviceId device) const {
+    return static_cast<std::size_t>(node / r_.per_leaf) * static_cast<std::size_t>(r_.gpus) +
+           device % static_cast<std::size_t>(r_.gpus);
+  }
+
+  detail::RailLayout r_;
+  std::vector<LinkId> nic_up_;       // per device: device -> its rail's leaf
+  std::vector<LinkId> nic_down_;     // per device: leaf -> device
+  std::vector<LinkId> nvlink_up_;    // per device (nodes of several GPUs): device -> NVSwitch
+  std::vector<LinkId> nvlink_down_;  // per device: NVSwitch -> device
+  std::vector<LinkId> leaf_up_;      // [leaf * spines + s]: leaf -> spine s
+  std::vector<LinkId> leaf_down_;    // [leaf * spines + s]: spine s -> leaf
 };
 
 struct HierarchicalPaths {
@@ -384,8 +435,9 @@ Paths make_paths(const Topology& t, const LinkIndex& index) {
     return SpineLeafPaths{detail::SpineLeafLayout(*q)};
   }
   if (const auto* q = std::get_if<TorusParams>(&p)) return TorusPaths{detail::TorusLayout(*q)};
-  if (const auto* q = std::get_if<RailOptimizedParams>(&p))
-    return RailPaths{detail::RailLayout(*q)};
+  if (const auto* q = std::get_if<RailOptimizedParams>(&p)) {
+    return Paths(std::in_place_type<RailPaths>, detail::RailLayout(*q), index);
+  }
   if (const auto* q = std::get_if<HierarchicalParams>(&p)) {
     return HierarchicalPaths{detail::HierarchicalLayout(*q)};
   }
@@ -530,12 +582,16 @@ struct Router::Impl {
       tree->walk(src, dst, idx, out);
       return;
     }
+    if (const auto* rail = std::get_if<RailPaths>(&paths)) {
+      rail->walk(src, dst, idx, out);
+      return;
+    }
     PathBuilder builder(index, out);
     std::visit(
         [&](auto& p) {
           using Kind = std::decay_t<decltype(p)>;
           if constexpr (!std::is_same_v<Kind, ExplicitPaths> &&
-                        !std::is_same_v<Kind, FatTreePaths>) {
+                        !std::is_same_v<Kind, FatTreePaths> && !std::is_same_v<Kind, RailPaths>) {
             p.walk(src, dst, idx, builder);
           }
         },
@@ -556,10 +612,14 @@ struct Router::Impl {
   void get_into(DeviceId src, DeviceId dst, std::uint64_t idx, std::vector<LinkId>& out) {
     out.clear();
     if (src == dst) return;
-    // A fat-tree route is a few table reads: cheaper than a probe of the recent-route table,
-    // which an all-to-all would miss every time.
+    // A fat-tree or rail route is a few table reads: cheaper than a probe of the recent-route
+    // table, which an all-to-all would miss every time.
     if (const auto* tree = std::get_if<FatTreePaths>(&paths)) {
       tree->walk(src, dst, idx, out);
+      return;
+    }
+    if (const auto* rail = std::get_if<RailPaths>(&paths)) {
+      rail->walk(src, dst, idx, out);
       return;
     }
     const std::uint64_t pair = (std::uint64_t{src} << 32U) | dst;

@@ -133,7 +133,40 @@ void BM_RouteRandomPairsWarm(benchmark::State& state, topo::Topology (*make)()) 
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(pairs.size()));
 }
 
+// 1M random pairs through `route_into`, the simulator's path (no stored route: fat-tree and
+// rail routes are walked from tables, the others go through a small recent-route table).
+void BM_RouteIntoRandomPairs(benchmark::State& state, topo::Topology (*make)()) {
+  const topo::Topology t = make();
+  const auto pairs = random_pairs(static_cast<std::size_t>(state.range(0)), t.num_devices());
+  topo::Router router(t, 1);
+  std::vector<topo::LinkId> route;
+  for (auto _ : state) {
+    std::uint64_t flow = 0;
+    std::size_t hops = 0;
+    for (const auto& [s, d] : pairs) {
+      router.route_into(s, d, flow++, route);
+      hops += route.size();
+    }
+    benchmark::DoNotOptimize(hops);
+  }
+  state.counters["devices"] = static_cast<double>(t.num_devices());
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(pairs.size()));
+}
+
 topo::Topology fat_tree_64() { return fat_tree(64); }
+// 16,384 DGX-H100-style nodes (131,072 GPUs) of 8 rails, 32 nodes per leaf, 32 spines.
+topo::Topology rail_131072() {
+  return topo::build_rail_optimized({.nodes = 16384,
+                                     .gpus_per_node = 8,
+                                     .nodes_per_leaf = 32,
+                                     .spines = 32,
+                                     .nvlink_bandwidth = kBw * 9,
+                                     .nvlink_latency = kLat,
+                                     .nic_bandwidth = kBw,
+                                     .nic_latency = kLat,
+                                     .spine_bandwidth = kBw,
+                                     .spine_latency = kLat});
+}
 topo::Topology torus_65536() {
   return topo::build_torus({.dims = {32, 32, 64}, .link_bandwidth = kBw, .link_latency = kLat});
 }
@@ -156,6 +189,16 @@ BENCHMARK_CAPTURE(BM_RouteRandomPairsCold, fat_tree_k64, fat_tree_64)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 BENCHMARK_CAPTURE(BM_RouteRandomPairsWarm, fat_tree_k64, fat_tree_64)
+    ->Arg(1 << 20)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_RouteRandomPairsCold, rail_131072, rail_131072)
+    ->Arg(1 << 20)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_RouteIntoRandomPairs, fat_tree_k64, fat_tree_64)
+    ->Arg(1 << 20)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_RouteIntoRandomPairs, rail_131072, rail_131072)
     ->Arg(1 << 20)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_RouteRandomPairsCold, torus_32x32x64, torus_65536)
