@@ -604,10 +604,10 @@ placer::SearchResult Job::search() {
   impl_->searched_events += impl_->comm->simulated_events() - before;
   nest::log(impl_->log, LogLevel::kInfo,
             "search: {} tables, {} candidates ({} ruled out by event-free bounds, {} by their "
-            "syncs alone, {} of them part-way through their joint syncs), {} network queries, {} "
+            "syncs alone, {} of them part-way through their syncs), {} network queries, {} "
             "passes in {:.3f} s",
             result.stats.tables, result.stats.candidates, result.stats.pass_bounded,
-            result.stats.sync_bounded, result.stats.joint_spared, result.stats.network_queries,
+            result.stats.sync_bounded, result.stats.syncs_spared, result.stats.network_queries,
             result.stats.passes, seconds_since(start));
   impl_->log_oracle("the search");
   if (result.best && impl_->oracle != nullptr) {

@@ -155,45 +155,69 @@ class Pricer {
   std::vector<PositionPrices> positions_;
 };
 
-// The exact network but for the joint data-parallel syncs, which it prices exactly one at a
-// time: in each round (`next_round`) the joint syncs it priced in earlier rounds and the first
-// new one the cost model asks for get their exact price (`collective_like`), every later one
-// its event-free bound (`collective_like_bound`; the first round: every one). Each round's plan
-// price is thus a lower bound of the exact one (each joint factor lies between its value at
-// the bound and its exact value, and the price grows with each), and once a round meets no new
-// joint sync it is the exact price (`joint_syncs_rule_out`).
-class JointStepNetwork final : public ForwardingCommCost {
+// The exact network but for the data-parallel syncs not priced yet, which it prices exactly one
+// at a time: in each round (`next_round`) the syncs it priced in earlier rounds and the first new
+// one the cost model asks for get their exact price, every later one its event-free bound (the
+// first round: every one). The syncs are the collectives `op` on `layouts` (each stage's sync
+// alone: `collective`, at `collective_pass_bound`) until `start_joint`, then the joint syncs
+// (`collective_like`, at `collective_like_bound`). The plan's price grows with each of them (a
+// stage's buckets end later, and with them its optimizer step; the runs of stages whose syncs
+// overlap, which decide the joint syncs, are only asked for once each stage's sync is known),
+// so each round's price is a lower bound of the exact one, and once a round meets no new sync
+// it is the exact price (`syncs_rule_out`).
+class SyncStepNetwork final : public ForwardingCommCost {
  public:
-  explicit JointStepNetwork(CommCost& exact) : ForwardingCommCost(exact) {}
-  // The joint syncs priced exactly so far.
+  SyncStepNetwork(CommCost& exact, workload::CollectiveOp op, std::vector<GroupLayout> layouts)
+      : ForwardingCommCost(exact), op_(op), layouts_(std::move(layouts)) {}
+  // The syncs priced exactly so far.
   [[nodiscard]] int priced() const noexcept { return static_cast<int>(priced_.size()); }
-  // Starts a round; `take` false: bounds only for the joint syncs not priced yet.
+  // Starts a round; `take` false: bounds only for the syncs not priced yet.
   void next_round(bool take) {
     take_ = take;
     unpriced_ = false;
   }
-  // Whether the last round met a joint sync it answered with its bound.
+  // Whether the last round met a sync it answered with its bound.
   [[nodiscard]] bool met_unpriced() const noexcept { return unpriced_; }
 
+  // From now on every `collective` is exact: the joint syncs' factors divide by the syncs
+  // alone at their reference size, which a bound would make larger, not smaller.
+  void start_joint() noexcept { joint_ = true; }
+
+  Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
+    if (joint_ || op != op_ ||
+        std::find(layouts_.begin(), layouts_.end(), layout) == layouts_.end() ||
+        take(Key{op, size, layout, GroupLayout{}})) {
+      return inner().collective(op, size, layout);
+    }
+    return inner().collective_pass_bound(op, size, layout);
+  }
   Time collective_like(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
                        const GroupLayout& like) override {
-    const Key key{op, size, layout, like};
-    if (std::find(priced_.begin(), priced_.end(), key) == priced_.end()) {
-      if (!take_) {
-        unpriced_ = true;
-        return inner().collective_like_bound(op, size, layout, like);
-      }
-      take_ = false;
-      priced_.push_back(key);
-    }
-    return inner().collective_like(op, size, layout, like);
+    if (take(Key{op, size, layout, like})) return inner().collective_like(op, size, layout, like);
+    return inner().collective_like_bound(op, size, layout, like);
   }
 
  private:
+  // Keys of `collective`: an empty `like` (never a joint sync's, whose groups are not empty).
   using Key = std::tuple<workload::CollectiveOp, Bytes, GroupLayout, GroupLayout>;
+  // Whether `key` is priced exactly in this round.
+  bool take(const Key& key) {
+    if (std::find(priced_.begin(), priced_.end(), key) != priced_.end()) return true;
+    if (!take_) {
+      unpriced_ = true;
+      return false;
+    }
+    take_ = false;
+    priced_.push_back(key);
+    return true;
+  }
+
+  workload::CollectiveOp op_;
+  std::vector<GroupLayout> layouts_;
   std::vector<Key> priced_;
   bool take_ = false;
   bool unpriced_ = false;
+  bool joint_ = false;
 };
 
 // Whether every stage of `choice` (a chunk partition evaluated directly) fits `capacity`, by the
@@ -633,21 +657,35 @@ PlanBound plan_lower_bound(const workload::LayerProfile& profile, const PlanChoi
   return out;
 }
 
-JointCheck joint_syncs_rule_out(const workload::LayerProfile& profile, const PlanChoice& choice,
-                                CommCost& exact, const CostOptions& options, Time at) {
-  // A plan ruled out by stage 0's run is ruled out after one simulation instead of one per
-  // distinct run (GPT-3 on 65,536 rail GPUs: a 49-stage pipeline asks for ~45 runs of 9-17
-  // stages, 7-25 s each).
-  JointStepNetwork steps(exact);
-  for (bool take = false;; take = true) {
-    steps.next_round(take);
-    if (evaluate(profile, choice, steps, options).iteration_time >= at) {
-      return {.ruled_out = true,
-              .spared = take && steps.met_unpriced(),
-              .joint_priced = steps.priced()};
+SyncCheck syncs_rule_out(const workload::LayerProfile& profile, const PlanChoice& choice,
+                         CommCost& exact, const CostOptions& options, Time at) {
+  SyncCheck out;
+  std::vector<GroupLayout> layouts;
+  const DeviceMap map = DeviceMap::make(choice.order, choice.stages(), choice.data_parallel,
+                                        profile.variants.at(choice.variant).devices_per_replica);
+  for (int p = 0; p < choice.stages(); ++p) layouts.push_back(detail::sync_layout(map, p));
+  SyncStepNetwork steps(exact, detail::sync_operation(choice.zero_stage), std::move(layouts));
+  // Each stage's sync alone, then (once every one is known) the joint syncs.
+  CostOptions alone = options;
+  alone.joint_data_parallel_sync = false;
+  for (const CostOptions* phase : {static_cast<const CostOptions*>(&alone), &options}) {
+    if (phase == &options) {
+      if (!options.joint_data_parallel_sync) break;
+      steps.start_joint();
     }
-    if (!steps.met_unpriced()) return {.joint_priced = steps.priced()};
+    for (bool take = false;; take = true) {
+      steps.next_round(take);
+      if (evaluate(profile, choice, steps, *phase).iteration_time >= at) {
+        out.ruled_out = true;
+        out.spared = take && steps.met_unpriced();
+        out.priced = steps.priced();
+        return out;
+      }
+      if (!steps.met_unpriced()) break;
+    }
   }
+  out.priced = steps.priced();
+  return out;
 }
 
 SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
@@ -1005,11 +1043,6 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   BoundNetwork bounds(comm, false);
   BoundNetwork pass_bounds(comm, true);
   PricedNetwork exit_net(bounds);
-  // Plans priced on the bounds, and the exact price that rules a plan out before its joint
-  // sync, price each stage's sync alone: the joint price is never lower (`joint_sync_factor`
-  // >= 1, and the plan's time grows with every bucket's reduction), so they stay lower bounds.
-  CostOptions bound_cost = options.cost;
-  bound_cost.joint_data_parallel_sync = false;
   const bool refine = !net.zero() && !net.placement_independent();
 
   struct Entry {
@@ -1188,21 +1221,20 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
           ++stats.pass_bounded;
           return true;
         }
-        // Only a pipeline of replicated stages has joint syncs (else the next two prices would be
-        // the full one).
+        // Only a pipeline of replicated stages has joint syncs (else pricing its syncs one at a
+        // time would end in its full price).
         const bool joint = options.cost.joint_data_parallel_sync && choice.data_parallel > 1 &&
                            choice.stages() > 1;
-        if (buckets_rule_out(lb, at) ||
-            (joint && evaluate(profile, choice, comm, bound_cost).iteration_time.ps() >= at)) {
+        if (buckets_rule_out(lb, at)) {
           ++stats.sync_bounded;
           return true;
         }
         if (!joint) return false;
-        const JointCheck check =
-            joint_syncs_rule_out(profile, choice, comm, options.cost, Time::picoseconds(at));
+        const SyncCheck check =
+            syncs_rule_out(profile, choice, comm, options.cost, Time::picoseconds(at));
         if (!check.ruled_out) return false;
         ++stats.sync_bounded;
-        if (check.spared) ++stats.joint_spared;
+        if (check.spared) ++stats.syncs_spared;
         return true;
       };
 

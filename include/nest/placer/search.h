@@ -132,8 +132,8 @@ struct SearchStats {
   std::int64_t sync_bounded = 0;     ///< plans ruled out by the later three steps of
                                      ///< `SearchOptions::pass_bounds` (their first bucket, their
                                      ///< price with the syncs alone or the joint syncs bounded)
-  std::int64_t joint_spared = 0;     ///< of those, the plans ruled out while some of their
-                                     ///< joint syncs were still unpriced (priced one at a time)
+  std::int64_t syncs_spared = 0;     ///< of those, the plans ruled out while some of their
+                                     ///< syncs were still unpriced (`syncs_rule_out`)
   std::int64_t passes = 0;           ///< branch-and-bound passes (`SearchOptions::capped_passes`)
 };
 
@@ -237,22 +237,24 @@ struct PlanBound {
                                          const CostOptions& options);
 
 /// Whether the exact price `evaluate(profile, choice, exact, options).iteration_time` is at
-/// least `at`, found while pricing the plan's joint data-parallel syncs (`CostOptions::
-/// joint_data_parallel_sync`) one at a time: first the plan with every joint sync at its
-/// event-free bound (`CommCost::collective_like_bound`), then with one more priced exactly
-/// (`collective_like`) in the order the cost model asks for them (stage 0's run first, the one
-/// the pipeline's end exposes most), each time a lower bound of the exact price (the price
-/// grows with each joint factor), until one reaches `at` or every joint sync is priced (then
-/// the last price is the exact one). `joint_priced`: the joint syncs it priced exactly;
-/// `spared`: ruled out after pricing some of them exactly but not all (the rest never simulate).
-struct JointCheck {
+/// least `at`, found while pricing the plan's data-parallel syncs one at a time: first each
+/// stage's sync alone (priced as with `CostOptions::joint_data_parallel_sync` off), then, once
+/// every one is known and if the option is on, the joint syncs (runs of stages whose syncs
+/// overlap). Each round prices one more sync exactly (`CommCost::collective`, `collective_like`)
+/// in the order the cost model asks for them (stage 0's first, the one the pipeline's end
+/// exposes most) and the rest at their event-free bounds (`collective_pass_bound`,
+/// `collective_like_bound`): a lower bound of the exact price each time (the price grows with
+/// each sync), until one reaches `at` or every sync is priced (then the last is the exact
+/// price). `priced`: the syncs it priced exactly; `spared`: ruled out after pricing some of them
+/// but not all (the rest are never simulated).
+struct SyncCheck {
   bool ruled_out = false;
   bool spared = false;
-  int joint_priced = 0;
+  int priced = 0;
 };
-[[nodiscard]] JointCheck joint_syncs_rule_out(const workload::LayerProfile& profile,
-                                              const PlanChoice& choice, CommCost& exact,
-                                              const CostOptions& options, Time at);
+[[nodiscard]] SyncCheck syncs_rule_out(const workload::LayerProfile& profile,
+                                       const PlanChoice& choice, CommCost& exact,
+                                       const CostOptions& options, Time at);
 
 /// Runs the search. Throws `Error` (input) on inconsistent options or profile. Deterministic:
 /// of plans with equal iteration times, the first found in the fixed loop order wins (variants

@@ -245,55 +245,90 @@ class JointSyncBounds final : public ForwardingCommCost {
   }
 };
 
-// Eight stages of two blocks (40 MiB of gradients each), four replicas, stages side by side
-// (tp-pp-dp) on 16 thin-rail nodes: each stage's sync overlaps its neighbours' but not every
-// stage's, so the cost model asks for 8 distinct joint syncs (runs of stages); together they
-// cost 75.24 ms against 63.28 ms priced alone. `joint_syncs_rule_out` against the exact price T
-// (from `evaluate`, 75,241,823,356 ps) and the price B with every joint sync on its event-free
-// bound (75,235,487,952 ps): at B nothing is simulated; the first two runs priced leave the
-// price at B and the third lifts it to T (so one picosecond above B and at T both stop there,
-// the five other runs never simulated); at T + 1 ps every run is priced and the plan stands.
-TEST(JointSyncs, PricedOneAtATimeUntilThePlanCannotWin) {
+// Eight stages of two blocks, four replicas of one GPU, on 16 thin-rail nodes (2 GPUs each).
+struct DeepPipeline {
+  workload::LayerProfile profile;
+  PlanChoice choice;
+};
+DeepPipeline deep_pipeline(int mib, PlacementOrder order) {
+  DeepPipeline out{.profile = testing::toy_blocks({.count = 16,
+                                                   .microbatches = 8,
+                                                   .parameter_bytes = Bytes::mebibytes(mib),
+                                                   .hbm = Bytes::gibibytes(80)}),
+                   .choice = {.data_parallel = 4, .order = order}};
+  for (int b = 0; b <= 8; ++b) out.choice.boundaries.push_back(static_cast<std::size_t>(b * 2));
+  return out;
+}
+
+// `syncs_rule_out(at)` on a fresh oracle: whether it rules the plan out, after pricing some of
+// its syncs but not all, and how many it priced (stage syncs and joint syncs; the counter sees
+// only the joint ones).
+void expect_check(const topo::Topology& rail, const DeepPipeline& plan, Time at, bool ruled_out,
+                  bool spared, int priced, std::size_t joint) {
+  SCOPED_TRACE("at " + std::to_string(at.ps()));
+  const CostOptions options{.rules = MemoryRules::kMegatron, .devices = 32};
+  OracleCommCost fresh(rail);
+  JointSyncCounter counted(fresh);
+  const SyncCheck c = syncs_rule_out(plan.profile, plan.choice, counted, options, at);
+  EXPECT_EQ(c.ruled_out, ruled_out);
+  EXPECT_EQ(c.spared, spared);
+  EXPECT_EQ(c.priced, priced);
+  EXPECT_EQ(counted.priced.size(), joint);
+}
+
+// 40 MiB of gradients per block, stages side by side (tp-pp-dp): each stage's sync overlaps its
+// neighbours' but not every stage's, so the cost model asks for 8 distinct joint syncs (runs of
+// stages); they cost 75.24 ms against 63.28 ms with each stage's sync alone (A), whose
+// event-free bounds here are exact. Against the exact price T (from `evaluate`,
+// 75,241,823,356 ps) and the price B with every joint sync on its bound (75,235,487,952 ps): at
+// A or below nothing is simulated; at B the 8 stage syncs are priced and the joint syncs'
+// bounds rule it out; the first two joint syncs priced leave the price at B and the third lifts
+// it to T (so one picosecond above B and at T both stop there, the other five never
+// simulated); at T + 1 ps every sync is priced and the plan stands.
+TEST(SyncSteps, JointSyncsPricedOneAtATimeUntilThePlanCannotWin) {
   const topo::Topology rail = testing::thin_rail(16);
-  const auto profile = testing::toy_blocks({.count = 16,
-                                            .microbatches = 8,
-                                            .parameter_bytes = Bytes::mebibytes(40),
-                                            .hbm = Bytes::gibibytes(80)});
-  PlanChoice choice{.data_parallel = 4, .order = PlacementOrder::kTensorPipelineData};
-  for (int b = 0; b <= 8; ++b) choice.boundaries.push_back(static_cast<std::size_t>(b * 2));
+  const DeepPipeline plan = deep_pipeline(40, PlacementOrder::kTensorPipelineData);
   const CostOptions options{.rules = MemoryRules::kMegatron, .devices = 32};
   OracleCommCost oracle(rail);
   JointSyncCounter full(oracle);
-  const Time exact = evaluate(profile, choice, full, options).iteration_time;
+  const Time exact = evaluate(plan.profile, plan.choice, full, options).iteration_time;
   ASSERT_EQ(full.priced.size(), 8U);
   CostOptions alone = options;
   alone.joint_data_parallel_sync = false;
-  EXPECT_GT(exact, evaluate(profile, choice, oracle, alone).iteration_time);
+  const Time syncs_alone = evaluate(plan.profile, plan.choice, oracle, alone).iteration_time;
+  ASSERT_LT(syncs_alone, exact);
   OracleCommCost unpriced(rail);  // the bounds of joint syncs not priced yet
   JointSyncBounds bounds(unpriced);
-  const Time bound = evaluate(profile, choice, bounds, options).iteration_time;
+  const Time bound = evaluate(plan.profile, plan.choice, bounds, options).iteration_time;
   ASSERT_LT(bound, exact);
+  const Time ps = Time::picoseconds(1);
+  expect_check(rail, plan, syncs_alone, true, false, 0, 0);
+  expect_check(rail, plan, syncs_alone + ps, true, false, 8, 0);
+  expect_check(rail, plan, bound, true, false, 8, 0);
+  expect_check(rail, plan, bound + ps, true, true, 11, 3);
+  expect_check(rail, plan, exact, true, true, 11, 3);
+  expect_check(rail, plan, exact + ps, false, false, 16, 8);
+}
 
-  const auto check = [&](Time at, bool ruled_out, bool spared, int priced) {
-    SCOPED_TRACE("at " + std::to_string(at.ps()));
-    OracleCommCost fresh(rail);
-    JointSyncCounter counted(fresh);
-    const JointCheck c = joint_syncs_rule_out(profile, choice, counted, options, at);
-    EXPECT_EQ(c.ruled_out, ruled_out);
-    EXPECT_EQ(c.spared, spared);
-    EXPECT_EQ(c.joint_priced, priced);
-    EXPECT_EQ(counted.priced.size(), static_cast<std::size_t>(priced));
-  };
-  check(bound, true, false, 0);
-  check(bound + Time::picoseconds(1), true, true, 3);
-  check(exact, true, true, 3);
-  check(exact + Time::picoseconds(1), false, false, 8);
+// 80 MiB per block, replicas side by side (tp-dp-pp): the event-free bounds of the stage syncs
+// alone are their prices but for stage 3's, whose ring (devices 16-19) the bound puts 0.2%
+// low. So at the plan's price with each stage's sync alone, the price reaches it once stage
+// 3's sync is priced, the fourth asked for (stages 0, 1, 2, 3): the other four are never
+// simulated.
+TEST(SyncSteps, StageSyncsPricedOneAtATimeUntilThePlanCannotWin) {
+  const topo::Topology rail = testing::thin_rail(16);
+  const DeepPipeline plan = deep_pipeline(80, PlacementOrder::kTensorDataPipeline);
+  CostOptions alone{.rules = MemoryRules::kMegatron, .devices = 32};
+  alone.joint_data_parallel_sync = false;
+  OracleCommCost oracle(rail);
+  const Time syncs_alone = evaluate(plan.profile, plan.choice, oracle, alone).iteration_time;
+  expect_check(rail, plan, syncs_alone, true, true, 4, 0);
 }
 
 // In the search: deep pipelines of the blocks above (4, 8 or 16 stages, both orders,
 // gradients of 10 to 80 MiB per block), whose plans ask for several joint syncs each, searched
-// with the sharper checks (joint syncs priced one at a time) and without (every plan that comes
-// up priced in full): the same results, with fewer joint syncs simulated (282 against 471).
+// with the sharper checks (syncs priced one at a time) and without (every plan that comes up
+// priced in full): the same results, with fewer joint syncs simulated (282 against 471).
 // Here the joint syncs' event-free bounds are close to their prices, so the plans they rule out
 // go at the first step, on the bounds alone: none part-way (`JointSyncs` above shows that step).
 TEST(Search, PricesJointSyncsOneAtATime) {
@@ -318,7 +353,7 @@ TEST(Search, PricesJointSyncsOneAtATime) {
       JointSyncCounter counted_b(b);
       const SearchResult with = search(profile, counted_a, sharp);
       expect_same_result(with, search(profile, counted_b, plain));
-      EXPECT_LE(with.stats.joint_spared, with.stats.sync_bounded);
+      EXPECT_LE(with.stats.syncs_spared, with.stats.sync_bounded);
       EXPECT_LE(counted_a.priced.size(), counted_b.priced.size());
       joint_sharp += counted_a.priced.size();
       joint_plain += counted_b.priced.size();
