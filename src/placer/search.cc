@@ -155,68 +155,101 @@ class Pricer {
   std::vector<PositionPrices> positions_;
 };
 
-// The exact network but for the data-parallel syncs not priced yet, which it prices exactly one
-// at a time: in each round (`next_round`) the syncs it priced in earlier rounds and the first new
-// one the cost model asks for get their exact price, every later one its event-free bound (the
-// first round: every one). The syncs are the collectives `op` on `layouts` (each stage's sync
-// alone: `collective`, at `collective_pass_bound`) until `start_joint`, then the joint syncs
-// (`collective_like`, at `collective_like_bound`). The plan's price grows with each of them (a
-// stage's buckets end later, and with them its optimizer step; the runs of stages whose syncs
-// overlap, which decide the joint syncs, are only asked for once each stage's sync is known),
-// so each round's price is a lower bound of the exact one, and once a round meets no new sync
-// it is the exact price (`syncs_rule_out`).
+// The exact network but for a plan's data-parallel syncs, each answered at a level that rises
+// one sync per round (`next_round`): the syncs each stage runs alone (the collectives `op` on
+// `layouts`, asked through `collective`) start at their event-free bounds
+// (`collective_pass_bound`); the joint syncs (`collective_like`, asked once `start_joint` is
+// called) start at zero (a joint factor of 1: the stage's sync as priced alone) and rise to
+// their event-free bounds (`collective_like_bound`), and only once every one has, to their
+// exact prices. In each round the first sync the cost model asks for below the phase's target
+// level (`set_target`) is raised to it. The plan's price grows with each sync (a stage's buckets
+// end later, and with them its optimizer step; the runs of stages whose syncs overlap, which
+// decide the joint syncs, are only asked for once each stage's sync is known), so each round's
+// price is a lower bound of the exact one, and once every sync is exact it is the exact price
+// (`syncs_rule_out`). Bounding every joint sync before pricing any keeps the simulations, and
+// so the events counted, those of bounding them all at once.
 class SyncStepNetwork final : public ForwardingCommCost {
  public:
+  enum class Level : std::uint8_t { kZero, kBound, kExact };
+
   SyncStepNetwork(CommCost& exact, workload::CollectiveOp op, std::vector<GroupLayout> layouts)
       : ForwardingCommCost(exact), op_(op), layouts_(std::move(layouts)) {}
   // The syncs priced exactly so far.
-  [[nodiscard]] int priced() const noexcept { return static_cast<int>(priced_.size()); }
-  // Starts a round; `take` false: bounds only for the syncs not priced yet.
+  [[nodiscard]] int priced() const noexcept {
+    return static_cast<int>(std::count_if(entries_.begin(), entries_.end(),
+                                          [](const Entry& e) { return e.level == Level::kExact; }));
+  }
+  // Starts a round; `take` false: no sync rises.
   void next_round(bool take) {
     take_ = take;
-    unpriced_ = false;
+    below_ = false;
   }
-  // Whether the last round met a sync it answered with its bound.
-  [[nodiscard]] bool met_unpriced() const noexcept { return unpriced_; }
-
-  // From now on every `collective` is exact: the joint syncs' factors divide by the syncs
-  // alone at their reference size, which a bound would make larger, not smaller.
+  // The level the rounds raise syncs to.
+  void set_target(Level target) noexcept { target_ = target; }
+  // Whether the last round met a sync below the target level.
+  [[nodiscard]] bool met_below() const noexcept { return below_; }
+  // Whether some sync is not priced exactly yet.
+  [[nodiscard]] bool any_unpriced() const noexcept {
+    return priced() < static_cast<int>(entries_.size());
+  }
+  // From now on the stage syncs are asked through `collective_like` and every `collective` is
+  // exact: a joint factor divides by the syncs alone at their reference size, which a bound
+  // would raise.
   void start_joint() noexcept { joint_ = true; }
 
   Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
     if (joint_ || op != op_ ||
-        std::find(layouts_.begin(), layouts_.end(), layout) == layouts_.end() ||
-        take(Key{op, size, layout, GroupLayout{}})) {
+        std::find(layouts_.begin(), layouts_.end(), layout) == layouts_.end()) {
       return inner().collective(op, size, layout);
     }
-    return inner().collective_pass_bound(op, size, layout);
+    switch (level(Key{op, size, layout, GroupLayout{}}, Level::kBound)) {
+      case Level::kExact:
+        return inner().collective(op, size, layout);
+      default:
+        return inner().collective_pass_bound(op, size, layout);
+    }
   }
   Time collective_like(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
                        const GroupLayout& like) override {
-    if (take(Key{op, size, layout, like})) return inner().collective_like(op, size, layout, like);
-    return inner().collective_like_bound(op, size, layout, like);
+    switch (level(Key{op, size, layout, like}, Level::kZero)) {
+      case Level::kExact:
+        return inner().collective_like(op, size, layout, like);
+      case Level::kBound:
+        return inner().collective_like_bound(op, size, layout, like);
+      default:
+        return Time::zero();
+    }
   }
 
  private:
   // Keys of `collective`: an empty `like` (never a joint sync's, whose groups are not empty).
   using Key = std::tuple<workload::CollectiveOp, Bytes, GroupLayout, GroupLayout>;
-  // Whether `key` is priced exactly in this round.
-  bool take(const Key& key) {
-    if (std::find(priced_.begin(), priced_.end(), key) != priced_.end()) return true;
-    if (!take_) {
-      unpriced_ = true;
-      return false;
+  struct Entry {
+    Key key;
+    Level level;
+  };
+  // The level of `key` in this round (entering at `start`), raised if it is the round's one.
+  Level level(const Key& key, Level start) {
+    auto it = std::find_if(entries_.begin(), entries_.end(),
+                           [&](const Entry& e) { return e.key == key; });
+    if (it == entries_.end()) it = entries_.insert(entries_.end(), Entry{key, start});
+    if (it->level < target_) {
+      if (take_) {
+        take_ = false;
+        it->level = target_;
+      } else {
+        below_ = true;
+      }
     }
-    take_ = false;
-    priced_.push_back(key);
-    return true;
+    return it->level;
   }
 
   workload::CollectiveOp op_;
   std::vector<GroupLayout> layouts_;
-  std::vector<Key> priced_;
+  std::vector<Entry> entries_;
+  Level target_ = Level::kExact;
   bool take_ = false;
-  bool unpriced_ = false;
+  bool below_ = false;
   bool joint_ = false;
 };
 
@@ -659,33 +692,37 @@ PlanBound plan_lower_bound(const workload::LayerProfile& profile, const PlanChoi
 
 SyncCheck syncs_rule_out(const workload::LayerProfile& profile, const PlanChoice& choice,
                          CommCost& exact, const CostOptions& options, Time at) {
-  SyncCheck out;
+  using Level = SyncStepNetwork::Level;
   std::vector<GroupLayout> layouts;
   const DeviceMap map = DeviceMap::make(choice.order, choice.stages(), choice.data_parallel,
                                         profile.variants.at(choice.variant).devices_per_replica);
   for (int p = 0; p < choice.stages(); ++p) layouts.push_back(detail::sync_layout(map, p));
   SyncStepNetwork steps(exact, detail::sync_operation(choice.zero_stage), std::move(layouts));
-  // Each stage's sync alone, then (once every one is known) the joint syncs.
   CostOptions alone = options;
   alone.joint_data_parallel_sync = false;
-  for (const CostOptions* phase : {static_cast<const CostOptions*>(&alone), &options}) {
-    if (phase == &options) {
-      if (!options.joint_data_parallel_sync) break;
-      steps.start_joint();
-    }
-    for (bool take = false;; take = true) {
+  // Rounds at `cost` until the price reaches `at` or every sync met is at `target`; `first`:
+  // whether the first round raises none (the previous phase's last price is this phase's
+  // first otherwise).
+  bool took = false;
+  const auto rounds = [&](const CostOptions& cost, Level target, bool first) {
+    steps.set_target(target);
+    for (bool take = !first;; take = true) {
       steps.next_round(take);
-      if (evaluate(profile, choice, steps, *phase).iteration_time >= at) {
-        out.ruled_out = true;
-        out.spared = take && steps.met_unpriced();
-        out.priced = steps.priced();
-        return out;
-      }
-      if (!steps.met_unpriced()) break;
+      took = took || take;
+      if (evaluate(profile, choice, steps, cost).iteration_time >= at) return true;
+      if (!steps.met_below()) return false;
     }
+  };
+  // Each stage's sync alone; then, once every one is known, the joint syncs: every one bounded,
+  // then priced.
+  bool ruled_out = rounds(alone, Level::kExact, true);
+  if (!ruled_out && options.joint_data_parallel_sync) {
+    steps.start_joint();
+    ruled_out = rounds(options, Level::kBound, false) || rounds(options, Level::kExact, false);
   }
-  out.priced = steps.priced();
-  return out;
+  return {.ruled_out = ruled_out,
+          .spared = ruled_out && took && steps.any_unpriced(),
+          .priced = steps.priced()};
 }
 
 SearchResult search(const workload::LayerProfile& profile, CommCost& comm,

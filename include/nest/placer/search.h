@@ -237,16 +237,17 @@ struct PlanBound {
                                          const CostOptions& options);
 
 /// Whether the exact price `evaluate(profile, choice, exact, options).iteration_time` is at
-/// least `at`, found while pricing the plan's data-parallel syncs one at a time: first each
-/// stage's sync alone (priced as with `CostOptions::joint_data_parallel_sync` off), then, once
-/// every one is known and if the option is on, the joint syncs (runs of stages whose syncs
-/// overlap). Each round prices one more sync exactly (`CommCost::collective`, `collective_like`)
-/// in the order the cost model asks for them (stage 0's first, the one the pipeline's end
-/// exposes most) and the rest at their event-free bounds (`collective_pass_bound`,
-/// `collective_like_bound`): a lower bound of the exact price each time (the price grows with
-/// each sync), until one reaches `at` or every sync is priced (then the last is the exact
-/// price). `priced`: the syncs it priced exactly; `spared`: ruled out after pricing some of them
-/// but not all (the rest are never simulated).
+/// least `at`, found while pricing the plan's data-parallel syncs a step at a time, each round
+/// raising one sync (the first the cost model asks for, stage 0's first: the one the pipeline's
+/// end exposes most) and pricing the plan again: first each stage's sync alone (priced as with
+/// `CostOptions::joint_data_parallel_sync` off) from its event-free bound
+/// (`CommCost::collective_pass_bound`) to its price (`collective`); then, if the option is on,
+/// the joint syncs (runs of stages whose syncs overlap) from a factor of 1 to their event-free
+/// bounds (`collective_like_bound`), every one, and then to their prices (`collective_like`).
+/// The price grows with each sync, so each round's price is a lower bound of the exact one,
+/// until one reaches `at` or every sync is priced (then the last is the exact price).
+/// `priced`: the syncs it priced exactly; `spared`: ruled out after raising at least one sync
+/// while some were not yet priced (those are never simulated).
 struct SyncCheck {
   bool ruled_out = false;
   bool spared = false;

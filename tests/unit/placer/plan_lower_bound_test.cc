@@ -281,10 +281,11 @@ void expect_check(const topo::Topology& rail, const DeepPipeline& plan, Time at,
 // stages); they cost 75.24 ms against 63.28 ms with each stage's sync alone (A), whose
 // event-free bounds here are exact. Against the exact price T (from `evaluate`,
 // 75,241,823,356 ps) and the price B with every joint sync on its bound (75,235,487,952 ps): at
-// A or below nothing is simulated; at B the 8 stage syncs are priced and the joint syncs'
-// bounds rule it out; the first two joint syncs priced leave the price at B and the third lifts
-// it to T (so one picosecond above B and at T both stop there, the other five never
-// simulated); at T + 1 ps every sync is priced and the plan stands.
+// A or below nothing is simulated; one picosecond above A and at B the 8 stage syncs are
+// priced and the joint syncs' bounds rule it out, no joint sync simulated; the first two joint
+// syncs priced leave the price at B and the third lifts it to T (so one picosecond above B and
+// at T both stop there, the other five never simulated); at T + 1 ps every sync is priced and
+// the plan stands.
 TEST(SyncSteps, JointSyncsPricedOneAtATimeUntilThePlanCannotWin) {
   const topo::Topology rail = testing::thin_rail(16);
   const DeepPipeline plan = deep_pipeline(40, PlacementOrder::kTensorPipelineData);
@@ -303,8 +304,8 @@ TEST(SyncSteps, JointSyncsPricedOneAtATimeUntilThePlanCannotWin) {
   ASSERT_LT(bound, exact);
   const Time ps = Time::picoseconds(1);
   expect_check(rail, plan, syncs_alone, true, false, 0, 0);
-  expect_check(rail, plan, syncs_alone + ps, true, false, 8, 0);
-  expect_check(rail, plan, bound, true, false, 8, 0);
+  expect_check(rail, plan, syncs_alone + ps, true, true, 8, 0);
+  expect_check(rail, plan, bound, true, true, 8, 0);
   expect_check(rail, plan, bound + ps, true, true, 11, 3);
   expect_check(rail, plan, exact, true, true, 11, 3);
   expect_check(rail, plan, exact + ps, false, false, 16, 8);
