@@ -351,6 +351,9 @@ double joint_sync_factor(int zero_stage, const DeviceMap& map, int first, int la
                                     {1, 0}}}};
   // Each stage's groups run what they run alone (the replay tunes a bucket's group alone).
   const Time together = net.collective_like(op, kJointSyncReference, all, sync_layout(map, last));
+  // Nothing to divide (the search's lower bounds answer zero before they bound a joint sync): the
+  // syncs alone are not asked for.
+  if (together.ps() <= 0) return 1;
   Time alone;
   for (int p = first; p <= last; ++p) {
     alone = std::max(alone, net.collective(op, kJointSyncReference, sync_layout(map, p)));
