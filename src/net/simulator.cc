@@ -88,27 +88,11 @@ class FlowList {
   FlowList() noexcept : one_{} {}
   FlowList(const FlowList&) = delete;
   FlowList& operator=(const FlowList&) = delete;
-  FlowList(FlowList&& o) noexcept : size_(o.size_), capacity_(o.capacity_) {
-    if (capacity_ == 0) {
-      one_ = o.one_;
-    } else {
-      many_ = o.many_;
-      o.capacity_ = 0;
-      o.size_ = 0;
-    }
-  }
+  FlowList(FlowList&& o) noexcept : one_{} { take(o); }
   FlowList& operator=(FlowList&& o) noexcept {
     if (this != &o) {
       release();
-      size_ = o.size_;
-      capacity_ = o.capacity_;
-      if (capacity_ == 0) {
-        one_ = o.one_;
-      } else {
-        many_ = o.many_;
-        o.capacity_ = 0;
-        o.size_ = 0;
-      }
+      take(o);
     }
     return *this;
   }
@@ -162,6 +146,19 @@ class FlowList {
     if (capacity_ > 0) delete[] many_;
     capacity_ = 0;
     one_ = FlowRef{};
+  }
+  // Moves `o`'s flows here (this one holds none) and leaves `o` empty.
+  void take(FlowList& o) noexcept {
+    size_ = o.size_;
+    capacity_ = o.capacity_;
+    if (capacity_ == 0) {
+      one_ = o.one_;
+    } else {
+      many_ = o.many_;
+      o.capacity_ = 0;
+    }
+    o.size_ = 0;
+    o.one_ = FlowRef{};
   }
 
   union {

@@ -65,20 +65,25 @@ void BM_BuildTorus(benchmark::State& state) {
 }
 BENCHMARK(BM_BuildTorus)->Arg(8)->Arg(32)->Unit(benchmark::kMillisecond);
 
+// `nodes` DGX-H100-style nodes of 8 rails, 32 nodes per leaf, 32 spines.
+topo::Topology rail(int nodes) {
+  return topo::build_rail_optimized({.nodes = nodes,
+                                     .gpus_per_node = 8,
+                                     .nodes_per_leaf = 32,
+                                     .spines = 32,
+                                     .nvlink_bandwidth = kBw * 9,
+                                     .nvlink_latency = kLat,
+                                     .nic_bandwidth = kBw,
+                                     .nic_latency = kLat,
+                                     .spine_bandwidth = kBw,
+                                     .spine_latency = kLat});
+}
+
 void BM_BuildRailOptimized(benchmark::State& state) {
   const auto nodes = static_cast<int>(state.range(0));
   std::size_t links = 0;
   for (auto _ : state) {
-    topo::Topology t = topo::build_rail_optimized({.nodes = nodes,
-                                                   .gpus_per_node = 8,
-                                                   .nodes_per_leaf = 32,
-                                                   .spines = 32,
-                                                   .nvlink_bandwidth = kBw * 9,
-                                                   .nvlink_latency = kLat,
-                                                   .nic_bandwidth = kBw,
-                                                   .nic_latency = kLat,
-                                                   .spine_bandwidth = kBw,
-                                                   .spine_latency = kLat});
+    topo::Topology t = rail(nodes);
     links = t.num_links();
     benchmark::DoNotOptimize(t);
   }
@@ -154,19 +159,8 @@ void BM_RouteIntoRandomPairs(benchmark::State& state, topo::Topology (*make)()) 
 }
 
 topo::Topology fat_tree_64() { return fat_tree(64); }
-// 16,384 DGX-H100-style nodes (131,072 GPUs) of 8 rails, 32 nodes per leaf, 32 spines.
-topo::Topology rail_131072() {
-  return topo::build_rail_optimized({.nodes = 16384,
-                                     .gpus_per_node = 8,
-                                     .nodes_per_leaf = 32,
-                                     .spines = 32,
-                                     .nvlink_bandwidth = kBw * 9,
-                                     .nvlink_latency = kLat,
-                                     .nic_bandwidth = kBw,
-                                     .nic_latency = kLat,
-                                     .spine_bandwidth = kBw,
-                                     .spine_latency = kLat});
-}
+// 16,384 nodes: 131,072 GPUs.
+topo::Topology rail_131072() { return rail(16384); }
 topo::Topology torus_65536() {
   return topo::build_torus({.dims = {32, 32, 64}, .link_bandwidth = kBw, .link_latency = kLat});
 }
