@@ -604,7 +604,7 @@ placer::SearchResult Job::search() {
   impl_->searched_events += impl_->comm->simulated_events() - before;
   nest::log(impl_->log, LogLevel::kInfo,
             "search: {} tables, {} candidates ({} ruled out by event-free bounds, {} by their "
-            "syncs alone, {} of them part-way through their syncs), {} network queries, {} "
+            "syncs, {} of them before every sync was priced), {} network queries, {} "
             "passes in {:.3f} s",
             result.stats.tables, result.stats.candidates, result.stats.pass_bounded,
             result.stats.sync_bounded, result.stats.syncs_spared, result.stats.network_queries,

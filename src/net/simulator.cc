@@ -108,7 +108,7 @@ class FlowList {
   [[nodiscard]] const FlowRef& front() const noexcept { return begin()[0]; }
   [[nodiscard]] const FlowRef& back() const noexcept { return begin()[size_ - 1]; }
 
-  void push_back(const FlowRef& ref) {
+  void push_back(FlowRef ref) {  // by value: `ref` may be one of the list's own flows
     if (capacity_ == 0 && size_ == 0) {
       one_ = ref;
       size_ = 1;

@@ -196,6 +196,7 @@ class SyncStepNetwork final : public ForwardingCommCost {
   // exact: a joint factor divides by the syncs alone at their reference size, which a bound
   // would raise.
   void start_joint() noexcept { joint_ = true; }
+  [[nodiscard]] bool joint_started() const noexcept { return joint_; }
 
   Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
     if (joint_ || op != op_ ||
@@ -704,12 +705,14 @@ SyncCheck syncs_rule_out(const workload::LayerProfile& profile, const PlanChoice
   // whether the first round raises none (the previous phase's last price is this phase's
   // first otherwise).
   bool took = false;
+  Time price;
   const auto rounds = [&](const CostOptions& cost, Level target, bool first) {
     steps.set_target(target);
     for (bool take = !first;; take = true) {
       steps.next_round(take);
       took = took || take;
-      if (evaluate(profile, choice, steps, cost).iteration_time >= at) return true;
+      price = evaluate(profile, choice, steps, cost).iteration_time;
+      if (price >= at) return true;
       if (!steps.met_below()) return false;
     }
   };
@@ -720,9 +723,14 @@ SyncCheck syncs_rule_out(const workload::LayerProfile& profile, const PlanChoice
     steps.start_joint();
     ruled_out = rounds(options, Level::kBound, false) || rounds(options, Level::kExact, false);
   }
+  // With the joint syncs off the last round of the first phase is the exact price too.
+  const bool priced_in_full = ruled_out && !steps.any_unpriced() &&
+                              (options.joint_data_parallel_sync ? steps.joint_started() : true);
   return {.ruled_out = ruled_out,
           .spared = ruled_out && took && steps.any_unpriced(),
-          .priced = steps.priced()};
+          .exact = priced_in_full,
+          .priced = steps.priced(),
+          .price = price};
 }
 
 SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
@@ -1266,12 +1274,16 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
           ++stats.sync_bounded;
           return true;
         }
-        if (!joint) return false;
+        // Nothing is ruled out below no cut: the plan is priced in full at once.
+        if (!joint || at == kInf) return false;
         const SyncCheck check =
             syncs_rule_out(profile, choice, comm, options.cost, Time::picoseconds(at));
         if (!check.ruled_out) return false;
         ++stats.sync_bounded;
         if (check.spared) ++stats.syncs_spared;
+        // Priced in full (every sync exact) on the way: a price as `record` takes it, for the
+        // next capped pass.
+        if (check.exact) least_priced = std::min(least_priced, check.price.ps());
         return true;
       };
 

@@ -129,11 +129,11 @@ struct SearchStats {
   std::int64_t candidates = 0;       ///< (configuration, S, d) pipelines priced in full
   std::int64_t network_queries = 0;  ///< distinct queries sent to the CommCost
   std::int64_t pass_bounded = 0;     ///< plans ruled out by their price on the event-free bounds
-  std::int64_t sync_bounded = 0;     ///< plans ruled out by the later three steps of
-                                     ///< `SearchOptions::pass_bounds` (their first bucket, their
-                                     ///< price with the syncs alone or the joint syncs bounded)
-  std::int64_t syncs_spared = 0;     ///< of those, the plans ruled out while some of their
-                                     ///< syncs were still unpriced (`syncs_rule_out`)
+  std::int64_t sync_bounded = 0;     ///< plans ruled out by the later steps of
+                                     ///< `SearchOptions::pass_bounds` (their first bucket, or
+                                     ///< their syncs priced a step at a time: `syncs_rule_out`)
+  std::int64_t syncs_spared = 0;     ///< of those, the plans `syncs_rule_out` ruled out after
+                                     ///< raising some of their syncs, before pricing all
   std::int64_t passes = 0;           ///< branch-and-bound passes (`SearchOptions::capped_passes`)
 };
 
@@ -247,11 +247,15 @@ struct PlanBound {
 /// The price grows with each sync, so each round's price is a lower bound of the exact one,
 /// until one reaches `at` or every sync is priced (then the last is the exact price).
 /// `priced`: the syncs it priced exactly; `spared`: ruled out after raising at least one sync
-/// while some were not yet priced (those are never simulated).
+/// while some were not yet priced (those are never simulated); `price`: the last round's price
+/// (a lower bound of the exact one), which is the exact price when `exact` (ruled out once
+/// every sync was priced).
 struct SyncCheck {
   bool ruled_out = false;
   bool spared = false;
+  bool exact = false;
   int priced = 0;
+  Time price;
 };
 [[nodiscard]] SyncCheck syncs_rule_out(const workload::LayerProfile& profile,
                                        const PlanChoice& choice, CommCost& exact,

@@ -86,6 +86,16 @@ TEST(Router, SpineLeafRailAndHierarchicalRoutesAreMinimal) {
                                                   .spine_bandwidth = kBw,
                                                   .spine_latency = kLat}),
                             false);
+  // One GPU per node (no NVSwitch): every route leaves through the NIC.
+  expect_all_routes_minimal(build_rail_optimized({.nodes = 7,
+                                                  .gpus_per_node = 1,
+                                                  .nodes_per_leaf = 3,
+                                                  .spines = 2,
+                                                  .nic_bandwidth = kBw,
+                                                  .nic_latency = kLat,
+                                                  .spine_bandwidth = kBw,
+                                                  .spine_latency = kLat}),
+                            false);
   expect_all_routes_minimal(build_hierarchical({.devices_per_level = {2, 3, 2},
                                                 .bandwidth_per_level = {kBw, kBw, kBw},
                                                 .latency_per_level = {kLat, kLat, kLat}}),
@@ -177,13 +187,24 @@ TEST(Router, RoutesAreCachedAndStable) {
 }
 
 TEST(Router, RouteIntoCopiesTheCachedRouteWithoutCachingIt) {
-  // Every pair and flow key of a k = 8 fat-tree with scale-up hosts (8-link routes) and of a
-  // torus (routes of up to 12 links, longer than the recent-route table keeps), asked for twice
-  // (the second time from the recent-route table where it fits).
+  // Every pair and flow key of a k = 8 fat-tree with scale-up hosts (8-link routes), of a
+  // rail-optimized cluster (walked from tables, as the fat-tree) and of a torus (routes of up to
+  // 12 links, longer than the recent-route table keeps), asked for twice (the second time from
+  // the recent-route table where it fits).
   const Topology tree = small_fat_tree(8, 2);
+  const Topology rail = build_rail_optimized({.nodes = 40,
+                                              .gpus_per_node = 4,
+                                              .nodes_per_leaf = 3,
+                                              .spines = 3,
+                                              .nvlink_bandwidth = kBw * 9,
+                                              .nvlink_latency = kLat,
+                                              .nic_bandwidth = kBw,
+                                              .nic_latency = kLat,
+                                              .spine_bandwidth = kBw,
+                                              .spine_latency = kLat});
   const Topology torus =
       build_torus({.dims = {4, 8, 16}, .link_bandwidth = kBw, .link_latency = kLat});
-  for (const Topology* t : {&tree, &torus}) {
+  for (const Topology* t : {&tree, &rail, &torus}) {
     Router copying(*t, 5);
     Router caching(*t, 5);
     std::vector<LinkId> out{99, 98};
