@@ -163,11 +163,13 @@ class Pricer {
 // their event-free bounds (`collective_like_bound`), and only once every one has, to their
 // exact prices. In each round the first sync the cost model asks for below the phase's target
 // level (`set_target`) is raised to it. The plan's price grows with each sync (a stage's buckets
-// end later, and with them its optimizer step; the runs of stages whose syncs overlap, which
-// decide the joint syncs, are only asked for once each stage's sync is known), so each round's
-// price is a lower bound of the exact one, and once every sync is exact it is the exact price
-// (`syncs_rule_out`). Bounding every joint sync before pricing any keeps the simulations, and
-// so the events counted, those of bounding them all at once.
+// end later, and with them its optimizer step), so each round's price is a lower bound of the
+// exact one, and once every sync is exact it is the exact price (`syncs_rule_out`). With the
+// joint syncs on, the price is not monotone in a stage's sync alone (a longer one can join a
+// run of overlapping stages and change that run's factor): so the joint phase starts only once
+// every stage's sync is exact, and the runs it asks for are the exact price's. Bounding every joint
+// sync before pricing any keeps the simulations, and so the events counted, those of bounding them
+// all at once.
 class SyncStepNetwork final : public ForwardingCommCost {
  public:
   enum class Level : std::uint8_t { kZero, kBound, kExact };
@@ -192,9 +194,8 @@ class SyncStepNetwork final : public ForwardingCommCost {
   [[nodiscard]] bool any_unpriced() const noexcept {
     return priced() < static_cast<int>(entries_.size());
   }
-  // From now on the stage syncs are asked through `collective_like` and every `collective` is
-  // exact: a joint factor divides by the syncs alone at their reference size, which a bound
-  // would raise.
+  // From now on the joint syncs (`collective_like`) rise and every `collective` is exact: a
+  // joint factor divides by the syncs alone at their reference size, which a bound would raise.
   void start_joint() noexcept { joint_ = true; }
   [[nodiscard]] bool joint_started() const noexcept { return joint_; }
 
