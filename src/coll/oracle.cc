@@ -583,14 +583,16 @@ struct CollectiveOracle::Impl {
     QueryKey key = query_key(spec, groups);
     if (auto it = by_query.find(key); it != by_query.end()) return it->second.slowest;
     std::vector<Part> parts = make_parts(spec, groups);
-    const auto [e, base] = engine_of(spec);
+    // Not a structured binding: clang 14 (the sanitizer build's) cannot capture one.
+    const std::pair<Engine*, Time> engine = engine_of(spec);
+    Engine& e = *engine.first;
     Time slowest;
-    for (const auto& members : sets_of(parts, *e)) {
+    for (const auto& members : sets_of(parts, e)) {
       slowest = std::max(slowest, on_set(parts, members, [&](std::vector<Part>& set) {
-                           return set_bound(set, *e);
+                           return set_bound(set, e);
                          }));
     }
-    return slowest + base;
+    return slowest + engine.second;
   }
 
   // A lower bound of `priced_set`'s slowest group (without the base): the memoized or
