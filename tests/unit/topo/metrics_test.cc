@@ -9,6 +9,7 @@
 #include "nest/core/rng.h"
 #include "nest/topo/generators.h"
 #include "nest/topo/router.h"
+#include "unit/topo/test_util.h"
 
 namespace nest::topo {
 namespace {
@@ -25,19 +26,6 @@ FatTreeParams fat(int k, double edge_over = 1, double agg_over = 1, int per_host
           .devices_per_host = per_host,
           .scale_up_bandwidth = kBw * 0.75,  // below the host cable: this tier is the cut
           .scale_up_latency = kLat};
-}
-
-RailOptimizedParams rail(int nodes, int gpus, int per_leaf, int spines) {
-  return {.nodes = nodes,
-          .gpus_per_node = gpus,
-          .nodes_per_leaf = per_leaf,
-          .spines = spines,
-          .nvlink_bandwidth = kBw * 9,
-          .nvlink_latency = kLat,
-          .nic_bandwidth = kBw,
-          .nic_latency = kLat,
-          .spine_bandwidth = kBw,
-          .spine_latency = kLat};
 }
 
 // The longest route over all device pairs and path indices.
@@ -78,9 +66,9 @@ std::vector<Topology> small_topologies() {
   out.push_back(build_torus({.dims = {4, 3, 4}, .link_bandwidth = kBw, .link_latency = kLat}));
   out.push_back(build_torus({.dims = {3, 2}, .link_bandwidth = kBw, .link_latency = kLat}));
   out.push_back(build_torus({.dims = {5, 6, 1}, .link_bandwidth = kBw, .link_latency = kLat}));
-  out.push_back(build_rail_optimized(rail(8, 4, 2, 2)));
-  out.push_back(build_rail_optimized(rail(8, 4, 4, 1)));
-  out.push_back(build_rail_optimized(rail(4, 2, 1, 3)));
+  out.push_back(build_rail_optimized(testing::rail(8, 4, 2, 2)));
+  out.push_back(build_rail_optimized(testing::rail(8, 4, 4, 1)));
+  out.push_back(build_rail_optimized(testing::rail(4, 2, 1, 3)));
   out.push_back(build_hierarchical({.devices_per_level = {4, 2, 4},
                                     .bandwidth_per_level = {kBw * 18, kBw * 2, kBw * 8},
                                     .latency_per_level = {kLat, kLat, kLat}}));
@@ -159,8 +147,9 @@ TEST(Diameter, ClosedFormsEqualTheLongestRoute) {
 }
 
 TEST(Injection, SumsTheDeviceLinks) {
-  EXPECT_DOUBLE_EQ(injection_bandwidth(build_rail_optimized(rail(2, 4, 1, 1))).bytes_per_s(),
-                   10 * 50e9);  // NVLink 9x + NIC 1x
+  EXPECT_DOUBLE_EQ(
+      injection_bandwidth(build_rail_optimized(testing::rail(2, 4, 1, 1))).bytes_per_s(),
+      10 * 50e9);  // NVLink 9x + NIC 1x
   EXPECT_DOUBLE_EQ(injection_bandwidth(
                        build_torus({.dims = {4, 4}, .link_bandwidth = kBw, .link_latency = kLat}))
                        .bytes_per_s(),

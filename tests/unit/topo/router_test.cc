@@ -75,27 +75,9 @@ TEST(Router, SpineLeafRailAndHierarchicalRoutesAreMinimal) {
                                               .uplink_bandwidth = kBw,
                                               .uplink_latency = kLat}),
                             false);
-  expect_all_routes_minimal(build_rail_optimized({.nodes = 5,
-                                                  .gpus_per_node = 4,
-                                                  .nodes_per_leaf = 2,
-                                                  .spines = 3,
-                                                  .nvlink_bandwidth = kBw * 9,
-                                                  .nvlink_latency = kLat,
-                                                  .nic_bandwidth = kBw,
-                                                  .nic_latency = kLat,
-                                                  .spine_bandwidth = kBw,
-                                                  .spine_latency = kLat}),
-                            false);
+  expect_all_routes_minimal(build_rail_optimized(testing::rail(5, 4, 2, 3)), false);
   // One GPU per node (no NVSwitch): every route leaves through the NIC.
-  expect_all_routes_minimal(build_rail_optimized({.nodes = 7,
-                                                  .gpus_per_node = 1,
-                                                  .nodes_per_leaf = 3,
-                                                  .spines = 2,
-                                                  .nic_bandwidth = kBw,
-                                                  .nic_latency = kLat,
-                                                  .spine_bandwidth = kBw,
-                                                  .spine_latency = kLat}),
-                            false);
+  expect_all_routes_minimal(build_rail_optimized(testing::rail(7, 1, 3, 2)), false);
   expect_all_routes_minimal(build_hierarchical({.devices_per_level = {2, 3, 2},
                                                 .bandwidth_per_level = {kBw, kBw, kBw},
                                                 .latency_per_level = {kLat, kLat, kLat}}),
@@ -192,16 +174,7 @@ TEST(Router, RouteIntoCopiesTheCachedRouteWithoutCachingIt) {
   // 12 links, longer than the recent-route table keeps), asked for twice (the second time from
   // the recent-route table where it fits).
   const Topology tree = small_fat_tree(8, 2);
-  const Topology rail = build_rail_optimized({.nodes = 40,
-                                              .gpus_per_node = 4,
-                                              .nodes_per_leaf = 3,
-                                              .spines = 3,
-                                              .nvlink_bandwidth = kBw * 9,
-                                              .nvlink_latency = kLat,
-                                              .nic_bandwidth = kBw,
-                                              .nic_latency = kLat,
-                                              .spine_bandwidth = kBw,
-                                              .spine_latency = kLat});
+  const Topology rail = build_rail_optimized(testing::rail(40, 4, 3, 3));
   const Topology torus =
       build_torus({.dims = {4, 8, 16}, .link_bandwidth = kBw, .link_latency = kLat});
   for (const Topology* t : {&tree, &rail, &torus}) {

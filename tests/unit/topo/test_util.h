@@ -1,16 +1,35 @@
 #pragma once
-// Helpers shared by the topology tests: brute-force oracles over the raw link arrays.
+// Helpers shared by the topology tests: brute-force oracles over the raw link arrays, and the
+// small clusters several of them build.
 
 #include <cstdint>
 #include <limits>
 #include <span>
 #include <vector>
 
+#include "nest/topo/generators.h"
 #include "nest/topo/topology.h"
 
 namespace nest::topo::testing {
 
 constexpr int kUnreachable = std::numeric_limits<int>::max();
+
+// A rail-optimized cluster of `nodes` nodes of `gpus` GPUs (an NVSwitch when gpus > 1), 50 GB/s
+// NICs and spine cables and 1 us per cable.
+inline RailOptimizedParams rail(int nodes, int gpus, int per_leaf, int spines) {
+  const Bandwidth bw = Bandwidth::gigabytes_per_second(50);
+  const Time lat = Time::microseconds(1);
+  return {.nodes = nodes,
+          .gpus_per_node = gpus,
+          .nodes_per_leaf = per_leaf,
+          .spines = spines,
+          .nvlink_bandwidth = bw * 9,
+          .nvlink_latency = lat,
+          .nic_bandwidth = bw,
+          .nic_latency = lat,
+          .spine_bandwidth = bw,
+          .spine_latency = lat};
+}
 
 // Hop distance from `src` to every node by breadth-first search. With `devices_forward` false,
 // the search never leaves a device other than `src` (devices are endpoints, not routers).
