@@ -58,14 +58,12 @@ struct QueryKeyHash {
   }
 };
 
-// A (src rank, dst rank, channel) pair of a schedule, in order of first use.
-struct Pair {
-  std::uint32_t src;
-  std::uint32_t dst;
-  std::uint16_t channel;
-};
+using Pair = RankPair;
 
+// The (src rank, dst rank, channel) pairs of a schedule, in order of first use: the program's
+// own list when it has one (rings), else its transfers visited.
 std::vector<Pair> distinct_pairs(const Program& program) {
+  if (auto listed = program.distinct_pairs()) return std::move(*listed);
   std::vector<Pair> pairs;
   std::unordered_map<std::uint64_t, bool> seen;
   program.for_each_transfer([&](const Transfer& t) {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include <unordered_set>
 #include <utility>
 
 #include "nest/core/error.h"
@@ -641,6 +642,26 @@ class RingProgram final : public Program {
     return out;
   }
 
+  // Each phase's first step sends every rank to its successor at the phase's level, and its
+  // other steps repeat those pairs, so first use is phase by phase, rank by rank (a level's
+  // gather phase, and a level whose successor equals an earlier one's, adds none).
+  std::optional<std::vector<RankPair>> distinct_pairs() const override {
+    std::vector<RankPair> out;
+    std::vector<std::size_t> levels;
+    std::unordered_set<std::uint64_t> seen;
+    for (const Phase& p : phases_) {
+      if (std::find(levels.begin(), levels.end(), p.level) != levels.end()) continue;
+      levels.push_back(p.level);
+      for (std::int64_t r = 0; r < n_; ++r) {
+        const auto dst = static_cast<std::uint64_t>(next_rank(r, p.level));
+        if (seen.insert(static_cast<std::uint64_t>(r) << 32 | dst).second) {
+          out.push_back({static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(dst), 0});
+        }
+      }
+    }
+    return out;
+  }
+
  private:
   struct Phase {
     std::size_t level;
@@ -785,6 +806,22 @@ class ChannelRingProgram final : public Program {
         u.next[order[p]] = order[(p + 1) % order.size()];
       }
       out.push_back(std::move(u));
+    }
+    return out;
+  }
+
+  // Step 0 sends every position of every channel to the next (transfer ids channel by channel,
+  // position by position) and every later step repeats those pairs.
+  std::optional<std::vector<RankPair>> distinct_pairs() const override {
+    std::vector<RankPair> out;
+    if (steps_ == 0) return out;
+    out.reserve(per_step());
+    const auto n = static_cast<std::size_t>(n_);
+    for (int c = 0; c < channels_; ++c) {
+      const auto& order = orders_[static_cast<std::size_t>(c)];
+      for (std::size_t p = 0; p < n; ++p) {
+        out.push_back({order[p], order[(p + 1) % n], static_cast<std::uint16_t>(c)});
+      }
     }
     return out;
   }

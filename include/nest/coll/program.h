@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -27,6 +28,13 @@ struct Transfer {
   std::uint32_t step = 0;     ///< algorithm step; orders a rank's work per channel
   std::uint16_t channel = 0;  ///< independent dependency streams (tree halves, ...)
   Bytes bytes;                ///< >= 0; zero-byte transfers still pay the route latency
+};
+
+/// A (src rank, dst rank, channel) that a program's transfers use (`Program::distinct_pairs`).
+struct RankPair {
+  std::uint32_t src = 0;
+  std::uint32_t dst = 0;
+  std::uint16_t channel = 0;
 };
 
 /// One phase of a ring-family program whose transfers are uniform (`Program::uniform_ring`):
@@ -90,6 +98,13 @@ class Program {
   /// Empty otherwise (the default). The contention-free evaluator derives such a run from one
   /// step per phase (coll/uncontended.h). O(phases · ranks).
   [[nodiscard]] virtual std::vector<UniformRingPhase> uniform_ring() const { return {}; }
+  /// Every distinct (src, dst, channel) of the transfers, in order of first use in
+  /// `for_each_transfer`, when the program lists them without visiting its transfers (rings:
+  /// O(phases · ranks) instead of O(steps · ranks)); nullopt otherwise (the default), and the
+  /// caller visits the transfers.
+  [[nodiscard]] virtual std::optional<std::vector<RankPair>> distinct_pairs() const {
+    return std::nullopt;
+  }
 
  protected:
   // Derived programs may be copied and moved; a Program itself is never sliced.

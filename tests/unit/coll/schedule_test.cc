@@ -410,5 +410,67 @@ TEST(Program, TransferIdsAreInStepOrder) {
   }
 }
 
+// Program::distinct_pairs, where a program lists its pairs (the ring family), is exactly the
+// first-use order of the pairs its transfers visit: flat, hierarchical and torus rings of every
+// ring operation, chunked or not, and channel rings with node-aware orders or rotations. The
+// oracle keys a layout's structure on that list, so a different order would change which
+// layouts share a simulation.
+TEST(Program, RingsListTheirDistinctPairsInOrderOfFirstUse) {
+  const auto visited_pairs = [](const Program& p) {
+    std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint16_t>> out;
+    p.for_each_transfer([&](const Transfer& t) {
+      const auto key = std::tuple(t.src, t.dst, t.channel);
+      if (std::find(out.begin(), out.end(), key) == out.end()) out.push_back(key);
+    });
+    return out;
+  };
+  const auto listed_pairs = [](const Program& p) {
+    std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint16_t>> out;
+    const auto listed = p.distinct_pairs();
+    if (!listed) return out;
+    for (const RankPair& q : *listed) out.emplace_back(q.src, q.dst, q.channel);
+    return out;
+  };
+  int checked = 0;
+  for (Operation op : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather}) {
+    for (const auto& [algorithm, ranks, levels] :
+         std::vector<std::tuple<Algorithm, int, std::vector<int>>>{
+             {Algorithm::kRing, 7, {}},
+             {Algorithm::kHierarchical, 6, {2, 3}},
+             {Algorithm::kHierarchical, 12, {3, 1, 4}},
+             {Algorithm::kTorus, 16, {4, 2, 2}},
+             {Algorithm::kTorus, 4, {2, 2}}}) {
+      for (const int chunks : {1, 3}) {
+        const CollectiveSpec spec{op, algorithm, Bytes(1000003), chunks, levels};
+        const auto program = ring_program(spec, ranks);
+        ASSERT_TRUE(program->distinct_pairs().has_value());
+        const auto expected = visited_pairs(*program);
+        EXPECT_EQ(listed_pairs(*program), expected)
+            << operation_name(op) << " " << algorithm_name(algorithm) << " " << ranks;
+        EXPECT_FALSE(expected.empty());
+        ++checked;
+      }
+    }
+    for (const int per_node : {0, 2}) {
+      CollectiveSpec spec{op, Algorithm::kRing, Bytes(100003), 2};
+      spec.channels = 3;
+      spec.ranks_per_node = per_node;
+      const auto program = ring_program(spec, 6);
+      const auto expected = visited_pairs(*program);
+      EXPECT_EQ(expected.size(), 18U);  // 3 channels x 6 positions
+      EXPECT_EQ(listed_pairs(*program), expected) << operation_name(op) << " channels " << per_node;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 36);
+  // Stored schedules and other programs do not list them: the oracle visits their transfers.
+  EXPECT_FALSE(lower_program({Operation::kAllReduce, Algorithm::kRing, Bytes(4096)}, 8)
+                   ->distinct_pairs()
+                   .has_value());
+  EXPECT_FALSE(pairwise_program({Operation::kAllToAll, Algorithm::kPairwise, Bytes(4096)}, 8)
+                   ->distinct_pairs()
+                   .has_value());
+}
+
 }  // namespace
 }  // namespace nest::coll
