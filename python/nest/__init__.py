@@ -170,7 +170,7 @@ class Job:
     (bool); verify
     (candidates replayed by `place`, as `nest place --verify`; default 4 with the oracle);
     threads (for the verification's replays and, in `place_with_baselines`, the
-    topology-agnostic baseline beside the search; default 2, the same results with 1)."""
+    topology-agnostic and anneal baselines beside the search; default 2, the same results with 1)."""
 
     def __init__(self, **options):
         unknown = sorted(set(options) - _JOB_OPTIONS)

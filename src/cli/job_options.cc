@@ -148,10 +148,6 @@ void add_job_options(Options& o, JobArgs& a) {
            "algorithm")
       .add("anneal-seed", &s.anneal_seed, "seed of the anneal baseline", "anneal_seed")
       .add("anneal-steps", &s.anneal_steps, "steps of the anneal baseline", "anneal_steps")
-      .add("anneal-events", &s.anneal_events,
-           "simulated events the anneal baseline may spend: -1 an eighth of the search's "
-           "(default), 0 no limit",
-           "anneal_events")
       .add("verify", &s.verify,
            "replay the K best distinct plans (at least the best of each order) and choose by "
            "replayed time; 0: the estimate's best (default 4 with the oracle network)",

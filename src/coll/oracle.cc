@@ -435,8 +435,8 @@ struct CollectiveOracle::Impl {
   // memoized): the query was ruled out by an earlier set. The events the simulation of a set
   // not simulated (or not to its end) would have processed (the bound's count, which equals the
   // simulator's) are counted in `stats.events` once per structure, and in
-  // `stats.avoided_events`, so that event budgets (the anneal's) spend what they spent when
-  // every candidate was simulated; a structure counted so and simulated later is counted once.
+  // `stats.avoided_events`, so that an event budget (`limit_events`) spends what it spent
+  // when every candidate was simulated; a structure counted so and simulated later is counted once.
   std::optional<OracleAnswer> priced_set(std::vector<Part>& parts, Engine& e,
                                          std::optional<Time> within, Time base, bool skip = false) {
     const bool idle =

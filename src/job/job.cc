@@ -95,11 +95,25 @@ void log_oracle_stats(Logger* log, std::string_view phase, const coll::OracleSta
             s.events, s.trivial, s.bounded, s.avoided_events, s.lower_bounds, s.lowered);
 }
 
-// The topology-agnostic baseline, priced on an oracle of its own, and what that took.
-struct AgnosticRun {
+// A baseline priced on an oracle of its own (topology-agnostic, anneal), and what that took.
+struct OwnRun {
   placer::BaselineResult result;
   double seconds = 0;
   coll::OracleStats stats;
+};
+
+// Baselines that run on oracles of their own (`Job::Impl::own_oracle`), as a queue that several
+// threads take from: each task is self-contained, so which thread runs it changes nothing.
+struct OwnTasks {
+  std::vector<std::string> names;
+  std::vector<std::function<OwnRun()>> tasks;
+  std::vector<OwnRun> runs;  // by task, filled as they end
+  std::atomic<std::size_t> next{0};
+
+  // Runs tasks until none is left to take.
+  void take() {
+    for (std::size_t i = next++; i < tasks.size(); i = next++) runs[i] = tasks[i]();
+  }
 };
 
 struct Job::Impl {
@@ -115,11 +129,10 @@ struct Job::Impl {
   std::unique_ptr<placer::CommCost> comm;
   placer::OracleCommCost* oracle = nullptr;  // comm, when it is the oracle
   placer::SearchOptions search;
-  std::uint64_t searched_events = 0;  // events the searches' simulations processed
-  // The topology-agnostic baseline started by `start_baselines`, running on a thread of its
-  // own (the task holds what it reads: shared pointers to the topology and the profile, its
-  // own oracle). A job dropped before `baselines()` waits for it here.
-  std::future<AgnosticRun> agnostic;
+  // The baselines started by `start_baselines` (`OwnTasks`), taken one at a time by a thread
+  // of their own and, once the search is done, by `baselines()` too.
+  std::shared_ptr<OwnTasks> own_tasks;
+  std::future<void> background;
 
   Impl(JobSpec s, Prebuilt prebuilt, const Catalog& c, Logger* l)
       : spec(std::move(s)), catalog(c), log(l) {
@@ -146,10 +159,6 @@ struct Job::Impl {
     if (spec.anneal_steps < 0) {
       throw Error::input("must not be negative",
                          {.key = "anneal_steps", .value = std::to_string(spec.anneal_steps)});
-    }
-    if (spec.anneal_events < -1) {
-      throw Error::input("must be -1 (an eighth of the search's), 0 (no limit) or a count",
-                         {.key = "anneal_events", .value = std::to_string(spec.anneal_events)});
     }
     if (spec.threads < 1 || spec.threads > kMaxThreads) {
       throw Error::input("threads out of range",
@@ -497,30 +506,39 @@ struct Job::Impl {
   // of the topology, priced on the oracle.
   bool agnostic_applies() const { return network == NetworkModel::kOracle && flat != nullptr; }
 
-  // The topology-agnostic baseline as a task that shares nothing mutable with the job: its own
-  // oracle (the same options, so the same exact prices as the job's) and its own flat network;
-  // the topology and the profile are immutable and shared. So it can run beside the search,
-  // and, run or not beside it, it leaves the job's oracle as the other baselines find it: the
-  // anneal's event budget spends the same, whichever way the job ran it.
-  std::function<AgnosticRun()> agnostic_task() const {
-    return [topology = topology, profile = profile, options = oracle_options(),
-            bandwidth = flat->bandwidth(), latency = flat->latency(), scale_up = scale_up,
-            search = search] {
+  // Whether baseline `name` runs on an oracle of its own: the topology-agnostic one where it
+  // applies, and the anneal on the oracle (its walk reads the oracle's bounds, which answer
+  // from what the oracle already holds: so it meets the same memo, run beside the search or
+  // not).
+  bool own_oracle(const std::string& name) const {
+    if (name == "topology-agnostic") return agnostic_applies();
+    return name == "anneal" && network == NetworkModel::kOracle && topology != nullptr;
+  }
+
+  // Baseline `name` (`own_oracle`) as a task that shares nothing mutable with the job: its own
+  // oracle (the same options, so the same exact prices as the job's) and, for the
+  // topology-agnostic one, its own flat network; the topology and the profile are immutable
+  // and shared. So it can run beside the search, and it leaves the job's oracle as the other
+  // baselines find it.
+  std::function<OwnRun()> own_task(const std::string& name) const {
+    return [name, topology = topology, profile = profile, options = oracle_options(),
+            bandwidth = flat ? flat->bandwidth() : Bandwidth{},
+            latency = flat ? flat->latency() : Time{}, scale_up = scale_up, search = search,
+            anneal =
+                placer::AnnealOptions{.seed = spec.anneal_seed, .iterations = spec.anneal_steps}] {
       const auto start = Clock::now();
       placer::OracleCommCost own(*topology, options);
-      placer::FlatCommCost own_flat(bandwidth, latency, scale_up);
-      AgnosticRun run{.result =
-                          placer::topology_agnostic_baseline(*profile, own, own_flat, search)};
+      OwnRun run;
+      if (name == "anneal") {
+        run.result = placer::anneal_baseline(*profile, own, search, anneal);
+      } else {
+        placer::FlatCommCost own_flat(bandwidth, latency, scale_up);
+        run.result = placer::topology_agnostic_baseline(*profile, own, own_flat, search);
+      }
       run.seconds = seconds_since(start);
       run.stats = own.stats();
       return run;
     };
-  }
-
-  // The anneal's budget of simulated events (JobSpec::anneal_events).
-  std::uint64_t anneal_budget() const {
-    if (spec.anneal_events >= 0) return static_cast<std::uint64_t>(spec.anneal_events);
-    return std::max<std::uint64_t>(std::uint64_t{1} << 16, searched_events / 8);
   }
 
   // The replay of `plan` (checked against the topology and memory), metadata not filled. Reads
@@ -599,9 +617,7 @@ coll::OracleStats Job::oracle_stats() const noexcept {
 
 placer::SearchResult Job::search() {
   const auto start = Clock::now();
-  const std::uint64_t before = impl_->comm->simulated_events();
   placer::SearchResult result = placer::search(*impl_->profile, *impl_->comm, impl_->search);
-  impl_->searched_events += impl_->comm->simulated_events() - before;
   nest::log(impl_->log, LogLevel::kInfo,
             "search: {} tables, {} candidates ({} ruled out by event-free bounds, {} by their "
             "syncs, {} of them before every sync was priced), {} network queries, {} "
@@ -722,12 +738,21 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
 
 void Job::start_baselines() {
   Impl& m = *impl_;
-  const auto& names = m.spec.baselines;
-  if (m.spec.threads < 2 || m.agnostic.valid() || !m.agnostic_applies() ||
-      std::find(names.begin(), names.end(), "topology-agnostic") == names.end()) {
-    return;
+  if (m.spec.threads < 2 || m.own_tasks) return;
+  auto own = std::make_shared<OwnTasks>();
+  // The anneal first: it usually takes longer (its walk, then its plan priced exactly), and the
+  // search's thread takes what is left once it is done.
+  for (const char* name : {"anneal", "topology-agnostic"}) {
+    const bool listed =
+        std::find(m.spec.baselines.begin(), m.spec.baselines.end(), name) != m.spec.baselines.end();
+    if (!listed || !m.own_oracle(name)) continue;
+    own->names.emplace_back(name);
+    own->tasks.push_back(m.own_task(name));
   }
-  m.agnostic = std::async(std::launch::async, m.agnostic_task());
+  if (own->tasks.empty()) return;
+  own->runs.resize(own->tasks.size());
+  m.own_tasks = own;
+  m.background = std::async(std::launch::async, [own] { own->take(); });
 }
 
 std::vector<placer::BaselineResult> Job::baselines() {
@@ -735,34 +760,43 @@ std::vector<placer::BaselineResult> Job::baselines() {
   std::vector<placer::BaselineResult> out;
   for (const std::string& name : m.spec.baselines) {
     const auto start = Clock::now();
+    if (m.own_oracle(name)) {
+      if (m.background.valid()) {
+        m.own_tasks->take();
+        m.background.get();
+      }
+      const auto& names = m.own_tasks ? m.own_tasks->names : std::vector<std::string>{};
+      const auto at = std::find(names.begin(), names.end(), name);
+      const bool background = at != names.end();
+      OwnRun run = background
+                       ? std::move(m.own_tasks->runs[static_cast<std::size_t>(at - names.begin())])
+                       : m.own_task(name)();
+      out.push_back(std::move(run.result));
+      if (background) {
+        nest::log(m.log, LogLevel::kInfo,
+                  "baseline {}: {:.3f} s, started beside the search ({:.3f} s waited)", name,
+                  run.seconds, seconds_since(start));
+      } else {
+        nest::log(m.log, LogLevel::kInfo, "baseline {}: {:.3f} s", name, seconds_since(start));
+      }
+      log_oracle_stats(m.log, fmt::format("the {} baseline (its own)", name), run.stats);
+      continue;
+    }
     if (name == "manual") {
       out.push_back(placer::manual_baseline(*m.profile, *m.comm, m.search));
     } else if (name == "anneal") {
-      out.push_back(placer::anneal_baseline(*m.profile, *m.comm, m.search,
-                                            {.seed = m.spec.anneal_seed,
-                                             .iterations = m.spec.anneal_steps,
-                                             .max_events = m.anneal_budget()}));
-    } else if (!m.agnostic_applies()) {
+      out.push_back(
+          placer::anneal_baseline(*m.profile, *m.comm, m.search,
+                                  {.seed = m.spec.anneal_seed, .iterations = m.spec.anneal_steps}));
+    } else {
       out.push_back({.name = name,
                      .note = fmt::format("not applicable: the {} network is already "
                                          "topology-agnostic",
                                          to_string(m.network))});
-    } else {
-      const bool background = m.agnostic.valid();
-      AgnosticRun run = background ? m.agnostic.get() : m.agnostic_task()();
-      out.push_back(std::move(run.result));
-      if (background) {
-        nest::log(m.log, LogLevel::kInfo,
-                  "baseline {}: {:.3f} s on its own thread ({:.3f} s waited)", name, run.seconds,
-                  seconds_since(start));
-      } else {
-        nest::log(m.log, LogLevel::kInfo, "baseline {}: {:.3f} s", name, seconds_since(start));
-      }
-      log_oracle_stats(m.log, "the topology-agnostic baseline (its own)", run.stats);
-      continue;
     }
     nest::log(m.log, LogLevel::kInfo, "baseline {}: {:.3f} s", name, seconds_since(start));
   }
+  m.own_tasks.reset();
   if (!m.spec.fixed_plan.empty()) {
     const io::PlanRecord given = io::read_plan_file(m.spec.fixed_plan, m.spec.limits);
     placer::PlanChoice choice = given.choice;

@@ -38,8 +38,6 @@ expect_error 'nest place: --baselines: unknown baseline (got "oracle"; expected 
   --profile "$profile" --rules nest-artifact --devices 128 --baselines manual,oracle
 expect_error 'nest place: --devices: a device count is needed without a topology (expected a positive integer)' \
   --profile "$profile" --rules nest-artifact
-expect_error 'nest place: --anneal-events: must be -1 (an eighth of the search'"'"'s), 0 (no limit) or a count (got "-2")' \
-  --profile "$profile" --rules nest-artifact --devices 128 --anneal-events -2
 # --verify K: candidates replayed, 0..64, and a replay needs a topology.
 expect_error 'nest place: --verify: candidates to verify out of range (got "-1"; expected an integer in 0..64)' \
   --profile "$profile" --topology h100_rail_64 --verify -1

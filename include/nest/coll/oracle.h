@@ -60,7 +60,7 @@ struct OracleStats {
   std::uint64_t trivial = 0;          ///< zero size or one-device groups: answered 0
   std::uint64_t events = 0;           ///< events the event simulations processed, and those
                                       ///< the candidates `fastest` ruled out would have (once
-                                      ///< per structure): what an event budget spends
+                                      ///< per structure): what `limit_events` counts
   std::uint64_t avoided_events = 0;   ///< of `events`, those of ruled-out candidates
   std::uint64_t bounded = 0;          ///< queries ruled out (`fastest` candidates, `*_within`):
                                       ///< by their lower bound, not simulated, or by a simulation

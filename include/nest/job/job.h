@@ -126,13 +126,9 @@ struct JobSpec {
   /// Baselines to compute beside the plan (names of `kBaselineNames`).
   std::vector<std::string> baselines = {"manual", "topology-agnostic", "anneal"};
   std::uint64_t anneal_seed = 1;  ///< the anneal baseline's own seed
+  /// The anneal's steps: its budget, in evaluations (each priced on event-free bounds,
+  /// nest/placer/baselines.h).
   int anneal_steps = 2000;
-  /// The anneal baseline's budget of simulated events (`AnnealOptions::max_events`): -1 (the
-  /// default) an eighth of those the search's simulations processed in this job, at least
-  /// 2^16, so that the baselines cost a fraction of the search whatever the scale; 0 no limit.
-  /// The default depends on the searches run before `baselines()` (none: 2^16): the CLI, the
-  /// sweep and `nest.Job.place(baselines=True)` always search first.
-  std::int64_t anneal_events = -1;
   /// A plan file to evaluate as the `fixed` baseline ("how good is my configuration"); empty
   /// for none.
   std::string fixed_plan;
@@ -144,9 +140,9 @@ struct JobSpec {
   /// In 0..`kMaxVerify`; a positive value needs a topology.
   std::optional<int> verify;
   /// Threads the job may run independent work on: the verification replays on this many, and
-  /// with more than 1 the topology-agnostic baseline runs beside the search
-  /// (`Job::start_baselines`; one thread more while it has not finished, which on GPT-3 it has
-  /// by the time the search ends; 1 runs it in line). Results never depend on it. In
+  /// with more than 1 the topology-agnostic and anneal baselines run beside the search
+  /// (`Job::start_baselines`; one thread more while they have not finished; 1 runs them in
+  /// line). Results never depend on it. In
   /// 1..`kMaxThreads`. Sweeps, which evaluate points on threads of their own, give each job 1.
   int threads = 2;
 };
@@ -232,13 +228,15 @@ class Job {
   /// Verifies `result` (a search of this job: `replay_candidates` K, or `keep_per_order` >= K)
   /// as `placement` does.
   [[nodiscard]] Placement verify(placer::SearchResult result, const SimulateOptions& options = {});
-  /// The spec's baselines (and `fixed` when `fixed_plan` is set), in the spec's order. The
-  /// topology-agnostic one is priced on an oracle of its own (same options, same prices), so
-  /// that the others meet the job's oracle as they would without it; when `start_baselines`
-  /// started it, it is collected here.
+  /// The spec's baselines (and `fixed` when `fixed_plan` is set), in the spec's order. On the
+  /// oracle network the topology-agnostic one and the anneal are each priced on an oracle of
+  /// their own (same options, same exact prices), so that each meets the same memo whether it
+  /// ran beside the search or not, and the others meet the job's oracle as they would without
+  /// them; when `start_baselines` started them, they are collected here.
   [[nodiscard]] std::vector<placer::BaselineResult> baselines();
-  /// Starts the baselines that need nothing of the search (topology-agnostic, when the spec
-  /// lists it and it applies) on a thread of their own, to run beside the search and the
+  /// Starts the baselines that need nothing of the search (topology-agnostic and anneal, those
+  /// the spec lists that run on an oracle of their own, see `baselines()`) on one thread of
+  /// their own, one after the other, to run beside the search and the
   /// verification on a second core; `baselines()` collects them. Results are those of
   /// `baselines()` without it. The thread owns its oracle and reads only the immutable topology
   /// and profile (shared), so the job may be moved meanwhile; destroying the job waits for it.

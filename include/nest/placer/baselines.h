@@ -14,9 +14,11 @@
 ///   partition), MCMC-like (FlexFlow); moves a boundary by one layer, adds or removes a stage
 ///   (re-split evenly), changes d, the variant (re-split evenly), recomputation, ZeRO or the
 ///   order; plans that overflow memory are penalized (so the walk may cross them) and the best
-///   plan that fits is kept. The walk prices on an approximate network (every stage's groups
-///   where stage 0's sit, collectives of 64 MiB and more on a line through two sizes), ten
-///   times cheaper on large clusters; the plan it keeps is then priced exactly.
+///   plan that fits is kept. The walk prices on event-free bounds (one group of each layout
+///   where stage 0's sits, its contention-free pass; collectives of 64 MiB and more on a line
+///   through two sizes; transfers on their bound), as FlexFlow's simulator ignored link
+///   contention, so its budget is its steps (`AnnealOptions::iterations`), not simulated
+///   events; the plan it keeps is then priced exactly.
 /// - `fixed`: a plan the user gives ("how good is my current configuration?").
 
 #include <cstdint>
@@ -46,14 +48,6 @@ struct AnnealOptions {
   /// cooling between them).
   double start_temperature = 0.1;
   double end_temperature = 1e-5;
-  /// The walk's budget of simulated events (`CommCost::simulated_events`, counted from its
-  /// start; 0: no limit). A step whose pricing would pass it is stopped inside its simulation
-  /// (`CommCost::limit_events`) and not taken, and the walk ends there: its simulations run at
-  /// most one timestamp past the budget (the events of tuner candidates ruled out by their
-  /// bound, counted without a simulation, can carry a step past it; the walk then ends before
-  /// the next). Deterministic: the same inputs run the same simulations and stop at the same
-  /// event.
-  std::uint64_t max_events = 0;
 };
 
 /// Simulated annealing from the manual plan (or, when none fits, from one stage per layer at

@@ -144,12 +144,8 @@ class CommCost {
   [[nodiscard]] virtual int scale_up_size() const noexcept = 0;
 
   /// Events the network's event simulations processed so far (0 for networks that do not
-  /// simulate): the work of pricing, which the anneal baseline's budget counts.
+  /// simulate): the work of pricing.
   [[nodiscard]] virtual std::uint64_t simulated_events() const noexcept { return 0; }
-  /// From now on a query whose simulations would take `simulated_events()` past `total` stops
-  /// and throws `coll::EventLimitReached` (0: no limit; networks that do not simulate ignore
-  /// it). Answers already known keep answering.
-  virtual void limit_events(std::uint64_t total) noexcept { static_cast<void>(total); }
 
   /// A short description for reports ("zero network", "flat 50 GB/s, 5.00 us", ...).
   [[nodiscard]] virtual std::string describe() const = 0;
@@ -185,7 +181,6 @@ class ForwardingCommCost : public CommCost {
   int scale_up_size() const noexcept override { return inner_.scale_up_size(); }
   std::string describe() const override { return inner_.describe(); }
   std::uint64_t simulated_events() const noexcept override { return inner_.simulated_events(); }
-  void limit_events(std::uint64_t total) noexcept override { inner_.limit_events(total); }
 
  protected:
   [[nodiscard]] CommCost& inner() const noexcept { return inner_; }

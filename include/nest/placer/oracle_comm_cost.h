@@ -111,7 +111,6 @@ class OracleCommCost final : public CommCost {
   std::string describe() const override;
 
   std::uint64_t simulated_events() const noexcept override { return oracle_.stats().events; }
-  void limit_events(std::uint64_t total) noexcept override { oracle_.limit_events(total); }
   /// The oracle's counters (queries, memo hits, simulations).
   [[nodiscard]] const coll::OracleStats& stats() const noexcept { return oracle_.stats(); }
   /// What `collective(op, size, layout)` chose and took, if it was asked (interpolated sizes:

@@ -439,8 +439,8 @@ TEST(Job, ThreadsOutOfRangeNameTheField) {
 
 // `start_baselines` runs the topology-agnostic baseline on a thread and an oracle of its own:
 // every baseline is what `baselines()` computes in line, and the job's own oracle does the same
-// work both ways (so the anneal, whose event budget depends on what that oracle already holds,
-// spends it alike).
+// work both ways (the anneal's walk reads bounds that the oracle answers from what it already
+// holds, so it must meet the same memo either way).
 TEST(Job, BaselinesStartedBesideTheSearchAreTheBaselinesInLine) {
   JobSpec spec = rail_spec();
   spec.devices = 64;

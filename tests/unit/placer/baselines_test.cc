@@ -5,7 +5,6 @@
 #include <tuple>
 #include <vector>
 
-#include "nest/coll/oracle.h"
 #include "nest/placer/baselines.h"
 #include "nest/placer/comm_cost.h"
 #include "nest/placer/cost_model.h"
@@ -155,23 +154,24 @@ TEST(Anneal, KeepsItsPlanAtTheExactPrice) {
 }
 
 // A network that "simulates" 1,000 events for every collective layout it has not priced
-// before (as the oracle's memo would), the rest as FarAndSquareCommCost.
+// before (as the oracle's memo would), the rest as FarAndSquareCommCost; its event-free bounds
+// cost nothing and are counted, with the layouts they were asked for.
 class CountingCommCost final : public CommCost {
  public:
   Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
     if (layout.group_size() <= 1) return Time::zero();
     const auto key = std::make_tuple(static_cast<int>(op), size.count(), layout.hash());
     if (std::find(seen_.begin(), seen_.end(), key) == seen_.end()) {
-      // As the oracle: a simulation the limit stops throws, and is not remembered.
-      if (limit_ > 0 && events_ + 1000 > limit_) {
-        events_ = limit_;
-        throw coll::EventLimitReached();
-      }
       seen_.push_back(key);
       events_ += 1000;
     }
-    const double mib = size.as_double() / (1 << 20);
-    return Time::microseconds(mib * (1 + layout.base % 3));
+    return price(size, layout);
+  }
+  Time collective_pass_bound(workload::CollectiveOp, Bytes size,
+                             const GroupLayout& layout) override {
+    ++bounds_;
+    if (layout.base != 0 || layout.group_count() != 1) ++bounds_elsewhere_;
+    return layout.group_size() <= 1 ? Time::zero() : price(size, layout);
   }
   Time transfer(Bytes size, const GroupLayout&, const GroupLayout&) override {
     return Time::microseconds(size.as_double() / (1 << 20));
@@ -180,60 +180,52 @@ class CountingCommCost final : public CommCost {
   int scale_up_size() const noexcept override { return 2; }
   std::string describe() const override { return "counting"; }
   std::uint64_t simulated_events() const noexcept override { return events_; }
-  void limit_events(std::uint64_t total) noexcept override {
-    if (total == 0 && limit_ > 0) events_when_lifted_ = events_;
-    limit_ = total;
-  }
-  [[nodiscard]] std::uint64_t limit() const noexcept { return limit_; }
-  [[nodiscard]] std::uint64_t events_when_lifted() const noexcept { return events_when_lifted_; }
+  [[nodiscard]] int bounds() const noexcept { return bounds_; }
+  [[nodiscard]] int bounds_elsewhere() const noexcept { return bounds_elsewhere_; }
 
  private:
+  static Time price(Bytes size, const GroupLayout& layout) {
+    const double mib = size.as_double() / (1 << 20);
+    return Time::microseconds(mib * (1 + layout.base % 3));
+  }
+
   std::vector<std::tuple<int, std::int64_t, std::uint64_t>> seen_;
   std::uint64_t events_ = 0;
-  std::uint64_t limit_ = 0;
-  std::uint64_t events_when_lifted_ = 0;
+  int bounds_ = 0;
+  int bounds_elsewhere_ = 0;
 };
 
-// The budget of simulated events stops the walk inside the step whose pricing would pass it
-// (that step is not taken), the same way every time; without a budget it takes all its steps.
-TEST(Anneal, StopsWhenItsBudgetOfSimulatedEventsIsSpent) {
+// The walk prices on event-free bounds, one group of each layout where stage 0's sits: it
+// simulates nothing, so its steps are its whole budget (all 300 taken), and the only events
+// spent are the manual plan's and the kept plan's exact prices, as each costs alone.
+TEST(Anneal, WalksOnEventFreeBoundsAndSimulatesOnlyTheManualAndKeptPlans) {
   auto p = model(12, Bytes::gibibytes(4));
   for (auto& v : p.variants) {
     for (auto& l : v.layers) l.parameter_bytes = Bytes::mebibytes(40);
   }
   SearchOptions options;
   options.cost = {.rules = MemoryRules::kMegatron, .devices = 8};
-  CountingCommCost unlimited_net;
-  const BaselineResult unlimited =
-      anneal_baseline(p, unlimited_net, options, {.seed = 3, .iterations = 300});
-  ASSERT_TRUE(unlimited.plan.has_value()) << unlimited.note;
-  EXPECT_EQ(unlimited.note.rfind("300 steps from the manual plan (seed 3): ", 0), 0U)
-      << unlimited.note;
-  std::uint64_t walked = 0;  // events the walk spent, before the kept plan is priced exactly
-  const auto budgeted = [&] {
-    CountingCommCost net;
-    const std::uint64_t before = net.simulated_events();
-    BaselineResult r =
-        anneal_baseline(p, net, options, {.seed = 3, .iterations = 300, .max_events = 10500});
-    EXPECT_EQ(net.limit(), 0U);  // lifted after the walk
-    walked = net.events_when_lifted() - before;
-    return r;
-  };
-  const BaselineResult a = budgeted();
-  const BaselineResult b = budgeted();
-  // The manual plan's layouts are priced before the walk (a multiple of 1,000 events), and the
-  // walk spends whole simulations of 1,000 events up to its limit, 10,500 events past its
-  // start, where the next one is stopped: the walk ends within its budget, not a step past it.
-  EXPECT_EQ(walked % 1000, 500U) << walked;
+  CountingCommCost net;
+  const BaselineResult a = anneal_baseline(p, net, options, {.seed = 3, .iterations = 300});
   ASSERT_TRUE(a.plan.has_value()) << a.note;
-  EXPECT_EQ(a.note, b.note);
-  EXPECT_EQ(a.plan->choice, b.plan->choice);
-  const auto steps = std::stoi(a.note);
-  EXPECT_GT(steps, 0);
-  EXPECT_LT(steps, 300);
-  EXPECT_NE(a.note.find(" steps (of 300: its 10500 simulated events spent) from the manual plan"),
-            std::string::npos)
-      << a.note;
+  EXPECT_EQ(a.note.rfind("300 steps from the manual plan (seed 3): ", 0), 0U) << a.note;
+  EXPECT_GT(net.bounds(), 0);
+  EXPECT_EQ(net.bounds_elsewhere(), 0);
+  CountingCommCost alone;
+  const BaselineResult manual = manual_baseline(p, alone, options);
+  ASSERT_TRUE(manual.plan.has_value()) << manual.note;
+  const Plan kept = evaluate(p, a.plan->choice, alone, options.cost);
+  EXPECT_EQ(alone.bounds(), 0);
+  EXPECT_GT(alone.simulated_events(), 0U);
+  EXPECT_EQ(net.simulated_events(), alone.simulated_events());
+  EXPECT_EQ(a.plan->iteration_time, kept.iteration_time);
+  // Deterministic: the same walk again.
+  CountingCommCost again;
+  const BaselineResult b = anneal_baseline(p, again, options, {.seed = 3, .iterations = 300});
+  ASSERT_TRUE(b.plan.has_value());
+  EXPECT_EQ(b.note, a.note);
+  EXPECT_EQ(b.plan->choice, a.plan->choice);
+  EXPECT_EQ(again.bounds(), net.bounds());
 }
 
 // The fit is checked without the network (memory does not depend on it): only the plan that
