@@ -10,6 +10,7 @@
 #include <future>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <utility>
 
@@ -107,12 +108,25 @@ struct OwnRun {
 struct OwnTasks {
   std::vector<std::string> names;
   std::vector<std::function<OwnRun()>> tasks;
-  std::vector<OwnRun> runs;  // by task, filled as they end
+  std::vector<std::optional<OwnRun>> runs;  // by task, filled as they end (empty if it threw)
   std::atomic<std::size_t> next{0};
 
   // Runs tasks until none is left to take.
   void take() {
     for (std::size_t i = next++; i < tasks.size(); i = next++) runs[i] = tasks[i]();
+  }
+  // No task is taken from now on (those running finish).
+  void stop() noexcept { next = tasks.size(); }
+  // Task `name`'s run, taken out of the queue's results; nullopt when it has none (not queued,
+  // already taken, or it threw).
+  std::optional<OwnRun> collect(const std::string& name) {
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (names[i] != name || !runs[i]) continue;
+      std::optional<OwnRun> run = std::move(runs[i]);
+      runs[i].reset();
+      return run;
+    }
+    return std::nullopt;
   }
 };
 
@@ -133,6 +147,13 @@ struct Job::Impl {
   // of their own and, once the search is done, by `baselines()` too.
   std::shared_ptr<OwnTasks> own_tasks;
   std::future<void> background;
+
+  // A job dropped before `baselines()` lets the thread finish the task it runs, not the queue.
+  ~Impl() {
+    if (own_tasks) own_tasks->stop();
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 
   Impl(JobSpec s, Prebuilt prebuilt, const Catalog& c, Logger* l)
       : spec(std::move(s)), catalog(c), log(l) {
@@ -751,30 +772,38 @@ void Job::start_baselines() {
   }
   if (own->tasks.empty()) return;
   own->runs.resize(own->tasks.size());
-  m.own_tasks = own;
   m.background = std::async(std::launch::async, [own] { own->take(); });
+  m.own_tasks = std::move(own);
 }
 
 std::vector<placer::BaselineResult> Job::baselines() {
   Impl& m = *impl_;
+  // The queue started by `start_baselines`, taken from the job so that an error leaves none
+  // behind; on an error the other thread stops after the task it runs.
+  const std::shared_ptr<OwnTasks> own = std::move(m.own_tasks);
+  std::future<void> background = std::move(m.background);
+  struct Stop {
+    OwnTasks* own;
+    ~Stop() {
+      if (own != nullptr) own->stop();
+    }
+  } stop{own.get()};
   std::vector<placer::BaselineResult> out;
   for (const std::string& name : m.spec.baselines) {
     const auto start = Clock::now();
     if (m.own_oracle(name)) {
-      if (m.background.valid()) {
-        m.own_tasks->take();
-        m.background.get();
+      if (background.valid()) {
+        own->take();
+        background.get();
       }
-      const auto& names = m.own_tasks ? m.own_tasks->names : std::vector<std::string>{};
-      const auto at = std::find(names.begin(), names.end(), name);
-      const bool background = at != names.end();
-      OwnRun run = background
-                       ? std::move(m.own_tasks->runs[static_cast<std::size_t>(at - names.begin())])
-                       : m.own_task(name)();
+      // From the queue, else (not queued, or listed twice) in line.
+      std::optional<OwnRun> queued = own ? own->collect(name) : std::nullopt;
+      const bool beside = queued.has_value();
+      OwnRun run = beside ? std::move(*queued) : m.own_task(name)();
       out.push_back(std::move(run.result));
-      if (background) {
+      if (beside) {
         nest::log(m.log, LogLevel::kInfo,
-                  "baseline {}: {:.3f} s, started beside the search ({:.3f} s waited)", name,
+                  "baseline {}: {:.3f} s, queued beside the search ({:.3f} s waited)", name,
                   run.seconds, seconds_since(start));
       } else {
         nest::log(m.log, LogLevel::kInfo, "baseline {}: {:.3f} s", name, seconds_since(start));
@@ -796,7 +825,6 @@ std::vector<placer::BaselineResult> Job::baselines() {
     }
     nest::log(m.log, LogLevel::kInfo, "baseline {}: {:.3f} s", name, seconds_since(start));
   }
-  m.own_tasks.reset();
   if (!m.spec.fixed_plan.empty()) {
     const io::PlanRecord given = io::read_plan_file(m.spec.fixed_plan, m.spec.limits);
     placer::PlanChoice choice = given.choice;

@@ -216,15 +216,16 @@ struct State {
 // The annealer's network: the walk prices plans without simulating contention, as FlexFlow's
 // MCMC search priced them on a simulator of task graphs without link contention. On a network
 // whose answers do not depend on the devices (zero, flat) it asks the network itself. Otherwise
-// every collective is priced by the network's event-free bound (`collective_pass_bound`: the
-// contention-free pass of the fastest algorithm, exact for groups that share no link, or the
-// network's answer when it already holds one), every stage's groups where stage 0's would sit
-// (the layout moved to device 0: in a symmetric cluster the same links, up to ECMP's hashing),
-// a joint data-parallel sync as its groups' collective, and a collective of at least 64 MiB on
-// the line through its layout's times at 64 MiB and 256 MiB (affine in the size on a fixed
-// layout; OracleOptions::interpolate_sizes). Transfers are asked of the network. So a step costs
-// passes over transfers, not event simulations, and the walk's 2,000 steps cost about as much
-// at 16,384 GPUs as at 1,024 (GPT-3: see the README); the plan it keeps is priced exactly.
+// a collective is priced on one group of its layout moved to device 0 (in a symmetric cluster
+// every group and stage sees the same links, up to ECMP's hashing; other groups' traffic is
+// ignored, as contention is), by the network's event-free bound (`collective_pass_bound`: the
+// contention-free pass of the fastest algorithm, exact for a group that shares no link, or the
+// network's answer when it already holds one: the anneal's own oracle holds the manual plan's
+// exact prices), a joint data-parallel sync as its groups' collective, and a collective of at
+// least 64 MiB on the line through its layout's times at 64 MiB and 256 MiB (affine in the size
+// on a fixed layout; OracleOptions::interpolate_sizes). Transfers are priced by the network's
+// `transfer_bound`. So a step costs passes over one group's transfers, not event simulations;
+// the plan the walk keeps is priced exactly.
 class ApproximateCommCost final : public ForwardingCommCost {
  public:
   using ForwardingCommCost::ForwardingCommCost;
@@ -247,7 +248,7 @@ class ApproximateCommCost final : public ForwardingCommCost {
     if (inner().placement_independent()) return inner().transfer(size, from, to);
     return inner().transfer_bound(size, from, to);
   }
-  // The groups together, each stage's where stage 0's sit, as one collective.
+  // The groups together, as one collective: one group at device 0 (`collective`).
   Time collective_like(workload::CollectiveOp op, Bytes size, const GroupLayout& at,
                        const GroupLayout& /*like*/) override {
     return collective(op, size, at);

@@ -126,7 +126,7 @@ struct JobSpec {
   /// Baselines to compute beside the plan (names of `kBaselineNames`).
   std::vector<std::string> baselines = {"manual", "topology-agnostic", "anneal"};
   std::uint64_t anneal_seed = 1;  ///< the anneal baseline's own seed
-  /// The anneal's steps: its budget, in evaluations (each priced on event-free bounds,
+  /// The anneal's steps: its budget (each step priced on event-free bounds,
   /// nest/placer/baselines.h).
   int anneal_steps = 2000;
   /// A plan file to evaluate as the `fixed` baseline ("how good is my configuration"); empty
@@ -234,13 +234,15 @@ class Job {
   /// ran beside the search or not, and the others meet the job's oracle as they would without
   /// them; when `start_baselines` started them, they are collected here.
   [[nodiscard]] std::vector<placer::BaselineResult> baselines();
-  /// Starts the baselines that need nothing of the search (topology-agnostic and anneal, those
-  /// the spec lists that run on an oracle of their own, see `baselines()`) on one thread of
-  /// their own, one after the other, to run beside the search and the
-  /// verification on a second core; `baselines()` collects them. Results are those of
-  /// `baselines()` without it. The thread owns its oracle and reads only the immutable topology
-  /// and profile (shared), so the job may be moved meanwhile; destroying the job waits for it.
-  /// Calling it again while it runs does nothing.
+  /// Queues the baselines that need nothing of the search (topology-agnostic and anneal, those
+  /// the spec lists that run on an oracle of their own, see `baselines()`; the anneal first)
+  /// for a second thread, which takes them one at a time beside the search and the
+  /// verification; `baselines()` takes what is left on the caller's thread and collects them.
+  /// Results are those of `baselines()` without it (a name listed twice runs again in line).
+  /// Each task owns its oracle and reads only the immutable topology and profile (shared), so
+  /// the job may be moved meanwhile; destroying the job first waits for the task running, and
+  /// the others are dropped. Calling it again before `baselines()` does nothing; after, it
+  /// queues them again.
   void start_baselines();
   /// `choice` priced by this job's cost model (validated first; see `placer::evaluate`).
   [[nodiscard]] placer::Plan evaluate(const placer::PlanChoice& choice);

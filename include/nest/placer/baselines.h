@@ -15,10 +15,12 @@
 ///   (re-split evenly), changes d, the variant (re-split evenly), recomputation, ZeRO or the
 ///   order; plans that overflow memory are penalized (so the walk may cross them) and the best
 ///   plan that fits is kept. The walk prices on event-free bounds (one group of each layout
-///   where stage 0's sits, its contention-free pass; collectives of 64 MiB and more on a line
+///   moved to device 0, its contention-free pass; collectives of 64 MiB and more on a line
 ///   through two sizes; transfers on their bound), as FlexFlow's simulator ignored link
 ///   contention, so its budget is its steps (`AnnealOptions::iterations`), not simulated
-///   events; the plan it keeps is then priced exactly.
+///   events; the manual plan and the plan the walk keeps are priced exactly. The bounds answer
+///   from what `comm` already holds, so a walk is deterministic for a seed and a network state
+///   (the job gives it an oracle of its own).
 /// - `fixed`: a plan the user gives ("how good is my current configuration?").
 
 #include <cstdint>

@@ -437,10 +437,39 @@ TEST(Job, ThreadsOutOfRangeNameTheField) {
             "threads: threads out of range (got \"65\"; expected an integer in 1..64)");
 }
 
-// `start_baselines` runs the topology-agnostic baseline on a thread and an oracle of its own:
-// every baseline is what `baselines()` computes in line, and the job's own oracle does the same
-// work both ways (the anneal's walk reads bounds that the oracle answers from what it already
-// holds, so it must meet the same memo either way).
+// `start_baselines` queues the topology-agnostic and anneal baselines for a thread, each on an
+// oracle of its own: every baseline is what `baselines()` computes in line, and the job's own
+// oracle does the same work both ways (the anneal's walk reads bounds that an oracle answers
+// from what it already holds, so each must meet the same memo either way).
+// A name listed twice runs again in line (the queue's run is collected once), `baselines()`
+// asked twice gives the same, and `start_baselines` after `baselines()` queues them again.
+TEST(Job, BaselinesListedOrAskedTwiceAreTheSame) {
+  JobSpec spec = rail_spec();
+  spec.devices = 64;
+  spec.verify = 0;
+  spec.baselines = {"anneal", "topology-agnostic", "anneal"};
+  Job job(spec, kCatalog);
+  job.start_baselines();
+  (void)job.place();
+  const auto first = job.baselines();
+  job.start_baselines();
+  const auto second = job.baselines();
+  ASSERT_EQ(first.size(), 3u);
+  ASSERT_EQ(second.size(), 3u);
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    ASSERT_TRUE(first[i].plan && second[i].plan) << i;
+    EXPECT_EQ(second[i].name, first[i].name);
+    EXPECT_EQ(second[i].note, first[i].note);
+    EXPECT_EQ(second[i].plan->choice, first[i].plan->choice);
+    EXPECT_EQ(second[i].plan->iteration_time, first[i].plan->iteration_time);
+  }
+  EXPECT_EQ(first[0].name, "anneal");
+  EXPECT_EQ(first[2].note, first[0].note);
+  EXPECT_EQ(first[2].plan->iteration_time, first[0].plan->iteration_time);
+  EXPECT_EQ(first[0].note.rfind("2000 steps from the manual plan (seed 1): ", 0), 0u)
+      << first[0].note;
+}
+
 TEST(Job, BaselinesStartedBesideTheSearchAreTheBaselinesInLine) {
   JobSpec spec = rail_spec();
   spec.devices = 64;
