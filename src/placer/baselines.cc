@@ -214,9 +214,9 @@ struct State {
 };
 
 // The annealer's network: the walk prices plans without simulating contention, as FlexFlow's
-// MCMC search priced them on a simulator of task graphs without link contention. On a network
-// whose answers do not depend on the devices (zero, flat) it asks the network itself. Otherwise
-// a collective is priced on one group of its layout moved to device 0 (in a symmetric cluster
+// MCMC search priced them on a simulator of task graphs without link contention (on a network
+// whose answers do not depend on the devices, zero or flat, the walk asks that network itself).
+// A collective is priced on one group of its layout moved to device 0 (in a symmetric cluster
 // every group and stage sees the same links, up to ECMP's hashing; other groups' traffic is
 // ignored, as contention is), by the network's event-free bound (`collective_pass_bound`: the
 // contention-free pass of the fastest algorithm, exact for a group that shares no link, or the
@@ -233,19 +233,16 @@ class ApproximateCommCost final : public ForwardingCommCost {
   Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& at) override {
     GroupLayout layout = at;
     layout.base = 0;
-    if (!inner().placement_independent()) {
-      for (LayoutAxis& axis : layout.groups) axis = LayoutAxis{};
-    }
-    if (size < kLow) return price(op, size, layout);
-    const Time a = price(op, kLow, layout);
-    const Time b = price(op, kHigh, layout);
+    for (LayoutAxis& axis : layout.groups) axis = LayoutAxis{};
+    if (size < kLow) return inner().collective_pass_bound(op, size, layout);
+    const Time a = inner().collective_pass_bound(op, kLow, layout);
+    const Time b = inner().collective_pass_bound(op, kHigh, layout);
     const long double f = static_cast<long double>((size - kLow).count()) /
                           static_cast<long double>((kHigh - kLow).count());
     return a + Time::picoseconds(static_cast<std::int64_t>(
                    std::llroundl(static_cast<long double>((b - a).ps()) * f)));
   }
   Time transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) override {
-    if (inner().placement_independent()) return inner().transfer(size, from, to);
     return inner().transfer_bound(size, from, to);
   }
   // The groups together, as one collective: one group at device 0 (`collective`).
@@ -255,11 +252,6 @@ class ApproximateCommCost final : public ForwardingCommCost {
   }
 
  private:
-  Time price(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) {
-    if (inner().placement_independent()) return inner().collective(op, size, layout);
-    return inner().collective_pass_bound(op, size, layout);
-  }
-
   static constexpr Bytes kLow{std::int64_t{64} << 20};
   static constexpr Bytes kHigh{std::int64_t{256} << 20};
 };
@@ -457,7 +449,7 @@ BaselineResult anneal_baseline(const workload::LayerProfile& profile, CommCost& 
     start.order = options.orders.front();
   }
   ApproximateCommCost grid(comm);
-  Annealer annealer(profile, grid, options, anneal.seed);
+  Annealer annealer(profile, comm.placement_independent() ? comm : grid, options, anneal.seed);
   auto plan = annealer.run(start, anneal);
   // The walk's best plan, priced exactly; never worse than where it started (the approximate
   // network may rank the two the other way round).

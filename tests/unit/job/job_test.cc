@@ -437,32 +437,40 @@ TEST(Job, ThreadsOutOfRangeNameTheField) {
             "threads: threads out of range (got \"65\"; expected an integer in 1..64)");
 }
 
-// `start_baselines` queues the topology-agnostic and anneal baselines for a thread, each on an
-// oracle of its own: every baseline is what `baselines()` computes in line, and the job's own
-// oracle does the same work both ways (the anneal's walk reads bounds that an oracle answers
-// from what it already holds, so each must meet the same memo either way).
-// A name listed twice runs again in line (the queue's run is collected once), `baselines()`
-// asked twice gives the same, and `start_baselines` after `baselines()` queues them again.
-TEST(Job, BaselinesListedOrAskedTwiceAreTheSame) {
+// A 64-GPU rail job with `names` as its baselines, estimate only.
+JobSpec baselines_spec(std::vector<std::string> names) {
   JobSpec spec = rail_spec();
   spec.devices = 64;
   spec.verify = 0;
-  spec.baselines = {"anneal", "topology-agnostic", "anneal"};
-  Job job(spec, kCatalog);
+  spec.baselines = std::move(names);
+  return spec;
+}
+
+// Every baseline of `got` is the one of `expected`: name, note, plan and price.
+void expect_same_baselines(const std::vector<placer::BaselineResult>& got,
+                           const std::vector<placer::BaselineResult>& expected) {
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].name, expected[i].name);
+    EXPECT_EQ(got[i].note, expected[i].note);
+    ASSERT_TRUE(got[i].plan && expected[i].plan) << got[i].name;
+    EXPECT_EQ(got[i].plan->choice, expected[i].plan->choice) << got[i].name;
+    EXPECT_EQ(got[i].plan->iteration_time, expected[i].plan->iteration_time) << got[i].name;
+  }
+}
+
+// A name listed twice runs again in line (the queue's run is collected once), `baselines()`
+// asked twice gives the same, and `start_baselines` after `baselines()` queues them again.
+TEST(Job, BaselinesListedOrAskedTwiceAreTheSame) {
+  Job job(baselines_spec({"anneal", "topology-agnostic", "anneal"}), kCatalog);
   job.start_baselines();
   (void)job.place();
   const auto first = job.baselines();
   job.start_baselines();
   const auto second = job.baselines();
   ASSERT_EQ(first.size(), 3u);
-  ASSERT_EQ(second.size(), 3u);
-  for (std::size_t i = 0; i < first.size(); ++i) {
-    ASSERT_TRUE(first[i].plan && second[i].plan) << i;
-    EXPECT_EQ(second[i].name, first[i].name);
-    EXPECT_EQ(second[i].note, first[i].note);
-    EXPECT_EQ(second[i].plan->choice, first[i].plan->choice);
-    EXPECT_EQ(second[i].plan->iteration_time, first[i].plan->iteration_time);
-  }
+  expect_same_baselines(second, first);
+  ASSERT_TRUE(first[0].plan && first[2].plan);
   EXPECT_EQ(first[0].name, "anneal");
   EXPECT_EQ(first[2].note, first[0].note);
   EXPECT_EQ(first[2].plan->iteration_time, first[0].plan->iteration_time);
@@ -470,11 +478,12 @@ TEST(Job, BaselinesListedOrAskedTwiceAreTheSame) {
       << first[0].note;
 }
 
+// `start_baselines` queues the topology-agnostic and anneal baselines for a thread, each on an
+// oracle of its own: every baseline is what `baselines()` computes in line, and the job's own
+// oracle does the same work both ways (the anneal's walk reads bounds that an oracle answers
+// from what it already holds, so each must meet the same memo either way).
 TEST(Job, BaselinesStartedBesideTheSearchAreTheBaselinesInLine) {
-  JobSpec spec = rail_spec();
-  spec.devices = 64;
-  spec.verify = 0;
-  spec.baselines = {"manual", "topology-agnostic", "anneal"};
+  JobSpec spec = baselines_spec({"manual", "topology-agnostic", "anneal"});
   Job in_line(spec, kCatalog);
   const placer::Plan a = in_line.place();
   const auto expected = in_line.baselines();
@@ -484,15 +493,9 @@ TEST(Job, BaselinesStartedBesideTheSearchAreTheBaselinesInLine) {
   const placer::Plan b = beside.place();
   const auto got = beside.baselines();
   EXPECT_EQ(a.choice, b.choice);
-  ASSERT_EQ(got.size(), 3u);
   ASSERT_EQ(expected.size(), 3u);
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    EXPECT_EQ(got[i].name, expected[i].name);
-    EXPECT_EQ(got[i].note, expected[i].note);
-    ASSERT_TRUE(got[i].plan && expected[i].plan) << got[i].name;
-    EXPECT_EQ(got[i].plan->choice, expected[i].plan->choice) << got[i].name;
-    EXPECT_EQ(got[i].plan->iteration_time, expected[i].plan->iteration_time) << got[i].name;
-  }
+  expect_same_baselines(got, expected);
+  ASSERT_EQ(got.size(), 3u);
   EXPECT_EQ(got[1].name, "topology-agnostic");
   EXPECT_NE(got[1].note.find("searched on a flat network"), std::string::npos);
   const coll::OracleStats x = in_line.oracle_stats();
