@@ -53,12 +53,13 @@ int largest_data_parallel(const workload::Variant& v, int stages, std::int64_t d
   return d;
 }
 
-std::string describe(const Plan& p) {
-  return fmt::format("S {} d {} t {} mb {} ZeRO-{} recompute {} {}", p.choice.stages(),
-                     p.choice.data_parallel, p.degrees.tensor_parallel, p.degrees.micro_batch,
-                     p.choice.zero_stage, workload::to_string(p.choice.recompute),
-                     to_string(p.choice.order));
+std::string describe(const PlanChoice& c, const VariantDegrees& degrees) {
+  return fmt::format("S {} d {} t {} mb {} ZeRO-{} recompute {} {}", c.stages(), c.data_parallel,
+                     degrees.tensor_parallel, degrees.micro_batch, c.zero_stage,
+                     workload::to_string(c.recompute), to_string(c.order));
 }
+
+std::string describe(const Plan& p) { return describe(p.choice, p.degrees); }
 
 }  // namespace
 
@@ -408,6 +409,22 @@ class Annealer {
   [[nodiscard]] int steps() const noexcept { return steps_; }
 };
 
+// Whether `choice`'s exact price exceeds `time` (so that it cannot match a plan of that time), told
+// as the search rules plans out: on the network's event-free bounds, then with its data-parallel
+// syncs priced a step at a time (`syncs_rule_out`). When it does not, the plan may still be
+// slower: the caller prices it in full.
+bool cannot_match(const workload::LayerProfile& profile, const PlanChoice& choice, CommCost& comm,
+                  const SearchOptions& options, Time time) {
+  const Time at = time + Time::picoseconds(1);
+  if (options.pass_bounds) {
+    BoundNetwork bounds(comm, true);
+    if (plan_lower_bound(profile, choice, bounds, options.cost).bound >= at) return true;
+  }
+  const bool joint =
+      options.cost.joint_data_parallel_sync && choice.data_parallel > 1 && choice.stages() > 1;
+  return joint && syncs_rule_out(profile, choice, comm, options.cost, at).ruled_out;
+}
+
 }  // namespace
 
 BaselineResult anneal_baseline(const workload::LayerProfile& profile, CommCost& comm,
@@ -451,11 +468,25 @@ BaselineResult anneal_baseline(const workload::LayerProfile& profile, CommCost& 
   ApproximateCommCost grid(comm);
   Annealer annealer(profile, comm.placement_independent() ? comm : grid, options, anneal.seed);
   auto plan = annealer.run(start, anneal);
-  // The walk's best plan, priced exactly; never worse than where it started (the approximate
-  // network may rank the two the other way round).
-  if (plan) plan = evaluate(profile, plan->choice, comm, options.cost);
-  if (manual.plan && manual.plan->fits() &&
-      (!plan || manual.plan->iteration_time < plan->iteration_time)) {
+  // The walk's best plan, priced exactly, unless its bounds show that the manual plan, where the
+  // walk started, beats it (the approximate network may rank the two the other way round); never
+  // worse than the manual plan, and it wins a tie.
+  const bool manual_fits = manual.plan && manual.plan->fits();
+  std::string slower;  // the walk's best, when the manual plan is kept instead
+  if (plan && manual_fits && plan->choice == manual.plan->choice) {
+    plan = manual.plan;
+  } else if (plan && manual_fits) {
+    if (cannot_match(profile, plan->choice, comm, options, manual.plan->iteration_time)) {
+      slower = describe(plan->choice, plan->degrees);
+      plan.reset();
+    } else {
+      plan = evaluate(profile, plan->choice, comm, options.cost);
+      if (manual.plan->iteration_time < plan->iteration_time) slower = describe(*plan);
+    }
+  } else if (plan) {
+    plan = evaluate(profile, plan->choice, comm, options.cost);
+  }
+  if (manual_fits && (!plan || manual.plan->iteration_time < plan->iteration_time)) {
     plan = manual.plan;
   }
   if (!plan) {
@@ -465,6 +496,7 @@ BaselineResult anneal_baseline(const workload::LayerProfile& profile, CommCost& 
   }
   r.note = fmt::format("{} steps from the manual plan (seed {}): {}", annealer.steps(), anneal.seed,
                        describe(*plan));
+  if (!slower.empty()) r.note += fmt::format(" (the walk's best is slower: {})", slower);
   r.plan = std::move(plan);
   return r;
 }

@@ -228,6 +228,74 @@ TEST(Anneal, WalksOnEventFreeBoundsAndSimulatesOnlyTheManualAndKeptPlans) {
   EXPECT_EQ(again.bounds(), net.bounds());
 }
 
+// A network where a layout starting at device 0 costs 50 times less than one starting elsewhere,
+// its event-free bounds exact (a plan's bound is its price without the joint syncs): the walk,
+// which prices one group moved to device 0, is misled into a deeper pipeline that the manual plan
+// beats once priced where its stages sit.
+class MisleadingCommCost final : public CommCost {
+ public:
+  Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
+    if (layout.group_size() <= 1) return Time::zero();
+    const auto key = std::make_tuple(static_cast<int>(op), size.count(), layout.hash());
+    if (std::find(seen_.begin(), seen_.end(), key) == seen_.end()) {
+      seen_.push_back(key);
+      events_ += 1000;
+    }
+    return price(size, layout);
+  }
+  Time collective_pass_bound(workload::CollectiveOp, Bytes size,
+                             const GroupLayout& layout) override {
+    return layout.group_size() <= 1 ? Time::zero() : price(size, layout);
+  }
+  Time transfer(Bytes size, const GroupLayout&, const GroupLayout&) override {
+    return Time::microseconds(size.as_double() / (1 << 20));
+  }
+  bool placement_independent() const noexcept override { return false; }
+  int scale_up_size() const noexcept override { return 2; }
+  std::string describe() const override { return "misleading"; }
+  std::uint64_t simulated_events() const noexcept override { return events_; }
+
+ private:
+  static Time price(Bytes size, const GroupLayout& layout) {
+    const double mib = size.as_double() / (1 << 20);
+    return Time::microseconds(mib * (layout.base == 0 ? 60 : 3000));
+  }
+
+  std::vector<std::tuple<int, std::int64_t, std::uint64_t>> seen_;
+  std::uint64_t events_ = 0;
+};
+
+// The walk's best plan, slower than the manual plan on its bounds already, is ruled out without
+// being priced: the only events spent are the manual plan's.
+TEST(Anneal, RulesOutAWalksBestThatCannotBeatTheManualPlanWithoutPricingIt) {
+  auto p = model(12, Bytes::gibibytes(4));
+  for (auto& v : p.variants) {
+    for (auto& l : v.layers) l.parameter_bytes = Bytes::mebibytes(40);
+  }
+  SearchOptions options;
+  options.cost = {.rules = MemoryRules::kMegatron, .devices = 16};
+  MisleadingCommCost net;
+  const BaselineResult a = anneal_baseline(p, net, options, {.seed = 2, .iterations = 300});
+  ASSERT_TRUE(a.plan.has_value()) << a.note;
+  MisleadingCommCost alone;
+  const BaselineResult manual = manual_baseline(p, alone, options);
+  ASSERT_TRUE(manual.plan.has_value()) << manual.note;
+  EXPECT_EQ(a.plan->choice, manual.plan->choice);
+  EXPECT_EQ(a.plan->iteration_time, manual.plan->iteration_time);
+  EXPECT_EQ(
+      a.note,
+      "300 steps from the manual plan (seed 2): S 1 d 8 t 2 mb 1 ZeRO-1 recompute none "
+      "tp-dp-pp (the walk's best is slower: S 2 d 4 t 2 mb 1 ZeRO-1 recompute none tp-dp-pp)");
+  EXPECT_EQ(net.simulated_events(), alone.simulated_events());
+  // Priced in full, it would have cost events of its own, and it is slower.
+  PlanChoice walks_best = manual.plan->choice;
+  walks_best.boundaries = even_partition(p.variants[walks_best.variant], 2);
+  walks_best.data_parallel = 4;
+  const Plan slower = evaluate(p, walks_best, alone, options.cost);
+  EXPECT_GT(alone.simulated_events(), net.simulated_events());
+  EXPECT_GT(slower.iteration_time, manual.plan->iteration_time);
+}
+
 // The fit is checked without the network (memory does not depend on it): only the plan that
 // fits is priced. 8 blocks at t = 2 under the artifact rules (60 MiB per layer, 50 MiB more per
 // layer and pipeline position): S = 1 needs 600 MiB, over 560; S = 2 needs 550 at position 2.
