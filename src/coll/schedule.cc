@@ -624,7 +624,7 @@ class RingProgram final : public Program {
   std::vector<UniformRingPhase> uniform_ring() const override {
     std::vector<UniformRingPhase> out;
     const std::int64_t all = static_cast<std::int64_t>(n_) * chunks_;
-    if (!own_ || steps_ == 0 || size_.count() <= 0 || size_.count() % all != 0) return out;
+    if (steps_ == 0 || size_.count() <= 0 || size_.count() % all != 0) return out;
     for (std::size_t q = 0; q < phases_.size(); ++q) {
       const Phase& p = phases_[q];
       std::int64_t below = 1;
@@ -791,7 +791,7 @@ class ChannelRingProgram final : public Program {
   // Uniform when every channel's share splits evenly into n chunks of `chunks` pieces.
   std::vector<UniformRingPhase> uniform_ring() const override {
     std::vector<UniformRingPhase> out;
-    if (!own_ || steps_ == 0) return out;
+    if (steps_ == 0) return out;
     const std::int64_t all = static_cast<std::int64_t>(n_) * chunks_;
     for (int c = 0; c < channels_; ++c) {
       const Bytes share = split_bytes(size_, channels_, c);

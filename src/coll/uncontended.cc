@@ -69,7 +69,11 @@ std::optional<RunBound> UncontendedEvaluator::lower_bound(topo::Router& router,
   std::int64_t path = 0;
   std::int64_t margin = 0;
   for (const GroupProgram& group : groups) {
-    if (!evaluate_group(router, group, salt, run, true)) return std::nullopt;
+    const RingBound ring = derive_rings_ ? bound_ring(router, group, salt, run) : RingBound::kUnfit;
+    if (ring == RingBound::kNoBandwidth) return std::nullopt;
+    if (ring == RingBound::kUnfit && !evaluate_group(router, group, salt, run, true)) {
+      return std::nullopt;
+    }
     const auto own = static_cast<std::int64_t>(4 * group.program->transfer_count());
     margin = std::max(margin, own);
     path = std::max(path, run.durations.back().ps() - own);
@@ -89,6 +93,152 @@ std::optional<RunBound> UncontendedEvaluator::lower_bound(topo::Router& router,
   out.slowest = Time::picoseconds(std::max<std::int64_t>(0, static_cast<std::int64_t>(bound)));
   out.events = run.events;
   return out;
+}
+
+// The bound's pass (`evaluate_group` with `bound_only`: every flow alone, no admission) on a
+// uniform ring of one phase per channel: K steps in which rank r sends the piece to next[r] and
+// receives it from its predecessor q. Write d_r = latency_r + drain(piece, slowest link of r's
+// route) and a(r, k) for the arrival of r's send of step k. The pass opens r's gate of step k at
+// the latest receive of the steps before (`received_before`, and `received_at` when r has not yet
+// received in step k) and, when ranks wait for their own sends, at no earlier than r's send of
+// step k-1 (`sent`); every arrival is its opening plus d_r, so arrivals grow with the step, and
+// the latest receive before step k is a(q, k-1) (0 for k = 0). So:
+// - waiting for their own sends, a(r, k) = max(a(r, k-1), a(q, k-1)) + d_r: by induction every
+//   a(x, k) <= (k + 1)·D with D = max_r d_r, and a rank with d_r = D reaches it (each step adds
+//   d_r to at least its own previous arrival): the channel ends at K·D (as `evaluate_rings`);
+// - forwarding on arrival, a(r, k) = a(q, k-1) + d_r = the sum of d over r and its k nearest
+//   predecessors: the channel ends at the largest sum of K consecutive d's going backwards around
+//   a cycle of the successor map (of m ranks, total C: floor(K / m)·C plus the largest sum of
+//   K mod m consecutive ones).
+// Integer picoseconds throughout, so these are the pass's sums exactly, when they stay below the
+// horizon (checked; otherwise the pass runs and reports it). The pass's other results follow:
+// every route stays the sender's for the channel's steps, so each of its links gets the sender's
+// K pieces (an integer below 2^53: exact as a double, in any order), the opening of its first
+// flow (0) and its route latency, as `add_pending` adds them; two events per transfer (pieces are
+// not empty). The group ends at its latest channel.
+UncontendedEvaluator::RingBound UncontendedEvaluator::bound_ring(topo::Router& router,
+                                                                 const GroupProgram& group,
+                                                                 std::uint64_t salt,
+                                                                 UncontendedRun& run) {
+  const Program& program = *group.program;
+  const std::size_t n = group.group.size();
+  if (program.ranks() != static_cast<int>(n) || n < 2) return RingBound::kUnfit;
+  // One phase per channel: a channel's consecutive phases of the same piece and successors (a
+  // flat ring's reduce-scatter and all-gather) are one.
+  std::vector<UniformRingPhase> phases;
+  for (UniformRingPhase& p : program.uniform_ring()) {
+    if (p.next.size() != n || p.piece.count() <= 0) return RingBound::kUnfit;
+    if (!phases.empty() && phases.back().channel == p.channel && phases.back().piece == p.piece &&
+        phases.back().next == p.next) {
+      phases.back().steps += p.steps;
+      continue;
+    }
+    for (const UniformRingPhase& q : phases) {
+      if (q.channel == p.channel) return RingBound::kUnfit;  // two phases
+    }
+    phases.push_back(std::move(p));
+  }
+  if (phases.empty()) return RingBound::kUnfit;
+  const bool own = program.waits_for_own_sends();
+  const auto all = topology_->links();
+  const std::int64_t horizon = net::kHorizon.ps();
+  routes_.clear();
+  std::vector<std::size_t> route_of(phases.size());  // where each phase's senders start in ring_
+  ring_.clear();
+  Time end;
+  std::uint64_t transfers = 0;
+  std::vector<bool> seen;
+  for (std::size_t c = 0; c < phases.size(); ++c) {
+    const UniformRingPhase& phase = phases[c];
+    route_of[c] = ring_.size();
+    for (std::size_t r = 0; r < n; ++r) {
+      const topo::DeviceId src = group.group[r];
+      const topo::DeviceId dst = group.group[phase.next[r]];
+      router.route_into(src, dst, flow_key(src, dst, phase.channel, salt), route_);
+      if (route_.empty()) return RingBound::kUnfit;
+      double rate = std::numeric_limits<double>::infinity();
+      Time latency;
+      for (const topo::LinkId link : route_) {
+        const double bandwidth = all[link].bandwidth.bytes_per_s();
+        if (!(bandwidth > 0)) return RingBound::kNoBandwidth;
+        rate = std::min(rate, bandwidth);
+        latency += all[link].latency;
+      }
+      const Time drain = net::drain_time(phase.piece, Bandwidth::bytes_per_second(rate));
+      if (latency.ps() >= horizon || drain.ps() >= horizon - latency.ps()) {
+        return RingBound::kUnfit;
+      }
+      ring_.push_back({static_cast<std::uint32_t>(routes_.size()),
+                       static_cast<std::uint32_t>(route_.size()), latency, latency + drain});
+      routes_.insert(routes_.end(), route_.begin(), route_.end());
+    }
+    const std::int64_t k = phase.steps;
+    const RingSender* senders = ring_.data() + route_of[c];
+    std::int64_t channel_end = 0;
+    if (own) {
+      std::int64_t top = 0;
+      for (std::size_t r = 0; r < n; ++r) top = std::max(top, senders[r].step.ps());
+      if (top > 0 && k > (horizon - 1) / top) return RingBound::kUnfit;
+      channel_end = k * top;
+    } else {
+      // Each cycle of the successor map, backwards from each rank.
+      seen.assign(n, false);
+      std::vector<std::int64_t> cycle;  // d along the cycle, in successor order
+      for (std::size_t start = 0; start < n; ++start) {
+        if (seen[start]) continue;
+        cycle.clear();
+        for (std::size_t r = start; !seen[r]; r = phase.next[r]) {
+          seen[r] = true;
+          cycle.push_back(senders[r].step.ps());
+        }
+        const auto m = static_cast<std::int64_t>(cycle.size());
+        std::int64_t total = 0;
+        for (const std::int64_t d : cycle) {
+          if (d > horizon - 1 - total) return RingBound::kUnfit;
+          total += d;
+        }
+        const std::int64_t laps = k / m;
+        const auto rest = static_cast<std::size_t>(k % m);
+        if (total > 0 && laps > (horizon - 1) / total) return RingBound::kUnfit;
+        std::int64_t window = 0;  // the rest's d's ending at cycle position i, going backwards
+        for (std::size_t i = 0; i < rest; ++i) window += cycle[i];
+        std::int64_t best = window;
+        for (std::size_t i = rest; i < cycle.size() + rest && rest > 0; ++i) {
+          window += cycle[i % cycle.size()] - cycle[i - rest];
+          best = std::max(best, window);
+        }
+        if (best > horizon - 1 - laps * total) return RingBound::kUnfit;
+        channel_end = std::max(channel_end, laps * total + best);
+      }
+    }
+    end = std::max(end, Time::picoseconds(channel_end));
+    transfers += static_cast<std::uint64_t>(k) * n;
+  }
+  if (transfers != program.transfer_count()) return RingBound::kUnfit;
+  // The link sums, as `add_pending` adds them.
+  for (std::size_t c = 0; c < phases.size(); ++c) {
+    const double bytes =
+        static_cast<double>(phases[c].steps) * static_cast<double>(phases[c].piece.count());
+    for (std::size_t r = 0; r < n; ++r) {
+      const RingSender& sender = ring_[route_of[c] + r];
+      for (std::uint32_t h = sender.route_at; h < sender.route_at + sender.hops; ++h) {
+        LinkState& state = links_[routes_[h]];
+        if (state.busy_until < Time::zero()) {
+          used_.push_back(routes_[h]);
+          state.busy_until = Time::zero();
+          state.first_open = Time::zero();
+          state.min_latency = sender.latency;
+        }
+        state.first_open = std::min(state.first_open, Time::zero());
+        state.min_latency = std::min(state.min_latency, sender.latency);
+        state.bytes += bytes;
+      }
+    }
+  }
+  run.events += 2 * transfers;
+  run.durations.push_back(end);
+  ++derived_bounds_;
+  return RingBound::kDone;
 }
 
 bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgram& group,
@@ -239,7 +389,10 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate_rings(
   std::vector<std::vector<UniformRingPhase>> rings;
   rings.reserve(groups.size());
   for (const GroupProgram& group : groups) {
-    if (group.program->ranks() != static_cast<int>(group.group.size())) return std::nullopt;
+    if (group.program->ranks() != static_cast<int>(group.group.size()) ||
+        !group.program->waits_for_own_sends()) {
+      return std::nullopt;
+    }
     rings.push_back(group.program->uniform_ring());
     if (rings.back().empty()) return std::nullopt;
   }

@@ -19,7 +19,9 @@
 // Uniform rings (`Program::uniform_ring`: every rank sends one piece per step to its successor
 // of the phase, waiting for its own and its predecessor's sends of the step before) are derived
 // from one step per phase instead, when every group is one, in O(phases · ranks · route hops):
-// see `evaluate_rings` for the conditions and the proof that the answer is the pass's.
+// see `evaluate_rings` for the conditions and the proof that the answer is the pass's. The
+// bound's pass over a uniform ring of one phase per channel, whether or not a rank waits for
+// its own sends, is derived too (`bound_ring`).
 
 #include <cstdint>
 #include <optional>
@@ -57,8 +59,8 @@ struct RunBound {
 /// Reusable buffers for `evaluate`: one per thread (e.g. per oracle).
 class UncontendedEvaluator {
  public:
-  /// `derive_rings`: derive uniform rings from one step per phase (see `evaluate_rings`);
-  /// false visits every transfer (the tests compare both).
+  /// `derive_rings`: derive uniform rings from one step per phase (see `evaluate_rings`) and
+  /// their bounds (`bound_ring`); false visits every transfer (the tests compare both).
   explicit UncontendedEvaluator(const topo::Topology& topology, bool derive_rings = true);
 
   /// All `groups` started together at time zero, routed by `router` with flow keys salted by
@@ -82,6 +84,8 @@ class UncontendedEvaluator {
 
   /// How many `evaluate` calls were answered by the ring derivation.
   [[nodiscard]] std::uint64_t derived() const noexcept { return derived_; }
+  /// How many groups of `lower_bound` calls were answered by the ring derivation.
+  [[nodiscard]] std::uint64_t derived_bounds() const noexcept { return derived_bounds_; }
 
  private:
   // Checks that `router` routes this evaluator's topology and clears the previous run's links.
@@ -122,6 +126,13 @@ class UncontendedEvaluator {
   // links (no admission check: link bytes are summed, nothing else).
   bool evaluate_group(topo::Router& router, const GroupProgram& group, std::uint64_t salt,
                       UncontendedRun& run, bool bound_only = false);
+  // `lower_bound`'s pass over one group that is a uniform ring of one phase per channel,
+  // derived in O(channels · ranks · route hops): the same arrivals, link sums and events (see
+  // the definition). kUnfit: not such a ring, or a condition of the derivation fails (the pass
+  // answers then; nothing was changed); kNoBandwidth: a route has a link without bandwidth.
+  enum class RingBound { kDone, kUnfit, kNoBandwidth };
+  RingBound bound_ring(topo::Router& router, const GroupProgram& group, std::uint64_t salt,
+                       UncontendedRun& run);
   // The run of groups that are all uniform rings, derived; nullopt when a condition of the
   // derivation fails (the transfer-by-transfer pass answers then).
   std::optional<UncontendedRun> evaluate_rings(topo::Router& router,
@@ -134,6 +145,7 @@ class UncontendedEvaluator {
   const topo::Topology* topology_;
   bool derive_rings_ = true;
   std::uint64_t derived_ = 0;
+  std::uint64_t derived_bounds_ = 0;
   std::vector<LinkState> links_;
   std::vector<std::uint64_t> owner_;  // per link: 1 + the sender whose route holds it, or 0
   std::vector<topo::LinkId> used_;    // links touched by the current run
@@ -144,6 +156,14 @@ class UncontendedEvaluator {
   // which would keep every pair of every layout asked (see `evaluate_group`).
   std::vector<topo::LinkId> routes_;
   std::vector<topo::LinkId> route_;
+  // `bound_ring`'s senders of one channel: route (in `routes_`), latency and step time.
+  struct RingSender {
+    std::uint32_t route_at = 0;
+    std::uint32_t hops = 0;
+    Time latency;
+    Time step;
+  };
+  std::vector<RingSender> ring_;
 };
 
 }  // namespace nest::coll::detail

@@ -12,7 +12,9 @@
 //   `nest collective --sizes 8:4G` runs it; and the calibrated oracle's tuned first query for
 //   the 8 data-parallel groups of 8 on eight DGX H100 (topologies/h100_rail_64.yaml);
 // - 1, 4 and 17 concurrent double binary trees on 65,536 rail GPUs under the NCCL models, the
-//   placer's joint data-parallel sync at scale (BM_ConcurrentTreesOnRail65536).
+//   placer's joint data-parallel sync at scale (BM_ConcurrentTreesOnRail65536);
+// - the event-free bound of NCCL's channel rings over 64, 512 and 2,048 GPUs of 4,096 rail
+//   GPUs, derived from the ranks (BM_RingBoundOnRail4096).
 // 400 Gb/s links, 1 us per cable, ECMP seed 0. Counters: flows, simulator events, flows per
 // second of CPU time, the simulated time (ms), the process's peak resident memory so far (MB)
 // and whether the contention-free evaluation answered (1) or the event simulation (0); the
@@ -220,6 +222,31 @@ BENCHMARK(BM_ConcurrentTreesOnRail65536)
     ->Arg(17)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
+
+// The event-free bound the placer's searches and the anneal's walk ask for
+// (`CollectiveOracle::lower_bound`): a ring allreduce of 256 MiB under the bundled NCCL models
+// over the n GPUs of the first n / 8 nodes of `h100_rail_1024.yaml`'s cluster grown to 512 nodes
+// (4,096 GPUs): NCCL's channel rings (one per rail, forwarding on arrival), whose pieces split
+// evenly, so the bound is derived from the ranks (coll/uncontended.h, `bound_ring`) instead of a
+// pass over the rings' 2(n-1)·n transfers per channel. A fresh oracle per iteration (no memo; its
+// routing tables included). Counters: channels and transfers.
+void BM_RingBoundOnRail4096(benchmark::State& state) {
+  static const nest::topo::Topology rail = nest::bench::h100_rail(512);
+  const auto group = first_devices(static_cast<int>(state.range(0)));
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes::mebibytes(256), 0};
+  spec.channels = 0;
+  const std::vector<std::vector<DeviceId>> groups{group};
+  for (auto _ : state) {
+    nest::coll::CollectiveOracle oracle(rail);
+    benchmark::DoNotOptimize(oracle.lower_bound(spec, groups));
+  }
+  const nest::coll::CalibratedNetwork network(rail);
+  const CollectiveSpec resolved = nest::coll::resolve(spec, network, group);
+  state.counters["channels"] = resolved.channels;
+  state.counters["transfers"] =
+      static_cast<double>(nest::coll::transfer_count(resolved, static_cast<int>(group.size())));
+}
+BENCHMARK(BM_RingBoundOnRail4096)->Arg(64)->Arg(512)->Arg(2048)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -94,9 +94,10 @@ class Program {
   /// The program as uniform rings, when it is one: every channel's steps are covered by its
   /// phases (listed per channel in step order), in every step every rank of the channel sends
   /// exactly one transfer (the phase's piece, to its successor), and a rank's sends of a step
-  /// wait for its own and its predecessor's sends of the step before (`waits_for_own_sends`).
-  /// Empty otherwise (the default). The contention-free evaluator derives such a run from one
-  /// step per phase (coll/uncontended.h). O(phases · ranks).
+  /// wait for its predecessor's send of the step before and, when `waits_for_own_sends`, for
+  /// its own. Empty otherwise (the default). The contention-free evaluator derives such a run
+  /// (when it waits for its own sends) and its event-free bound (one phase per channel) from
+  /// the rings' ranks instead of their steps (coll/uncontended.h). O(phases · ranks).
   [[nodiscard]] virtual std::vector<UniformRingPhase> uniform_ring() const { return {}; }
   /// Every distinct (src, dst, channel) of the transfers, in order of first use in
   /// `for_each_transfer`, when the program lists them without visiting its transfers (rings:

@@ -633,6 +633,145 @@ TEST(Uncontended, LowerBoundTakesTheFirstOpeningOfARoutesFlows) {
   EXPECT_EQ(bound->slowest.ps(), static_cast<std::int64_t>((1e6 + 12e9 - 96) * (1 - 1e-6)));
 }
 
+// Uniform rings of one phase per channel (flat rings and NCCL's channel rings, waiting for their
+// own sends or forwarding on arrival; one and three concurrent groups sharing uplinks), their
+// bound derived from their ranks: the transfer-by-transfer pass's bound and events, to the
+// picosecond. Hierarchical rings (several phases per channel) are left to the pass.
+TEST(Uncontended, DerivedRingBoundsEqualThePass) {
+  struct Case {
+    std::string name;
+    topo::Topology topology;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"rail 4x4", rail(4)});
+  cases.push_back({"fat-tree k=4 2:1", fat_tree(4, 2)});
+  cases.push_back({"torus 4x2", torus({4, 2})});
+  cases.push_back({"h100_rail_64", topo::load_topology(std::string(NEST_SOURCE_DIR) +
+                                                       "/topologies/h100_rail_64.yaml")});
+  int derived = 0;
+  int passed = 0;
+  for (const Case& c : cases) {
+    const int devices = static_cast<int>(c.topology.num_devices());
+    for (Operation op : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather}) {
+      for (Algorithm a : {Algorithm::kRing, Algorithm::kHierarchical}) {
+        for (int n : {2, 4, 8}) {
+          for (int channels : {1, 4}) {
+            for (bool forward : {false, true}) {
+              for (int chunks : {1, 3}) {
+                CollectiveSpec spec{op, a, Bytes(std::int64_t{n} * chunks * channels * 4096),
+                                    chunks};
+                spec.channels = channels;
+                spec.forward_on_arrival = forward;
+                if (a == Algorithm::kHierarchical) {
+                  if (n < 4 || channels > 1) continue;
+                  spec.levels = {2, n / 2};
+                }
+                const auto program = ring_program(spec, n);
+                ASSERT_FALSE(program->uniform_ring().empty());
+                for (int count : {1, 3}) {
+                  if (count * n > devices) continue;
+                  const int stride = devices / n;
+                  Groups groups;
+                  for (int g = 0; g < count; ++g) {
+                    std::vector<topo::DeviceId> group;
+                    for (int r = 0; r < n; ++r) {
+                      group.push_back(static_cast<topo::DeviceId>(r * stride + g));
+                    }
+                    groups.push_back(group);
+                  }
+                  SCOPED_TRACE(c.name + " " + std::string(operation_name(op)) + " " +
+                               std::string(algorithm_name(a)) + " n=" + std::to_string(n) +
+                               " channels=" + std::to_string(channels) + " forward=" +
+                               std::to_string(forward) + " chunks=" + std::to_string(chunks) +
+                               " groups=" + std::to_string(count));
+                  std::vector<detail::GroupProgram> parts;
+                  for (const auto& g : groups) parts.push_back({program.get(), g});
+                  topo::Router router_a(c.topology, 5);
+                  topo::Router router_b(c.topology, 5);
+                  detail::UncontendedEvaluator fast(c.topology, true);
+                  detail::UncontendedEvaluator pass(c.topology, false);
+                  const auto x = fast.lower_bound(router_a, parts, 5);
+                  const auto y = pass.lower_bound(router_b, parts, 5);
+                  ASSERT_TRUE(x.has_value());
+                  ASSERT_TRUE(y.has_value());
+                  EXPECT_EQ(x->slowest, y->slowest);
+                  EXPECT_EQ(x->events, y->events);
+                  EXPECT_EQ(pass.derived_bounds(), 0U);
+                  if (a == Algorithm::kHierarchical) {
+                    EXPECT_EQ(fast.derived_bounds(), 0U);
+                    ++passed;
+                  } else {
+                    EXPECT_EQ(fast.derived_bounds(), static_cast<std::uint64_t>(count));
+                    ++derived;
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(derived, 200);
+  EXPECT_GT(passed, 20);
+}
+
+// By hand: a flat ring of 4 ranks on one switch whose host cables have latencies of 1, 2, 3 and
+// 4 us, links at 2 GB/s, an allreduce of 4 MB: K = 6 steps of 1 MB pieces (500 us each; its
+// reduce-scatter and all-gather one phase). Rank r's transfer takes d_r = lat_r + lat_{r+1} +
+// 500 us: 3, 5, 7 and 5 us of latency. Forwarding on arrival, rank r's last arrival is the sum
+// of d over itself and its 5 nearest predecessors: one lap (20 us + 2 ms) and d_r + d_{r-1}
+// again, largest at r = 2 or 3 (12 us + 1 ms): 3 ms + 32 us. Waiting for their own sends:
+// K · max d_r = 6 · 507 us. Both above the busiest link's 6 MB (3 ms) plus its 7 us route.
+TEST(Uncontended, DerivedRingBoundByHand) {
+  topo::Topology t("star", topo::Family::kExplicit);
+  for (int i = 0; i < 4; ++i) t.add_device("d" + std::to_string(i));
+  const auto sw = t.add_switch("s", 1);
+  for (topo::DeviceId d = 0; d < 4; ++d) {
+    t.add_link(d, sw, Bandwidth::bytes_per_second(2e9), Time::microseconds(1 + d));
+  }
+  for (bool forward : {true, false}) {
+    SCOPED_TRACE(forward);
+    CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(4'000'000)};
+    spec.forward_on_arrival = forward;
+    const auto program = ring_program(spec, 4);
+    ASSERT_EQ(program->transfer_count(), 24U);
+    const std::vector<topo::DeviceId> group{0, 1, 2, 3};
+    const std::vector<detail::GroupProgram> parts{{program.get(), group}};
+    topo::Router router(t, 0);
+    detail::UncontendedEvaluator fast(t, true);
+    const auto bound = fast.lower_bound(router, parts, 0);
+    ASSERT_TRUE(bound.has_value());
+    EXPECT_EQ(fast.derived_bounds(), 1U);
+    const std::int64_t end = forward ? std::int64_t{3'032'000'000} : 6 * std::int64_t{507'000'000};
+    EXPECT_EQ(bound->slowest.ps(),
+              static_cast<std::int64_t>(static_cast<double>(end - 4 * 24) * (1 - 1e-6)));
+    EXPECT_EQ(bound->events, 48U);
+    detail::UncontendedEvaluator pass(t, false);
+    EXPECT_EQ(pass.lower_bound(router, parts, 0)->slowest, bound->slowest);
+  }
+}
+
+// A ring over a link without bandwidth: no derived bound either.
+TEST(Uncontended, DerivedRingBoundStepsAsideForALinkWithoutBandwidth) {
+  topo::Topology t("nan", topo::Family::kExplicit);
+  t.add_device("a");
+  t.add_device("b");
+  const auto sw = t.add_switch("s", 1);
+  t.add_link(0, sw, kRate, Time::nanoseconds(10));
+  t.add_link(sw, 1, Bandwidth::bytes_per_second(std::numeric_limits<double>::quiet_NaN()),
+             Time::nanoseconds(10));
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(1000)};
+  spec.forward_on_arrival = true;
+  const auto program = ring_program(spec, 2);
+  ASSERT_FALSE(program->uniform_ring().empty());
+  topo::Router router(t, 0);
+  detail::UncontendedEvaluator evaluator(t, true);
+  const std::vector<topo::DeviceId> group{0, 1};
+  const std::vector<detail::GroupProgram> parts{{program.get(), group}};
+  EXPECT_FALSE(evaluator.lower_bound(router, parts, 0).has_value());
+}
+
 // A link without bandwidth: no bound (the event simulation reports the link).
 TEST(Uncontended, LowerBoundStepsAsideForALinkWithoutBandwidth) {
   topo::Topology t("nan", topo::Family::kExplicit);
