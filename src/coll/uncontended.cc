@@ -69,9 +69,8 @@ std::optional<RunBound> UncontendedEvaluator::lower_bound(topo::Router& router,
   std::int64_t path = 0;
   std::int64_t margin = 0;
   for (const GroupProgram& group : groups) {
-    const RingBound ring = derive_rings_ ? bound_ring(router, group, salt, run) : RingBound::kUnfit;
-    if (ring == RingBound::kNoBandwidth) return std::nullopt;
-    if (ring == RingBound::kUnfit && !evaluate_group(router, group, salt, run, true)) {
+    const bool derived = derive_rings_ && bound_ring(router, group, salt, run);
+    if (!derived && !evaluate_group(router, group, salt, run, true)) {
       return std::nullopt;
     }
     const auto own = static_cast<std::int64_t>(4 * group.program->transfer_count());
@@ -116,29 +115,27 @@ std::optional<RunBound> UncontendedEvaluator::lower_bound(topo::Router& router,
 // K pieces (an integer below 2^53: exact as a double, in any order), the opening of its first
 // flow (0) and its route latency, as `add_pending` adds them; two events per transfer (pieces are
 // not empty). The group ends at its latest channel.
-UncontendedEvaluator::RingBound UncontendedEvaluator::bound_ring(topo::Router& router,
-                                                                 const GroupProgram& group,
-                                                                 std::uint64_t salt,
-                                                                 UncontendedRun& run) {
+bool UncontendedEvaluator::bound_ring(topo::Router& router, const GroupProgram& group,
+                                      std::uint64_t salt, UncontendedRun& run) {
   const Program& program = *group.program;
   const std::size_t n = group.group.size();
-  if (program.ranks() != static_cast<int>(n) || n < 2) return RingBound::kUnfit;
+  if (program.ranks() != static_cast<int>(n) || n < 2) return false;
   // One phase per channel: a channel's consecutive phases of the same piece and successors (a
   // flat ring's reduce-scatter and all-gather) are one.
   std::vector<UniformRingPhase> phases;
   for (UniformRingPhase& p : program.uniform_ring()) {
-    if (p.next.size() != n || p.piece.count() <= 0) return RingBound::kUnfit;
+    if (p.next.size() != n || p.piece.count() <= 0 || p.steps <= 0) return false;
     if (!phases.empty() && phases.back().channel == p.channel && phases.back().piece == p.piece &&
         phases.back().next == p.next) {
       phases.back().steps += p.steps;
       continue;
     }
     for (const UniformRingPhase& q : phases) {
-      if (q.channel == p.channel) return RingBound::kUnfit;  // two phases
+      if (q.channel == p.channel) return false;  // two phases
     }
     phases.push_back(std::move(p));
   }
-  if (phases.empty()) return RingBound::kUnfit;
+  if (phases.empty()) return false;
   const bool own = program.waits_for_own_sends();
   const auto all = topology_->links();
   const std::int64_t horizon = net::kHorizon.ps();
@@ -155,18 +152,18 @@ UncontendedEvaluator::RingBound UncontendedEvaluator::bound_ring(topo::Router& r
       const topo::DeviceId src = group.group[r];
       const topo::DeviceId dst = group.group[phase.next[r]];
       router.route_into(src, dst, flow_key(src, dst, phase.channel, salt), route_);
-      if (route_.empty()) return RingBound::kUnfit;
+      if (route_.empty()) return false;
       double rate = std::numeric_limits<double>::infinity();
       Time latency;
       for (const topo::LinkId link : route_) {
         const double bandwidth = all[link].bandwidth.bytes_per_s();
-        if (!(bandwidth > 0)) return RingBound::kNoBandwidth;
+        if (!(bandwidth > 0)) return false;  // the pass reports it
         rate = std::min(rate, bandwidth);
         latency += all[link].latency;
       }
       const Time drain = net::drain_time(phase.piece, Bandwidth::bytes_per_second(rate));
       if (latency.ps() >= horizon || drain.ps() >= horizon - latency.ps()) {
-        return RingBound::kUnfit;
+        return false;
       }
       ring_.push_back({static_cast<std::uint32_t>(routes_.size()),
                        static_cast<std::uint32_t>(route_.size()), latency, latency + drain});
@@ -178,7 +175,7 @@ UncontendedEvaluator::RingBound UncontendedEvaluator::bound_ring(topo::Router& r
     if (own) {
       std::int64_t top = 0;
       for (std::size_t r = 0; r < n; ++r) top = std::max(top, senders[r].step.ps());
-      if (top > 0 && k > (horizon - 1) / top) return RingBound::kUnfit;
+      if (top > 0 && k > (horizon - 1) / top) return false;
       channel_end = k * top;
     } else {
       // Each cycle of the successor map, backwards from each rank.
@@ -194,12 +191,12 @@ UncontendedEvaluator::RingBound UncontendedEvaluator::bound_ring(topo::Router& r
         const auto m = static_cast<std::int64_t>(cycle.size());
         std::int64_t total = 0;
         for (const std::int64_t d : cycle) {
-          if (d > horizon - 1 - total) return RingBound::kUnfit;
+          if (d > horizon - 1 - total) return false;
           total += d;
         }
         const std::int64_t laps = k / m;
         const auto rest = static_cast<std::size_t>(k % m);
-        if (total > 0 && laps > (horizon - 1) / total) return RingBound::kUnfit;
+        if (total > 0 && laps > (horizon - 1) / total) return false;
         std::int64_t window = 0;  // the rest's d's ending at cycle position i, going backwards
         for (std::size_t i = 0; i < rest; ++i) window += cycle[i];
         std::int64_t best = window;
@@ -207,14 +204,14 @@ UncontendedEvaluator::RingBound UncontendedEvaluator::bound_ring(topo::Router& r
           window += cycle[i % cycle.size()] - cycle[i - rest];
           best = std::max(best, window);
         }
-        if (best > horizon - 1 - laps * total) return RingBound::kUnfit;
+        if (best > horizon - 1 - laps * total) return false;
         channel_end = std::max(channel_end, laps * total + best);
       }
     }
     end = std::max(end, Time::picoseconds(channel_end));
     transfers += static_cast<std::uint64_t>(k) * n;
   }
-  if (transfers != program.transfer_count()) return RingBound::kUnfit;
+  if (transfers != program.transfer_count()) return false;
   // The link sums, as `add_pending` adds them.
   for (std::size_t c = 0; c < phases.size(); ++c) {
     const double bytes =
@@ -238,7 +235,7 @@ UncontendedEvaluator::RingBound UncontendedEvaluator::bound_ring(topo::Router& r
   run.events += 2 * transfers;
   run.durations.push_back(end);
   ++derived_bounds_;
-  return RingBound::kDone;
+  return true;
 }
 
 bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgram& group,

@@ -17,11 +17,12 @@
 // Cost: O(transfers + route hops), no events, no rate computation; memory O(ranks + links).
 //
 // Uniform rings (`Program::uniform_ring`: every rank sends one piece per step to its successor
-// of the phase, waiting for its own and its predecessor's sends of the step before) are derived
-// from one step per phase instead, when every group is one, in O(phases · ranks · route hops):
-// see `evaluate_rings` for the conditions and the proof that the answer is the pass's. The
-// bound's pass over a uniform ring of one phase per channel, whether or not a rank waits for
-// its own sends, is derived too (`bound_ring`).
+// of the phase, waiting for its predecessor's send of the step before and, in most rings, for
+// its own) are derived from one step per phase instead, when every group is one and every rank
+// waits for its own sends, in O(phases · ranks · route hops): see `evaluate_rings` for the
+// conditions and the proof that the answer is the pass's. The bound's pass over a uniform ring
+// of one phase per channel, whether ranks wait for their own sends or forward on arrival, is
+// derived too (`bound_ring`), in O(channels · ranks · route hops).
 
 #include <cstdint>
 #include <optional>
@@ -128,11 +129,10 @@ class UncontendedEvaluator {
                       UncontendedRun& run, bool bound_only = false);
   // `lower_bound`'s pass over one group that is a uniform ring of one phase per channel,
   // derived in O(channels · ranks · route hops): the same arrivals, link sums and events (see
-  // the definition). kUnfit: not such a ring, or a condition of the derivation fails (the pass
-  // answers then; nothing was changed); kNoBandwidth: a route has a link without bandwidth.
-  enum class RingBound { kDone, kUnfit, kNoBandwidth };
-  RingBound bound_ring(topo::Router& router, const GroupProgram& group, std::uint64_t salt,
-                       UncontendedRun& run);
+  // the definition). False: not such a ring, or a condition of the derivation fails (a route
+  // with a link without bandwidth among them); nothing was changed, and the pass answers.
+  bool bound_ring(topo::Router& router, const GroupProgram& group, std::uint64_t salt,
+                  UncontendedRun& run);
   // The run of groups that are all uniform rings, derived; nullopt when a condition of the
   // derivation fails (the transfer-by-transfer pass answers then).
   std::optional<UncontendedRun> evaluate_rings(topo::Router& router,

@@ -6,12 +6,16 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <cstdint>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "coll_test_util.h"
+#include "nest/coll/program.h"
 #include "nest/coll/schedule.h"
 #include "nest/core/error.h"
 #include "nest/topo/loader.h"
@@ -140,10 +144,40 @@ TEST(ClosedForm, ReportsStepsAndBottleneck) {
 // transfers), for ring, hierarchical and torus rings with one and several channels, rail
 // rings, pipelined chunks and sizes that split evenly (repeated) or not (step by step), on the
 // bundled H100 rail cluster (NVLink inside a node, rails between).
+// `inner`'s transfers, without saying it is a uniform ring: the closed form prices it step by
+// step (a ring that forwards on arrival has no stored schedule to compare with).
+class StepByStep final : public Program {
+ public:
+  explicit StepByStep(const Program& inner) : inner_(inner) {}
+  [[nodiscard]] int ranks() const noexcept override { return inner_.ranks(); }
+  [[nodiscard]] std::uint64_t transfer_count() const noexcept override {
+    return inner_.transfer_count();
+  }
+  [[nodiscard]] std::uint32_t steps() const noexcept override { return inner_.steps(); }
+  [[nodiscard]] std::uint64_t dense_gates() const noexcept override { return inner_.dense_gates(); }
+  void initial_gates(std::vector<GateId>& out) const override { inner_.initial_gates(out); }
+  [[nodiscard]] std::uint32_t waits(GateId gate) const override { return inner_.waits(gate); }
+  void sends(GateId gate, std::vector<TransferId>& out) const override { inner_.sends(gate, out); }
+  [[nodiscard]] Transfer transfer(TransferId id) const override { return inner_.transfer(id); }
+  [[nodiscard]] std::array<GateId, 2> successors(TransferId id) const override {
+    return inner_.successors(id);
+  }
+  void for_each_transfer(const std::function<void(const Transfer&)>& visit) const override {
+    inner_.for_each_transfer(visit);
+  }
+  [[nodiscard]] bool waits_for_own_sends() const noexcept override {
+    return inner_.waits_for_own_sends();
+  }
+
+ private:
+  const Program& inner_;
+};
+
 TEST(ClosedForm, RepeatedRingStepsEqualTheStoredSchedule) {
   const topo::Topology t =
       topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_64.yaml");
   int repeated = 0;
+  int forwarding = 0;
   for (const Algorithm a : {Algorithm::kRing, Algorithm::kHierarchical, Algorithm::kTorus}) {
     for (const Operation op :
          {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather}) {
@@ -154,31 +188,38 @@ TEST(ClosedForm, RepeatedRingStepsEqualTheStoredSchedule) {
             for (const int chunks : {1, 3}) {
               for (const std::int64_t size :
                    {std::int64_t{n} * chunks * channels * 1024, std::int64_t{1000003}}) {
-                CollectiveSpec spec{op, a, Bytes(size), chunks};
-                spec.channels = channels;
-                spec.ranks_per_node = rails;
-                if (a != Algorithm::kRing) spec.levels = {8, n / 8};
-                try {
-                  validate(spec, n);
-                } catch (const Error&) {
-                  continue;
+                // NCCL's rings forward on arrival: uniform rings too, priced one step per phase.
+                for (const bool forward : {false, true}) {
+                  CollectiveSpec spec{op, a, Bytes(size), chunks};
+                  spec.channels = channels;
+                  spec.ranks_per_node = rails;
+                  spec.forward_on_arrival = forward;
+                  if (a != Algorithm::kRing) spec.levels = {8, n / 8};
+                  try {
+                    validate(spec, n);
+                  } catch (const Error&) {
+                    continue;
+                  }
+                  SCOPED_TRACE(
+                      std::string(algorithm_name(a)) + " " + std::string(operation_name(op)) +
+                      " n=" + std::to_string(n) + " channels=" + std::to_string(channels) +
+                      " chunks=" + std::to_string(chunks) + " size=" + std::to_string(size) +
+                      " forward=" + std::to_string(forward));
+                  const auto program = ring_program(spec, n);
+                  if (!program->uniform_ring().empty()) ++repeated;
+                  if (forward && !program->uniform_ring().empty()) ++forwarding;
+                  topo::Router ra(t, 5);
+                  topo::Router rb(t, 5);
+                  const ClosedForm x = closed_form(*program, first(n), ra, 5);
+                  const ClosedForm y = forward ? closed_form(StepByStep(*program), first(n), rb, 5)
+                                               : closed_form(lower(spec, n), first(n), rb, 5);
+                  EXPECT_EQ(x.seconds, y.seconds);
+                  EXPECT_EQ(x.latency_seconds, y.latency_seconds);
+                  EXPECT_EQ(x.bandwidth_seconds, y.bandwidth_seconds);
+                  EXPECT_EQ(x.steps, y.steps);
+                  EXPECT_EQ(x.max_alpha, y.max_alpha);
+                  EXPECT_EQ(x.bottleneck, y.bottleneck);
                 }
-                SCOPED_TRACE(std::string(algorithm_name(a)) + " " +
-                             std::string(operation_name(op)) + " n=" + std::to_string(n) +
-                             " channels=" + std::to_string(channels) +
-                             " chunks=" + std::to_string(chunks) + " size=" + std::to_string(size));
-                const auto program = ring_program(spec, n);
-                if (!program->uniform_ring().empty()) ++repeated;
-                topo::Router ra(t, 5);
-                topo::Router rb(t, 5);
-                const ClosedForm x = closed_form(*program, first(n), ra, 5);
-                const ClosedForm y = closed_form(lower(spec, n), first(n), rb, 5);
-                EXPECT_EQ(x.seconds, y.seconds);
-                EXPECT_EQ(x.latency_seconds, y.latency_seconds);
-                EXPECT_EQ(x.bandwidth_seconds, y.bandwidth_seconds);
-                EXPECT_EQ(x.steps, y.steps);
-                EXPECT_EQ(x.max_alpha, y.max_alpha);
-                EXPECT_EQ(x.bottleneck, y.bottleneck);
               }
             }
           }
@@ -186,7 +227,8 @@ TEST(ClosedForm, RepeatedRingStepsEqualTheStoredSchedule) {
       }
     }
   }
-  EXPECT_GT(repeated, 20);
+  EXPECT_GT(repeated, 40);
+  EXPECT_GT(forwarding, 20);
 }
 
 }  // namespace

@@ -752,6 +752,37 @@ TEST(Uncontended, DerivedRingBoundByHand) {
   }
 }
 
+// A ring that forwards on arrival (NCCL's) is uniform, but `evaluate` derives only rings whose
+// ranks wait for their own sends: the pass answers, with the event simulation's time (on a star
+// of equal links a rank's sends follow one another on its link, so the run is contention-free).
+TEST(Uncontended, ForwardingRingsAreEvaluatedByThePass) {
+  const topo::Topology t = testing::star(8);
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(8 * 65536)};
+  spec.forward_on_arrival = true;
+  const auto program = ring_program(spec, 8);
+  ASSERT_FALSE(program->uniform_ring().empty());
+  ASSERT_FALSE(program->waits_for_own_sends());
+  const std::vector<topo::DeviceId> group = iota_group(8);
+  const std::vector<detail::GroupProgram> parts{{program.get(), group}};
+  topo::Router router_a(t, 1);
+  topo::Router router_b(t, 1);
+  detail::UncontendedEvaluator fast(t, true);
+  detail::UncontendedEvaluator slow(t, false);
+  const auto x = fast.evaluate(router_a, parts, 1);
+  const auto y = slow.evaluate(router_b, parts, 1);
+  EXPECT_EQ(fast.derived(), 0U);
+  ASSERT_TRUE(x.has_value());
+  ASSERT_TRUE(y.has_value());
+  EXPECT_EQ(x->durations, y->durations);
+  EXPECT_EQ(x->events, y->events);
+  net::Simulator simulator(t);
+  topo::Router router_c(t, 1);
+  Execution run(simulator, router_c, program, group, 1);
+  run.start();
+  simulator.run();
+  EXPECT_EQ(run.duration(), x->durations.front());
+}
+
 // A ring over a link without bandwidth: no derived bound either.
 TEST(Uncontended, DerivedRingBoundStepsAsideForALinkWithoutBandwidth) {
   topo::Topology t("nan", topo::Family::kExplicit);
