@@ -226,7 +226,8 @@ struct State {
 // least 64 MiB on the line through its layout's times at 64 MiB and 256 MiB (affine in the size
 // on a fixed layout; OracleOptions::interpolate_sizes). Transfers are priced by the network's
 // `transfer_bound`. So a step costs passes over one group's transfers, not event simulations;
-// the plan the walk keeps is priced exactly.
+// the plan the walk keeps is priced exactly unless its bounds show the manual plan beats it
+// (`cannot_match`).
 class ApproximateCommCost final : public ForwardingCommCost {
  public:
   using ForwardingCommCost::ForwardingCommCost;
@@ -410,16 +411,17 @@ class Annealer {
 };
 
 // Whether `choice`'s exact price exceeds `time` (so that it cannot match a plan of that time), told
-// as the search rules plans out: on the network's event-free bounds, then with its data-parallel
-// syncs priced a step at a time (`syncs_rule_out`). When it does not, the plan may still be
-// slower: the caller prices it in full.
+// as the search rules plans out, and only when the search would (`SearchOptions::pass_bounds`):
+// on the network's event-free bounds (`plan_lower_bound` on a `BoundNetwork`, a bound for every
+// ZeRO stage: the network prices both points of the ZeRO-3 gathers' line at the layout bound),
+// then with its data-parallel syncs priced a step at a time (`syncs_rule_out`). When it does not,
+// the plan may still be slower: the caller prices it in full.
 bool cannot_match(const workload::LayerProfile& profile, const PlanChoice& choice, CommCost& comm,
                   const SearchOptions& options, Time time) {
+  if (!options.pass_bounds) return false;
   const Time at = time + Time::picoseconds(1);
-  if (options.pass_bounds) {
-    BoundNetwork bounds(comm, true);
-    if (plan_lower_bound(profile, choice, bounds, options.cost).bound >= at) return true;
-  }
+  BoundNetwork bounds(comm, true);
+  if (plan_lower_bound(profile, choice, bounds, options.cost).bound >= at) return true;
   const bool joint =
       options.cost.joint_data_parallel_sync && choice.data_parallel > 1 && choice.stages() > 1;
   return joint && syncs_rule_out(profile, choice, comm, options.cost, at).ruled_out;
@@ -465,8 +467,11 @@ BaselineResult anneal_baseline(const workload::LayerProfile& profile, CommCost& 
             : modes.back();
     start.order = options.orders.front();
   }
+  // On a network whose answers do not depend on the devices the walk asks that network itself,
+  // so its plans are priced exactly already.
+  const bool exact_walk = comm.placement_independent();
   ApproximateCommCost grid(comm);
-  Annealer annealer(profile, comm.placement_independent() ? comm : grid, options, anneal.seed);
+  Annealer annealer(profile, exact_walk ? comm : grid, options, anneal.seed);
   auto plan = annealer.run(start, anneal);
   // The walk's best plan, priced exactly, unless its bounds show that the manual plan, where the
   // walk started, beats it (the approximate network may rank the two the other way round); never
@@ -475,6 +480,8 @@ BaselineResult anneal_baseline(const workload::LayerProfile& profile, CommCost& 
   std::string slower;  // the walk's best, when the manual plan is kept instead
   if (plan && manual_fits && plan->choice == manual.plan->choice) {
     plan = manual.plan;
+  } else if (plan && manual_fits && exact_walk) {
+    if (manual.plan->iteration_time < plan->iteration_time) slower = describe(*plan);
   } else if (plan && manual_fits) {
     if (cannot_match(profile, plan->choice, comm, options, manual.plan->iteration_time)) {
       slower = describe(plan->choice, plan->degrees);
@@ -483,7 +490,7 @@ BaselineResult anneal_baseline(const workload::LayerProfile& profile, CommCost& 
       plan = evaluate(profile, plan->choice, comm, options.cost);
       if (manual.plan->iteration_time < plan->iteration_time) slower = describe(*plan);
     }
-  } else if (plan) {
+  } else if (plan && !exact_walk) {
     plan = evaluate(profile, plan->choice, comm, options.cost);
   }
   if (manual_fits && (!plan || manual.plan->iteration_time < plan->iteration_time)) {

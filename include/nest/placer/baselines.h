@@ -18,7 +18,9 @@
 ///   moved to device 0, its contention-free pass; collectives of 64 MiB and more on a line
 ///   through two sizes; transfers on their bound), as FlexFlow's simulator ignored link
 ///   contention, so its budget is its steps (`AnnealOptions::iterations`), not simulated
-///   events; the manual plan and the plan the walk keeps are priced exactly. The bounds answer
+///   events; the manual plan is priced exactly, and so is the plan the walk keeps unless the
+///   search's ways of ruling plans out (`SearchOptions::pass_bounds`: its event-free bounds,
+///   then its syncs a step at a time) show that the manual plan beats it. The bounds answer
 ///   from what `comm` already holds, so a walk is deterministic for a seed and a network state
 ///   (the job gives it an oracle of its own).
 /// - `fixed`: a plan the user gives ("how good is my current configuration?").

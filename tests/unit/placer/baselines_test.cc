@@ -234,6 +234,10 @@ TEST(Anneal, WalksOnEventFreeBoundsAndSimulatesOnlyTheManualAndKeptPlans) {
 // beats once priced where its stages sit.
 class MisleadingCommCost final : public CommCost {
  public:
+  MisleadingCommCost() = default;
+  // `loose`: event-free bounds at device 0's price wherever the group sits (still bounds), so
+  // they cannot tell the walk's best from the manual plan.
+  explicit MisleadingCommCost(bool loose) : loose_(loose) {}
   Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
     if (layout.group_size() <= 1) return Time::zero();
     const auto key = std::make_tuple(static_cast<int>(op), size.count(), layout.hash());
@@ -245,7 +249,11 @@ class MisleadingCommCost final : public CommCost {
   }
   Time collective_pass_bound(workload::CollectiveOp, Bytes size,
                              const GroupLayout& layout) override {
-    return layout.group_size() <= 1 ? Time::zero() : price(size, layout);
+    if (layout.group_size() <= 1) return Time::zero();
+    if (!loose_) return price(size, layout);
+    GroupLayout at_zero = layout;
+    at_zero.base = 0;
+    return price(size, at_zero);
   }
   Time transfer(Bytes size, const GroupLayout&, const GroupLayout&) override {
     return Time::microseconds(size.as_double() / (1 << 20));
@@ -261,6 +269,7 @@ class MisleadingCommCost final : public CommCost {
     return Time::microseconds(mib * (layout.base == 0 ? 60 : 3000));
   }
 
+  bool loose_ = false;
   std::vector<std::tuple<int, std::int64_t, std::uint64_t>> seen_;
   std::uint64_t events_ = 0;
 };
@@ -293,6 +302,37 @@ TEST(Anneal, RulesOutAWalksBestThatCannotBeatTheManualPlanWithoutPricingIt) {
   walks_best.data_parallel = 4;
   const Plan slower = evaluate(p, walks_best, alone, options.cost);
   EXPECT_GT(alone.simulated_events(), net.simulated_events());
+  EXPECT_GT(slower.iteration_time, manual.plan->iteration_time);
+}
+
+// When the bounds cannot tell (bounds at device 0's price everywhere, syncs not priced jointly),
+// the walk's best is priced in full, found slower, and the manual plan is kept all the same.
+TEST(Anneal, KeepsTheManualPlanWhenTheWalksBestPricedInFullIsSlower) {
+  auto p = model(12, Bytes::gibibytes(4));
+  for (auto& v : p.variants) {
+    for (auto& l : v.layers) l.parameter_bytes = Bytes::mebibytes(40);
+  }
+  SearchOptions options;
+  options.cost = {.rules = MemoryRules::kMegatron, .devices = 16};
+  options.cost.joint_data_parallel_sync = false;
+  MisleadingCommCost net(true);
+  const BaselineResult a = anneal_baseline(p, net, options, {.seed = 2, .iterations = 300});
+  ASSERT_TRUE(a.plan.has_value()) << a.note;
+  MisleadingCommCost alone(true);
+  const BaselineResult manual = manual_baseline(p, alone, options);
+  ASSERT_TRUE(manual.plan.has_value()) << manual.note;
+  EXPECT_EQ(a.plan->choice, manual.plan->choice);
+  EXPECT_EQ(a.plan->iteration_time, manual.plan->iteration_time);
+  EXPECT_EQ(
+      a.note,
+      "300 steps from the manual plan (seed 2): S 1 d 8 t 2 mb 1 ZeRO-1 recompute none "
+      "tp-dp-pp (the walk's best is slower: S 2 d 4 t 2 mb 1 ZeRO-1 recompute none tp-dp-pp)");
+  // The walk's best was priced in full: its collectives' events on top of the manual plan's.
+  PlanChoice walks_best = manual.plan->choice;
+  walks_best.boundaries = even_partition(p.variants[walks_best.variant], 2);
+  walks_best.data_parallel = 4;
+  const Plan slower = evaluate(p, walks_best, alone, options.cost);
+  EXPECT_EQ(net.simulated_events(), alone.simulated_events());
   EXPECT_GT(slower.iteration_time, manual.plan->iteration_time);
 }
 
