@@ -153,6 +153,24 @@ TEST(Anneal, KeepsItsPlanAtTheExactPrice) {
   EXPECT_LE(a.plan->iteration_time, manual.plan->iteration_time);
 }
 
+// 1,000 "simulated" events for every collective (operation, size, layout) not priced before, as
+// the oracle's memo would spend them.
+class EventTally {
+ public:
+  void charge(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) {
+    const auto key = std::make_tuple(static_cast<int>(op), size.count(), layout.hash());
+    if (std::find(seen_.begin(), seen_.end(), key) == seen_.end()) {
+      seen_.push_back(key);
+      events_ += 1000;
+    }
+  }
+  [[nodiscard]] std::uint64_t events() const noexcept { return events_; }
+
+ private:
+  std::vector<std::tuple<int, std::int64_t, std::uint64_t>> seen_;
+  std::uint64_t events_ = 0;
+};
+
 // A network that "simulates" 1,000 events for every collective layout it has not priced
 // before (as the oracle's memo would), the rest as FarAndSquareCommCost; its event-free bounds
 // cost nothing and are counted, with the layouts they were asked for.
@@ -160,11 +178,7 @@ class CountingCommCost final : public CommCost {
  public:
   Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
     if (layout.group_size() <= 1) return Time::zero();
-    const auto key = std::make_tuple(static_cast<int>(op), size.count(), layout.hash());
-    if (std::find(seen_.begin(), seen_.end(), key) == seen_.end()) {
-      seen_.push_back(key);
-      events_ += 1000;
-    }
+    tally_.charge(op, size, layout);
     return price(size, layout);
   }
   Time collective_pass_bound(workload::CollectiveOp, Bytes size,
@@ -179,7 +193,7 @@ class CountingCommCost final : public CommCost {
   bool placement_independent() const noexcept override { return false; }
   int scale_up_size() const noexcept override { return 2; }
   std::string describe() const override { return "counting"; }
-  std::uint64_t simulated_events() const noexcept override { return events_; }
+  std::uint64_t simulated_events() const noexcept override { return tally_.events(); }
   [[nodiscard]] int bounds() const noexcept { return bounds_; }
   [[nodiscard]] int bounds_elsewhere() const noexcept { return bounds_elsewhere_; }
 
@@ -189,8 +203,7 @@ class CountingCommCost final : public CommCost {
     return Time::microseconds(mib * (1 + layout.base % 3));
   }
 
-  std::vector<std::tuple<int, std::int64_t, std::uint64_t>> seen_;
-  std::uint64_t events_ = 0;
+  EventTally tally_;
   int bounds_ = 0;
   int bounds_elsewhere_ = 0;
 };
@@ -234,17 +247,12 @@ TEST(Anneal, WalksOnEventFreeBoundsAndSimulatesOnlyTheManualAndKeptPlans) {
 // beats once priced where its stages sit.
 class MisleadingCommCost final : public CommCost {
  public:
-  MisleadingCommCost() = default;
   // `loose`: event-free bounds at device 0's price wherever the group sits (still bounds), so
   // they cannot tell the walk's best from the manual plan.
-  explicit MisleadingCommCost(bool loose) : loose_(loose) {}
+  explicit MisleadingCommCost(bool loose = false) : loose_(loose) {}
   Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
     if (layout.group_size() <= 1) return Time::zero();
-    const auto key = std::make_tuple(static_cast<int>(op), size.count(), layout.hash());
-    if (std::find(seen_.begin(), seen_.end(), key) == seen_.end()) {
-      seen_.push_back(key);
-      events_ += 1000;
-    }
+    tally_.charge(op, size, layout);
     return price(size, layout);
   }
   Time collective_pass_bound(workload::CollectiveOp, Bytes size,
@@ -261,7 +269,7 @@ class MisleadingCommCost final : public CommCost {
   bool placement_independent() const noexcept override { return false; }
   int scale_up_size() const noexcept override { return 2; }
   std::string describe() const override { return "misleading"; }
-  std::uint64_t simulated_events() const noexcept override { return events_; }
+  std::uint64_t simulated_events() const noexcept override { return tally_.events(); }
 
  private:
   static Time price(Bytes size, const GroupLayout& layout) {
@@ -270,70 +278,76 @@ class MisleadingCommCost final : public CommCost {
   }
 
   bool loose_ = false;
-  std::vector<std::tuple<int, std::int64_t, std::uint64_t>> seen_;
-  std::uint64_t events_ = 0;
+  EventTally tally_;
 };
 
-// The walk's best plan, slower than the manual plan on its bounds already, is ruled out without
-// being priced: the only events spent are the manual plan's.
-TEST(Anneal, RulesOutAWalksBestThatCannotBeatTheManualPlanWithoutPricingIt) {
+// The anneal of a 12-layer model on 16 devices of a MisleadingCommCost (seed 2, 300 steps), with
+// the manual plan and then the walk's best (S 2 d 4) priced on a fresh network beside it: the
+// events each spent.
+struct MisleadingWalk {
+  BaselineResult anneal;
+  BaselineResult manual;
+  Plan walks_best;
+  std::uint64_t anneal_events = 0;
+  std::uint64_t manual_events = 0;
+  std::uint64_t both_events = 0;
+};
+
+MisleadingWalk misleading_walk(bool loose, bool joint_syncs) {
   auto p = model(12, Bytes::gibibytes(4));
   for (auto& v : p.variants) {
     for (auto& l : v.layers) l.parameter_bytes = Bytes::mebibytes(40);
   }
   SearchOptions options;
   options.cost = {.rules = MemoryRules::kMegatron, .devices = 16};
-  MisleadingCommCost net;
-  const BaselineResult a = anneal_baseline(p, net, options, {.seed = 2, .iterations = 300});
-  ASSERT_TRUE(a.plan.has_value()) << a.note;
-  MisleadingCommCost alone;
-  const BaselineResult manual = manual_baseline(p, alone, options);
-  ASSERT_TRUE(manual.plan.has_value()) << manual.note;
-  EXPECT_EQ(a.plan->choice, manual.plan->choice);
-  EXPECT_EQ(a.plan->iteration_time, manual.plan->iteration_time);
-  EXPECT_EQ(
-      a.note,
-      "300 steps from the manual plan (seed 2): S 1 d 8 t 2 mb 1 ZeRO-1 recompute none "
-      "tp-dp-pp (the walk's best is slower: S 2 d 4 t 2 mb 1 ZeRO-1 recompute none tp-dp-pp)");
-  EXPECT_EQ(net.simulated_events(), alone.simulated_events());
-  // Priced in full, it would have cost events of its own, and it is slower.
-  PlanChoice walks_best = manual.plan->choice;
+  options.cost.joint_data_parallel_sync = joint_syncs;
+  MisleadingWalk w;
+  MisleadingCommCost net(loose);
+  w.anneal = anneal_baseline(p, net, options, {.seed = 2, .iterations = 300});
+  w.anneal_events = net.simulated_events();
+  MisleadingCommCost alone(loose);
+  w.manual = manual_baseline(p, alone, options);
+  w.manual_events = alone.simulated_events();
+  if (!w.manual.plan) return w;
+  PlanChoice walks_best = w.manual.plan->choice;
   walks_best.boundaries = even_partition(p.variants[walks_best.variant], 2);
   walks_best.data_parallel = 4;
-  const Plan slower = evaluate(p, walks_best, alone, options.cost);
-  EXPECT_GT(alone.simulated_events(), net.simulated_events());
-  EXPECT_GT(slower.iteration_time, manual.plan->iteration_time);
+  w.walks_best = evaluate(p, walks_best, alone, options.cost);
+  w.both_events = alone.simulated_events();
+  return w;
+}
+
+// The anneal kept the manual plan, its note naming the walk's best.
+void expect_manual_kept(const MisleadingWalk& w) {
+  ASSERT_TRUE(w.anneal.plan.has_value()) << w.anneal.note;
+  ASSERT_TRUE(w.manual.plan.has_value()) << w.manual.note;
+  EXPECT_EQ(w.anneal.plan->choice, w.manual.plan->choice);
+  EXPECT_EQ(w.anneal.plan->iteration_time, w.manual.plan->iteration_time);
+  EXPECT_EQ(w.anneal.note,
+            "300 steps from the manual plan (seed 2): S 1 d 8 t 2 mb 1 ZeRO-1 recompute none "
+            "tp-dp-pp (the walk's best is slower: S 2 d 4 t 2 mb 1 ZeRO-1 recompute none "
+            "tp-dp-pp)");
+  ASSERT_TRUE(w.walks_best.fits());
+  EXPECT_GT(w.both_events, w.manual_events);
+  EXPECT_GT(w.walks_best.iteration_time, w.manual.plan->iteration_time);
+}
+
+// The walk's best plan, slower than the manual plan on its bounds already, is ruled out without
+// being priced: the only events spent are the manual plan's (priced in full, it would have cost
+// events of its own, and it is slower).
+TEST(Anneal, RulesOutAWalksBestThatCannotBeatTheManualPlanWithoutPricingIt) {
+  const MisleadingWalk w = misleading_walk(false, true);
+  expect_manual_kept(w);
+  EXPECT_EQ(w.anneal_events, w.manual_events);
 }
 
 // When the bounds cannot tell (bounds at device 0's price everywhere, syncs not priced jointly),
 // the walk's best is priced in full, found slower, and the manual plan is kept all the same.
 TEST(Anneal, KeepsTheManualPlanWhenTheWalksBestPricedInFullIsSlower) {
-  auto p = model(12, Bytes::gibibytes(4));
-  for (auto& v : p.variants) {
-    for (auto& l : v.layers) l.parameter_bytes = Bytes::mebibytes(40);
-  }
-  SearchOptions options;
-  options.cost = {.rules = MemoryRules::kMegatron, .devices = 16};
-  options.cost.joint_data_parallel_sync = false;
-  MisleadingCommCost net(true);
-  const BaselineResult a = anneal_baseline(p, net, options, {.seed = 2, .iterations = 300});
-  ASSERT_TRUE(a.plan.has_value()) << a.note;
-  MisleadingCommCost alone(true);
-  const BaselineResult manual = manual_baseline(p, alone, options);
-  ASSERT_TRUE(manual.plan.has_value()) << manual.note;
-  EXPECT_EQ(a.plan->choice, manual.plan->choice);
-  EXPECT_EQ(a.plan->iteration_time, manual.plan->iteration_time);
-  EXPECT_EQ(
-      a.note,
-      "300 steps from the manual plan (seed 2): S 1 d 8 t 2 mb 1 ZeRO-1 recompute none "
-      "tp-dp-pp (the walk's best is slower: S 2 d 4 t 2 mb 1 ZeRO-1 recompute none tp-dp-pp)");
+  const MisleadingWalk w = misleading_walk(true, false);
+  expect_manual_kept(w);
   // The walk's best was priced in full: its collectives' events on top of the manual plan's.
-  PlanChoice walks_best = manual.plan->choice;
-  walks_best.boundaries = even_partition(p.variants[walks_best.variant], 2);
-  walks_best.data_parallel = 4;
-  const Plan slower = evaluate(p, walks_best, alone, options.cost);
-  EXPECT_EQ(net.simulated_events(), alone.simulated_events());
-  EXPECT_GT(slower.iteration_time, manual.plan->iteration_time);
+  EXPECT_EQ(w.anneal_events, w.both_events);
 }
 
 // The fit is checked without the network (memory does not depend on it): only the plan that
