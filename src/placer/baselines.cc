@@ -501,8 +501,9 @@ BaselineResult anneal_baseline(const workload::LayerProfile& profile, CommCost& 
         fmt::format("no fitting plan met in {} steps (seed {})", annealer.steps(), anneal.seed);
     return r;
   }
-  r.note = fmt::format("{} steps from the manual plan (seed {}): {}", annealer.steps(), anneal.seed,
-                       describe(*plan));
+  r.note = fmt::format("{} steps from {} (seed {}): {}", annealer.steps(),
+                       manual.plan ? "the manual plan" : "the smallest replica's deepest pipeline",
+                       anneal.seed, describe(*plan));
   if (!slower.empty()) r.note += fmt::format(" (the walk's best is slower: {})", slower);
   r.plan = std::move(plan);
   return r;

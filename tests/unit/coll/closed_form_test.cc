@@ -139,11 +139,6 @@ TEST(ClosedForm, ReportsStepsAndBottleneck) {
   EXPECT_EQ(to_ps(cf.bandwidth_seconds), to_ps(6 * 1000 / kB));
 }
 
-// The implicit ring programs price each phase's step once and repeat its terms: the same
-// numbers, bit for bit, as the stored schedule priced step by step (`lower` stores the same
-// transfers), for ring, hierarchical and torus rings with one and several channels, rail
-// rings, pipelined chunks and sizes that split evenly (repeated) or not (step by step), on the
-// bundled H100 rail cluster (NVLink inside a node, rails between).
 // `inner`'s transfers, without saying it is a uniform ring: the closed form prices it step by
 // step (a ring that forwards on arrival has no stored schedule to compare with).
 class StepByStep final : public Program {
@@ -173,6 +168,12 @@ class StepByStep final : public Program {
   const Program& inner_;
 };
 
+// The implicit ring programs price each phase's step once and repeat its terms: the same
+// numbers, bit for bit, as the stored schedule priced step by step (`lower` stores the same
+// transfers), for ring, hierarchical and torus rings with one and several channels, rail
+// rings, pipelined chunks and sizes that split evenly (repeated) or not (step by step), on the
+// bundled H100 rail cluster (NVLink inside a node, rails between). Rings that forward on arrival
+// are compared with the same program priced step by step (`StepByStep`).
 TEST(ClosedForm, RepeatedRingStepsEqualTheStoredSchedule) {
   const topo::Topology t =
       topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_64.yaml");

@@ -293,7 +293,7 @@ struct MisleadingWalk {
   std::uint64_t both_events = 0;
 };
 
-MisleadingWalk misleading_walk(bool loose, bool joint_syncs) {
+MisleadingWalk misleading_walk(bool loose, bool joint_syncs, bool pass_bounds = true) {
   auto p = model(12, Bytes::gibibytes(4));
   for (auto& v : p.variants) {
     for (auto& l : v.layers) l.parameter_bytes = Bytes::mebibytes(40);
@@ -301,6 +301,7 @@ MisleadingWalk misleading_walk(bool loose, bool joint_syncs) {
   SearchOptions options;
   options.cost = {.rules = MemoryRules::kMegatron, .devices = 16};
   options.cost.joint_data_parallel_sync = joint_syncs;
+  options.pass_bounds = pass_bounds;
   MisleadingWalk w;
   MisleadingCommCost net(loose);
   w.anneal = anneal_baseline(p, net, options, {.seed = 2, .iterations = 300});
@@ -348,6 +349,33 @@ TEST(Anneal, KeepsTheManualPlanWhenTheWalksBestPricedInFullIsSlower) {
   expect_manual_kept(w);
   // The walk's best was priced in full: its collectives' events on top of the manual plan's.
   EXPECT_EQ(w.anneal_events, w.both_events);
+}
+
+// Without `SearchOptions::pass_bounds` the search rules nothing out before pricing it in full,
+// and neither does the anneal: the walk's best of the first case above is priced in full.
+TEST(Anneal, RulesNothingOutWithoutPassBounds) {
+  const MisleadingWalk w = misleading_walk(false, true, false);
+  expect_manual_kept(w);
+  EXPECT_EQ(w.anneal_events, w.both_events);
+}
+
+// Without a manual plan (no variant within a scale-up domain of one device) the walk starts from
+// the smallest replica's deepest pipeline, and its note says so.
+TEST(Anneal, StartsFromTheDeepestPipelineWithoutAManualPlan) {
+  auto p = model(8, Bytes::mebibytes(700));
+  p.variants.erase(p.variants.begin());  // t = 2 only
+  ZeroCommCost net(1);
+  SearchOptions options;
+  options.cost = {.rules = MemoryRules::kNestArtifact, .devices = 8};
+  const BaselineResult manual = manual_baseline(p, net, options);
+  EXPECT_FALSE(manual.plan.has_value());
+  EXPECT_EQ(manual.note, "no variant has tensor parallel <= the scale-up domain (1)");
+  const BaselineResult a = anneal_baseline(p, net, options, {.seed = 1, .iterations = 200});
+  ASSERT_TRUE(a.plan.has_value()) << a.note;
+  EXPECT_TRUE(a.plan->fits());
+  EXPECT_EQ(a.note.rfind("200 steps from the smallest replica's deepest pipeline (seed 1): ", 0),
+            0U)
+      << a.note;
 }
 
 // The fit is checked without the network (memory does not depend on it): only the plan that
