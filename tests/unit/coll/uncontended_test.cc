@@ -9,6 +9,8 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -314,6 +316,27 @@ TEST(Uncontended, OneDeviceGroupTakesNoTimeAndOneEvent) {
 namespace nest::coll {
 namespace {
 
+// `parts` evaluated with uniform rings derived where they can be and with the pass over every
+// transfer, each on a router of its own with routing seed `seed`; how many runs were derived.
+struct BothWays {
+  std::optional<detail::UncontendedRun> derived;
+  std::optional<detail::UncontendedRun> pass;
+  std::uint64_t rings_derived = 0;
+};
+
+BothWays evaluate_both_ways(const topo::Topology& t, std::span<const detail::GroupProgram> parts,
+                            std::uint64_t seed) {
+  topo::Router router_a(t, seed);
+  topo::Router router_b(t, seed);
+  detail::UncontendedEvaluator fast(t, true);
+  detail::UncontendedEvaluator slow(t, false);
+  BothWays out;
+  out.derived = fast.evaluate(router_a, parts, seed);
+  out.pass = slow.evaluate(router_b, parts, seed);
+  out.rings_derived = fast.derived();
+  return out;
+}
+
 // Uniform rings derived from one step per phase (UncontendedEvaluator::evaluate_rings) against
 // the transfer-by-transfer pass and the event simulation on every bundled topology: ring,
 // hierarchical and torus rings, allreduce, reduce-scatter and all-gather, one and several
@@ -387,14 +410,11 @@ TEST(Uncontended, DerivedRingsEqualThePassAndTheEventSimulation) {
                         " size=" + std::to_string(size) + " groups=" + std::to_string(count));
                     std::vector<detail::GroupProgram> parts;
                     for (const auto& g : groups) parts.push_back({program.get(), g});
-                    topo::Router router_a(t, 3);
-                    topo::Router router_b(t, 3);
-                    detail::UncontendedEvaluator fast(t, true);
-                    detail::UncontendedEvaluator slow(t, false);
-                    const auto x = fast.evaluate(router_a, parts, 3);
-                    const auto y = slow.evaluate(router_b, parts, 3);
+                    const BothWays both = evaluate_both_ways(t, parts, 3);
+                    const auto& x = both.derived;
+                    const auto& y = both.pass;
                     ASSERT_EQ(x.has_value(), y.has_value());
-                    if (fast.derived() == 0) {
+                    if (both.rings_derived == 0) {
                       ++passed;
                       continue;
                     }
@@ -767,13 +787,10 @@ TEST(Uncontended, ForwardingRingsAreEvaluatedByThePass) {
   ASSERT_FALSE(program->waits_for_own_sends());
   const std::vector<topo::DeviceId> group = iota_group(8);
   const std::vector<detail::GroupProgram> parts{{program.get(), group}};
-  topo::Router router_a(t, 1);
-  topo::Router router_b(t, 1);
-  detail::UncontendedEvaluator fast(t, true);
-  detail::UncontendedEvaluator slow(t, false);
-  const auto x = fast.evaluate(router_a, parts, 1);
-  const auto y = slow.evaluate(router_b, parts, 1);
-  EXPECT_EQ(fast.derived(), 0U);
+  const BothWays both = evaluate_both_ways(t, parts, 1);
+  const auto& x = both.derived;
+  const auto& y = both.pass;
+  EXPECT_EQ(both.rings_derived, 0U);
   ASSERT_TRUE(x.has_value());
   ASSERT_TRUE(y.has_value());
   EXPECT_EQ(x->durations, y->durations);
