@@ -480,20 +480,17 @@ BaselineResult anneal_baseline(const workload::LayerProfile& profile, CommCost& 
   std::string slower;  // the walk's best, when the manual plan is kept instead
   if (plan && manual_fits && plan->choice == manual.plan->choice) {
     plan = manual.plan;
-  } else if (plan && manual_fits && exact_walk) {
-    if (manual.plan->iteration_time < plan->iteration_time) slower = describe(*plan);
-  } else if (plan && manual_fits) {
-    if (cannot_match(profile, plan->choice, comm, options, manual.plan->iteration_time)) {
+  } else if (plan && !exact_walk) {
+    if (manual_fits &&
+        cannot_match(profile, plan->choice, comm, options, manual.plan->iteration_time)) {
       slower = describe(plan->choice, plan->degrees);
       plan.reset();
     } else {
       plan = evaluate(profile, plan->choice, comm, options.cost);
-      if (manual.plan->iteration_time < plan->iteration_time) slower = describe(*plan);
     }
-  } else if (plan && !exact_walk) {
-    plan = evaluate(profile, plan->choice, comm, options.cost);
   }
   if (manual_fits && (!plan || manual.plan->iteration_time < plan->iteration_time)) {
+    if (plan) slower = describe(*plan);
     plan = manual.plan;
   }
   if (!plan) {
