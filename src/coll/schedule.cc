@@ -705,6 +705,16 @@ class ChannelRingProgram final : public Program {
     scatter_steps_ = spec.op == Operation::kAllGather ? 0 : ring_steps;
     const std::uint64_t gather_steps = spec.op == Operation::kReduceScatter ? 0 : ring_steps;
     steps_ = static_cast<std::uint32_t>(scatter_steps_ + gather_steps);
+    shares_.reserve(static_cast<std::size_t>(channels_));
+    for (int c = 0; c < channels_; ++c) {
+      const Bytes share = split_bytes(size_, channels_, c);
+      const auto cut = [&](std::int64_t bytes) {
+        return Split{.base = bytes / chunks_, .larger = bytes % chunks_};
+      };
+      shares_.push_back(ChannelShare{.larger = share.count() % n_,
+                                     .large = cut(share.count() / n_ + 1),
+                                     .small = cut(share.count() / n_)});
+    }
   }
 
   int ranks() const noexcept override { return n_; }
@@ -721,20 +731,24 @@ class ChannelRingProgram final : public Program {
   void sends(GateId gate, std::vector<TransferId>& out) const override { out.push_back(gate); }
   bool waits_for_own_sends() const noexcept override { return own_; }
 
+  // The event simulation asks for every transfer one by one, so the pieces' sizes come from
+  // `shares_` (split_bytes(split_bytes(split_bytes(size, channels, c), n, chunk), chunks, j),
+  // as `transfers` splits them) and the chunk index from one comparison (k < n - 1 and p < n).
   Transfer transfer(TransferId id) const override {
     const std::uint64_t step = id / per_step();
-    const std::uint64_t within = id % per_step();
+    const std::uint64_t within = id - step * per_step();
     const auto c = static_cast<std::size_t>(within / rank_count());
-    const auto p = static_cast<std::int64_t>(within % rank_count());
+    const auto p = static_cast<std::int64_t>(within - c * rank_count());
     const bool scatter = step < scatter_steps_;
     const auto into = static_cast<std::int64_t>(scatter ? step : step - scatter_steps_);
-    const std::int64_t k = into / chunks_;
-    const std::int64_t j = into % chunks_;
-    const auto chunk = static_cast<std::int64_t>(positive_mod(scatter ? p - k - 1 : p - k, n_));
-    const Bytes piece = split_bytes(
-        split_bytes(split_bytes(size_, channels_, static_cast<std::int64_t>(c)), n_, chunk),
-        chunks_, j);
-    const auto next = static_cast<std::size_t>((p + 1) % n_);
+    const std::int64_t k = chunks_ == 1 ? into : into / chunks_;
+    const std::int64_t j = into - k * chunks_;
+    std::int64_t chunk = scatter ? p - k - 1 : p - k;
+    if (chunk < 0) chunk += n_;
+    const ChannelShare& share = shares_[c];
+    const Split& split = chunk < share.larger ? share.large : share.small;
+    const Bytes piece(split.base + (j < split.larger ? 1 : 0));
+    const auto next = static_cast<std::size_t>(p + 1 == n_ ? 0 : p + 1);
     return Transfer{orders_[c][static_cast<std::size_t>(p)], orders_[c][next],
                     static_cast<std::uint32_t>(step), static_cast<std::uint16_t>(c), piece};
   }
@@ -757,10 +771,10 @@ class ChannelRingProgram final : public Program {
       const auto into = static_cast<std::int64_t>(scatter ? step : step - scatter_steps_);
       const std::int64_t k = into / chunks_;
       const std::int64_t j = into % chunks_;
-      const Bytes share = split_bytes(size_, channels_, static_cast<std::int64_t>(c));
-      const std::int64_t larger = share.count() % n_;
-      const Bytes large = split_bytes(Bytes(share.count() / n_ + 1), chunks_, j);
-      const Bytes small = split_bytes(Bytes(share.count() / n_), chunks_, j);
+      const ChannelShare& share = shares_[c];
+      const std::int64_t larger = share.larger;
+      const Bytes large(share.large.base + (j < share.large.larger ? 1 : 0));
+      const Bytes small(share.small.base + (j < share.small.larger ? 1 : 0));
       auto chunk = static_cast<std::int64_t>(positive_mod(scatter ? p0 - k - 1 : p0 - k, n_));
       const auto& order = orders_[c];
       for (std::size_t i = 0; i < count; ++i) {
@@ -774,14 +788,14 @@ class ChannelRingProgram final : public Program {
     }
   }
 
+  // The same position one step later is id + channels·n, and per_step() is a multiple of n, so
+  // the position is id mod n: one division per arrival.
   std::array<GateId, 2> successors(TransferId id) const override {
-    const std::uint64_t step = id / per_step();
-    if (step + 1 >= steps_) return {kNoGateId, kNoGateId};
-    const std::uint64_t within = id % per_step();
-    const std::uint64_t c = within / rank_count();
-    const std::uint64_t p = within % rank_count();
-    const std::uint64_t next = (step + 1) * per_step() + c * rank_count();
-    return {own_ ? next + p : kNoGateId, next + (p + 1) % rank_count()};
+    const std::uint64_t next = id + per_step();
+    if (next >= transfer_count()) return {kNoGateId, kNoGateId};
+    const std::uint64_t p = id % rank_count();
+    const std::uint64_t forward = next - p + (p + 1 == rank_count() ? 0 : p + 1);
+    return {own_ ? next : kNoGateId, forward};
   }
 
   void for_each_transfer(const std::function<void(const Transfer&)>& visit) const override {
@@ -832,12 +846,26 @@ class ChannelRingProgram final : public Program {
     return rank_count() * static_cast<std::uint64_t>(channels_);
   }
 
+  // split_bytes(Bytes(base * parts + larger), parts, j) = base + (j < larger).
+  struct Split {
+    std::int64_t base;
+    std::int64_t larger;
+  };
+  // A channel's share split into n chunks (the first `larger` one byte larger), each into
+  // `chunks_` pieces.
+  struct ChannelShare {
+    std::int64_t larger;
+    Split large;
+    Split small;
+  };
+
   int n_;
   int channels_;
   Bytes size_;
   int chunks_;
   bool own_;  // a rank's step waits for its own previous send too
   std::vector<std::vector<std::uint32_t>> orders_;
+  std::vector<ChannelShare> shares_;  // by channel
   std::uint64_t scatter_steps_ = 0;
   std::uint32_t steps_ = 0;
 };

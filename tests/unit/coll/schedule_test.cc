@@ -410,6 +410,67 @@ TEST(Program, TransferIdsAreInStepOrder) {
   }
 }
 
+// The channel rings' pieces and successors as their id arithmetic defines them, computed here
+// the long way (three nested split_bytes and a modulo per id): the program computes pieces from
+// per-channel splits and positions without a modulo, for each transfer the event simulation
+// starts. Uneven shares, chunks and pieces (100,003 bytes, 3 channels, 3 chunks), odd and even
+// rings, NCCL's forwarding rings and rings that wait for their own sends.
+TEST(Program, ChannelRingPiecesAndSuccessorsFollowTheirIds) {
+  for (Operation op : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather}) {
+    for (const int n : {5, 6}) {
+      for (const bool forward : {false, true}) {
+        CollectiveSpec spec{op, Algorithm::kRing, Bytes(100003), 3};
+        spec.channels = 3;
+        spec.forward_on_arrival = forward;
+        const auto program = ring_program(spec, n);
+        const std::string what = std::string(operation_name(op)) + " n " + std::to_string(n) +
+                                 (forward ? " forwarding" : " own sends");
+        const std::uint64_t per_step = 3U * static_cast<std::uint64_t>(n);
+        const std::uint64_t ring_steps = 3U * static_cast<std::uint64_t>(n - 1);
+        const std::uint64_t scatter_steps = op == Operation::kAllGather ? 0 : ring_steps;
+        const std::uint64_t steps =
+            scatter_steps + (op == Operation::kReduceScatter ? 0 : ring_steps);
+        ASSERT_EQ(program->transfer_count(), steps * per_step) << what;
+        std::int64_t total = 0;
+        for (TransferId id = 0; id < program->transfer_count(); ++id) {
+          const std::uint64_t step = id / per_step;
+          const auto c = static_cast<std::int64_t>(id % per_step / static_cast<std::uint64_t>(n));
+          const auto p = static_cast<std::int64_t>(id % static_cast<std::uint64_t>(n));
+          const bool scatter = step < scatter_steps;
+          const auto into = static_cast<std::int64_t>(scatter ? step : step - scatter_steps);
+          const std::int64_t chunk = ((scatter ? p - into / 3 - 1 : p - into / 3) % n + n) % n;
+          const Bytes piece =
+              split_bytes(split_bytes(split_bytes(spec.size, 3, c), n, chunk), 3, into % 3);
+          const Transfer t = program->transfer(id);
+          EXPECT_EQ(t.bytes, piece) << what << " id " << id;
+          EXPECT_EQ(t.step, step) << what << " id " << id;
+          EXPECT_EQ(t.channel, c) << what << " id " << id;
+          total += t.bytes.count();
+          std::array<GateId, 2> next{kNoGateId, kNoGateId};
+          if (step + 1 < steps) {
+            const std::uint64_t base = (step + 1) * per_step + static_cast<std::uint64_t>(c * n);
+            next = {forward ? kNoGateId : base + static_cast<std::uint64_t>(p),
+                    base + static_cast<std::uint64_t>((p + 1) % n)};
+          }
+          EXPECT_EQ(program->successors(id), next) << what << " id " << id;
+        }
+        // Every rank sends each chunk of each channel's share once per ring phase: n - 1 of
+        // the n chunks per phase, so (n - 1) / n of the size per rank and phase (the shares of
+        // 100,003 bytes split unevenly, so summed chunk by chunk rather than divided).
+        std::int64_t per_phase = 0;
+        for (int c = 0; c < 3; ++c) {
+          for (int chunk = 0; chunk < n; ++chunk) {
+            per_phase += split_bytes(split_bytes(spec.size, 3, c), n, chunk).count();
+          }
+        }
+        EXPECT_EQ(per_phase, spec.size.count()) << what;
+        const std::int64_t phases = op == Operation::kAllReduce ? 2 : 1;
+        EXPECT_EQ(total, phases * (n - 1) * spec.size.count()) << what;
+      }
+    }
+  }
+}
+
 // Program::distinct_pairs, where a program lists its pairs (the ring family), is exactly the
 // first-use order of the pairs its transfers visit: flat, hierarchical and torus rings of every
 // ring operation, chunked or not, and channel rings with node-aware orders or rotations. The
