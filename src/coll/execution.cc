@@ -54,7 +54,17 @@ void Execution::open_gate(GateId gate) {
     // Copied out, not cached: the simulator copies it too, and an all-to-all's n(n-1) routes
     // would otherwise stay in the router's cache for its life.
     router_.route_into(src, dst, flow_key(src, dst, t.channel, salt_), route_);
-    simulator_.start_flow(route_, t.bytes, [this, id](net::FlowId, Time now) { arrived(id, now); });
+    std::uint32_t slot = 0;
+    if (free_flights_.empty()) {
+      slot = static_cast<std::uint32_t>(flights_.size());
+      flights_.emplace_back();
+    } else {
+      slot = free_flights_.back();
+      free_flights_.pop_back();
+    }
+    flights_[slot] = InFlight{id, t.src, t.dst};
+    simulator_.start_flow(route_, t.bytes,
+                          [this, slot](net::FlowId, Time now) { arrived(slot, now); });
   }
 }
 
@@ -115,11 +125,12 @@ void Execution::erase_pending(std::size_t slot) noexcept {
   --pending_count_;
 }
 
-void Execution::arrived(TransferId transfer, Time now) {
-  const Transfer t = program_->transfer(transfer);
-  rank_end_[t.src] = now;
-  rank_end_[t.dst] = now;
-  for (GateId g : program_->successors(transfer)) {
+void Execution::arrived(std::uint32_t slot, Time now) {
+  const InFlight flight = flights_[slot];
+  free_flights_.push_back(slot);
+  rank_end_[flight.src] = now;
+  rank_end_[flight.dst] = now;
+  for (GateId g : program_->successors(flight.transfer)) {
     if (g != kNoGateId) count_arrival(g);
   }
   if (--remaining_ == 0) {

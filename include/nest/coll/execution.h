@@ -64,7 +64,7 @@ class Execution {
  private:
   void open_gate(GateId gate);
   void count_arrival(GateId gate);
-  void arrived(TransferId transfer, Time now);
+  void arrived(std::uint32_t flight, Time now);
 
   net::Simulator& simulator_;
   topo::Router& router_;
@@ -86,6 +86,15 @@ class Execution {
   [[nodiscard]] std::size_t pending_slot(GateId gate) const noexcept;
   void grow_pending();
   void erase_pending(std::size_t slot) noexcept;
+  // The transfers in flight, by a slot that each flow's callback holds (so that an arrival
+  // needs no second `Program::transfer`), and the free slots.
+  struct InFlight {
+    TransferId transfer;
+    std::uint32_t src;  // ranks
+    std::uint32_t dst;
+  };
+  std::vector<InFlight> flights_;
+  std::vector<std::uint32_t> free_flights_;
   std::vector<TransferId> sends_;    // scratch for open_gate
   std::vector<topo::LinkId> route_;  // scratch for open_gate
   std::vector<Time> rank_end_;
