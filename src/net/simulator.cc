@@ -189,6 +189,8 @@ struct Flow {
   // `FlowMarks::bottleneck` by `apply_rates`.
   topo::LinkId new_bottleneck = kNoCap;
   FlowId id = 0;
+  // Next to `version`: the queue's staleness check of a drain event reads both.
+  FlowState state = FlowState::kFree;
   double rate = 0;      // bytes per second; 0 until the first rate computation
   double new_rate = 0;  // scratch of the filling
   double size = 0;
@@ -199,7 +201,6 @@ struct Flow {
   std::array<Hop, kInlineHops> inline_hops{};
   Time settled;
   Time latency;
-  FlowState state = FlowState::kFree;
   std::vector<Hop> long_hops;
   std::function<void(FlowId, Time)> on_done;
 
