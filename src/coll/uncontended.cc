@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <string>
 
@@ -23,6 +24,36 @@ void UncontendedEvaluator::begin(const topo::Router& router) {
   for (const topo::LinkId link : used_) links_[link] = LinkState{};
   used_.clear();
 }
+
+namespace {
+
+// The largest sum of k consecutive entries of `cycle` going around it (k may exceed its length m:
+// floor(k / m) laps of its total plus the best window of k mod m), or nullopt when a sum would
+// reach the horizon. Integer picoseconds: exact.
+std::optional<std::int64_t> largest_cyclic_sum(std::span<const std::int64_t> cycle,
+                                               std::int64_t k) {
+  const std::int64_t horizon = net::kHorizon.ps();
+  const auto m = static_cast<std::int64_t>(cycle.size());
+  std::int64_t total = 0;
+  for (const std::int64_t d : cycle) {
+    if (d > horizon - 1 - total) return std::nullopt;
+    total += d;
+  }
+  const std::int64_t laps = k / m;
+  const auto rest = static_cast<std::size_t>(k % m);
+  if (total > 0 && laps > (horizon - 1) / total) return std::nullopt;
+  std::int64_t window = 0;  // the rest's entries ending at position i, going backwards
+  for (std::size_t i = 0; i < rest; ++i) window += cycle[i];
+  std::int64_t best = window;
+  for (std::size_t i = rest; i < cycle.size() + rest && rest > 0; ++i) {
+    window += cycle[i % cycle.size()] - cycle[i - rest];
+    best = std::max(best, window);
+  }
+  if (best > horizon - 1 - laps * total) return std::nullopt;
+  return laps * total + best;
+}
+
+}  // namespace
 
 std::optional<UncontendedRun> UncontendedEvaluator::evaluate(topo::Router& router,
                                                              std::span<const GroupProgram> groups,
@@ -188,24 +219,9 @@ bool UncontendedEvaluator::bound_ring(topo::Router& router, const GroupProgram& 
           seen[r] = true;
           cycle.push_back(senders[r].step.ps());
         }
-        const auto m = static_cast<std::int64_t>(cycle.size());
-        std::int64_t total = 0;
-        for (const std::int64_t d : cycle) {
-          if (d > horizon - 1 - total) return false;
-          total += d;
-        }
-        const std::int64_t laps = k / m;
-        const auto rest = static_cast<std::size_t>(k % m);
-        if (total > 0 && laps > (horizon - 1) / total) return false;
-        std::int64_t window = 0;  // the rest's d's ending at cycle position i, going backwards
-        for (std::size_t i = 0; i < rest; ++i) window += cycle[i];
-        std::int64_t best = window;
-        for (std::size_t i = rest; i < cycle.size() + rest && rest > 0; ++i) {
-          window += cycle[i % cycle.size()] - cycle[i - rest];
-          best = std::max(best, window);
-        }
-        if (best > horizon - 1 - laps * total) return false;
-        channel_end = std::max(channel_end, laps * total + best);
+        const std::optional<std::int64_t> last = largest_cyclic_sum(cycle, k);
+        if (!last) return false;
+        channel_end = std::max(channel_end, *last);
       }
     }
     end = std::max(end, Time::picoseconds(channel_end));
@@ -361,6 +377,97 @@ void UncontendedEvaluator::add_pending(RankState& sender) {
   sender.pending_open = Time::max();
 }
 
+namespace {
+
+// The last arrival of a channel whose ranks wait for their own sends, from its d(r, q) (phase q,
+// rank r, at d[q * n + r]) and each phase's largest, D_q = top[q] (see `evaluate_rings`):
+// sum_q K_q * D_q when one rank is maximal in every phase; nullopt when none is, or past the
+// horizon (the pass answers, or reports it).
+std::optional<Time> own_sends_end(std::span<const UniformRingPhase* const> phases,
+                                  std::span<const Time> d, std::span<const Time> top) {
+  const std::size_t n = d.size() / phases.size();
+  bool reached = false;
+  for (std::size_t r = 0; r < n && !reached; ++r) {
+    bool everywhere = true;
+    for (std::size_t q = 0; q < phases.size() && everywhere; ++q) {
+      everywhere = d[q * n + r] == top[q];
+    }
+    reached = everywhere;
+  }
+  if (!reached) return std::nullopt;
+  Time end;
+  for (std::size_t q = 0; q < phases.size(); ++q) {
+    const auto k = static_cast<std::int64_t>(phases[q]->steps);
+    if (top[q].ps() >= (net::kHorizon.ps() - end.ps()) / k) return std::nullopt;
+    end = end + top[q] * k;
+  }
+  return end;
+}
+
+// The same for a channel whose ranks forward on arrival (NCCL's rings), of one phase (or
+// consecutive phases of the same piece and successors: one), with d(r) = d[r] and the drains
+// drain(r) = drains[r] (see `evaluate_rings`): the last arrival, or nullopt when the pass would
+// not admit every flow, when the channel has several phases, or past the horizon.
+std::optional<Time> forwarding_end(std::span<const UniformRingPhase* const> phases,
+                                   std::span<const Time> d, std::span<const Time> drains) {
+  const std::size_t n = d.size() / phases.size();
+  std::int64_t k = 0;
+  for (const UniformRingPhase* p : phases) {
+    if (p->piece != phases.front()->piece || p->next != phases.front()->next) return std::nullopt;
+    k += p->steps;
+  }
+  const std::vector<std::uint32_t>& next = phases.front()->next;
+  const auto w = static_cast<std::size_t>(k - 1);  // the predecessors a rank's sends follow
+  std::vector<bool> seen(n, false);
+  std::vector<std::size_t> cycle;   // ranks in successor order
+  std::vector<std::int64_t> steps;  // their d's, picoseconds
+  std::vector<std::int64_t> extended;
+  std::deque<std::size_t> window;
+  std::int64_t end = 0;
+  for (std::size_t start = 0; start < n; ++start) {
+    if (seen[start]) continue;
+    cycle.clear();
+    for (std::size_t r = start; !seen[r]; r = next[r]) {
+      seen[r] = true;
+      cycle.push_back(r);
+    }
+    const std::size_t m = cycle.size();
+    // The last arrival: the largest sum of k consecutive d's going backwards (`bound_ring`).
+    steps.clear();
+    for (const std::size_t r : cycle) steps.push_back(d[r].ps());
+    const std::optional<std::int64_t> last = largest_cyclic_sum(steps, k);
+    if (!last) return std::nullopt;
+    end = std::max(end, *last);
+    // Admission: rank r's send of step s + 1 opens d(prev^(s+1)(r)) after its send of step s,
+    // which holds r's links for drain(r): every d of the w nearest predecessors must exceed it.
+    if (w == 0) continue;
+    if (w >= m) {
+      std::int64_t least = std::numeric_limits<std::int64_t>::max();
+      for (const std::size_t r : cycle) least = std::min(least, d[r].ps());
+      for (const std::size_t r : cycle) {
+        if (!(least > drains[r].ps())) return std::nullopt;
+      }
+      continue;
+    }
+    // The w predecessors of cycle[i] are the positions i - w .. i - 1 (mod m): extended[i ..
+    // i + w - 1] with extended[t] = d at position t - w; a sliding minimum over it.
+    extended.clear();
+    for (std::size_t t = 0; t < m + w; ++t) extended.push_back(d[cycle[(t + m - w) % m]].ps());
+    window.clear();
+    for (std::size_t t = 0; t + 1 < m + w; ++t) {
+      while (!window.empty() && extended[window.back()] >= extended[t]) window.pop_back();
+      window.push_back(t);
+      if (t + 1 < w) continue;
+      const std::size_t i = t + 1 - w;  // the window extended[i .. t] precedes cycle[i]
+      while (window.front() < i) window.pop_front();
+      if (!(extended[window.front()] > drains[cycle[i]].ps())) return std::nullopt;
+    }
+  }
+  return Time::picoseconds(end);
+}
+
+}  // namespace
+
 // Uniform rings, derived. Take one channel of one group, with phases p = 1..P of K_p steps;
 // rank r's transfer in phase p takes d(r, p) = latency + drain_time(piece_p, slowest link) of
 // its route to next_p[r]. Write a(r, k) for the arrival of rank r's send of step k and
@@ -381,15 +488,23 @@ void UncontendedEvaluator::add_pending(RankState& sender) {
 // pass admits every flow. Its link statistics are then, per link, the sums over that rank's
 // steps of piece bytes (integers below 2^53, so the floating sums are exact) and drain times;
 // its events two per flow. Each step's routes are the same (the same pair and flow key).
+// Rings that forward on arrival (NCCL's), of one phase per channel (K steps, successor map
+// next, predecessor q of r): the pass opens r's gate of step k at its latest receive of the
+// steps before, a(q, k-1) (0 for k = 0), so a(r, k) = a(q, k-1) + d(r) is the sum of d over r
+// and its k nearest predecessors and the channel ends at the largest sum of K consecutive d's
+// going backwards around a cycle (as `bound_ring` derives it). Admission, when no two senders
+// share a link (the same check): a link carries one rank's K flows in step order, and the
+// flow of step k + 1 opens o(r, k+1) - o(r, k) = a(q, k) - a(q, k-1) = ... = d(q^(k+1)) (the
+// (k+1)-th predecessor) after the one of step k, which holds the link until o(r, k) + drain(r);
+// the pass admits it iff that d exceeds drain(r) (strictly: a flow starting as the previous
+// drains is refused). So every flow is admitted iff, for every rank, each d of its K - 1
+// nearest predecessors exceeds its drain (`forwarding_end`); otherwise the pass answers.
 std::optional<UncontendedRun> UncontendedEvaluator::evaluate_rings(
     topo::Router& router, std::span<const GroupProgram> groups, std::uint64_t salt) {
   std::vector<std::vector<UniformRingPhase>> rings;
   rings.reserve(groups.size());
   for (const GroupProgram& group : groups) {
-    if (group.program->ranks() != static_cast<int>(group.group.size()) ||
-        !group.program->waits_for_own_sends()) {
-      return std::nullopt;
-    }
+    if (group.program->ranks() != static_cast<int>(group.group.size())) return std::nullopt;
     rings.push_back(group.program->uniform_ring());
     if (rings.back().empty()) return std::nullopt;
   }
@@ -405,6 +520,7 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate_rings(
     const auto& phases = rings[g];
     const auto& devices = groups[g].group;
     const std::size_t n = devices.size();
+    const bool own = groups[g].program->waits_for_own_sends();
     Time end;
     std::vector<std::uint16_t> channels;
     for (const auto& p : phases) {
@@ -454,30 +570,16 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate_rings(
         }
       }
       if (!ok) break;
-      // A rank maximal in every phase.
-      bool reached = false;
-      for (std::size_t r = 0; r < n && !reached; ++r) {
-        bool everywhere = true;
-        for (std::size_t q = 0; q < mine.size() && everywhere; ++q) {
-          everywhere = d[q * n + r] == top[q];
-        }
-        reached = everywhere;
-      }
-      Time channel_end;
-      for (std::size_t q = 0; q < mine.size() && reached; ++q) {
-        const auto k = static_cast<std::int64_t>(mine[q]->steps);
-        if (top[q].ps() >= (net::kHorizon.ps() - channel_end.ps()) / k) {
-          reached = false;  // the pass reports the horizon
-          break;
-        }
-        channel_end = channel_end + top[q] * k;
-        run.events += 2 * static_cast<std::uint64_t>(mine[q]->steps) * n;
-      }
-      if (!reached) {
+      const std::optional<Time> channel_end =
+          own ? own_sends_end(mine, d, top) : forwarding_end(mine, d, drains);
+      if (!channel_end) {
         ok = false;
         break;
       }
-      end = std::max(end, channel_end);
+      for (const UniformRingPhase* p : mine) {
+        run.events += 2 * static_cast<std::uint64_t>(p->steps) * n;
+      }
+      end = std::max(end, *channel_end);
       // Every link of rank r's route in phase q carries its K_q pieces, one at a time.
       for (std::size_t r = 0; r < n && ok; ++r) {
         for (std::size_t q = 0; q < mine.size(); ++q) {

@@ -18,9 +18,11 @@
 //
 // Uniform rings (`Program::uniform_ring`: every rank sends one piece per step to its successor
 // of the phase, waiting for its predecessor's send of the step before and, in most rings, for
-// its own) are derived from one step per phase instead, when every group is one and every rank
-// waits for its own sends, in O(phases · ranks · route hops): see `evaluate_rings` for the
-// conditions and the proof that the answer is the pass's. The bound's pass over a uniform ring
+// its own) are derived from one step per phase instead when every group is such a ring, in
+// O(phases · ranks · route hops): rings whose ranks wait for their own sends, and rings that
+// forward on arrival (NCCL's) of one phase per channel in which no rank's send starts before its
+// previous one drained (O(ranks) more for that check): see `evaluate_rings` for
+// the conditions and the proof that the answer is the pass's. The bound's pass over a uniform ring
 // of one phase per channel, whether ranks wait for their own sends or forward on arrival, is
 // derived too (`bound_ring`), in O(channels · ranks · route hops).
 

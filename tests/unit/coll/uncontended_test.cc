@@ -359,6 +359,7 @@ TEST(Uncontended, DerivedRingsEqualThePassAndTheEventSimulation) {
                                        "small_explicit.yaml",
                                        "tpuv4_torus_8x8x16.yaml"};
   int derived = 0;
+  int derived_forwarding = 0;
   int passed = 0;
   for (const std::string& file : files) {
     const topo::Topology t = topo::load_topology(dir + file);
@@ -374,78 +375,83 @@ TEST(Uncontended, DerivedRingsEqualThePassAndTheEventSimulation) {
               for (const int chunks : {1, 2}) {
                 for (const std::int64_t size :
                      {std::int64_t{n} * chunks * channels * 65536, std::int64_t{1000003}}) {
-                  CollectiveSpec spec{op, a, Bytes(size), chunks};
-                  spec.channels = channels;
-                  spec.ranks_per_node = rails;
-                  if (a != Algorithm::kRing)
-                    spec.levels = {a == Algorithm::kTorus ? 2 : 4,
-                                   n / (a == Algorithm::kTorus ? 2 : 4)};
-                  try {
-                    validate(spec, n);
-                  } catch (const Error&) {
-                    continue;
-                  }
-                  const auto program = ring_program(spec, n);
-                  for (const int count : {1, 2}) {
-                    if (count * n > devices) continue;
-                    // The second group strided across the devices.
-                    Groups groups{iota_group(n)};
-                    if (count == 2) {
-                      std::vector<topo::DeviceId> other;
-                      const int stride = devices / n;
-                      for (int r = 0; r < n; ++r) {
-                        other.push_back(static_cast<topo::DeviceId>(r * stride + stride - 1));
-                      }
-                      if (std::find(other.begin(), other.end(), groups[0].back()) != other.end() ||
-                          other.back() < static_cast<topo::DeviceId>(n)) {
-                        other = iota_group(n, n);
-                      }
-                      groups.push_back(other);
-                    }
-                    SCOPED_TRACE(
-                        file + " " + std::string(algorithm_name(a)) + " " +
-                        std::string(operation_name(op)) + " n=" + std::to_string(n) +
-                        " channels=" + std::to_string(channels) +
-                        " rails=" + std::to_string(rails) + " chunks=" + std::to_string(chunks) +
-                        " size=" + std::to_string(size) + " groups=" + std::to_string(count));
-                    std::vector<detail::GroupProgram> parts;
-                    for (const auto& g : groups) parts.push_back({program.get(), g});
-                    const BothWays both = evaluate_both_ways(t, parts, 3);
-                    const auto& x = both.derived;
-                    const auto& y = both.pass;
-                    ASSERT_EQ(x.has_value(), y.has_value());
-                    if (both.rings_derived == 0) {
-                      ++passed;
+                  for (const bool forward : {false, true}) {
+                    CollectiveSpec spec{op, a, Bytes(size), chunks};
+                    spec.channels = channels;
+                    spec.ranks_per_node = rails;
+                    spec.forward_on_arrival = forward;
+                    if (a != Algorithm::kRing)
+                      spec.levels = {a == Algorithm::kTorus ? 2 : 4,
+                                     n / (a == Algorithm::kTorus ? 2 : 4)};
+                    try {
+                      validate(spec, n);
+                    } catch (const Error&) {
                       continue;
                     }
-                    ++derived;
-                    ASSERT_TRUE(x.has_value());
-                    EXPECT_EQ(x->durations, y->durations);
-                    EXPECT_EQ(x->events, y->events);
-                    ASSERT_EQ(x->links.size(), y->links.size());
-                    for (std::size_t i = 0; i < x->links.size(); ++i) {
-                      EXPECT_EQ(x->links[i].link, y->links[i].link);
-                      EXPECT_EQ(x->links[i].bytes, y->links[i].bytes);
-                      EXPECT_EQ(x->links[i].busy, y->links[i].busy);
-                      EXPECT_EQ(x->links[i].peak_flows, y->links[i].peak_flows);
-                    }
-                    // The event simulation of the same run.
-                    net::Simulator simulator(t);
-                    topo::Router router_c(t, 3);
-                    std::vector<std::unique_ptr<Execution>> runs;
-                    for (const auto& g : groups) {
-                      runs.push_back(
-                          std::make_unique<Execution>(simulator, router_c, program, g, 3));
-                    }
-                    for (auto& r : runs) r->start();
-                    simulator.run();
-                    for (std::size_t g = 0; g < runs.size(); ++g) {
-                      EXPECT_EQ(runs[g]->duration(), x->durations[g]);
-                    }
-                    EXPECT_EQ(simulator.events_processed(), x->events);
-                    for (const LinkUse& use : x->links) {
-                      EXPECT_EQ(simulator.link_stats(use.link).bytes, use.bytes);
-                      EXPECT_EQ(simulator.link_stats(use.link).busy, use.busy);
+                    const auto program = ring_program(spec, n);
+                    for (const int count : {1, 2}) {
+                      if (count * n > devices) continue;
+                      // The second group strided across the devices.
+                      Groups groups{iota_group(n)};
+                      if (count == 2) {
+                        std::vector<topo::DeviceId> other;
+                        const int stride = devices / n;
+                        for (int r = 0; r < n; ++r) {
+                          other.push_back(static_cast<topo::DeviceId>(r * stride + stride - 1));
+                        }
+                        if (std::find(other.begin(), other.end(), groups[0].back()) !=
+                                other.end() ||
+                            other.back() < static_cast<topo::DeviceId>(n)) {
+                          other = iota_group(n, n);
+                        }
+                        groups.push_back(other);
+                      }
+                      SCOPED_TRACE(
+                          file + " " + std::string(algorithm_name(a)) + " " +
+                          std::string(operation_name(op)) + " n=" + std::to_string(n) +
+                          " channels=" + std::to_string(channels) +
+                          " rails=" + std::to_string(rails) + " chunks=" + std::to_string(chunks) +
+                          " size=" + std::to_string(size) + " groups=" + std::to_string(count));
+                      std::vector<detail::GroupProgram> parts;
+                      for (const auto& g : groups) parts.push_back({program.get(), g});
+                      const BothWays both = evaluate_both_ways(t, parts, 3);
+                      const auto& x = both.derived;
+                      const auto& y = both.pass;
+                      ASSERT_EQ(x.has_value(), y.has_value());
+                      if (both.rings_derived == 0) {
+                        ++passed;
+                        continue;
+                      }
+                      ++derived;
+                      if (forward) ++derived_forwarding;
+                      ASSERT_TRUE(x.has_value());
+                      EXPECT_EQ(x->durations, y->durations);
+                      EXPECT_EQ(x->events, y->events);
+                      ASSERT_EQ(x->links.size(), y->links.size());
+                      for (std::size_t i = 0; i < x->links.size(); ++i) {
+                        EXPECT_EQ(x->links[i].link, y->links[i].link);
+                        EXPECT_EQ(x->links[i].bytes, y->links[i].bytes);
+                        EXPECT_EQ(x->links[i].busy, y->links[i].busy);
+                        EXPECT_EQ(x->links[i].peak_flows, y->links[i].peak_flows);
+                      }
+                      // The event simulation of the same run.
+                      net::Simulator simulator(t);
+                      topo::Router router_c(t, 3);
+                      std::vector<std::unique_ptr<Execution>> runs;
+                      for (const auto& g : groups) {
+                        runs.push_back(
+                            std::make_unique<Execution>(simulator, router_c, program, g, 3));
+                      }
+                      for (auto& r : runs) r->start();
+                      simulator.run();
+                      for (std::size_t g = 0; g < runs.size(); ++g) {
+                        EXPECT_EQ(runs[g]->duration(), x->durations[g]);
+                      }
+                      EXPECT_EQ(simulator.events_processed(), x->events);
+                      for (const LinkUse& use : x->links) {
+                        EXPECT_EQ(simulator.link_stats(use.link).bytes, use.bytes);
+                        EXPECT_EQ(simulator.link_stats(use.link).busy, use.busy);
+                      }
                     }
                   }
                 }
@@ -456,8 +462,9 @@ TEST(Uncontended, DerivedRingsEqualThePassAndTheEventSimulation) {
       }
     }
   }
-  // Both ways were exercised, many times.
+  // Both ways were exercised, many times, and forwarding rings were derived too.
   EXPECT_GT(derived, 100);
+  EXPECT_GT(derived_forwarding, 50);
   EXPECT_GT(passed, 100);
 }
 
@@ -775,32 +782,73 @@ TEST(Uncontended, DerivedRingBoundByHand) {
   }
 }
 
-// A ring that forwards on arrival (NCCL's) is uniform, but `evaluate` derives only rings whose
-// ranks wait for their own sends: the pass answers, with the event simulation's time (on a star
-// of equal links a rank's sends follow one another on its link, so the run is contention-free).
-TEST(Uncontended, ForwardingRingsAreEvaluatedByThePass) {
+// A ring that forwards on arrival (NCCL's) is derived when no rank's send starts before its
+// previous one drained: on a star of equal links every d (latency + drain) exceeds every drain.
+// The derivation equals the pass and the event simulation.
+TEST(Uncontended, ForwardingRingsAreDerivedWhenEverySendFollowsTheLastOnesDrain) {
   const topo::Topology t = testing::star(8);
-  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(8 * 65536)};
-  spec.forward_on_arrival = true;
-  const auto program = ring_program(spec, 8);
-  ASSERT_FALSE(program->uniform_ring().empty());
-  ASSERT_FALSE(program->waits_for_own_sends());
-  const std::vector<topo::DeviceId> group = iota_group(8);
-  const std::vector<detail::GroupProgram> parts{{program.get(), group}};
-  const BothWays both = evaluate_both_ways(t, parts, 1);
-  const auto& x = both.derived;
-  const auto& y = both.pass;
-  EXPECT_EQ(both.rings_derived, 0U);
-  ASSERT_TRUE(x.has_value());
-  ASSERT_TRUE(y.has_value());
-  EXPECT_EQ(x->durations, y->durations);
-  EXPECT_EQ(x->events, y->events);
-  net::Simulator simulator(t);
-  topo::Router router_c(t, 1);
-  Execution run(simulator, router_c, program, group, 1);
-  run.start();
-  simulator.run();
-  EXPECT_EQ(run.duration(), x->durations.front());
+  for (const Operation op : {Operation::kAllReduce, Operation::kAllGather}) {
+    SCOPED_TRACE(operation_name(op));
+    CollectiveSpec spec{op, Algorithm::kRing, Bytes(8 * 65536)};
+    spec.forward_on_arrival = true;
+    const auto program = ring_program(spec, 8);
+    ASSERT_FALSE(program->uniform_ring().empty());
+    ASSERT_FALSE(program->waits_for_own_sends());
+    const std::vector<topo::DeviceId> group = iota_group(8);
+    const std::vector<detail::GroupProgram> parts{{program.get(), group}};
+    const BothWays both = evaluate_both_ways(t, parts, 1);
+    const auto& x = both.derived;
+    const auto& y = both.pass;
+    EXPECT_EQ(both.rings_derived, 1U);
+    ASSERT_TRUE(x.has_value());
+    ASSERT_TRUE(y.has_value());
+    EXPECT_EQ(x->durations, y->durations);
+    EXPECT_EQ(x->events, y->events);
+    net::Simulator simulator(t);
+    topo::Router router_c(t, 1);
+    Execution run(simulator, router_c, program, group, 1);
+    run.start();
+    simulator.run();
+    EXPECT_EQ(run.duration(), x->durations.front());
+  }
+}
+
+// A forwarding ring over cables i -> i + 1 (100 ns, 100 GB/s) whose cable out of rank 0 runs at a
+// quarter of the rate: pieces of 100,000 bytes drain in 1 us, 4 us out of rank 0, so rank 0's
+// next piece arrives 100 ns + 1 us after its previous one started, before that one drained: the
+// pass refuses the run, and so does the derivation (the event simulation answers). With pieces
+// of 1,000 bytes (drains 10 and 40 ns, d 110 and 140 ns) every send follows the last one's
+// drain: derived, and the all-gather's 3 steps end at the slowest window of 3 consecutive d's,
+// 110 + 110 + 140 = 360 ns.
+TEST(Uncontended, ForwardingRingsWhoseSendsQueueAreLeftToThePass) {
+  topo::Topology t("ring4", topo::Family::kExplicit);
+  for (int i = 0; i < 4; ++i) t.add_device("d" + std::to_string(i));
+  const Time latency = Time::nanoseconds(100);
+  for (topo::NodeId a = 0; a < 4; ++a) {
+    const topo::NodeId b = (a + 1) % 4;
+    t.add_link(a, b, a == 0 ? testing::kRate * 0.25 : testing::kRate, latency, testing::kRate,
+               latency);
+  }
+  const std::vector<topo::DeviceId> group{0, 1, 2, 3};
+  for (const std::int64_t size : {std::int64_t{400000}, std::int64_t{4000}}) {
+    SCOPED_TRACE(size);
+    CollectiveSpec spec{Operation::kAllGather, Algorithm::kRing, Bytes(size)};
+    spec.forward_on_arrival = true;
+    const auto program = ring_program(spec, 4);
+    const std::vector<detail::GroupProgram> parts{{program.get(), group}};
+    const BothWays both = evaluate_both_ways(t, parts, 0);
+    if (size == 400000) {
+      EXPECT_EQ(both.rings_derived, 0U);
+      EXPECT_FALSE(both.derived.has_value());
+      EXPECT_FALSE(both.pass.has_value());
+      continue;
+    }
+    EXPECT_EQ(both.rings_derived, 1U);
+    ASSERT_TRUE(both.derived.has_value());
+    ASSERT_TRUE(both.pass.has_value());
+    EXPECT_EQ(both.derived->durations, both.pass->durations);
+    EXPECT_EQ(both.derived->durations.front(), Time::nanoseconds(360));
+  }
 }
 
 // A ring over a link without bandwidth: not derived; the pass finds the link, and there is no
