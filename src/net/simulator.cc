@@ -1005,11 +1005,8 @@ void Simulator::Impl::apply_rates() {
     if (flow.new_rate <= 0) {
       throw Error::internal("flow " + std::to_string(flow.id) + " got no bandwidth");
     }
-    if (flow.rate > 0) {
-      flow.remaining -= flow.rate * static_cast<double>((now - flow.settled).ps()) / kPsPerSecond;
-      ++stale;  // the pending drain event is superseded
-    }
-    if (flow.remaining <= flow.size * kRelativeTolerance) flow.remaining = 0;
+    if (flow.rate > 0) ++stale;  // the pending drain event is superseded
+    flow.remaining = settled_remaining(flow.remaining, flow.rate, now - flow.settled, flow.size);
     flow.settled = now;
     flow.rate = flow.new_rate;
     const Hop* path = flow.path();
@@ -1017,7 +1014,7 @@ void Simulator::Impl::apply_rates() {
       links[path[h].link].flows[path[h].position].rate = flow.rate;
     }
     ++flow.version;
-    const Time end = later(now, Time::picoseconds(drain_ps(flow.remaining, flow.rate)));
+    const Time end = later(now, drain_time_of(flow.remaining, flow.rate));
     queue.push(end, 0, kDrainEvent, slot, flow.version);
   }
 }
@@ -1099,6 +1096,16 @@ void Simulator::Impl::publish_stats() {
 
 Time drain_time(Bytes size, Bandwidth rate) {
   return Time::picoseconds(drain_ps(size.as_double(), rate.bytes_per_s()));
+}
+
+Time drain_time_of(double remaining, double rate) {
+  return Time::picoseconds(drain_ps(remaining, rate));
+}
+
+// A flow not yet rated (rate 0) keeps what it has: 0 * elapsed subtracts nothing.
+double settled_remaining(double remaining, double rate, Time elapsed, double size) {
+  if (rate > 0) remaining -= rate * static_cast<double>(elapsed.ps()) / kPsPerSecond;
+  return remaining <= size * kRelativeTolerance ? 0 : remaining;
 }
 
 // Epoch counters keep running: marks left in link states stay below every future epoch (see

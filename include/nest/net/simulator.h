@@ -82,6 +82,15 @@ struct UtilizationSample {
 /// after it starts. Throws `Error` (input) when the time reaches `kHorizon`.
 [[nodiscard]] Time drain_time(Bytes size, Bandwidth rate);
 
+/// The same for `remaining` bytes (a double: what a flow has left) at `rate` bytes/s: the drain
+/// end the simulator schedules when it gives a flow a new rate.
+[[nodiscard]] Time drain_time_of(double remaining, double rate);
+
+/// What a flow of `size` bytes with `remaining` left has left after draining at `rate` bytes/s
+/// for `elapsed`, as the simulator settles it when its rate changes: zero within a relative
+/// 1e-12 of `size`.
+[[nodiscard]] double settled_remaining(double remaining, double rate, Time elapsed, double size);
+
 /// The end of simulated time: 2^62 ps, about 4.6e6 s (53 days). A drain end or delivery at or
 /// past it throws `Error` (input, no key) "simulated time out of range", instead of overflowing
 /// `Time`; callers name the input that caused it (e.g. `nest collective` names --size).
