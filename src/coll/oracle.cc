@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "coll/private_rings.h"
 #include "coll/uncontended.h"
 #include "nest/coll/calibration.h"
 #include "nest/coll/execution.h"
@@ -267,6 +268,25 @@ struct CollectiveOracle::Impl {
       ++stats.contention_free;
       return std::move(run->durations);
     }
+    // The events the simulation may still process (the budget's rest), as below.
+    constexpr std::uint64_t kNoLimit = std::numeric_limits<std::uint64_t>::max();
+    const std::uint64_t budget = event_limit == 0             ? kNoLimit
+                                 : event_limit > stats.events ? event_limit - stats.events
+                                                              : 0;
+    if (budget > 0) {
+      if (auto run =
+              detail::simulate_private_rings(e.topology, e.router, programs, seed, until, budget)) {
+        // The simulator's run, event for event (coll/private_rings.h).
+        stats.events += run->events;
+        if (!run->finished) {
+          if (run->events >= budget) throw EventLimitReached();
+          return std::nullopt;  // a part ends after `until`
+        }
+        ++stats.simulations;
+        ++stats.private_rings;
+        return std::move(run->durations);
+      }
+    }
     if (e.simulator) {
       e.simulator->reset();
     } else {
@@ -284,10 +304,7 @@ struct CollectiveOracle::Impl {
       stats.events += e.simulator->events_processed() - events_before;
     } else {
       // Stops where the limit is reached (nothing of the query is memoized) or after `until`.
-      constexpr std::uint64_t kNoLimit = std::numeric_limits<std::uint64_t>::max();
-      const std::uint64_t left = event_limit == 0             ? kNoLimit - events_before
-                                 : event_limit > stats.events ? event_limit - stats.events
-                                                              : 0;
+      const std::uint64_t left = event_limit == 0 ? kNoLimit - events_before : budget;
       const bool done = left > 0 && e.simulator->run_within(events_before + left, until);
       const std::uint64_t processed = e.simulator->events_processed() - events_before;
       stats.events += processed;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <variant>
 
+#include "coll/private_rings.h"
 #include "coll/uncontended.h"
 #include "nest/coll/execution.h"
 #include "nest/coll/schedule.h"
@@ -464,6 +465,15 @@ SimulationResult run(const topo::Topology& topology,
       result.events = run->events;
       result.busiest = busiest(std::move(run->links), options.busiest_links);
       result.contention_free = true;
+      return result;
+    }
+    // Rings whose senders share no link: the event simulation's run without its max-min
+    // machinery (coll/private_rings.h), event for event.
+    if (auto run = detail::simulate_private_rings(topology, router, parts, options.seed)) {
+      result.durations = std::move(run->durations);
+      for (const Time d : result.durations) result.makespan = std::max(result.makespan, d);
+      result.events = run->events;
+      result.busiest = busiest(std::move(run->links), options.busiest_links);
       return result;
     }
   }

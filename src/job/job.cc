@@ -90,10 +90,12 @@ std::string file_hash(const fs::path& path) {
 void log_oracle_stats(Logger* log, std::string_view phase, const coll::OracleStats& s) {
   nest::log(log, LogLevel::kDebug,
             "oracle after {}: {} queries, {} exact hits, {} structural hits, {} simulations ({} "
-            "contention-free, {} events), {} trivial, {} candidates ruled out by their bound ({} "
-            "of the events not simulated), {} event-free bounds, {} programs lowered",
+            "contention-free, {} of private rings, {} events), {} trivial, {} candidates ruled "
+            "out by their bound ({} of the events not simulated), {} event-free bounds, {} "
+            "programs lowered",
             phase, s.queries, s.exact_hits, s.structural_hits, s.simulations, s.contention_free,
-            s.events, s.trivial, s.bounded, s.avoided_events, s.lower_bounds, s.lowered);
+            s.private_rings, s.events, s.trivial, s.bounded, s.avoided_events, s.lower_bounds,
+            s.lowered);
 }
 
 // A baseline priced on an oracle of its own (topology-agnostic, anneal), and what that took.

@@ -57,6 +57,9 @@ struct OracleStats {
   std::uint64_t simulations = 0;      ///< simulated (both ways below)
   std::uint64_t contention_free = 0;  ///< of those, answered by the contention-free evaluation
                                       ///< (see `simulate`), the others by the event simulation
+  std::uint64_t private_rings = 0;    ///< of the event simulations, of rings whose senders
+                                      ///< share no link, run without the max-min machinery
+                                      ///< (the same events; coll/private_rings.h)
   std::uint64_t trivial = 0;          ///< zero size or one-device groups: answered 0
   std::uint64_t events = 0;           ///< events the event simulations processed, and those
                                       ///< the candidates `fastest` ruled out would have (once

@@ -80,6 +80,35 @@ TEST(Oracle, ContentionFreeQueriesSkipTheEventsWithTheSameAnswer) {
   EXPECT_EQ(oracle.stats().contention_free, 1U);
 }
 
+// NCCL's two-channel ring over two GPUs of each 8-GPU node of a rail cluster: the NVLink hop
+// into each InfiniBand hop is faster, so pieces queue on the NICs (not contention-free), but no
+// two senders share a link: the private rings' run answers (coll/private_rings.h), with the
+// event simulation's numbers; stopped at an event budget it throws as the simulator does.
+TEST(Oracle, PrivateRingsAnswerWhatTheSimulatorSays) {
+  const topo::Topology t =
+      topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_64.yaml");
+  CollectiveSpec spec{Operation::kAllGather, Algorithm::kRing, Bytes(std::int64_t{1} << 28)};
+  spec.channels = 2;
+  spec.ranks_per_node = 2;
+  spec.forward_on_arrival = true;
+  std::vector<topo::DeviceId> group;
+  for (topo::DeviceId d = 0; d < 64; d += 4) group.push_back(d);
+  const SimulationResult events =
+      simulate(t, spec, Groups{group}, {.seed = 5, .events_only = true});
+  CollectiveOracle oracle(t, 5);
+  const OracleAnswer a = oracle.collective(spec, Groups{group});
+  EXPECT_EQ(a.first, events.durations[0]);
+  EXPECT_EQ(oracle.stats().simulations, 1U);
+  EXPECT_EQ(oracle.stats().contention_free, 0U);
+  EXPECT_EQ(oracle.stats().private_rings, 1U);
+  EXPECT_EQ(oracle.stats().events, events.events);
+  CollectiveOracle limited(t, 5);
+  limited.limit_events(events.events / 2);
+  EXPECT_THROW((void)limited.collective(spec, Groups{group}), EventLimitReached);
+  EXPECT_GE(limited.stats().events, events.events / 2);
+  EXPECT_LT(limited.stats().events, events.events);
+}
+
 // An event limit stops a contended simulation where it is reached (the end of a timestamp): the
 // query throws, nothing of it is memoized, the events it ran are counted, and once the limit is
 // lifted the same query answers as on a fresh oracle. Answers known before keep answering.

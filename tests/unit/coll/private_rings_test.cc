@@ -1,0 +1,230 @@
+// The private rings' run (coll/private_rings.h) against the event simulator: the same
+// durations to the picosecond, the same events counted, the same link statistics, and the same
+// stopping point under an event budget or a time limit; and it steps aside where its
+// conditions fail.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coll/private_rings.h"
+#include "coll_test_util.h"
+#include "nest/coll/execution.h"
+#include "nest/coll/schedule.h"
+#include "nest/core/error.h"
+#include "nest/net/simulator.h"
+#include "nest/topo/loader.h"
+
+namespace nest::coll {
+namespace {
+
+using testing::iota_group;
+using Groups = std::vector<std::vector<topo::DeviceId>>;
+
+// The event simulation of `program` on `groups`, run with `run_within(max_events, until)`.
+struct Simulated {
+  bool finished = false;
+  std::vector<Time> durations;
+  std::uint64_t events = 0;
+  std::vector<net::LinkStats> links;  // every link's, by id
+};
+
+Simulated simulate(const topo::Topology& t, const std::shared_ptr<const Program>& program,
+                   const Groups& groups, std::uint64_t seed, Time until = Time::max(),
+                   std::uint64_t max_events = UINT64_MAX) {
+  Simulated out;
+  net::Simulator simulator(t);
+  topo::Router router(t, seed);
+  std::vector<std::unique_ptr<Execution>> runs;
+  for (const auto& g : groups) {
+    runs.push_back(std::make_unique<Execution>(simulator, router, program, g, seed));
+  }
+  for (auto& r : runs) r->start();
+  (void)simulator.run_within(max_events, until);
+  out.events = simulator.events_processed();
+  for (std::size_t l = 0; l < t.num_links(); ++l) {
+    out.links.push_back(simulator.link_stats(static_cast<topo::LinkId>(l)));
+  }
+  out.finished = std::all_of(runs.begin(), runs.end(), [](const auto& r) { return r->finished(); });
+  if (out.finished) {
+    for (const auto& r : runs) out.durations.push_back(r->duration());
+  }
+  simulator.reset();  // drops the callbacks into `runs`
+  return out;
+}
+
+std::optional<detail::PrivateRingRun> private_run(const topo::Topology& t,
+                                                  const std::shared_ptr<const Program>& program,
+                                                  const Groups& groups, std::uint64_t seed,
+                                                  Time until = Time::max(),
+                                                  std::uint64_t max_events = UINT64_MAX) {
+  topo::Router router(t, seed);
+  std::vector<detail::GroupProgram> parts;
+  for (const auto& g : groups) parts.push_back({program.get(), g});
+  return detail::simulate_private_rings(t, router, parts, seed, until, max_events);
+}
+
+// `n` devices `stride` apart from `first`: with stride 4 on 8-GPU nodes, two ranks per node, so
+// a ring's NVLink hop feeds its InfiniBand hop and pieces queue on the NIC.
+std::vector<topo::DeviceId> strided(int n, int stride, topo::DeviceId first = 0) {
+  std::vector<topo::DeviceId> g;
+  for (int r = 0; r < n; ++r) g.push_back(first + static_cast<topo::DeviceId>(r * stride));
+  return g;
+}
+
+// NCCL's rings (forwarding on arrival) on every bundled topology, one and two channels (rail
+// orders too), one and two chunks, even and odd sizes, groups packed and strided, one group and
+// two apart: wherever the private run answers, it equals the event simulation to the picosecond
+// in every group's duration, the events processed, and every link's bytes, busy time and peak
+// flows (and lists exactly the links the simulation used). Many of those runs queue pieces on
+// a link (peak >= 2: where the contention-free evaluation steps aside).
+TEST(PrivateRings, EqualTheEventSimulationOnEveryBundledTopology) {
+  const std::string dir = std::string(NEST_SOURCE_DIR) + "/topologies/";
+  const std::vector<std::string> files{"dgx_a100.yaml",
+                                       "dgx_h100.yaml",
+                                       "fat_tree_k16.yaml",
+                                       "h100_rail_1024.yaml",
+                                       "h100_rail_1024_2to1.yaml",
+                                       "h100_rail_64.yaml",
+                                       "nest_h100_spineleaf.yaml",
+                                       "nest_tpuv4_fattree.yaml",
+                                       "selene_4480.yaml",
+                                       "small_explicit.yaml",
+                                       "tpuv4_torus_8x8x16.yaml"};
+  int answered = 0;
+  int queued = 0;
+  int aside = 0;
+  for (const std::string& file : files) {
+    const topo::Topology t = topo::load_topology(dir + file);
+    const int devices = static_cast<int>(t.num_devices());
+    for (const int n : {4, 16}) {
+      for (const int stride : {1, 4}) {
+        if (n * stride > devices) continue;
+        for (const Operation op :
+             {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather}) {
+          for (const int channels : {1, 2}) {
+            for (const int rails : {0, 2}) {
+              if (channels == 1 && rails > 0) continue;
+              for (const int chunks : {1, 2}) {
+                for (const std::int64_t size : {std::int64_t{1} << 26, std::int64_t{1000003}}) {
+                  CollectiveSpec spec{op, Algorithm::kRing, Bytes(size), chunks};
+                  spec.channels = channels;
+                  spec.ranks_per_node = rails;
+                  spec.forward_on_arrival = true;
+                  try {
+                    validate(spec, n);
+                  } catch (const nest::Error&) {
+                    continue;
+                  }
+                  const auto program = ring_program(spec, n);
+                  for (const int count : {1, 2}) {
+                    if (count * n * stride > devices) continue;
+                    Groups groups{strided(n, stride)};
+                    if (count == 2) groups.push_back(strided(n, stride, devices / 2));
+                    SCOPED_TRACE(
+                        file + " " + std::string(operation_name(op)) + " n=" + std::to_string(n) +
+                        " stride=" + std::to_string(stride) +
+                        " channels=" + std::to_string(channels) +
+                        " rails=" + std::to_string(rails) + " chunks=" + std::to_string(chunks) +
+                        " size=" + std::to_string(size) + " groups=" + std::to_string(count));
+                    const auto fast = private_run(t, program, groups, 5);
+                    if (!fast) {
+                      ++aside;
+                      continue;
+                    }
+                    ++answered;
+                    const Simulated slow = simulate(t, program, groups, 5);
+                    ASSERT_TRUE(fast->finished);
+                    ASSERT_TRUE(slow.finished);
+                    EXPECT_EQ(fast->durations, slow.durations);
+                    EXPECT_EQ(fast->events, slow.events);
+                    std::uint32_t peak = 0;
+                    for (const LinkUse& use : fast->links) {
+                      const net::LinkStats& s = slow.links[use.link];
+                      EXPECT_EQ(use.bytes, s.bytes) << "link " << use.link;
+                      EXPECT_EQ(use.busy, s.busy) << "link " << use.link;
+                      EXPECT_EQ(use.peak_flows, s.peak_flows) << "link " << use.link;
+                      peak = std::max(peak, use.peak_flows);
+                    }
+                    std::size_t used = 0;
+                    for (const net::LinkStats& s : slow.links) used += s.bytes > 0 ? 1 : 0;
+                    EXPECT_EQ(fast->links.size(), used);
+                    queued += peak >= 2 ? 1 : 0;
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(answered, 300);
+  EXPECT_GT(queued, 100);
+  EXPECT_GT(aside, 20);  // rings whose channels or groups share links
+}
+
+// Stopped part way, as the oracle stops a simulation at the time to beat or at its event
+// budget: the same events processed and the same answer to "finished?" as
+// `Simulator::run_within(max_events, until)`, for limits before, at and after the end.
+TEST(PrivateRings, StopWhereTheSimulatorStops) {
+  const topo::Topology t =
+      topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_64.yaml");
+  CollectiveSpec spec{Operation::kAllGather, Algorithm::kRing, Bytes(std::int64_t{1} << 27)};
+  spec.channels = 2;
+  spec.ranks_per_node = 2;
+  spec.forward_on_arrival = true;
+  const auto program = ring_program(spec, 16);
+  const Groups groups{strided(16, 4)};
+  const auto whole = private_run(t, program, groups, 0);
+  ASSERT_TRUE(whole.has_value());
+  ASSERT_TRUE(whole->finished);
+  const Time end = whole->durations.front();
+  int stopped = 0;
+  for (const Time until :
+       {Time::zero(), Time::picoseconds(end.ps() / 3), Time::picoseconds(end.ps() / 2),
+        end - Time::picoseconds(1), end, end + Time::picoseconds(1)}) {
+    for (const std::uint64_t limit : {std::uint64_t{1}, std::uint64_t{17}, whole->events / 2,
+                                      whole->events - 1, whole->events, UINT64_MAX}) {
+      SCOPED_TRACE("until " + std::to_string(until.ps()) + " ps, limit " + std::to_string(limit));
+      const auto fast = private_run(t, program, groups, 0, until, limit);
+      const Simulated slow = simulate(t, program, groups, 0, until, limit);
+      ASSERT_TRUE(fast.has_value());
+      EXPECT_EQ(fast->finished, slow.finished);
+      EXPECT_EQ(fast->events, slow.events);
+      if (fast->finished) {
+        EXPECT_EQ(fast->durations, slow.durations);
+      }
+      stopped += fast->finished ? 0 : 1;
+    }
+  }
+  EXPECT_GT(stopped, 10);
+}
+
+// Where its conditions fail it steps aside (nullopt): rings that wait for their own sends (the
+// contention-free evaluation derives those), hierarchical rings (two phases per channel), and
+// two rings over the same devices' links.
+TEST(PrivateRings, StepAsideOutsideTheirConditions) {
+  const topo::Topology t =
+      topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_64.yaml");
+  CollectiveSpec spec{Operation::kAllGather, Algorithm::kRing, Bytes(std::int64_t{1} << 24)};
+  spec.forward_on_arrival = true;
+  EXPECT_TRUE(private_run(t, ring_program(spec, 8), Groups{iota_group(8)}, 0).has_value());
+  EXPECT_FALSE(
+      private_run(t, ring_program(spec, 8), Groups{iota_group(8), iota_group(8)}, 0).has_value());
+  spec.forward_on_arrival = false;
+  EXPECT_FALSE(private_run(t, ring_program(spec, 8), Groups{iota_group(8)}, 0).has_value());
+  CollectiveSpec hierarchical{Operation::kAllReduce, Algorithm::kHierarchical,
+                              Bytes(std::int64_t{1} << 24)};
+  hierarchical.levels = {4, 4};
+  hierarchical.forward_on_arrival = true;
+  EXPECT_FALSE(
+      private_run(t, ring_program(hierarchical, 16), Groups{strided(16, 4)}, 0).has_value());
+}
+
+}  // namespace
+}  // namespace nest::coll
