@@ -14,7 +14,9 @@
 // - 1, 4 and 17 concurrent double binary trees on 65,536 rail GPUs under the NCCL models, the
 //   placer's joint data-parallel sync at scale (BM_ConcurrentTreesOnRail65536);
 // - the event-free bound of NCCL's channel rings over 64, 512 and 2,048 GPUs of 4,096 rail
-//   GPUs, derived from the ranks (BM_RingBoundOnRail4096).
+//   GPUs, derived from the ranks (BM_RingBoundOnRail4096);
+// - NCCL's rings whose pieces queue on their own routes, 1,024 of 4,096 rail GPUs, by the
+//   private rings' run and by the event simulator (BM_QueuedForwardingRingOnRail4096).
 // 400 Gb/s links, 1 us per cable, ECMP seed 0. Counters: flows, simulator events, flows per
 // second of CPU time, the simulated time (ms), the process's peak resident memory so far (MB)
 // and whether the contention-free evaluation answered (1) or the event simulation (0); the
@@ -247,6 +249,40 @@ void BM_RingBoundOnRail4096(benchmark::State& state) {
       static_cast<double>(nest::coll::transfer_count(resolved, static_cast<int>(group.size())));
 }
 BENCHMARK(BM_RingBoundOnRail4096)->Arg(64)->Arg(512)->Arg(2048)->Unit(benchmark::kMillisecond);
+
+// NCCL's rings whose pieces queue on their own routes: a two-channel all-gather of 1 GiB over
+// 2 GPUs of each of the 512 nodes of `h100_rail_1024.yaml`'s cluster grown to 4,096 GPUs (GPU 0
+// and 4 of each node, the topology-agnostic baseline's ZeRO-3 gathers of Llama-3.1-405B): the
+// NVLink hop into each InfiniBand hop is faster, so up to 2 pieces share a NIC and the
+// contention-free evaluation steps aside, but no two senders share a link, so the private
+// rings' run answers (coll/private_rings.h); second argument 1: the event simulator (`simulate`
+// with `events_only`), the same numbers. The ideal network (line rates, no calibration).
+// Counters: flows, events, events per second of CPU time, the simulated time (ms).
+void BM_QueuedForwardingRingOnRail4096(benchmark::State& state) {
+  static const nest::topo::Topology rail = nest::bench::h100_rail(512);
+  std::vector<DeviceId> group;
+  for (DeviceId d = 0; d < 4096; d += 4) group.push_back(d);
+  CollectiveSpec spec{Operation::kAllGather, Algorithm::kRing, Bytes::gibibytes(1)};
+  spec.channels = 2;
+  spec.ranks_per_node = 2;
+  spec.forward_on_arrival = true;
+  const std::vector<std::vector<DeviceId>> groups{group};
+  nest::coll::SimulationResult r;
+  for (auto _ : state) {
+    r = nest::coll::simulate(rail, spec, groups, {.events_only = state.range(0) == 1});
+    benchmark::DoNotOptimize(r.makespan);
+  }
+  state.counters["flows"] = static_cast<double>(r.flows);
+  state.counters["events"] = static_cast<double>(r.events);
+  state.counters["simulated_ms"] = r.makespan.to_milliseconds();
+  state.counters["events_per_s"] = benchmark::Counter(
+      static_cast<double>(r.events), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_QueuedForwardingRingOnRail4096)
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
 
 }  // namespace
 
