@@ -39,6 +39,38 @@ inline topo::Topology ring(int n, Bandwidth rate = kRate, Time latency = kLinkLa
   return t;
 }
 
+// The bundled topologies' files (topologies/), by path.
+inline std::vector<std::string> bundled_topology_files() {
+  std::vector<std::string> out;
+  for (const char* name :
+       {"dgx_a100.yaml", "dgx_h100.yaml", "fat_tree_k16.yaml", "h100_rail_1024.yaml",
+        "h100_rail_1024_2to1.yaml", "h100_rail_1024_4to1.yaml", "h100_rail_64.yaml",
+        "nest_h100_spineleaf.yaml", "nest_tpuv4_fattree.yaml", "selene_4480.yaml",
+        "small_explicit.yaml", "tpuv4_torus_8x8x16.yaml"}) {
+    out.push_back(std::string(NEST_SOURCE_DIR) + "/topologies/" + name);
+  }
+  return out;
+}
+
+// `n` devices `stride` apart from `first`: with stride 4 on 8-GPU nodes, two ranks per node, so
+// a ring's NVLink hop feeds its InfiniBand hop.
+inline std::vector<topo::DeviceId> strided_devices(int n, int stride, topo::DeviceId first = 0) {
+  std::vector<topo::DeviceId> g;
+  for (int r = 0; r < n; ++r) g.push_back(first + static_cast<topo::DeviceId>(r * stride));
+  return g;
+}
+
+// NCCL's rings as the placer asks for them on a rail cluster: two channels in rail order
+// (`ranks_per_node` 2), forwarding on arrival. Over `strided_devices(n, 4)` of 8-GPU nodes their
+// pieces queue on the NICs behind the faster NVLink hops.
+inline CollectiveSpec nccl_rail_rings(Operation op, Bytes size) {
+  CollectiveSpec spec{op, Algorithm::kRing, size};
+  spec.channels = 2;
+  spec.ranks_per_node = 2;
+  spec.forward_on_arrival = true;
+  return spec;
+}
+
 // `simulate` twice, with the contention-free evaluation allowed (the default) and with the event
 // simulation only, which must agree on every number: durations, events, flows and the use of
 // every link. Returns the default's result.

@@ -87,12 +87,9 @@ TEST(Oracle, ContentionFreeQueriesSkipTheEventsWithTheSameAnswer) {
 TEST(Oracle, PrivateRingsAnswerWhatTheSimulatorSays) {
   const topo::Topology t =
       topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_64.yaml");
-  CollectiveSpec spec{Operation::kAllGather, Algorithm::kRing, Bytes(std::int64_t{1} << 28)};
-  spec.channels = 2;
-  spec.ranks_per_node = 2;
-  spec.forward_on_arrival = true;
-  std::vector<topo::DeviceId> group;
-  for (topo::DeviceId d = 0; d < 64; d += 4) group.push_back(d);
+  const CollectiveSpec spec =
+      testing::nccl_rail_rings(Operation::kAllGather, Bytes(std::int64_t{1} << 28));
+  const std::vector<topo::DeviceId> group = testing::strided_devices(16, 4);
   const SimulationResult events =
       simulate(t, spec, Groups{group}, {.seed = 5, .events_only = true});
   CollectiveOracle oracle(t, 5);

@@ -68,14 +68,6 @@ std::optional<detail::PrivateRingRun> private_run(const topo::Topology& t,
   return detail::simulate_private_rings(t, router, parts, seed, until, max_events);
 }
 
-// `n` devices `stride` apart from `first`: with stride 4 on 8-GPU nodes, two ranks per node, so
-// a ring's NVLink hop feeds its InfiniBand hop and pieces queue on the NIC.
-std::vector<topo::DeviceId> strided(int n, int stride, topo::DeviceId first = 0) {
-  std::vector<topo::DeviceId> g;
-  for (int r = 0; r < n; ++r) g.push_back(first + static_cast<topo::DeviceId>(r * stride));
-  return g;
-}
-
 // NCCL's rings (forwarding on arrival) on every bundled topology, one and two channels (rail
 // orders too), one and two chunks, even and odd sizes, groups packed and strided, one group and
 // two apart: wherever the private run answers, it equals the event simulation to the picosecond
@@ -83,23 +75,11 @@ std::vector<topo::DeviceId> strided(int n, int stride, topo::DeviceId first = 0)
 // flows (and lists exactly the links the simulation used). Many of those runs queue pieces on
 // a link (peak >= 2: where the contention-free evaluation steps aside).
 TEST(PrivateRings, EqualTheEventSimulationOnEveryBundledTopology) {
-  const std::string dir = std::string(NEST_SOURCE_DIR) + "/topologies/";
-  const std::vector<std::string> files{"dgx_a100.yaml",
-                                       "dgx_h100.yaml",
-                                       "fat_tree_k16.yaml",
-                                       "h100_rail_1024.yaml",
-                                       "h100_rail_1024_2to1.yaml",
-                                       "h100_rail_64.yaml",
-                                       "nest_h100_spineleaf.yaml",
-                                       "nest_tpuv4_fattree.yaml",
-                                       "selene_4480.yaml",
-                                       "small_explicit.yaml",
-                                       "tpuv4_torus_8x8x16.yaml"};
   int answered = 0;
   int queued = 0;
   int aside = 0;
-  for (const std::string& file : files) {
-    const topo::Topology t = topo::load_topology(dir + file);
+  for (const std::string& file : testing::bundled_topology_files()) {
+    const topo::Topology t = topo::load_topology(file);
     const int devices = static_cast<int>(t.num_devices());
     for (const int n : {4, 16}) {
       for (const int stride : {1, 4}) {
@@ -123,8 +103,9 @@ TEST(PrivateRings, EqualTheEventSimulationOnEveryBundledTopology) {
                   const auto program = ring_program(spec, n);
                   for (const int count : {1, 2}) {
                     if (count * n * stride > devices) continue;
-                    Groups groups{strided(n, stride)};
-                    if (count == 2) groups.push_back(strided(n, stride, devices / 2));
+                    Groups groups{testing::strided_devices(n, stride)};
+                    if (count == 2)
+                      groups.push_back(testing::strided_devices(n, stride, devices / 2));
                     SCOPED_TRACE(
                         file + " " + std::string(operation_name(op)) + " n=" + std::to_string(n) +
                         " stride=" + std::to_string(stride) +
@@ -174,12 +155,9 @@ TEST(PrivateRings, EqualTheEventSimulationOnEveryBundledTopology) {
 TEST(PrivateRings, StopWhereTheSimulatorStops) {
   const topo::Topology t =
       topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_64.yaml");
-  CollectiveSpec spec{Operation::kAllGather, Algorithm::kRing, Bytes(std::int64_t{1} << 27)};
-  spec.channels = 2;
-  spec.ranks_per_node = 2;
-  spec.forward_on_arrival = true;
-  const auto program = ring_program(spec, 16);
-  const Groups groups{strided(16, 4)};
+  const auto program = ring_program(
+      testing::nccl_rail_rings(Operation::kAllGather, Bytes(std::int64_t{1} << 27)), 16);
+  const Groups groups{testing::strided_devices(16, 4)};
   const auto whole = private_run(t, program, groups, 0);
   ASSERT_TRUE(whole.has_value());
   ASSERT_TRUE(whole->finished);
@@ -223,7 +201,8 @@ TEST(PrivateRings, StepAsideOutsideTheirConditions) {
   hierarchical.levels = {4, 4};
   hierarchical.forward_on_arrival = true;
   EXPECT_FALSE(
-      private_run(t, ring_program(hierarchical, 16), Groups{strided(16, 4)}, 0).has_value());
+      private_run(t, ring_program(hierarchical, 16), Groups{testing::strided_devices(16, 4)}, 0)
+          .has_value());
 }
 
 }  // namespace

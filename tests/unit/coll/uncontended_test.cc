@@ -345,24 +345,11 @@ BothWays evaluate_both_ways(const topo::Topology& t, std::span<const detail::Gro
 // in durations, events and every link's bytes and busy time; wherever it steps aside the pass's
 // answer stands (asserted equal to the event simulation by the tests above).
 TEST(Uncontended, DerivedRingsEqualThePassAndTheEventSimulation) {
-  const std::string dir = std::string(NEST_SOURCE_DIR) + "/topologies/";
-  const std::vector<std::string> files{"dgx_a100.yaml",
-                                       "dgx_h100.yaml",
-                                       "fat_tree_k16.yaml",
-                                       "h100_rail_1024.yaml",
-                                       "h100_rail_1024_2to1.yaml",
-                                       "h100_rail_1024_4to1.yaml",
-                                       "h100_rail_64.yaml",
-                                       "nest_h100_spineleaf.yaml",
-                                       "nest_tpuv4_fattree.yaml",
-                                       "selene_4480.yaml",
-                                       "small_explicit.yaml",
-                                       "tpuv4_torus_8x8x16.yaml"};
   int derived = 0;
   int derived_forwarding = 0;
   int passed = 0;
-  for (const std::string& file : files) {
-    const topo::Topology t = topo::load_topology(dir + file);
+  for (const std::string& file : testing::bundled_topology_files()) {
+    const topo::Topology t = topo::load_topology(file);
     const int devices = static_cast<int>(t.num_devices());
     for (const int n : {4, 8, 32}) {
       if (n > devices) continue;
