@@ -88,10 +88,11 @@ struct Part {
 // contention-free evaluator, a simulator reset between runs, and the link labels of a digest.
 struct Engine {
   Engine(const topo::Topology& t, std::uint64_t seed)
-      : topology(t), router(t, seed), evaluator(t) {}
+      : topology(t), router(t, seed), evaluator(t), private_rings(t) {}
   const topo::Topology& topology;
   topo::Router router;
   detail::UncontendedEvaluator evaluator;
+  detail::PrivateRingSimulator private_rings;
   // One simulator for every query, reset in between: a fresh one would allocate and clear the
   // whole link table each time (12.5 MB on a 16,384-GPU rail cluster).
   std::unique_ptr<net::Simulator> simulator;
@@ -274,8 +275,7 @@ struct CollectiveOracle::Impl {
                                  : event_limit > stats.events ? event_limit - stats.events
                                                               : 0;
     if (budget > 0) {
-      if (auto run =
-              detail::simulate_private_rings(e.topology, e.router, programs, seed, until, budget)) {
+      if (auto run = e.private_rings.run(e.router, programs, seed, until, budget)) {
         // The simulator's run, event for event (coll/private_rings.h).
         stats.events += run->events;
         if (!run->finished) {

@@ -4,14 +4,14 @@
 #include <limits>
 
 #include "nest/coll/execution.h"
+#include "nest/core/error.h"
 #include "nest/net/event_queue.h"
 #include "nest/net/simulator.h"
 
 namespace nest::coll::detail {
-namespace {
 
 // One sender of one channel of one group: its route and the bundle of its flows in flight.
-struct Sender {
+struct PrivateRingSimulator::Sender {
   double capacity = 0;  // bytes/s: the smallest along its route
   Time latency;         // the route's
   std::uint32_t route_at = 0;
@@ -27,6 +27,8 @@ struct Sender {
   std::uint32_t peak = 0;
   double bytes = 0;
 };
+
+namespace {
 
 struct Flow {
   double size = 0;
@@ -72,67 +74,86 @@ std::vector<UniformRingPhase> forwarding_phases(const Program& program, std::siz
 // a sender's route carries only that sender's flows, all over the same route. Let k of them be
 // in flight after a timestamp and c the route's smallest capacity. Whichever way the simulator
 // rates them (the verified refilling, the component refilling from a changed link with or
-// without kept lower levels), it rates all k together and none is held fixed: a flow is held
-// only below the timestamp's level (the smallest departed rate, the arrivals' floors), and the
-// bundle's flows share one rate, c / k_before, which a departure from the bundle makes the
-// level itself and an arrival's floor (c / k) lies below; the verified refilling re-rates the
-// flows whose bottleneck is a changed link, and every link of the route changed. So every link
+// without kept lower levels), it rates all k together and none is held fixed: the component
+// refilling keeps only flows below the timestamp's level (the smallest departed rate and
+// arrival floor over the whole timestamp) less a relative 1e-9, and that level is at most
+// c / k_before after a departure from the bundle (the departed flow's rate, which the others
+// share) and at most c / k after an arrival (its floor), below the bundle's rate c / k_before
+// either way; the verified refilling re-rates the arrivals and the flows whose bottleneck is a
+// changed link, and every link of the route changed. So every link
 // of the component has its full capacity as spare and k unfrozen flows; with k = 1 each link is
 // private and the flow gets its cap, capacity c; with k >= 2 the filling takes the smallest
 // share capacity / k, c / k, and freezes all k at it. Other bundles change nothing here. The
 // rate is thus c / k (one division; c / 1 = c), and flows whose rate changed are settled and
-// rescheduled with the simulator's own arithmetic (`net::settled_remaining`,
-// `net::drain_time_of`), so every drain end and delivery falls on the same picosecond. The
+// rescheduled with the simulator's own arithmetic (`net::detail::settled_remaining`,
+// `net::detail::drain_time_of`), so every drain end and delivery falls on the same picosecond. The
 // event loop is the simulator's: rates after each timestamp, superseded drain events skipped
 // and not counted, a drain end and a delivery per flow, gates opened by deliveries at once.
-std::optional<PrivateRingRun> simulate_private_rings(const topo::Topology& topology,
-                                                     topo::Router& router,
-                                                     std::span<const GroupProgram> groups,
-                                                     std::uint64_t salt, Time until,
-                                                     std::uint64_t max_events) {
-  if (groups.empty()) return std::nullopt;
-  const auto all = topology.links();
-  std::vector<Sender> senders;
-  std::vector<topo::LinkId> routes;
-  std::vector<topo::LinkId> route;
-  std::vector<std::uint32_t> owner(all.size(), std::numeric_limits<std::uint32_t>::max());
-  std::vector<std::uint64_t> left(groups.size());  // transfers not yet arrived, per group
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    const GroupProgram& group = groups[g];
-    const std::size_t n = group.group.size();
-    const std::vector<UniformRingPhase> phases = forwarding_phases(*group.program, n);
-    if (phases.empty()) return std::nullopt;
-    left[g] = group.program->transfer_count();
-    for (const UniformRingPhase& phase : phases) {
-      const auto first = static_cast<std::uint32_t>(senders.size());
-      for (std::size_t r = 0; r < n; ++r) {
-        const topo::DeviceId src = group.group[r];
-        const topo::DeviceId dst = group.group[phase.next[r]];
-        router.route_into(src, dst, flow_key(src, dst, phase.channel, salt), route);
-        if (route.empty()) return std::nullopt;
+PrivateRingSimulator::PrivateRingSimulator(const topo::Topology& topology)
+    : topology_(&topology),
+      owner_(topology.num_links(), std::numeric_limits<std::uint32_t>::max()) {}
+
+PrivateRingSimulator::~PrivateRingSimulator() = default;
+
+bool PrivateRingSimulator::load(topo::Router& router, std::span<const GroupProgram> groups,
+                                std::uint64_t salt) {
+  if (&router.topology() != topology_) {
+    throw Error::internal("private rings: the router routes another topology");
+  }
+  senders_.clear();
+  routes_.clear();
+  left_.clear();
+  if (groups.empty()) return false;
+  std::vector<std::vector<UniformRingPhase>> rings;
+  for (const GroupProgram& group : groups) {  // the cheap checks first
+    rings.push_back(forwarding_phases(*group.program, group.group.size()));
+    if (rings.back().empty()) return false;
+    left_.push_back(group.program->transfer_count());
+  }
+  const auto all = topology_->links();
+  constexpr auto kFree = std::numeric_limits<std::uint32_t>::max();
+  bool ok = true;
+  for (std::size_t g = 0; g < groups.size() && ok; ++g) {
+    const auto& devices = groups[g].group;
+    for (const UniformRingPhase& phase : rings[g]) {
+      const auto first = static_cast<std::uint32_t>(senders_.size());
+      for (std::size_t r = 0; r < devices.size() && ok; ++r) {
+        const topo::DeviceId src = devices[r];
+        const topo::DeviceId dst = devices[phase.next[r]];
+        router.route_into(src, dst, flow_key(src, dst, phase.channel, salt), route_);
         Sender s;
         s.capacity = std::numeric_limits<double>::infinity();
-        for (const topo::LinkId link : route) {
-          const double bandwidth = all[link].bandwidth.bytes_per_s();
-          if (!(bandwidth > 0)) return std::nullopt;  // the simulator reports it
-          s.capacity = std::min(s.capacity, bandwidth);
+        s.route_at = static_cast<std::uint32_t>(routes_.size());
+        for (const topo::LinkId link : route_) {
+          if (owner_[link] != kFree) {
+            ok = false;  // two senders share a link
+            break;
+          }
+          owner_[link] = static_cast<std::uint32_t>(senders_.size());
+          routes_.push_back(link);
+          s.capacity = std::min(s.capacity, all[link].bandwidth.bytes_per_s());
           s.latency = s.latency + all[link].latency;
-          if (owner[link] != std::numeric_limits<std::uint32_t>::max()) return std::nullopt;
-          owner[link] = static_cast<std::uint32_t>(senders.size());
         }
-        if (s.latency <= Time::zero()) return std::nullopt;
-        s.route_at = static_cast<std::uint32_t>(routes.size());
-        s.hops = static_cast<std::uint32_t>(route.size());
-        routes.insert(routes.end(), route.begin(), route.end());
+        s.hops = static_cast<std::uint32_t>(routes_.size()) - s.route_at;
+        // A link without bandwidth: the simulator reports it.
+        ok = ok && !route_.empty() && s.capacity > 0 && s.latency > Time::zero();
         s.next = first + phase.next[r];
         s.group = static_cast<std::uint32_t>(g);
         s.steps = phase.steps;
         s.piece = phase.piece.as_double();
-        senders.push_back(std::move(s));
+        senders_.push_back(std::move(s));
       }
     }
   }
+  for (const topo::LinkId link : routes_) owner_[link] = kFree;
+  return ok;
+}
 
+std::optional<PrivateRingRun> PrivateRingSimulator::run(topo::Router& router,
+                                                        std::span<const GroupProgram> groups,
+                                                        std::uint64_t salt, Time until,
+                                                        std::uint64_t max_events) {
+  if (!load(router, groups, salt)) return std::nullopt;
   std::vector<Flow> flows;
   std::vector<std::uint32_t> free_slots;
   net::EventQueue queue;  // the simulator's event list: (time, insertion) order
@@ -147,7 +168,7 @@ std::optional<PrivateRingRun> simulate_private_rings(const topo::Topology& topol
       slot = free_slots.back();
       free_slots.pop_back();
     }
-    Sender& s = senders[sender];
+    Sender& s = senders_[sender];
     Flow& f = flows[slot];
     f.size = s.piece;
     f.remaining = s.piece;
@@ -165,20 +186,21 @@ std::optional<PrivateRingRun> simulate_private_rings(const topo::Topology& topol
       dirty.push_back(sender);
     }
   };
+  // What the simulator's rate update does to the bundles changed at `now` (see above).
   const auto rate_dirty = [&] {
     for (const std::uint32_t sender : dirty) {
-      Sender& s = senders[sender];
+      Sender& s = senders_[sender];
       s.dirty = false;
       if (s.flows.empty()) continue;
       const double rate = s.capacity / static_cast<double>(s.flows.size());
       for (const std::uint32_t slot : s.flows) {
         Flow& f = flows[slot];
         if (f.rate == rate) continue;
-        f.remaining = net::settled_remaining(f.remaining, f.rate, now - f.settled, f.size);
+        f.remaining = net::detail::settled_remaining(f.remaining, f.rate, now - f.settled, f.size);
         f.settled = now;
         f.rate = rate;
         ++f.version;
-        const Time end = net::later(now, net::drain_time_of(f.remaining, f.rate));
+        const Time end = net::later(now, net::detail::drain_time_of(f.remaining, f.rate));
         queue.push(end, 0, kDrain, slot, f.version);
       }
     }
@@ -188,24 +210,24 @@ std::optional<PrivateRingRun> simulate_private_rings(const topo::Topology& topol
     return e.kind == kDrain && flows[e.target].version != e.stamp;
   };
 
-  PrivateRingRun run;
+  PrivateRingRun out;
   std::vector<Time> ends(groups.size());
   std::size_t finished = 0;
-  for (std::size_t g = 0; g < groups.size(); ++g) finished += left[g] == 0 ? 1 : 0;
-  for (std::uint32_t i = 0; i < senders.size(); ++i) {
-    if (senders[i].steps > 0) start(i, 0);
+  for (const std::uint64_t left : left_) finished += left == 0 ? 1 : 0;
+  for (std::uint32_t i = 0; i < senders_.size(); ++i) {
+    if (senders_[i].steps > 0) start(i, 0);
   }
   for (;;) {
     if (!dirty.empty()) rate_dirty();
     while (!queue.empty() && stale(queue.peek())) queue.pop();
-    if (queue.empty() || queue.next_time() > until || run.events >= max_events) break;
+    if (queue.empty() || queue.next_time() > until || out.events >= max_events) break;
     now = queue.next_time();
     do {
       const net::QueuedEvent e = queue.pop();
       if (stale(e)) continue;
-      ++run.events;
+      ++out.events;
       Flow& f = flows[e.target];
-      Sender& s = senders[f.sender];
+      Sender& s = senders_[f.sender];
       if (e.kind == kDrain) {
         // Leaves its bundle; delivered a route latency later.
         const std::uint32_t last = s.flows.back();
@@ -223,30 +245,30 @@ std::optional<PrivateRingRun> simulate_private_rings(const topo::Topology& topol
         continue;
       }
       // Delivered: the successor forwards the piece at once (the gate of the next step waits
-      // for this arrival only).
+      // for this arrival only). `f` and `s` are not used past `start`, which may move them.
       const std::uint32_t step = f.step + 1;
       const std::uint32_t next = s.next;
       const std::uint32_t group = s.group;
       const bool more = step < s.steps;
       free_slots.push_back(e.target);
       if (more) start(next, step);
-      if (--left[group] == 0) {
+      if (--left_[group] == 0) {
         ends[group] = now;
         ++finished;
       }
     } while (!queue.empty() && queue.next_time() == now);
   }
-  run.finished = finished == groups.size();
-  if (!run.finished) return run;
-  run.durations = std::move(ends);
-  for (const Sender& s : senders) {
+  out.finished = finished == groups.size();
+  if (!out.finished) return out;
+  out.durations = std::move(ends);
+  for (const Sender& s : senders_) {
     for (std::uint32_t h = 0; h < s.hops; ++h) {
-      run.links.push_back(LinkUse{routes[s.route_at + h], s.bytes, s.busy, s.peak});
+      out.links.push_back(LinkUse{routes_[s.route_at + h], s.bytes, s.busy, s.peak});
     }
   }
-  std::sort(run.links.begin(), run.links.end(),
+  std::sort(out.links.begin(), out.links.end(),
             [](const LinkUse& a, const LinkUse& b) { return a.link < b.link; });
-  return run;
+  return out;
 }
 
 }  // namespace nest::coll::detail

@@ -10,12 +10,13 @@
 // senders (group, channel, rank) have a link in common, every link of a sender's route carries
 // exactly that sender's flows, and the max-min rates are those of one *bundle* per sender: its
 // k flows in flight share its route, so each gets c / k with c its route's smallest capacity
-// (see `simulate_private_rings` for why the simulator computes exactly that, in every path).
+// (see `PrivateRingSimulator::run` for why the simulator computes exactly that, in every path).
 // The run is then the simulator's, event for event, with a plain event list and O(1) work per
 // event: the same drain ends and deliveries to the picosecond, the same events counted, the
 // same link statistics.
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <vector>
@@ -36,16 +37,41 @@ struct PrivateRingRun {
   std::vector<LinkUse> links;   // every link a flow crossed, by increasing id (when finished)
 };
 
-/// The event simulation of `groups` (all starting at time zero, routed by `router` with flow
-/// keys salted by `salt`, as `Execution` routes them), when every group is a uniform ring
-/// (`Program::uniform_ring`) that forwards on arrival with one phase per channel (consecutive
-/// phases of the same piece and successors count as one), no two senders share a link, and
-/// every route has a positive latency and no link without bandwidth; nullopt otherwise (the
-/// simulator runs them). Stops as `net::Simulator::run_within(max_events, until)` does: after
-/// the last timestamp at or before `until`, or after the timestamp at which the events processed
-/// reach `max_events`. Throws as the simulator does past its horizon.
-[[nodiscard]] std::optional<PrivateRingRun> simulate_private_rings(
-    const topo::Topology& topology, topo::Router& router, std::span<const GroupProgram> groups,
-    std::uint64_t salt, Time until = Time::max(), std::uint64_t max_events = UINT64_MAX);
+/// The event simulation of rings whose senders share no link. Reusable, one per thread (e.g.
+/// per oracle engine): it keeps a per-link table sized at construction, so a call costs nothing
+/// per link of the topology.
+class PrivateRingSimulator {
+ public:
+  explicit PrivateRingSimulator(const topo::Topology& topology);
+  ~PrivateRingSimulator();
+  PrivateRingSimulator(const PrivateRingSimulator&) = delete;
+  PrivateRingSimulator& operator=(const PrivateRingSimulator&) = delete;
+
+  /// The event simulation of `groups` (all starting at time zero, routed by `router` with flow
+  /// keys salted by `salt`, as `Execution` routes them), when every group is a uniform ring
+  /// (`Program::uniform_ring`) that forwards on arrival with one phase per channel (consecutive
+  /// phases of the same piece and successors count as one), no two senders share a link, and
+  /// every route has a positive latency and no link without bandwidth; nullopt otherwise (the
+  /// simulator runs them). Stops as `net::Simulator::run_within(max_events, until)` does:
+  /// after the last timestamp at or before `until`, or after the timestamp at which the events
+  /// processed reach `max_events`. Throws as the simulator does past its horizon. `router` must
+  /// route the topology given at construction.
+  [[nodiscard]] std::optional<PrivateRingRun> run(
+      topo::Router& router, std::span<const GroupProgram> groups, std::uint64_t salt,
+      Time until = Time::max(),
+      std::uint64_t max_events = std::numeric_limits<std::uint64_t>::max());
+
+ private:
+  struct Sender;
+  // The groups' senders and their routes, or false when a condition fails.
+  bool load(topo::Router& router, std::span<const GroupProgram> groups, std::uint64_t salt);
+
+  const topo::Topology* topology_;
+  std::vector<std::uint32_t> owner_;  // per link: the sender routed over it, or max; reset
+  std::vector<Sender> senders_;       // of the last `run`
+  std::vector<topo::LinkId> routes_;  // their routes, one after another
+  std::vector<std::uint64_t> left_;   // per group: transfers not yet arrived
+  std::vector<topo::LinkId> route_;   // scratch
+};
 
 }  // namespace nest::coll::detail

@@ -469,7 +469,8 @@ SimulationResult run(const topo::Topology& topology,
     }
     // Rings whose senders share no link: the event simulation's run without its max-min
     // machinery (coll/private_rings.h), event for event.
-    if (auto run = detail::simulate_private_rings(topology, router, parts, options.seed)) {
+    detail::PrivateRingSimulator private_rings(topology);
+    if (auto run = private_rings.run(router, parts, options.seed)) {
       result.durations = std::move(run->durations);
       for (const Time d : result.durations) result.makespan = std::max(result.makespan, d);
       result.events = run->events;

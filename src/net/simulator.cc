@@ -1006,7 +1006,8 @@ void Simulator::Impl::apply_rates() {
       throw Error::internal("flow " + std::to_string(flow.id) + " got no bandwidth");
     }
     if (flow.rate > 0) ++stale;  // the pending drain event is superseded
-    flow.remaining = settled_remaining(flow.remaining, flow.rate, now - flow.settled, flow.size);
+    flow.remaining =
+        detail::settled_remaining(flow.remaining, flow.rate, now - flow.settled, flow.size);
     flow.settled = now;
     flow.rate = flow.new_rate;
     const Hop* path = flow.path();
@@ -1014,7 +1015,7 @@ void Simulator::Impl::apply_rates() {
       links[path[h].link].flows[path[h].position].rate = flow.rate;
     }
     ++flow.version;
-    const Time end = later(now, drain_time_of(flow.remaining, flow.rate));
+    const Time end = later(now, detail::drain_time_of(flow.remaining, flow.rate));
     queue.push(end, 0, kDrainEvent, slot, flow.version);
   }
 }
@@ -1098,6 +1099,8 @@ Time drain_time(Bytes size, Bandwidth rate) {
   return Time::picoseconds(drain_ps(size.as_double(), rate.bytes_per_s()));
 }
 
+namespace detail {
+
 Time drain_time_of(double remaining, double rate) {
   return Time::picoseconds(drain_ps(remaining, rate));
 }
@@ -1107,6 +1110,8 @@ double settled_remaining(double remaining, double rate, Time elapsed, double siz
   if (rate > 0) remaining -= rate * static_cast<double>(elapsed.ps()) / kPsPerSecond;
   return remaining <= size * kRelativeTolerance ? 0 : remaining;
 }
+
+}  // namespace detail
 
 // Epoch counters keep running: marks left in link states stay below every future epoch (see
 // `renew_epochs` for the wrap).

@@ -82,14 +82,20 @@ struct UtilizationSample {
 /// after it starts. Throws `Error` (input) when the time reaches `kHorizon`.
 [[nodiscard]] Time drain_time(Bytes size, Bandwidth rate);
 
-/// The same for `remaining` bytes (a double: what a flow has left) at `rate` bytes/s: the drain
-/// end the simulator schedules when it gives a flow a new rate.
+namespace detail {
+
+/// The simulator's own arithmetic on a flow's state (doubles, as it keeps them), for code that
+/// must reproduce its runs to the picosecond (coll/private_rings.h). The drain of `remaining`
+/// bytes at `rate` bytes/s, rounded as `drain_time`: the drain end the simulator schedules when
+/// it gives a flow a new rate.
 [[nodiscard]] Time drain_time_of(double remaining, double rate);
 
 /// What a flow of `size` bytes with `remaining` left has left after draining at `rate` bytes/s
 /// for `elapsed`, as the simulator settles it when its rate changes: zero within a relative
 /// 1e-12 of `size`.
 [[nodiscard]] double settled_remaining(double remaining, double rate, Time elapsed, double size);
+
+}  // namespace detail
 
 /// The end of simulated time: 2^62 ps, about 4.6e6 s (53 days). A drain end or delivery at or
 /// past it throws `Error` (input, no key) "simulated time out of range", instead of overflowing
