@@ -385,6 +385,9 @@ namespace {
 // horizon (the pass answers, or reports it).
 std::optional<Time> own_sends_end(std::span<const UniformRingPhase* const> phases,
                                   std::span<const Time> d, std::span<const Time> top) {
+  for (const UniformRingPhase* p : phases) {
+    if (p->steps == 0) return std::nullopt;  // no program lists one; the pass answers
+  }
   const std::size_t n = d.size() / phases.size();
   bool reached = false;
   for (std::size_t r = 0; r < n && !reached; ++r) {
@@ -416,6 +419,7 @@ std::optional<Time> forwarding_end(std::span<const UniformRingPhase* const> phas
     if (p->piece != phases.front()->piece || p->next != phases.front()->next) return std::nullopt;
     k += p->steps;
   }
+  if (k <= 0) return std::nullopt;
   const std::vector<std::uint32_t>& next = phases.front()->next;
   const auto w = static_cast<std::size_t>(k - 1);  // the predecessors a rank's sends follow
   std::vector<bool> seen(n, false);

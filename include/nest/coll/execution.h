@@ -64,7 +64,7 @@ class Execution {
  private:
   void open_gate(GateId gate);
   void count_arrival(GateId gate);
-  void arrived(std::uint32_t flight, Time now);
+  void arrived(std::uint32_t slot, Time now);  // `slot` of `flights_`
 
   net::Simulator& simulator_;
   topo::Router& router_;

@@ -96,8 +96,11 @@ class Program {
   /// exactly one transfer (the phase's piece, to its successor), and a rank's sends of a step
   /// wait for its predecessor's send of the step before and, when `waits_for_own_sends`, for
   /// its own. Empty otherwise (the default). The contention-free evaluator derives such a run
-  /// (when it waits for its own sends) and its event-free bound (one phase per channel) from
-  /// the rings' ranks instead of their steps (coll/uncontended.h). O(phases · ranks).
+  /// (waiting for own sends, or forwarding with one phase per channel and no send waiting for
+  /// a link) and its event-free bound (one phase per channel) from the rings' ranks instead of
+  /// their steps (coll/uncontended.h); forwarding rings whose senders share no link are
+  /// event-simulated from it without the max-min machinery (coll/private_rings.h).
+  /// O(phases · ranks).
   [[nodiscard]] virtual std::vector<UniformRingPhase> uniform_ring() const { return {}; }
   /// Every distinct (src, dst, channel) of the transfers, in order of first use in
   /// `for_each_transfer`, when the program lists them without visiting its transfers (rings:
