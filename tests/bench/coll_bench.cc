@@ -255,7 +255,7 @@ BENCHMARK(BM_RingBoundOnRail4096)->Arg(64)->Arg(512)->Arg(2048)->Unit(benchmark:
 // and 4 of each node, the topology-agnostic baseline's ZeRO-3 gathers of Llama-3.1-405B): the
 // NVLink hop into each InfiniBand hop is faster, so up to 2 pieces share a NIC and the
 // contention-free evaluation steps aside, but no two senders share a link, so the private
-// rings' run answers (coll/private_rings.h); second argument 1: the event simulator (`simulate`
+// rings' run answers (coll/private_rings.h); argument 1: the event simulator (`simulate`
 // with `events_only`), the same numbers. The ideal network (line rates, no calibration).
 // Counters: flows, events, events per second of CPU time, the simulated time (ms).
 void BM_QueuedForwardingRingOnRail4096(benchmark::State& state) {

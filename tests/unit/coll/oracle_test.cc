@@ -83,7 +83,8 @@ TEST(Oracle, ContentionFreeQueriesSkipTheEventsWithTheSameAnswer) {
 // NCCL's two-channel ring over two GPUs of each 8-GPU node of a rail cluster: the NVLink hop
 // into each InfiniBand hop is faster, so pieces queue on the NICs (not contention-free), but no
 // two senders share a link: the private rings' run answers (coll/private_rings.h), with the
-// event simulation's numbers; stopped at an event budget it throws as the simulator does.
+// event simulation's numbers; stopped at an event budget it throws as the simulator does, and
+// stopped at a time to beat it rules the query out.
 TEST(Oracle, PrivateRingsAnswerWhatTheSimulatorSays) {
   const topo::Topology t =
       topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_64.yaml");
@@ -104,6 +105,16 @@ TEST(Oracle, PrivateRingsAnswerWhatTheSimulatorSays) {
   EXPECT_THROW((void)limited.collective(spec, Groups{group}), EventLimitReached);
   EXPECT_GE(limited.stats().events, events.events / 2);
   EXPECT_LT(limited.stats().events, events.events);
+  // Within a time 1 ps short of the answer: stopped there, its events counted as if it ran to
+  // its end; within the answer itself: the answer.
+  CollectiveOracle within(t, 5);
+  EXPECT_FALSE(within.collective_within(spec, Groups{group}, a.slowest - Time::picoseconds(1)));
+  EXPECT_EQ(within.stats().stopped, 1U);
+  EXPECT_EQ(within.stats().events, events.events);
+  const auto at = within.collective_within(spec, Groups{group}, a.slowest);
+  ASSERT_TRUE(at.has_value());
+  EXPECT_EQ(at->slowest, a.slowest);
+  EXPECT_EQ(within.stats().private_rings, 1U);
 }
 
 // An event limit stops a contended simulation where it is reached (the end of a timestamp): the

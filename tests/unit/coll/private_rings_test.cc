@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,11 +34,19 @@ struct Simulated {
   std::vector<net::LinkStats> links;  // every link's, by id
 };
 
+// The simulator's rating paths: both shortcuts (its default), the component refilling with
+// kept lower levels only, and the plain component refilling.
+enum class Rating { kDefault, kLevelsOnly, kPlain };
+
+constexpr std::uint64_t kNoLimit = std::numeric_limits<std::uint64_t>::max();
+
 Simulated simulate(const topo::Topology& t, const std::shared_ptr<const Program>& program,
                    const Groups& groups, std::uint64_t seed, Time until = Time::max(),
-                   std::uint64_t max_events = UINT64_MAX) {
+                   std::uint64_t max_events = kNoLimit, Rating rating = Rating::kDefault) {
   Simulated out;
   net::Simulator simulator(t);
+  simulator.verified_refills(rating == Rating::kDefault);
+  simulator.reuse_lower_levels(rating != Rating::kPlain);
   topo::Router router(t, seed);
   std::vector<std::unique_ptr<Execution>> runs;
   for (const auto& g : groups) {
@@ -61,11 +70,12 @@ std::optional<detail::PrivateRingRun> private_run(const topo::Topology& t,
                                                   const std::shared_ptr<const Program>& program,
                                                   const Groups& groups, std::uint64_t seed,
                                                   Time until = Time::max(),
-                                                  std::uint64_t max_events = UINT64_MAX) {
+                                                  std::uint64_t max_events = kNoLimit) {
   topo::Router router(t, seed);
   std::vector<detail::GroupProgram> parts;
   for (const auto& g : groups) parts.push_back({program.get(), g});
-  return detail::simulate_private_rings(t, router, parts, seed, until, max_events);
+  detail::PrivateRingSimulator simulator(t);
+  return simulator.run(router, parts, seed, until, max_events);
 }
 
 // NCCL's rings (forwarding on arrival) on every bundled topology, one and two channels (rail
@@ -90,7 +100,9 @@ TEST(PrivateRings, EqualTheEventSimulationOnEveryBundledTopology) {
             for (const int rails : {0, 2}) {
               if (channels == 1 && rails > 0) continue;
               for (const int chunks : {1, 2}) {
-                for (const std::int64_t size : {std::int64_t{1} << 26, std::int64_t{1000003}}) {
+                // Pieces of 2^k and of an odd 100,003 bytes: both split evenly (uniform rings).
+                for (const std::int64_t size :
+                     {std::int64_t{1} << 26, std::int64_t{n} * chunks * channels * 100003}) {
                   CollectiveSpec spec{op, Algorithm::kRing, Bytes(size), chunks};
                   spec.channels = channels;
                   spec.ranks_per_node = rails;
@@ -167,7 +179,7 @@ TEST(PrivateRings, StopWhereTheSimulatorStops) {
        {Time::zero(), Time::picoseconds(end.ps() / 3), Time::picoseconds(end.ps() / 2),
         end - Time::picoseconds(1), end, end + Time::picoseconds(1)}) {
     for (const std::uint64_t limit : {std::uint64_t{1}, std::uint64_t{17}, whole->events / 2,
-                                      whole->events - 1, whole->events, UINT64_MAX}) {
+                                      whole->events - 1, whole->events, kNoLimit}) {
       SCOPED_TRACE("until " + std::to_string(until.ps()) + " ps, limit " + std::to_string(limit));
       const auto fast = private_run(t, program, groups, 0, until, limit);
       const Simulated slow = simulate(t, program, groups, 0, until, limit);
@@ -181,6 +193,43 @@ TEST(PrivateRings, StopWhereTheSimulatorStops) {
     }
   }
   EXPECT_GT(stopped, 10);
+}
+
+// The simulator rates a bundle's flows the same in each of its paths (the verified refilling,
+// the component refilling with kept lower levels, the plain one): the private run equals each,
+// on two-channel rail rings over two GPUs of each node (pieces queue behind the NVLink hops) and
+// over one GPU of each node (one channel).
+TEST(PrivateRings, EqualEveryRatingPathOfTheSimulator) {
+  const topo::Topology t =
+      topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_64.yaml");
+  int queued = 0;
+  for (const Operation op : {Operation::kAllReduce, Operation::kAllGather}) {
+    for (const int stride : {4, 8}) {
+      const int n = 64 / stride;
+      CollectiveSpec spec = testing::nccl_rail_rings(op, Bytes(std::int64_t{n} * 2 * 100003));
+      if (stride == 8) {
+        spec.channels = 1;  // two channels of one GPU per node share its NIC
+        spec.ranks_per_node = 0;
+      }
+      const auto program = ring_program(spec, n);
+      const Groups groups{testing::strided_devices(n, stride)};
+      SCOPED_TRACE(std::string(operation_name(op)) + " stride " + std::to_string(stride));
+      const auto fast = private_run(t, program, groups, 1);
+      ASSERT_TRUE(fast.has_value());
+      for (const Rating rating : {Rating::kDefault, Rating::kLevelsOnly, Rating::kPlain}) {
+        SCOPED_TRACE("rating " + std::to_string(static_cast<int>(rating)));
+        const Simulated slow = simulate(t, program, groups, 1, Time::max(), kNoLimit, rating);
+        EXPECT_EQ(fast->durations, slow.durations);
+        EXPECT_EQ(fast->events, slow.events);
+        for (const LinkUse& use : fast->links) {
+          EXPECT_EQ(use.busy, slow.links[use.link].busy) << "link " << use.link;
+          EXPECT_EQ(use.peak_flows, slow.links[use.link].peak_flows) << "link " << use.link;
+        }
+      }
+      for (const LinkUse& use : fast->links) queued += use.peak_flows >= 2 ? 1 : 0;
+    }
+  }
+  EXPECT_GT(queued, 0);
 }
 
 // Where its conditions fail it steps aside (nullopt): rings that wait for their own sends (the

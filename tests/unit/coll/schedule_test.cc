@@ -425,6 +425,10 @@ TEST(Program, ChannelRingPiecesAndSuccessorsFollowTheirIds) {
         const auto program = ring_program(spec, n);
         const std::string what = std::string(operation_name(op)) + " n " + std::to_string(n) +
                                  (forward ? " forwarding" : " own sends");
+        // Position p of channel c sends to position p + 1: step 0 lists those pairs in id order.
+        const auto pairs = program->distinct_pairs();
+        ASSERT_TRUE(pairs.has_value());
+        ASSERT_EQ(pairs->size(), 3U * static_cast<std::size_t>(n));
         const std::uint64_t per_step = 3U * static_cast<std::uint64_t>(n);
         const std::uint64_t ring_steps = 3U * static_cast<std::uint64_t>(n - 1);
         const std::uint64_t scatter_steps = op == Operation::kAllGather ? 0 : ring_steps;
@@ -445,6 +449,9 @@ TEST(Program, ChannelRingPiecesAndSuccessorsFollowTheirIds) {
           EXPECT_EQ(t.bytes, piece) << what << " id " << id;
           EXPECT_EQ(t.step, step) << what << " id " << id;
           EXPECT_EQ(t.channel, c) << what << " id " << id;
+          const RankPair& pair = (*pairs)[static_cast<std::size_t>(c * n + p)];
+          EXPECT_EQ(t.src, pair.src) << what << " id " << id;
+          EXPECT_EQ(t.dst, pair.dst) << what << " id " << id;
           total += t.bytes.count();
           std::array<GateId, 2> next{kNoGateId, kNoGateId};
           if (step + 1 < steps) {
@@ -454,16 +461,8 @@ TEST(Program, ChannelRingPiecesAndSuccessorsFollowTheirIds) {
           }
           EXPECT_EQ(program->successors(id), next) << what << " id " << id;
         }
-        // Every rank sends each chunk of each channel's share once per ring phase: n - 1 of
-        // the n chunks per phase, so (n - 1) / n of the size per rank and phase (the shares of
-        // 100,003 bytes split unevenly, so summed chunk by chunk rather than divided).
-        std::int64_t per_phase = 0;
-        for (int c = 0; c < 3; ++c) {
-          for (int chunk = 0; chunk < n; ++chunk) {
-            per_phase += split_bytes(split_bytes(spec.size, 3, c), n, chunk).count();
-          }
-        }
-        EXPECT_EQ(per_phase, spec.size.count()) << what;
+        // Each step of a phase sends every chunk's piece of that step once (the positions send
+        // distinct chunks): (n - 1) times the size per phase.
         const std::int64_t phases = op == Operation::kAllReduce ? 2 : 1;
         EXPECT_EQ(total, phases * (n - 1) * spec.size.count()) << what;
       }

@@ -800,31 +800,52 @@ TEST(Uncontended, ForwardingRingsAreDerivedWhenEverySendFollowsTheLastOnesDrain)
   }
 }
 
-// A forwarding ring over cables i -> i + 1 (100 ns, 100 GB/s) whose cable out of rank 0 runs at a
-// quarter of the rate: pieces of 100,000 bytes drain in 1 us, 4 us out of rank 0, so rank 0's
-// next piece arrives 100 ns + 1 us after its previous one started, before that one drained: the
-// pass refuses the run, and so does the derivation (the event simulation answers). With pieces
-// of 1,000 bytes (drains 10 and 40 ns, d 110 and 140 ns) every send follows the last one's
-// drain: derived, and the all-gather's 3 steps end at the slowest window of 3 consecutive d's,
-// 110 + 110 + 140 = 360 ns.
-TEST(Uncontended, ForwardingRingsWhoseSendsQueueAreLeftToThePass) {
-  topo::Topology t("ring4", topo::Family::kExplicit);
-  for (int i = 0; i < 4; ++i) t.add_device("d" + std::to_string(i));
-  const Time latency = Time::nanoseconds(100);
-  for (topo::NodeId a = 0; a < 4; ++a) {
-    const topo::NodeId b = (a + 1) % 4;
-    t.add_link(a, b, a == 0 ? testing::kRate * 0.25 : testing::kRate, latency, testing::kRate,
-               latency);
-  }
+// A forwarding ring over cables i -> i + 1 (100 ns, 100 GB/s, 10 ps per byte) whose cable out of
+// rank 0 is slower. A quarter of the rate: pieces of 100,000 bytes drain in 1 us, 4 us out of
+// rank 0, so rank 0's next piece arrives 100 ns + 1 us after its previous one started, before
+// that one drained: the pass refuses the run, and so does the derivation (the event simulation
+// answers). With pieces of 1,000 bytes (drains 10 and 40 ns, d 110 and 140 ns) every send
+// follows the last one's drain: derived, and the all-gather's 3 steps end at the slowest window
+// of 3 consecutive d's, 110 + 110 + 140 = 360 ns. Half the rate, at the boundary: pieces of
+// 10,000 bytes give the other ranks d = 100 + 100 ns, exactly rank 0's drain of 200 ns, so its
+// next send would start as the last one drains: refused (the pass admits only a later start);
+// pieces of 9,999 bytes (d 199.99 ns against a drain of 199.98 ns) are admitted and derived: the
+// all-gather (its K - 1 = 2 predecessors) ends at 299.98 + 2 x 199.99 = 699.96 ns, the allreduce
+// (6 steps, every rank's predecessors) at one lap, 899.95 ns, plus the best 2 consecutive,
+// 499.97 ns: 1,399.92 ns.
+TEST(Uncontended, ForwardingRingsWhoseSendsQueueAreNotDerived) {
+  const auto build = [](double slow) {
+    topo::Topology t("ring4", topo::Family::kExplicit);
+    for (int i = 0; i < 4; ++i) t.add_device("d" + std::to_string(i));
+    const Time latency = Time::nanoseconds(100);
+    for (topo::NodeId a = 0; a < 4; ++a) {
+      const topo::NodeId b = (a + 1) % 4;
+      t.add_link(a, b, a == 0 ? testing::kRate * slow : testing::kRate, latency, testing::kRate,
+                 latency);
+    }
+    return t;
+  };
+  struct Case {
+    double slow;
+    Operation op;
+    std::int64_t piece;
+    std::int64_t expected_ps;  // 0: refused
+  };
+  const std::vector<Case> cases{
+      {0.25, Operation::kAllGather, 100000, 0}, {0.25, Operation::kAllGather, 1000, 360000},
+      {0.5, Operation::kAllGather, 10000, 0},   {0.5, Operation::kAllGather, 9999, 699960},
+      {0.5, Operation::kAllReduce, 10000, 0},   {0.5, Operation::kAllReduce, 9999, 1399920}};
   const std::vector<topo::DeviceId> group{0, 1, 2, 3};
-  for (const std::int64_t size : {std::int64_t{400000}, std::int64_t{4000}}) {
-    SCOPED_TRACE(size);
-    CollectiveSpec spec{Operation::kAllGather, Algorithm::kRing, Bytes(size)};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(operation_name(c.op)) + " slow " + std::to_string(c.slow) + " piece " +
+                 std::to_string(c.piece));
+    const topo::Topology t = build(c.slow);
+    CollectiveSpec spec{c.op, Algorithm::kRing, Bytes(4 * c.piece)};
     spec.forward_on_arrival = true;
     const auto program = ring_program(spec, 4);
     const std::vector<detail::GroupProgram> parts{{program.get(), group}};
     const BothWays both = evaluate_both_ways(t, parts, 0);
-    if (size == 400000) {
+    if (c.expected_ps == 0) {
       EXPECT_EQ(both.rings_derived, 0U);
       EXPECT_FALSE(both.derived.has_value());
       EXPECT_FALSE(both.pass.has_value());
@@ -834,7 +855,7 @@ TEST(Uncontended, ForwardingRingsWhoseSendsQueueAreLeftToThePass) {
     ASSERT_TRUE(both.derived.has_value());
     ASSERT_TRUE(both.pass.has_value());
     EXPECT_EQ(both.derived->durations, both.pass->durations);
-    EXPECT_EQ(both.derived->durations.front(), Time::nanoseconds(360));
+    EXPECT_EQ(both.derived->durations.front(), Time::picoseconds(c.expected_ps));
   }
 }
 
