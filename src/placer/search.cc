@@ -981,6 +981,9 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   // intra-layer collectives and the chunk boundaries' transfers (the blocks' average), the
   // network terms at their lower bounds on the bounding network (no simulation).
   std::map<std::tuple<std::size_t, int, int>, PositionPrices> lower_prices;
+  // The chunks of (variant, S, v): asked for every recomputation, ZeRO stage, d and microbatch
+  // count, each time an O(layers) comparison of neighbouring layers.
+  std::map<std::tuple<std::size_t, int, int>, std::vector<std::size_t>> partitions;
   auto direct_bound = [&](const VariantData& vd, workload::Recompute rec, int zero, int d,
                           std::int64_t k, int s, int vs) {
     auto [it, fresh] = lower_prices.try_emplace({vd.index, zero, d});
@@ -1001,7 +1004,9 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       }
       return static_cast<double>(w);
     };
-    const std::vector<std::size_t> b = interleaved_partition(*vd.v, s, vs);
+    auto [memo, unseen] = partitions.try_emplace({vd.index, s, vs});
+    if (unseen) memo->second = interleaved_partition(*vd.v, s, vs);
+    const std::vector<std::size_t>& b = memo->second;
     const std::size_t n = vd.v->layers.size();
     const std::size_t first_block = b[1] - (b[2] - b[1]);  // chunk 1 holds only blocks
     const std::size_t end_block = b[b.size() - 2] + (b[2] - b[1]);
