@@ -70,25 +70,6 @@ std::vector<UniformRingPhase> forwarding_phases(const Program& program, std::siz
 
 }  // namespace
 
-// Why the bundles' rates are the simulator's. No two senders share a link, so every link of
-// a sender's route carries only that sender's flows, all over the same route. Let k of them be
-// in flight after a timestamp and c the route's smallest capacity. Whichever way the simulator
-// rates them (the verified refilling, the component refilling from a changed link with or
-// without kept lower levels), it rates all k together and none is held fixed: the component
-// refilling keeps only flows below the timestamp's level (the smallest departed rate and
-// arrival floor over the whole timestamp) less a relative 1e-9, and that level is at most
-// c / k_before after a departure from the bundle (the departed flow's rate, which the others
-// share) and at most c / k after an arrival (its floor), below the bundle's rate c / k_before
-// either way; the verified refilling re-rates the arrivals and the flows whose bottleneck is a
-// changed link, and every link of the route changed. So every link
-// of the component has its full capacity as spare and k unfrozen flows; with k = 1 each link is
-// private and the flow gets its cap, capacity c; with k >= 2 the filling takes the smallest
-// share capacity / k, c / k, and freezes all k at it. Other bundles change nothing here. The
-// rate is thus c / k (one division; c / 1 = c), and flows whose rate changed are settled and
-// rescheduled with the simulator's own arithmetic (`net::detail::settled_remaining`,
-// `net::detail::drain_time_of`), so every drain end and delivery falls on the same picosecond. The
-// event loop is the simulator's: rates after each timestamp, superseded drain events skipped
-// and not counted, a drain end and a delivery per flow, gates opened by deliveries at once.
 PrivateRingSimulator::PrivateRingSimulator(const topo::Topology& topology)
     : topology_(&topology),
       owner_(topology.num_links(), std::numeric_limits<std::uint32_t>::max()) {}
@@ -149,6 +130,25 @@ bool PrivateRingSimulator::load(topo::Router& router, std::span<const GroupProgr
   return ok;
 }
 
+// Why the bundles' rates are the simulator's. No two senders share a link, so every link of
+// a sender's route carries only that sender's flows, all over the same route. Let k of them be
+// in flight after a timestamp and c the route's smallest capacity. Whichever way the simulator
+// rates them (the verified refilling, the component refilling from a changed link with or
+// without kept lower levels), it rates all k together and none is held fixed: the component
+// refilling keeps only flows below the timestamp's level (the smallest departed rate and
+// arrival floor over the whole timestamp) less a relative 1e-9, and that level is at most
+// c / k_before after a departure from the bundle (the departed flow's rate, which the others
+// share) and at most c / k after an arrival (its floor), below the bundle's rate c / k_before
+// either way; the verified refilling re-rates the arrivals and the flows whose bottleneck is a
+// changed link, and every link of the route changed. So every link of the component has its
+// full capacity as spare and k unfrozen flows; with k = 1 each link is private and the flow
+// gets its cap, capacity c; with k >= 2 the filling takes the smallest share capacity / k,
+// c / k, and freezes all k at it. Other bundles change nothing here. The rate is thus c / k
+// (one division; c / 1 = c), and flows whose rate changed are settled and rescheduled with the
+// simulator's own arithmetic (`net::detail::settled_remaining`, `net::detail::drain_time_of`),
+// so every drain end and delivery falls on the same picosecond. The event loop is the
+// simulator's: rates after each timestamp, superseded drain events skipped and not counted, a
+// drain end and a delivery per flow, gates opened by deliveries at once.
 std::optional<PrivateRingRun> PrivateRingSimulator::run(topo::Router& router,
                                                         std::span<const GroupProgram> groups,
                                                         std::uint64_t salt, Time until,
