@@ -459,23 +459,24 @@ SimulationResult run(const topo::Topology& topology,
     std::vector<detail::GroupProgram> parts;
     for (std::size_t g = 0; g < groups.size(); ++g) parts.push_back({programs[g].get(), groups[g]});
     detail::UncontendedEvaluator evaluator(topology);
-    if (auto run = evaluator.evaluate(router, parts, options.seed)) {
-      result.durations = std::move(run->durations);
+    // A run answered without the simulator: its durations, events and busiest links.
+    const auto answered = [&](std::vector<Time> durations, std::uint64_t events,
+                              std::vector<LinkUse> links) {
+      result.durations = std::move(durations);
       for (const Time d : result.durations) result.makespan = std::max(result.makespan, d);
-      result.events = run->events;
-      result.busiest = busiest(std::move(run->links), options.busiest_links);
-      result.contention_free = true;
+      result.events = events;
+      result.busiest = busiest(std::move(links), options.busiest_links);
       return result;
+    };
+    if (auto run = evaluator.evaluate(router, parts, options.seed)) {
+      result.contention_free = true;
+      return answered(std::move(run->durations), run->events, std::move(run->links));
     }
     // Rings whose senders share no link: the event simulation's run without its max-min
     // machinery (coll/private_rings.h), event for event.
     detail::PrivateRingSimulator private_rings(topology);
     if (auto run = private_rings.run(router, parts, options.seed)) {
-      result.durations = std::move(run->durations);
-      for (const Time d : result.durations) result.makespan = std::max(result.makespan, d);
-      result.events = run->events;
-      result.busiest = busiest(std::move(run->links), options.busiest_links);
-      return result;
+      return answered(std::move(run->durations), run->events, std::move(run->links));
     }
   }
 
