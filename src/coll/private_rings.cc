@@ -43,31 +43,6 @@ struct Flow {
 
 enum Kind : std::uint8_t { kDrain, kDeliver };
 
-// The phases of a forwarding ring, one per channel (consecutive ones of the same piece and
-// successors merged), or empty when it is not such a ring.
-std::vector<UniformRingPhase> forwarding_phases(const Program& program, std::size_t n) {
-  std::vector<UniformRingPhase> phases;
-  if (program.waits_for_own_sends() || program.ranks() != static_cast<int>(n) || n < 2) {
-    return {};
-  }
-  std::uint64_t transfers = 0;
-  for (UniformRingPhase& p : program.uniform_ring()) {
-    if (p.next.size() != n || p.piece.count() <= 0 || p.steps == 0) return {};
-    transfers += static_cast<std::uint64_t>(p.steps) * n;
-    if (!phases.empty() && phases.back().channel == p.channel && phases.back().piece == p.piece &&
-        phases.back().next == p.next) {
-      phases.back().steps += p.steps;
-      continue;
-    }
-    for (const UniformRingPhase& q : phases) {
-      if (q.channel == p.channel) return {};  // two phases
-    }
-    phases.push_back(std::move(p));
-  }
-  if (transfers != program.transfer_count()) return {};
-  return phases;
-}
-
 }  // namespace
 
 PrivateRingSimulator::PrivateRingSimulator(const topo::Topology& topology)
@@ -86,8 +61,9 @@ bool PrivateRingSimulator::load(topo::Router& router, std::span<const GroupProgr
   left_.clear();
   if (groups.empty()) return false;
   std::vector<std::vector<UniformRingPhase>> rings;
-  for (const GroupProgram& group : groups) {  // the cheap checks first
-    rings.push_back(forwarding_phases(*group.program, group.group.size()));
+  for (const GroupProgram& group : groups) {                 // the cheap checks first
+    if (group.program->waits_for_own_sends()) return false;  // derived when contention-free
+    rings.push_back(one_phase_per_channel(*group.program, group.group.size()));
     if (rings.back().empty()) return false;
     left_.push_back(group.program->transfer_count());
   }

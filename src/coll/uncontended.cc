@@ -55,6 +55,27 @@ std::optional<std::int64_t> largest_cyclic_sum(std::span<const std::int64_t> cyc
 
 }  // namespace
 
+std::vector<UniformRingPhase> one_phase_per_channel(const Program& program, std::size_t n) {
+  if (program.ranks() != static_cast<int>(n) || n < 2) return {};
+  std::vector<UniformRingPhase> phases;
+  std::uint64_t transfers = 0;
+  for (UniformRingPhase& p : program.uniform_ring()) {
+    if (p.next.size() != n || p.piece.count() <= 0 || p.steps == 0) return {};
+    transfers += static_cast<std::uint64_t>(p.steps) * n;
+    if (!phases.empty() && phases.back().channel == p.channel && phases.back().piece == p.piece &&
+        phases.back().next == p.next) {
+      phases.back().steps += p.steps;
+      continue;
+    }
+    for (const UniformRingPhase& q : phases) {
+      if (q.channel == p.channel) return {};  // two phases
+    }
+    phases.push_back(std::move(p));
+  }
+  if (transfers != program.transfer_count()) return {};
+  return phases;
+}
+
 std::optional<UncontendedRun> UncontendedEvaluator::evaluate(topo::Router& router,
                                                              std::span<const GroupProgram> groups,
                                                              std::uint64_t salt) {
@@ -150,22 +171,7 @@ bool UncontendedEvaluator::bound_ring(topo::Router& router, const GroupProgram& 
                                       std::uint64_t salt, UncontendedRun& run) {
   const Program& program = *group.program;
   const std::size_t n = group.group.size();
-  if (program.ranks() != static_cast<int>(n) || n < 2) return false;
-  // One phase per channel: a channel's consecutive phases of the same piece and successors (a
-  // flat ring's reduce-scatter and all-gather) are one.
-  std::vector<UniformRingPhase> phases;
-  for (UniformRingPhase& p : program.uniform_ring()) {
-    if (p.next.size() != n || p.piece.count() <= 0 || p.steps <= 0) return false;
-    if (!phases.empty() && phases.back().channel == p.channel && phases.back().piece == p.piece &&
-        phases.back().next == p.next) {
-      phases.back().steps += p.steps;
-      continue;
-    }
-    for (const UniformRingPhase& q : phases) {
-      if (q.channel == p.channel) return false;  // two phases
-    }
-    phases.push_back(std::move(p));
-  }
+  const std::vector<UniformRingPhase> phases = one_phase_per_channel(program, n);
   if (phases.empty()) return false;
   const bool own = program.waits_for_own_sends();
   const auto all = topology_->links();
@@ -174,7 +180,6 @@ bool UncontendedEvaluator::bound_ring(topo::Router& router, const GroupProgram& 
   std::vector<std::size_t> route_of(phases.size());  // where each phase's senders start in ring_
   ring_.clear();
   Time end;
-  std::uint64_t transfers = 0;
   std::vector<bool> seen;
   for (std::size_t c = 0; c < phases.size(); ++c) {
     const UniformRingPhase& phase = phases[c];
@@ -225,9 +230,7 @@ bool UncontendedEvaluator::bound_ring(topo::Router& router, const GroupProgram& 
       }
     }
     end = std::max(end, Time::picoseconds(channel_end));
-    transfers += static_cast<std::uint64_t>(k) * n;
   }
-  if (transfers != program.transfer_count()) return false;
   // The link sums, as `add_pending` adds them.
   for (std::size_t c = 0; c < phases.size(); ++c) {
     const double bytes =
@@ -248,7 +251,7 @@ bool UncontendedEvaluator::bound_ring(topo::Router& router, const GroupProgram& 
       }
     }
   }
-  run.events += 2 * transfers;
+  run.events += 2 * program.transfer_count();  // one_phase_per_channel checked they match
   run.durations.push_back(end);
   ++derived_bounds_;
   return true;

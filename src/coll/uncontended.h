@@ -59,6 +59,14 @@ struct RunBound {
   std::uint64_t events = 0;  // the simulator's count, as `UncontendedRun::events`
 };
 
+/// `program`'s uniform rings (`Program::uniform_ring`) over `n` >= 2 ranks with one phase per
+/// channel, a channel's consecutive phases of the same piece and successors merged into one (a
+/// flat ring's reduce-scatter and all-gather); empty when the program is not such a ring, a
+/// phase is malformed (successors not for every rank, an empty piece, no steps) or the phases do
+/// not cover its transfers.
+[[nodiscard]] std::vector<UniformRingPhase> one_phase_per_channel(const Program& program,
+                                                                  std::size_t n);
+
 /// Reusable buffers for `evaluate`: one per thread (e.g. per oracle).
 class UncontendedEvaluator {
  public:
