@@ -357,13 +357,15 @@ class Table {
       return;
     }
     const auto& prev = best_[static_cast<std::size_t>(s) - 1];
-    // The min-max over j is a crossing-point search when cost(i, ·) rises and f[s−1][·] falls.
-    // Adding layer j to a stage adds its own compute and collectives (whatever i is), a
-    // non-negative gather increment when the gather line rises, and changes the transfer from
-    // transfer[j] to transfer[j+1].
+    // The min-max over j is a crossing-point search when cost(i, ·) rises and f[s−1][·] falls
+    // over the ends a stage may have, j <= n − s + 1 (each later stage needs a layer: f[s−1] is
+    // infinite past that, which is no reason to scan). Adding layer j to a stage adds its own
+    // compute and collectives (whatever i is), a non-negative gather increment when the gather
+    // line rises, and changes the transfer from transfer[j] to transfer[j+1].
     const bool body_rises = p.gather_beta_ps_per_byte >= 0;
+    const std::size_t last_end = static_cast<std::size_t>(s) <= n_ ? n_ - s + 1 : 0;
     bool monotone = body_rises;
-    for (std::size_t j = 1; monotone && j + 1 < n_; ++j) {
+    for (std::size_t j = 1; monotone && j + 1 <= last_end; ++j) {
       std::int64_t step = fb[j + 1] - fb[j] + p.collectives[j + 1] - p.collectives[j];
       if (rec)
         step += rc[j + 1] - rc[j] + p.recompute_collectives[j + 1] - p.recompute_collectives[j];
@@ -389,16 +391,25 @@ class Table {
             a = mid + 1;
           }
         }
-        if (a > lo) {
+        // Below a the stage is cheaper than the rest: max = f[s−1][j], falling; from a on it
+        // is not: max = cost(i, j), rising. The first j of the minimum, as a scan takes it: a
+        // when cost(i, a) is below f[s−1][a−1], else the first j of f[s−1]'s plateau at a − 1.
+        if (a <= hi && (a == lo || cost(i, a) < prev[a - 1])) {
+          best = cost(i, a);
+          best_j = a;
+        } else if (a > lo) {
           best = prev[a - 1];
-          best_j = a - 1;
-        }
-        if (a <= hi) {
-          const std::int64_t at = cost(i, a);
-          if (at < best) {
-            best = at;
-            best_j = a;
+          std::size_t x = lo;
+          std::size_t y = a - 1;  // first j in [lo, a − 1] with f[s−1][j] <= best
+          while (x < y) {
+            const std::size_t mid = x + (y - x) / 2;
+            if (prev[mid] <= best) {
+              y = mid;
+            } else {
+              x = mid + 1;
+            }
           }
+          best_j = x;
         }
       } else {
         for (std::size_t j = lo; j <= hi; ++j) {

@@ -244,6 +244,39 @@ TEST(DynamicProgram, InterleavedPipelinesEqualExhaustiveEnumerationOnTheZeroNetw
   EXPECT_GE(interleaved, 4);
 }
 
+// Equal optima go to the first stage end a scan over the ends finds, whether the table scans or
+// searches for the crossing point. Layers of 1, 0, 0, 10 and 10 us in three stages: the best
+// pipeline's slowest stage takes 10 us with the first stage ending after layer 0, 1 or 2. The
+// two-stage rest costs 10 us from each of those three starts, the first stage less, so the
+// search for the crossing point ends past them; a scan takes the first, one layer.
+TEST(DynamicProgram, EqualOptimaGoToTheFirstStageEndAScanFinds) {
+  workload::LayerProfile p;
+  p.model = "ties";
+  p.recompute_allowed = false;
+  p.hbm = Bytes::gibibytes(80);
+  workload::Variant v;
+  v.microbatches = 64;
+  for (const std::int64_t us : {1, 0, 0, 10, 10}) {
+    workload::Layer l;
+    l.name = "layer" + std::to_string(v.layers.size());
+    l.forward = Time::microseconds(static_cast<double>(us));
+    l.activation_bytes = Bytes::mebibytes(1);
+    v.layers.push_back(l);
+  }
+  p.variants.push_back(v);
+  SearchOptions options;
+  options.cost.devices = 3;
+  options.data_parallel = {1};
+  options.stages = {3};
+  options.zero_stages = {0};
+  options.recompute_modes = {Recompute::kNone};
+  options.orders = {options.orders.front()};
+  ZeroCommCost zero;
+  const SearchResult r = search(p, zero, options);
+  ASSERT_TRUE(r.best.has_value()) << r.infeasible_reason;
+  EXPECT_EQ(r.best->choice.boundaries, (std::vector<std::size_t>{0, 1, 4, 5}));
+}
+
 TEST(DynamicProgram, PrunedDataParallelDegreesLoseNothingOnTheZeroNetwork) {
   Rng rng(77);
   for (int instance = 0; instance < 40; ++instance) {
