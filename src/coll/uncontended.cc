@@ -294,47 +294,58 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
       sender.send_step = t.step;
     }
     const topo::DeviceId dst = group.group[t.dst];
-    if (sender.peer != dst) {
-      if (bound_only) add_pending(sender);
-      const topo::DeviceId src = group.group[t.src];
-      router.route_into(src, dst, flow_key(src, dst, t.channel, salt), route_);
-      if (route_.size() > sender.room) {
-        sender.route_at = static_cast<std::uint32_t>(routes_.size());
-        sender.room = static_cast<std::uint32_t>(route_.size());
-        routes_.resize(routes_.size() + route_.size());
+    if (sender.routes[sender.current].peer != dst) {
+      std::size_t kept = 0;
+      while (kept < kSenderRoutes && sender.routes[kept].peer != dst) ++kept;
+      if (kept < kSenderRoutes) {
+        sender.current = static_cast<std::uint8_t>(kept);
+      } else {
+        // A new destination, in the place of the route kept longest.
+        sender.current = sender.victim;
+        sender.victim = static_cast<std::uint8_t>((sender.victim + 1) % kSenderRoutes);
+        SenderRoute& slot = sender.routes[sender.current];
+        if (bound_only) add_pending(slot);
+        const topo::DeviceId src = group.group[t.src];
+        router.route_into(src, dst, flow_key(src, dst, t.channel, salt), route_);
+        if (route_.size() > slot.room) {
+          slot.at = static_cast<std::uint32_t>(routes_.size());
+          slot.room = static_cast<std::uint32_t>(route_.size());
+          routes_.resize(routes_.size() + route_.size());
+        }
+        std::copy(route_.begin(), route_.end(), routes_.begin() + slot.at);
+        slot.hops = static_cast<std::uint32_t>(route_.size());
+        const auto all = topology_->links();
+        double rate = std::numeric_limits<double>::infinity();
+        Time latency;
+        for (const topo::LinkId link : route_) {
+          const double bandwidth = all[link].bandwidth.bytes_per_s();
+          if (!(bandwidth > 0)) return false;  // the simulator reports the link
+          rate = std::min(rate, bandwidth);
+          latency += all[link].latency;
+        }
+        slot.peer = dst;
+        slot.rate = Bandwidth::bytes_per_second(rate);
+        slot.latency = latency;
+        slot.last_bytes = -1;
       }
-      std::copy(route_.begin(), route_.end(), routes_.begin() + sender.route_at);
-      sender.hops = static_cast<std::uint32_t>(route_.size());
-      const auto all = topology_->links();
-      double rate = std::numeric_limits<double>::infinity();
-      Time latency;
-      for (const topo::LinkId link : route_) {
-        const double bandwidth = all[link].bandwidth.bytes_per_s();
-        if (!(bandwidth > 0)) return false;  // the simulator reports the link
-        rate = std::min(rate, bandwidth);
-        latency += all[link].latency;
-      }
-      sender.peer = dst;
-      sender.rate = Bandwidth::bytes_per_second(rate);
-      sender.latency = latency;
-      sender.last_bytes = -1;
     }
-    const std::span<const topo::LinkId> route(routes_.data() + sender.route_at, sender.hops);
-    Time arrival = net::later(sender.open, sender.latency);
+    SenderRoute& via = sender.routes[sender.current];
+    const std::span<const topo::LinkId> route(routes_.data() + via.at, via.hops);
+    Time arrival = net::later(sender.open, via.latency);
     if (t.bytes.count() == 0 || route.empty()) {
       ++run.events;  // delivery only
     } else {
-      if (t.bytes.count() != sender.last_bytes) {
-        sender.last_bytes = t.bytes.count();
-        sender.last_drain = net::drain_time(t.bytes, sender.rate);
+      if (t.bytes.count() != via.last_bytes) {
+        via.last_bytes = t.bytes.count();
+        via.last_drain = net::drain_time(t.bytes, via.rate);
       }
       if (bound_only) {
-        sender.pending_bytes += t.bytes.as_double();
-        sender.pending_open = std::min(sender.pending_open, sender.open);
-      } else if (!admit(route, sender.open, net::later(sender.open, sender.last_drain), t.bytes)) {
+        via.pending_bytes += t.bytes.as_double();
+        via.pending_open = std::min(via.pending_open, sender.open);
+      } else if (!admit(route, sender.open, net::later(sender.open, via.last_drain), t.bytes)) {
         return false;
       }
-      arrival = net::later(arrival, sender.last_drain);
+      arrival = net::later(arrival, via.last_drain);
       run.events += 2;  // drain end and delivery
     }
     sender.sent = std::max(sender.sent, arrival);
@@ -350,34 +361,38 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
   }
   if (bound_only) {
     for (auto& channel : ranks_) {
-      for (RankState& sender : channel) add_pending(sender);
+      for (RankState& sender : channel) {
+        for (SenderRoute& route : sender.routes) add_pending(route);
+      }
     }
   }
   run.durations.push_back(end);
   return true;
 }
 
-// A route's links get the sums of its flows at once instead of flow by flow: the same minima,
-// and the same byte totals, since byte counts are integers and every partial sum stays below
-// 2^53, where doubles add integers exactly (a link would need 9 PB for that to fail). So a ring
-// step costs O(1) per flow instead of O(hops), and the links are visited once per route.
-void UncontendedEvaluator::add_pending(RankState& sender) {
-  if (sender.pending_open == Time::max()) return;
-  const std::span<const topo::LinkId> route(routes_.data() + sender.route_at, sender.hops);
-  for (const topo::LinkId link : route) {
+// A route's links get the sums of its flows at once (when the route leaves its sender's kept
+// routes, or the group ends) instead of flow by flow: the same minima, and the same byte totals,
+// since byte counts are integers and every partial sum stays below 2^53, where doubles add
+// integers exactly in any order (a link would need 9 PB for that to fail). So a ring step, or a
+// tree's pieces to a parent and two children in turn, cost O(1) per flow instead of O(hops), and
+// the links are visited once per route kept.
+void UncontendedEvaluator::add_pending(SenderRoute& route) {
+  if (route.pending_open == Time::max()) return;
+  for (std::uint32_t h = route.at; h < route.at + route.hops; ++h) {
+    const topo::LinkId link = routes_[h];
     LinkState& state = links_[link];
     if (state.busy_until < Time::zero()) {
       used_.push_back(link);
       state.busy_until = Time::zero();
-      state.first_open = sender.pending_open;
-      state.min_latency = sender.latency;
+      state.first_open = route.pending_open;
+      state.min_latency = route.latency;
     }
-    state.first_open = std::min(state.first_open, sender.pending_open);
-    state.min_latency = std::min(state.min_latency, sender.latency);
-    state.bytes += sender.pending_bytes;
+    state.first_open = std::min(state.first_open, route.pending_open);
+    state.min_latency = std::min(state.min_latency, route.latency);
+    state.bytes += route.pending_bytes;
   }
-  sender.pending_bytes = 0;
-  sender.pending_open = Time::max();
+  route.pending_bytes = 0;
+  route.pending_open = Time::max();
 }
 
 namespace {

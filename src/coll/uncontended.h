@@ -26,6 +26,7 @@
 // of one phase per channel, whether ranks wait for their own sends or forward on arrival, is
 // derived too (`bound_ring`), in O(channels · ranks · route hops).
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -110,27 +111,38 @@ class UncontendedEvaluator {
     Time first_open;
     Time min_latency;
   };
-  // Per (rank, channel): the gate rule's running maxima and the last route used.
+  // A route a sender used: where its links are in `routes_` (and the room there, the longest
+  // route held in that place), its rate and latency, the last drain time computed on it, and,
+  // with `bound_only`, what its flows have not yet added to its links (their bytes and earliest
+  // opening), added when the route leaves the sender's routes or the group ends.
+  struct SenderRoute {
+    static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+    std::uint32_t peer = kNone;  // the destination device
+    std::uint32_t at = 0;
+    std::uint32_t hops = 0;
+    std::uint32_t room = 0;
+    Bandwidth rate;
+    Time latency;
+    std::int64_t last_bytes = -1;
+    Time last_drain;
+    double pending_bytes = 0;
+    Time pending_open = Time::max();
+  };
+  // Routes a sender keeps: a double binary tree's interior rank sends to its parent and two
+  // children in turn while its pieces go up and down at once.
+  static constexpr std::size_t kSenderRoutes = 3;
+  // Per (rank, channel): the gate rule's running maxima and the routes used last.
   struct RankState {
     static constexpr std::uint32_t kNone = ~std::uint32_t{0};
     std::uint32_t send_step = kNone;
     std::uint32_t recv_step = kNone;
-    Time open;                   // when the gate of `send_step` opened
-    Time sent;                   // last arrival of the sends of `send_step`
-    Time received_before;        // last arrival of receives of steps before `recv_step`
-    Time received_at;            // last arrival of receives of `recv_step`
-    std::uint32_t peer = kNone;  // the last destination device and its route:
-    std::uint32_t route_at = 0;  // where in `routes_`,
-    std::uint32_t hops = 0;      // its links,
-    std::uint32_t room = 0;      // and the room there (the longest route this sender had)
-    Bandwidth rate;
-    Time latency;
-    std::int64_t last_bytes = -1;  // memo of the last drain time
-    Time last_drain;
-    // `bound_only`: what its flows on the current route have not yet added to the route's
-    // links (their bytes and earliest opening), added when the route changes or the group ends.
-    double pending_bytes = 0;
-    Time pending_open = Time::max();
+    Time open;                 // when the gate of `send_step` opened
+    Time sent;                 // last arrival of the sends of `send_step`
+    Time received_before;      // last arrival of receives of steps before `recv_step`
+    Time received_at;          // last arrival of receives of `recv_step`
+    std::uint8_t current = 0;  // the route used last
+    std::uint8_t victim = 0;   // the route a new destination replaces, in turn
+    std::array<SenderRoute, kSenderRoutes> routes;
   };
 
   // The pass over one group's transfers; with `bound_only` every flow is taken alone on its
@@ -149,8 +161,8 @@ class UncontendedEvaluator {
                                                std::span<const GroupProgram> groups,
                                                std::uint64_t salt);
   bool admit(std::span<const topo::LinkId> route, Time start, Time drain, Bytes bytes);
-  // `bound_only`: adds `sender`'s pending flows to the links of its current route.
-  void add_pending(RankState& sender);
+  // `bound_only`: adds a route's pending flows to its links.
+  void add_pending(SenderRoute& route);
 
   const topo::Topology* topology_;
   bool derive_rings_ = true;
@@ -161,8 +173,8 @@ class UncontendedEvaluator {
   std::vector<topo::LinkId> used_;    // links touched by the current run
   std::vector<std::vector<RankState>> ranks_;  // [channel][rank] of the current group
   std::vector<Transfer> batch_;                // transfers read from the program, a block at a time
-  // The senders' current routes (`RankState::route_at`), one region per sender reused as its
-  // peer changes, and a route being computed: routed afresh, not through the router's cache,
+  // The senders' routes (`SenderRoute::at`), one region per route kept, reused as its peer
+  // changes, and a route being computed: routed afresh, not through the router's cache,
   // which would keep every pair of every layout asked (see `evaluate_group`).
   std::vector<topo::LinkId> routes_;
   std::vector<topo::LinkId> route_;

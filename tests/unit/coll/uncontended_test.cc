@@ -637,6 +637,26 @@ TEST(Uncontended, LowerBoundCountsEveryRouteOfAPairwiseAllToAll) {
   EXPECT_EQ(evaluator.lower_bound(router, parts, 0)->slowest, bound->slowest);
 }
 
+// The load term by hand where each sender has more destinations than routes it keeps (three):
+// a direct all-to-all of 4 MB over devices 0-7 of the two switches above (0, 1, 4, 5 on s1; 2,
+// 3, 6, 7 on s2), no latency. Every rank sends 0.5 MB to each other rank in one step, so each
+// s1 rank sends four pieces across the cable, among seven destinations: s1 -> s2 carries 8 MB,
+// 8 ms from the first opening at 0, less the margin (4 ps per transfer, 56 transfers) and the
+// relative 1e-6. A route dropped for a new destination must add its bytes first.
+TEST(Uncontended, LowerBoundCountsTheRoutesASenderNoLongerKeeps) {
+  const topo::Topology t = two_switches(8, Time::zero());
+  const auto program =
+      lower_program(CollectiveSpec{Operation::kAllToAll, Algorithm::kDirect, Bytes(4'000'000)}, 8);
+  ASSERT_EQ(program->transfer_count(), 56U);
+  const std::vector<topo::DeviceId> group{0, 1, 2, 3, 4, 5, 6, 7};
+  const std::vector<detail::GroupProgram> parts{{program.get(), group}};
+  topo::Router router(t, 0);
+  detail::UncontendedEvaluator evaluator(t);
+  const auto bound = evaluator.lower_bound(router, parts, 0);
+  ASSERT_TRUE(bound.has_value());
+  EXPECT_EQ(bound->slowest.ps(), static_cast<std::int64_t>((8e9 - 224) * (1 - 1e-6)));
+}
+
 // The load term by hand where one route carries many flows: two ring allreduces of 4 MB over
 // devices {0, 1 | 2, 3} and {4, 5 | 6, 7} (switch s1 | switch s2), hosts at 100 GB/s without
 // latency, the s1-s2 cable at 1 GB/s and 1 us. Ranks 1 and 5 send all six of their 1 MB steps
