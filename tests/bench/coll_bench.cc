@@ -15,6 +15,8 @@
 //   placer's joint data-parallel sync at scale (BM_ConcurrentTreesOnRail65536);
 // - the event-free bound of NCCL's channel rings over 64, 512 and 2,048 GPUs of 4,096 rail
 //   GPUs, derived from the ranks (BM_RingBoundOnRail4096);
+// - one double binary tree of 192 or 256 GPUs on 16,384 rail GPUs, a placer's single-stage sync
+//   (BM_TreeOnRail16384), and its event-free bound (BM_TreeBoundOnRail16384);
 // - NCCL's rings whose pieces queue on their own routes, 1,024 of 4,096 rail GPUs, by the
 //   private rings' run and by the event simulator (BM_QueuedForwardingRingOnRail4096).
 // 400 Gb/s links, 1 us per cable, ECMP seed 0. Counters: flows, simulator events, flows per
@@ -36,6 +38,7 @@
 
 #include "bench_topologies.h"
 #include "nest/coll/calibration.h"
+#include "nest/coll/execution.h"
 #include "nest/coll/group.h"
 #include "nest/coll/measure.h"
 #include "nest/coll/oracle.h"
@@ -43,6 +46,7 @@
 #include "nest/coll/simulate.h"
 #include "nest/topo/generators.h"
 #include "nest/topo/loader.h"
+#include "nest/topo/router.h"
 
 namespace {
 
@@ -224,6 +228,67 @@ BENCHMARK(BM_ConcurrentTreesOnRail65536)
     ->Arg(17)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
+
+// The placer's single-stage data-parallel sync at 16,384 GPUs, as GPT-3 175B's search prices it
+// 171 times: one double binary tree allreduce of 256 MiB in 16 pieces over n GPUs one node
+// apart (rail 5, every 8th GPU from 5), on the bundled NCCL model's Simple topology of
+// `h100_rail_1024.yaml`'s cluster grown to 2,048 nodes. The trees cross the spines wherever a
+// parent sits under another leaf, and every rank's NIC carries both trees' pieces: one max-min
+// component, event-simulated. The simulator and router persist across iterations (reset
+// between runs), as in the oracle. Counters: events, rate updates, flows rated per update,
+// events per second, the simulated time (ms).
+void BM_TreeOnRail16384(benchmark::State& state) {
+  static const nest::topo::Topology rail = nest::bench::h100_rail(2048);
+  static const nest::coll::CalibratedNetwork network(rail);
+  const nest::topo::Topology& t = network.topology(nest::topo::Protocol::kSimple);
+  nest::topo::Router router(t, 0);
+  nest::net::Simulator simulator(t);
+  std::vector<DeviceId> group;
+  for (DeviceId r = 0; r < static_cast<DeviceId>(state.range(0)); ++r) group.push_back(5 + 8 * r);
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTree, Bytes::mebibytes(256), 16};
+  const auto program = nest::coll::lower_program(spec, static_cast<int>(group.size()));
+  Time makespan;
+  for (auto _ : state) {
+    simulator.reset();
+    nest::coll::Execution run(simulator, router, program, group, 0);
+    run.start();
+    simulator.run();
+    makespan = run.duration();
+    benchmark::DoNotOptimize(makespan);
+  }
+  const auto updates = static_cast<double>(simulator.rate_updates());
+  state.counters["events"] = static_cast<double>(simulator.events_processed());
+  state.counters["updates"] = updates;
+  state.counters["rated_per_update"] = static_cast<double>(simulator.flows_rated()) / updates;
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(simulator.events_processed()),
+                         benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["simulated_ms"] = makespan.to_milliseconds();
+}
+BENCHMARK(BM_TreeOnRail16384)->Arg(192)->Arg(256)->Unit(benchmark::kMillisecond);
+
+// The event-free bound of that sync (`CollectiveOracle::lower_bound`, what the search asks of
+// every stage's sync before it simulates one): the double binary tree allreduce of 256 MiB in 16
+// pieces over n GPUs one node apart on rail 5 of the 16,384 rail GPUs, under the NCCL models.
+// One oracle for all iterations, each on a group one node further on (a new structure: the
+// oracle's memo does not answer). Counters: transfers.
+void BM_TreeBoundOnRail16384(benchmark::State& state) {
+  static const nest::topo::Topology rail = nest::bench::h100_rail(2048);
+  nest::coll::CollectiveOracle oracle(rail);
+  const auto n = static_cast<DeviceId>(state.range(0));
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTree, Bytes::mebibytes(256), 16};
+  DeviceId offset = 0;
+  for (auto _ : state) {
+    std::vector<DeviceId> group;
+    for (DeviceId r = 0; r < n; ++r) group.push_back(5 + 8 * (offset + r));
+    offset = (offset + 1) % (2048 - n);
+    const std::vector<std::vector<DeviceId>> groups{group};
+    benchmark::DoNotOptimize(oracle.lower_bound(spec, groups));
+  }
+  state.counters["transfers"] =
+      static_cast<double>(nest::coll::transfer_count(spec, static_cast<int>(n)));
+}
+BENCHMARK(BM_TreeBoundOnRail16384)->Arg(192)->Arg(1024)->Unit(benchmark::kMillisecond);
 
 // The event-free bound the placer's searches and the anneal's walk ask for
 // (`CollectiveOracle::lower_bound`): a ring allreduce of 256 MiB under the bundled NCCL models
