@@ -657,6 +657,28 @@ TEST(Uncontended, LowerBoundCountsTheRoutesASenderNoLongerKeeps) {
   EXPECT_EQ(bound->slowest.ps(), static_cast<std::int64_t>((8e9 - 224) * (1 - 1e-6)));
 }
 
+// A sender that comes back to routes it kept: recursive halving and doubling over eight devices
+// cabled to each other directly, each pair's cable at its own rate (1 to 5 GB/s) with 1 us.
+// Rank q's partners q^1, q^2 and q^4 of the reduce-scatter come back in reverse in the
+// all-gather, so the pass takes those flows' routes, rates and latencies from the ones it kept
+// for each partner (taking another kept route fails this test). Each cable carries one pair's
+// flows, one after another: contention-free, so the pass must give the event simulation's run to
+// the picosecond.
+TEST(Uncontended, KeptRoutesReuseTheirOwnDrainTimes) {
+  topo::Topology t("mesh of rates", topo::Family::kExplicit);
+  for (int d = 0; d < 8; ++d) t.add_device("d" + std::to_string(d));
+  for (topo::NodeId a = 0; a < 8; ++a) {
+    for (topo::NodeId b = a + 1; b < 8; ++b) {
+      t.add_link(a, b, Bandwidth::bytes_per_second(1e9 * (1 + (3 * a + b) % 5)),
+                 Time::microseconds(1));
+    }
+  }
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kHalvingDoubling, Bytes(8'000'000)};
+  const std::vector<std::vector<topo::DeviceId>> groups{iota_group(8)};
+  const SimulationResult r = simulate_both(t, spec, groups, 0);
+  EXPECT_TRUE(r.contention_free);
+}
+
 // The load term by hand where one route carries many flows: two ring allreduces of 4 MB over
 // devices {0, 1 | 2, 3} and {4, 5 | 6, 7} (switch s1 | switch s2), hosts at 100 GB/s without
 // latency, the s1-s2 cable at 1 GB/s and 1 us. Ranks 1 and 5 send all six of their 1 MB steps
