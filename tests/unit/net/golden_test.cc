@@ -4,12 +4,17 @@
 // folded into a digest. The expected digests and makespans were recorded with the simulator of
 // commit cb2b08b (binary-heap event queue, per-pair route cache) before the work on issue 18;
 // a change of the event queue, the routing cache or the rate computation that moved any
-// delivery by one picosecond, or reordered two same-time callbacks, fails here. To re-bless
-// after an intended change of results, run with NEST_GOLDEN_PRINT=1 in the environment and
-// copy the printed values (and say why in the commit).
+// delivery by one picosecond, or reordered two same-time callbacks, fails here. A second digest
+// per run, `times`, folds only the deliveries' picoseconds in increasing order (recorded with the
+// simulator of fff1ed4, whose digests were still cb2b08b's): a change that keeps every delivery's
+// picosecond but reorders same-time callbacks, or moves a link's byte count in its last bits,
+// changes the first digest and not this one. To re-bless after an intended change of results,
+// run with NEST_GOLDEN_PRINT=1 in the environment and copy the printed values (and say why in
+// the commit).
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstdio>
@@ -111,12 +116,14 @@ topo::Topology dragonfly() {
 
 /// What a run produced, folded: the digest covers every delivery (flow id and picosecond, in
 /// callback order), the events, and every link's statistics (bytes as bits, busy picoseconds,
-/// peak flows) and utilization samples.
+/// peak flows) and utilization samples; `times` covers only the deliveries' picoseconds, in
+/// increasing order (which flow and in which order same-time callbacks run left out).
 struct Outcome {
   std::uint64_t digest = 0;
   std::int64_t makespan_ps = 0;
   std::uint64_t events = 0;
   std::uint64_t flows = 0;
+  std::uint64_t times = 0;
 };
 
 void fold(std::uint64_t& digest, std::uint64_t value) { digest = hash_mix(digest, value); }
@@ -159,6 +166,7 @@ class StepDriver {
   }
   [[nodiscard]] std::uint64_t digest() const noexcept { return digest_; }
   [[nodiscard]] std::uint64_t flows() const noexcept { return flows_; }
+  [[nodiscard]] const std::vector<std::int64_t>& times() const noexcept { return times_; }
 
  private:
   [[nodiscard]] std::size_t cells() const {
@@ -180,6 +188,7 @@ class StepDriver {
     sim_.start_flow(route, size_(step), [this, rank, dst, step](FlowId id, Time now) {
       fold(digest_, id);
       fold(digest_, static_cast<std::uint64_t>(now.ps()));
+      times_.push_back(now.ps());
       sent_[cell(rank, step)] = 1;
       received_[cell(dst, step)] = 1;
       advance(rank);
@@ -207,6 +216,7 @@ class StepDriver {
   std::vector<std::uint8_t> received_;
   std::uint64_t digest_ = 0;
   std::uint64_t flows_ = 0;
+  std::vector<std::int64_t> times_;
 };
 
 enum class Pattern { kPairwise, kRing, kHalvingDoubling, kDirect, kRandom };
@@ -227,6 +237,7 @@ Outcome run(const topo::Topology& t, Pattern pattern, int n, Settings settings =
   topo::Router router(t, settings.router_seed);
   Outcome out;
   std::uint64_t digest = 0;
+  std::vector<std::int64_t> times;
   const auto mod = [n](int x) { return ((x % n) + n) % n; };
   std::unique_ptr<StepDriver> driver;
   switch (pattern) {
@@ -258,10 +269,12 @@ Outcome run(const topo::Topology& t, Pattern pattern, int n, Settings settings =
           const auto b = static_cast<DeviceId>(j);
           const Bytes size(Bytes::kibibytes(256).count() * (1 + (i * 7 + j * 3) % 5));
           ++out.flows;
-          sim.start_flow(router.route(a, b, hash_mix(a, b)), size, [&digest](FlowId id, Time now) {
-            fold(digest, id);
-            fold(digest, static_cast<std::uint64_t>(now.ps()));
-          });
+          sim.start_flow(router.route(a, b, hash_mix(a, b)), size,
+                         [&digest, &times](FlowId id, Time now) {
+                           fold(digest, id);
+                           fold(digest, static_cast<std::uint64_t>(now.ps()));
+                           times.push_back(now.ps());
+                         });
         }
       }
       break;
@@ -279,11 +292,12 @@ Outcome run(const topo::Topology& t, Pattern pattern, int n, Settings settings =
         const std::uint64_t key = rng.below(8);
         handles.push_back(sim.schedule(
             at,
-            [&sim, &router, &digest, &out, a, b, size, key] {
+            [&sim, &router, &digest, &times, &out, a, b, size, key] {
               ++out.flows;
-              sim.start_flow(router.route(a, b, key), size, [&digest](FlowId id, Time now) {
+              sim.start_flow(router.route(a, b, key), size, [&digest, &times](FlowId id, Time now) {
                 fold(digest, id);
                 fold(digest, static_cast<std::uint64_t>(now.ps()));
+                times.push_back(now.ps());
               });
             },
             priority));
@@ -301,10 +315,13 @@ Outcome run(const topo::Topology& t, Pattern pattern, int n, Settings settings =
   if (driver) {
     digest = driver->digest();
     out.flows = driver->flows();
+    times = driver->times();
   }
   fold_links(digest, sim);
   fold(digest, sim.events_processed());
   out.digest = digest;
+  std::sort(times.begin(), times.end());
+  for (const std::int64_t at : times) fold(out.times, static_cast<std::uint64_t>(at));
   out.makespan_ps = sim.now().ps();
   out.events = sim.events_processed();
   return out;
@@ -327,115 +344,115 @@ const std::vector<Golden>& goldens() {
        Pattern::kPairwise,
        128,
        {},
-       {0xefefe7c748bf72a6ULL, 8402721624, 32640, 16384}},
+       {0xefefe7c748bf72a6ULL, 8402721624, 32640, 16384, 0x1254a082a614680aULL}},
       {"fat_tree_pairwise_seed",
        fat_tree_k8,
        Pattern::kPairwise,
        96,
        {.router_seed = 5},
-       {0x84e0af4470346b94ULL, 5888964547, 18336, 9216}},
+       {0x84e0af4470346b94ULL, 5888964547, 18336, 9216, 0x273c7d721319377bULL}},
       {"fat_tree_direct",
        fat_tree_k8,
        Pattern::kDirect,
        64,
        {},
-       {0xdc38e268d81fdf29ULL, 1185648001, 8064, 4032}},
+       {0xdc38e268d81fdf29ULL, 1185648001, 8064, 4032, 0x6ceb9331cffe86c6ULL}},
       {"fat_tree_direct_full_refill",
        fat_tree_k8,
        Pattern::kDirect,
        48,
        {.reuse_levels = false},
-       {0x7fd0f0fffe8075ccULL, 933609822, 4512, 2256}},
+       {0x7fd0f0fffe8075ccULL, 933609822, 4512, 2256, 0x8418af8903a44a18ULL}},
       {"fat_tree_ring",
        fat_tree_k8,
        Pattern::kRing,
        128,
        {},
-       {0x675eeb64ba104039ULL, 4187383040, 65024, 32512}},
+       {0x675eeb64ba104039ULL, 4187383040, 65024, 32512, 0x835ddd8a9fc2538dULL}},
       {"fat_tree_random_recorded",
        fat_tree_k8,
        Pattern::kRandom,
        128,
        {.record = true},
-       {0x1601c3e975311693ULL, 3491472495, 12412, 4388}},
+       {0x1601c3e975311693ULL, 3491472495, 12412, 4388, 0x59225a12113b05e6ULL}},
       {"oversubscribed_pairwise",
        oversubscribed_fat_tree,
        Pattern::kPairwise,
        64,
        {},
-       {0xa39b60dec82b172dULL, 37722038940, 8128, 4096}},
+       {0xa39b60dec82b172dULL, 37722038940, 8128, 4096, 0x443cdace39c9d462ULL}},
       {"oversubscribed_halving_doubling",
        oversubscribed_fat_tree,
        Pattern::kHalvingDoubling,
        64,
        {},
-       {0x106f0e132891a5adULL, 5914334125, 768, 384}},
+       {0x106f0e132891a5adULL, 5914334125, 768, 384, 0xbaaa29867f50291ULL}},
       {"spine_leaf_pairwise",
        spine_leaf,
        Pattern::kPairwise,
        64,
        {},
-       {0x7e14515ce01b9911ULL, 3145136312, 8128, 4096}},
+       {0x7e14515ce01b9911ULL, 3145136312, 8128, 4096, 0xee59199cdcdc3566ULL}},
       {"spine_leaf_direct_no_verify",
        spine_leaf,
        Pattern::kDirect,
        64,
        {.verified = false},
-       {0x27fa5c8e220f8375ULL, 1346998722, 8064, 4032}},
+       {0x27fa5c8e220f8375ULL, 1346998722, 8064, 4032, 0xf6babc39d3f57a60ULL}},
       {"spine_leaf_random",
        spine_leaf,
        Pattern::kRandom,
        64,
        {},
-       {0x57b014a12f7b2039ULL, 2940762453, 6182, 2194}},
+       {0x57b014a12f7b2039ULL, 2940762453, 6182, 2194, 0xd6d07aa865511561ULL}},
       {"torus_pairwise",
        torus,
        Pattern::kPairwise,
        64,
        {},
-       {0x97c05f99e51f2716ULL, 3289961876, 8128, 4096}},
+       {0x97c05f99e51f2716ULL, 3289961876, 8128, 4096, 0x801d68d114cbb6e7ULL}},
       {"torus_ring_recorded",
        torus,
        Pattern::kRing,
        64,
        {.record = true},
-       {0xcd6e4f81e35a8921ULL, 3049412814, 16128, 8064}},
+       {0xcd6e4f81e35a8921ULL, 3049412814, 16128, 8064, 0x3852de5b4a8d7784ULL}},
       {"rail_pairwise",
        rail,
        Pattern::kPairwise,
        64,
        {},
-       {0xe1aa7fe059a074fcULL, 5067644658, 8128, 4096}},
+       {0xe1aa7fe059a074fcULL, 5067644658, 8128, 4096, 0x8d6070567a0c0da2ULL}},
       {"rail_halving_doubling",
        rail,
        Pattern::kHalvingDoubling,
        64,
        {},
-       {0x3f1cbf9e33775d39ULL, 349404660, 768, 384}},
+       {0x3f1cbf9e33775d39ULL, 349404660, 768, 384, 0xf1454fed1452706fULL}},
       {"hierarchical_direct",
        hierarchical,
        Pattern::kDirect,
        64,
        {},
-       {0xb5cebb31257e52d9ULL, 24196848320, 8064, 4032}},
+       {0xb5cebb31257e52d9ULL, 24196848320, 8064, 4032, 0xff19cefc1f5c23abULL}},
       {"hierarchical_random",
        hierarchical,
        Pattern::kRandom,
        64,
        {},
-       {0x97a74bbadb284bb2ULL, 39418766842, 6182, 2194}},
+       {0x97a74bbadb284bb2ULL, 39418766842, 6182, 2194, 0x3e518e97f473f06cULL}},
       {"dragonfly_pairwise",
        dragonfly,
        Pattern::kPairwise,
        60,
        {},
-       {0xd8d665b4a3386e85ULL, 11414375825, 7140, 3600}},
+       {0xd8d665b4a3386e85ULL, 11414375825, 7140, 3600, 0xa15dbb6a65c18ebULL}},
       {"dragonfly_random_recorded",
        dragonfly,
        Pattern::kRandom,
        60,
        {.record = true},
-       {0x996a95c3d3400f5cULL, 6187077103, 5797, 2057}},
+       {0x996a95c3d3400f5cULL, 6187077103, 5797, 2057, 0x477d13b834be3484ULL}},
   };
   return all;
 }
@@ -448,15 +465,17 @@ TEST(SimulatorGolden, EveryDeliveryMatchesTheRecordedRunToThePicosecond) {
     const Outcome got = run(t, g.pattern, g.n, g.settings);
     if (print) {
       std::printf(
-          "%s: {%#llxULL, %lld, %llu, %llu}\n", g.name, static_cast<unsigned long long>(got.digest),
-          static_cast<long long>(got.makespan_ps), static_cast<unsigned long long>(got.events),
-          static_cast<unsigned long long>(got.flows));
+          "%s: {%#llxULL, %lld, %llu, %llu, %#llxULL}\n", g.name,
+          static_cast<unsigned long long>(got.digest), static_cast<long long>(got.makespan_ps),
+          static_cast<unsigned long long>(got.events), static_cast<unsigned long long>(got.flows),
+          static_cast<unsigned long long>(got.times));
       continue;
     }
     EXPECT_EQ(got.makespan_ps, g.expected.makespan_ps);
     EXPECT_EQ(got.events, g.expected.events);
     EXPECT_EQ(got.flows, g.expected.flows);
     EXPECT_EQ(got.digest, g.expected.digest);
+    EXPECT_EQ(got.times, g.expected.times);
   }
 }
 
