@@ -336,7 +336,12 @@ struct Golden {
   Outcome expected;
 };
 
-// Recorded at commit cb2b08b (see the file comment).
+// Recorded at commit cb2b08b (see the file comment). Seven full digests re-blessed when the
+// verified refilling took changes of up to 16 flows instead of 8: same-time deliveries in
+// another order (fat_tree_pairwise, fat_tree_pairwise_seed, fat_tree_direct,
+// oversubscribed_halving_doubling, rail_pairwise) and link byte counts that differ in their last
+// bits (spine_leaf_random, hierarchical_random); every delivery's picosecond, the makespans,
+// events and flows the same (`times` unchanged).
 const std::vector<Golden>& goldens() {
   static const std::vector<Golden> all = {
       {"fat_tree_pairwise",
@@ -344,19 +349,19 @@ const std::vector<Golden>& goldens() {
        Pattern::kPairwise,
        128,
        {},
-       {0xefefe7c748bf72a6ULL, 8402721624, 32640, 16384, 0x1254a082a614680aULL}},
+       {0xede806ab5ee5038ULL, 8402721624, 32640, 16384, 0x1254a082a614680aULL}},
       {"fat_tree_pairwise_seed",
        fat_tree_k8,
        Pattern::kPairwise,
        96,
        {.router_seed = 5},
-       {0x84e0af4470346b94ULL, 5888964547, 18336, 9216, 0x273c7d721319377bULL}},
+       {0x9059f1f9e0cdbf7bULL, 5888964547, 18336, 9216, 0x273c7d721319377bULL}},
       {"fat_tree_direct",
        fat_tree_k8,
        Pattern::kDirect,
        64,
        {},
-       {0xdc38e268d81fdf29ULL, 1185648001, 8064, 4032, 0x6ceb9331cffe86c6ULL}},
+       {0x20913fc5f4298eabULL, 1185648001, 8064, 4032, 0x6ceb9331cffe86c6ULL}},
       {"fat_tree_direct_full_refill",
        fat_tree_k8,
        Pattern::kDirect,
@@ -386,7 +391,7 @@ const std::vector<Golden>& goldens() {
        Pattern::kHalvingDoubling,
        64,
        {},
-       {0x106f0e132891a5adULL, 5914334125, 768, 384, 0xbaaa29867f50291ULL}},
+       {0xd75382b8f5ed491aULL, 5914334125, 768, 384, 0xbaaa29867f50291ULL}},
       {"spine_leaf_pairwise",
        spine_leaf,
        Pattern::kPairwise,
@@ -404,7 +409,7 @@ const std::vector<Golden>& goldens() {
        Pattern::kRandom,
        64,
        {},
-       {0x57b014a12f7b2039ULL, 2940762453, 6182, 2194, 0xd6d07aa865511561ULL}},
+       {0xdd064b75c721c832ULL, 2940762453, 6182, 2194, 0xd6d07aa865511561ULL}},
       {"torus_pairwise",
        torus,
        Pattern::kPairwise,
@@ -422,7 +427,7 @@ const std::vector<Golden>& goldens() {
        Pattern::kPairwise,
        64,
        {},
-       {0xe1aa7fe059a074fcULL, 5067644658, 8128, 4096, 0x8d6070567a0c0da2ULL}},
+       {0x968beeac700d6ef4ULL, 5067644658, 8128, 4096, 0x8d6070567a0c0da2ULL}},
       {"rail_halving_doubling",
        rail,
        Pattern::kHalvingDoubling,
@@ -440,7 +445,7 @@ const std::vector<Golden>& goldens() {
        Pattern::kRandom,
        64,
        {},
-       {0x97a74bbadb284bb2ULL, 39418766842, 6182, 2194, 0x3e518e97f473f06cULL}},
+       {0xc5efc52838c97859ULL, 39418766842, 6182, 2194, 0x3e518e97f473f06cULL}},
       {"dragonfly_pairwise",
        dragonfly,
        Pattern::kPairwise,
