@@ -35,12 +35,13 @@ constexpr topo::LinkId kNoCap = std::numeric_limits<topo::LinkId>::max();
 // Components with at most this many loaded links find each bottleneck by a linear scan, which
 // beats a heap at that size.
 constexpr std::size_t kScanLimit = 48;
+// 16 below, not 8: the pieces of a double binary tree's ranks arrive in the same picosecond, and
+// refilling their whole component took 65% of a 192-GPU tree's simulation and 74% of 17 trees
+// sharing spines (results/coll_bench.md, 2026-12-03). From 24 on, the random small fabrics of
+// the simulator's tests re-rate more flows than the kept-level component refilling would.
 // The verified refilling (`refill_verified`) leaves a timestamp to the component refilling when
 // more than this many flows may have lost their bottleneck (many arrivals at once: the checks
-// would take several rounds). 16, not 8: the pieces of a double binary tree's ranks arrive in
-// the same picosecond, and refilling their whole component took 65% of a 192-GPU tree's
-// simulation and 74% of 17 trees sharing spines (results/net_bench.md, 2026-12-03); at 24 and
-// more, random small fabrics re-rate more flows than the component refilling would...
+// would take several rounds)...
 constexpr std::size_t kVerifiedStart = 16;
 // ... and gives up for it once the flows it re-rates exceed this many or it has expanded this
 // many times...

@@ -2,7 +2,8 @@
 // topology family, run through the router and the simulator, with each run's exact outcome
 // (every delivery's flow id and picosecond in callback order, the events, the link statistics)
 // folded into a digest. The expected digests and makespans were recorded with the simulator of
-// commit cb2b08b (binary-heap event queue, per-pair route cache) before the work on issue 18;
+// commit cb2b08b (binary-heap event queue, per-pair route cache) before the work on issue 18
+// (seven digests re-blessed since, for the reason given above `goldens()`);
 // a change of the event queue, the routing cache or the rate computation that moved any
 // delivery by one picosecond, or reordered two same-time callbacks, fails here. A second digest
 // per run, `times`, folds only the deliveries' picoseconds in increasing order (recorded with the
@@ -337,11 +338,14 @@ struct Golden {
 };
 
 // Recorded at commit cb2b08b (see the file comment). Seven full digests re-blessed when the
-// verified refilling took changes of up to 16 flows instead of 8: same-time deliveries in
-// another order (fat_tree_pairwise, fat_tree_pairwise_seed, fat_tree_direct,
-// oversubscribed_halving_doubling, rail_pairwise) and link byte counts that differ in their last
-// bits (spine_leaf_random, hierarchical_random); every delivery's picosecond, the makespans,
-// events and flows the same (`times` unchanged).
+// verified refilling took changes of up to 16 flows instead of 8 (8a7daed): fat_tree_direct's
+// same-time deliveries run in another order; in fat_tree_pairwise, fat_tree_pairwise_seed,
+// oversubscribed_halving_doubling and rail_pairwise the next steps' flows also start in another
+// order, so they get other ids, each rank's step arriving at the same picosecond; in
+// spine_leaf_random and hierarchical_random the deliveries are the same and a few link byte
+// counts at the half-way stop differ in their last bits (the final ones are the same). Every
+// makespan, event and flow count and every `times` is the same. `times` would not see two
+// flows trading their delivery picoseconds; the full digest would.
 const std::vector<Golden>& goldens() {
   static const std::vector<Golden> all = {
       {"fat_tree_pairwise",
