@@ -850,9 +850,10 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       verify_cut[oi] = verification_cut(first, with_plans, rest, options.replay_candidates).ps();
     }
   };
+  std::int64_t pass_cap = kInf;  // the cap of the current pass (capped passes)
   auto cut = [&](std::size_t oi) {
     if (keep == 0) return best.time;
-    if (verifying) return verify_cut[oi];
+    if (verifying) return std::min(verify_cut[oi], pass_cap);
     return kept[oi].size() < keep ? kInf : kept[oi].back().time;
   };
   auto cut_any = [&] {
@@ -1141,11 +1142,55 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   // uncapped best, ties included (the first found). With a loose first bound the uncapped
   // search prices many poor plans before it meets a good one (GPT-3 on 8,192 rail GPUs: 8.6 s,
   // 7.4 s, ... before the 1.35 s optimum); under a cap they are ruled out by their bounds.
-  // Entries kept for --verify (keep > 0) are pruned against cuts that depend on other orders'
-  // plans: those searches run one uncapped pass (a capped version gave the same candidates on
-  // the cases tried but no faster search: GPT-3 on 4,096 rail GPUs 21.5 against 22.0 s).
+  // Searches for --verify K (`replay_candidates`) run capped passes too: each order's cut is
+  // the smaller of its verification cut and c, and a pass ends the search when every order's
+  // verification cut, from the plans the pass kept (all below c), is at most c; else the next
+  // cap (the geometric ones: a price met above c says nothing about the K-th plan). Why such
+  // a pass keeps the uncapped search's candidates. The cuts only fall during a pass, so each
+  // order's cut was at least its final V <= c all along: every plan of order o priced below
+  // V_o came up unpruned and was recorded, in the same order as in the uncapped search (the
+  // same entry order as above). A plan that the pass did not record costs V_o or more, and
+  // `verification_cut` is the price from which a plan of o cannot enter the replay selection
+  // (the best of each order, then the best K - n of the rest, by (time, order found)) given the
+  // kept plans, provided it does not add an order: none can, every order having a kept plan
+  // (an order without one leaves its cut infinite, above c). So adding the unrecorded plans
+  // changes no selection, and the selection is the uncapped search's. Per-order keeping
+  // (`keep_per_order`) runs one uncapped pass. Llama-3.1-405B on 4,096 rail GPUs, --verify 4:
+  // the uncapped pass priced a ZeRO-3 plan over 1,024-GPU data-parallel groups before it had
+  // four plans (15 s of event-simulated rings of 8.4 M events each); the first cap rules it
+  // out on its bounds (search 18 -> 3.3 s, the same candidates).
+  // The prices of the plans priced so far: a later pass prices most of them again. The cost
+  // model is a function of the choice (the oracle's answers do not depend on what it was asked
+  // before), so a plan met again takes its first price. With the two maps below, a pass that
+  // does not end the search costs the next one little more than its own new plans (GPT-3 on
+  // 4,096 rail GPUs, --verify 4, three passes: 4,868 tables built against 6,306 without them and
+  // 4,864 in one uncapped pass).
+  struct ChoiceLess {
+    bool operator()(const PlanChoice& a, const PlanChoice& b) const {
+      return std::tie(a.variant, a.boundaries, a.data_parallel, a.zero_stage, a.recompute,
+                      a.virtual_stages,
+                      a.order) < std::tie(b.variant, b.boundaries, b.data_parallel, b.zero_stage,
+                                          b.recompute, b.virtual_stages, b.order);
+    }
+  };
+  std::map<PlanChoice, Plan, ChoiceLess> priced_plans;
+  auto price = [&](const PlanChoice& choice) -> const Plan& {
+    auto it = priced_plans.find(choice);
+    if (it == priced_plans.end()) {
+      it = priced_plans.emplace(choice, evaluate(profile, choice, comm, options.cost)).first;
+    }
+    return it->second;
+  };
+  // What a later pass asks again of (item, order, S): the least stage time of its partitions on
+  // the layout-aware bounds (level 0; a lower bound whenever it was computed, so no sharper one
+  // is needed for the search to stay exact), and its exact optimum and boundaries (level 1).
+  std::map<std::tuple<std::size_t, std::size_t, int>, std::int64_t> exit_bests;
+  std::map<std::tuple<std::size_t, std::size_t, int>,
+           std::pair<std::int64_t, std::vector<std::size_t>>>
+      optima;
   std::vector<std::int64_t> caps;  // the geometric caps, in turn
-  if (options.capped_passes && keep == 0 && !items.empty()) {
+  const bool capped = options.capped_passes && (keep == 0 || verifying);
+  if (capped && !items.empty()) {
     for (const double m : {1.25, 1.5, 2.0, 3.0, 5.0}) {
       const double c = static_cast<double>(items.front().bound) * m;
       if (c < static_cast<double>(kInf)) caps.push_back(static_cast<std::int64_t>(c));
@@ -1154,12 +1199,15 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   caps.push_back(kInf);
   for (std::size_t next = 0; next < caps.size();) {
     std::int64_t cap = caps[next++];
-    if (stats.passes > 0 && least_priced < kInf && next < caps.size()) {
+    if (keep == 0 && stats.passes > 0 && least_priced < kInf && next < caps.size()) {
       cap = least_priced + 1;
       next = caps.size() - 1;  // then only the uncapped pass (should this one find nothing)
     }
     ++stats.passes;
     best = Best{.time = cap, .choice = {}};
+    pass_cap = cap;
+    for (auto& list : kept) list.clear();
+    std::fill(verify_cut.begin(), verify_cut.end(), kInf);
     open = {};
     for (std::size_t i = 0; i < items.size(); ++i) open.push({items[i].bound, i, 0, 0, 0});
 
@@ -1225,10 +1273,13 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
               std::int64_t pipe = kInf;
               const std::int64_t factor = k + stages - 1;
               if (dp_path || (!direct.empty() && direct.front() == 1)) {
-                std::unique_ptr<Table> local;
-                const std::int64_t f =
-                    table_for(bound_cache, exit_net, oi, stages, local, bound_transfers)
-                        .best(stages);
+                auto [at, fresh] = exit_bests.try_emplace({e.item, oi, stages}, kInf);
+                if (fresh) {
+                  std::unique_ptr<Table> local;
+                  at->second = table_for(bound_cache, exit_net, oi, stages, local, bound_transfers)
+                                   .best(stages);
+                }
+                const std::int64_t f = at->second;
                 if (f != kInf && f <= (cut(oi) - 1) / factor) pipe = factor * f;
                 key_1f1b = pipe;
               }
@@ -1308,15 +1359,20 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       const PlacementOrder order = orders[e.order];
       const int stages = e.stages;
       auto price_partitioned = [&] {
-        std::unique_ptr<Table> local;
-        Table& t = table_for(table_cache, net, e.order, stages, local);
-        const std::int64_t stage_time = t.best(stages);
+        auto [at, fresh] = optima.try_emplace({e.item, e.order, stages});
+        if (fresh) {
+          std::unique_ptr<Table> local;
+          Table& t = table_for(table_cache, net, e.order, stages, local);
+          at->second.first = t.best(stages);
+          if (at->second.first != kInf) at->second.second = t.boundaries(stages);
+        }
+        const std::int64_t stage_time = at->second.first;
         if (stage_time == kInf) return;
         const std::int64_t factor = k + stages - 1;
         if (bound_transfers && stage_time > (cut(e.order) - 1) / factor) return;
         ++stats.candidates;
         PlanChoice choice{.variant = vd.index,
-                          .boundaries = t.boundaries(stages),
+                          .boundaries = at->second.second,
                           .data_parallel = d,
                           .zero_stage = item.zero,
                           .recompute = item.rec,
@@ -1326,7 +1382,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
         // simulation) can still win.
         if (refine && lower_bound(choice, bounds) >= cut(e.order)) return;
         if (ruled_out(choice, cut(e.order))) return;
-        const Plan plan = evaluate(profile, choice, comm, options.cost);
+        const Plan& plan = price(choice);
         record(e.order, std::move(choice), plan);
       };
       if (dp_path && e.key_1f1b < cut(e.order)) price_partitioned();
@@ -1358,12 +1414,16 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
         if (refine && lower_bound(choice, bounds) >= cut(e.order)) continue;
         if (ruled_out(choice, cut(e.order))) continue;
         ++stats.candidates;
-        const Plan plan = evaluate(profile, choice, comm, options.cost);
+        const Plan& plan = price(choice);
         if (!options.ignore_memory && !plan.fits()) continue;
         record(e.order, std::move(choice), plan);
       }
     }
-    if (best.time < cap) break;
+    if (keep == 0 && best.time < cap) break;
+    if (verifying && std::all_of(verify_cut.begin(), verify_cut.end(),
+                                 [&](std::int64_t c) { return c <= cap; })) {
+      break;
+    }
   }
   stats.network_queries = net.queries();
 

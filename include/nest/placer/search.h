@@ -101,13 +101,15 @@ struct SearchOptions {
   /// price and the kept candidates are the same); they only spare simulations. false: the layout
   /// bounds only (tests, measurements).
   bool pass_bounds = true;
-  /// Estimate-only searches (`keep_per_order` and `replay_candidates` 0): run the branch and
-  /// bound with a cap on the best time, each pass ruling out every plan that cannot beat its
-  /// cap, until a pass finds a plan. Caps: the least entry bound times 1.25; after a pass that
-  /// priced plans but found none below its cap, one more than the least price it met; else
-  /// times 1.5, 2, 3, 5; finally none. The best plan and its price are the uncapped search's
-  /// (proof at the passes in search.cc); a good cap spares the pricing of the poor plans an
-  /// uncapped search meets first. false: one uncapped pass (tests, measurements).
+  /// Estimate-only searches (`keep_per_order` and `replay_candidates` 0) and searches for
+  /// `replay_candidates`: run the branch and bound with a cap on the best time, each pass ruling
+  /// out every plan that cannot beat its cap, until a pass finds a plan (for
+  /// `replay_candidates`: until every order's verification cut is at most the cap). Caps: the
+  /// least entry bound times 1.25; after an estimate-only pass that priced plans but found none
+  /// below its cap, one more than the least price it met; else times 1.5, 2, 3, 5; finally
+  /// none. The best plan, its price and the candidates are the uncapped search's (proof at the
+  /// passes in search.cc); a good cap spares the pricing of the poor plans an uncapped search
+  /// meets first. false: one uncapped pass (tests, measurements).
   bool capped_passes = true;
   /// Keep exactly the plans `nest place --verify K` replays, K = `replay_candidates`: the best
   /// distinct plan of each placement order, then the best K − n of the other distinct plans (n:
