@@ -8,8 +8,12 @@
 
 #include "nest/core/rng.h"
 #include "nest/core/units.h"
+#include "nest/placer/variants.h"
 #include "nest/topo/generators.h"
+#include "nest/workload/accelerator.h"
 #include "nest/workload/layer_profile.h"
+#include "nest/workload/model.h"
+#include "nest/workload/model_profile.h"
 
 namespace nest::placer::testing {
 
@@ -27,6 +31,18 @@ inline topo::Topology thin_rail(int nodes) {
                                      .nic_latency = Time::microseconds(1),
                                      .spine_bandwidth = Bandwidth::gigabytes_per_second(12.5),
                                      .spine_latency = Time::microseconds(1)});
+}
+
+/// GPT-3 175B on the bundled H100 with tensor-parallel degree t and micro-batch 1: one variant.
+inline workload::LayerProfile gpt3_profile(int t) {
+  const std::string root = NEST_SOURCE_DIR;
+  const auto model = workload::load_model(root + "/workloads/models/gpt3-175b.yaml");
+  const auto device = workload::load_accelerator(root + "/workloads/accelerators/h100-sxm.yaml");
+  const workload::BuildOptions build;
+  CandidateOptions candidates;
+  candidates.micro_batches = {1};
+  candidates.tensor_parallel = {t};
+  return workload::build_profile(model, device, candidate_configs(model, build, candidates), build);
 }
 
 /// A chain of identical blocks (model "toy", sequence length 1000, one variant).

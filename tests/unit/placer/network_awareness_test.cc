@@ -26,6 +26,7 @@
 #include "nest/workload/accelerator.h"
 #include "nest/workload/model.h"
 #include "nest/workload/model_profile.h"
+#include "unit/placer/fixtures.h"
 #include "unit/placer/printers.h"
 
 namespace nest::placer {
@@ -207,14 +208,8 @@ TEST(ReplaySelection, TakesTheFirstOfEachOrderThenTheRestUpToK) {
 // search: the verification replays the best plan of each order.
 TEST(CappedVerification, KeepsTheBestPlanOfAnOrderPricedAboveTheFirstCap) {
   const std::string root = NEST_SOURCE_DIR;
-  const auto model = workload::load_model(root + "/workloads/models/gpt3-175b.yaml");
   const auto device = workload::load_accelerator(root + "/workloads/accelerators/h100-sxm.yaml");
-  const workload::BuildOptions build;
-  CandidateOptions candidates;
-  candidates.micro_batches = {1};
-  candidates.tensor_parallel = {2};
-  const auto profile =
-      workload::build_profile(model, device, candidate_configs(model, build, candidates), build);
+  const auto profile = testing::gpt3_profile(2);
   const topo::Topology cluster = topo::load_topology(root + "/topologies/h100_rail_1024.yaml");
   SearchOptions capped;
   capped.cost = {.rules = workload::MemoryRules::kMegatron,

@@ -20,6 +20,7 @@
 #include "nest/workload/model.h"
 #include "nest/workload/model_profile.h"
 #include "placer/stage_model.h"
+#include "unit/placer/fixtures.h"
 #include "unit/placer/printers.h"
 
 namespace nest::placer {
@@ -37,15 +38,7 @@ TEST(PlanCollectives, NamesEveryGroupAndCarriesTheOraclesAnswer) {
                                   .nic_latency = Time::microseconds(1),
                                   .spine_bandwidth = Bandwidth::gigabits_per_second(400),
                                   .spine_latency = Time::microseconds(1)});
-  const std::string root = NEST_SOURCE_DIR;
-  const auto model = workload::load_model(root + "/workloads/models/gpt3-175b.yaml");
-  const auto device = workload::load_accelerator(root + "/workloads/accelerators/h100-sxm.yaml");
-  const workload::BuildOptions build;
-  CandidateOptions candidates;
-  candidates.micro_batches = {1};
-  candidates.tensor_parallel = {2};
-  const auto profile =
-      workload::build_profile(model, device, candidate_configs(model, build, candidates), build);
+  const auto profile = testing::gpt3_profile(2);
   ASSERT_EQ(profile.variants.size(), 1U);
   const CostOptions cost{.rules = workload::MemoryRules::kMegatron, .devices = 128};
   PlanChoice choice;
