@@ -1131,9 +1131,10 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   // cut); else the least entry bound times 1.5, 2, 3, 5 in turn; finally no cap (also after
   // the least price's pass, should it find nothing).
   // Why a pass that finds a plan below c finds the uncapped search's plan. Entry keys come from
-  // analytic bounds that do not depend on what was priced before, and a child's key is never
-  // below its parent's, so the entries with keys below the best time leave the queue in the
-  // same order in both searches. Every other check rules a table or a plan out only when a
+  // analytic bounds that do not depend on what was priced before (but for the cut-dependent
+  // choice of a level-1 key noted below), and a child's key is never below its parent's, so the
+  // entries with keys below the best time leave the queue in the same order in both searches,
+  // as far as the plans below it go. Every other check rules a table or a plan out only when a
   // lower bound of its price is at least the cut, the best time so far (bounds the oracle has
   // meanwhile sharpened with memoized answers are still lower bounds). So a plan whose price is
   // below the best time at the point it comes up is priced by both searches, and a plan at or
@@ -1148,8 +1149,13 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   // cap (the geometric ones: a price met above c says nothing about the K-th plan). Why such
   // a pass keeps the uncapped search's candidates. The cuts only fall during a pass, so each
   // order's cut was at least its final V <= c all along: every plan of order o priced below
-  // V_o came up unpruned and was recorded, in the same order as in the uncapped search (the
-  // same entry order as above). A plan that the pass did not record costs V_o or more, and
+  // V_o came up unpruned and was recorded, in the same relative order as in the uncapped
+  // search. (Keys are not fixed: a level-1 key takes the 1F1B partitions' bound factor * f only
+  // while that is below the cut of the moment, which differs between the searches. But a key
+  // is raised past factor * f only when factor * f is at or above that cut, and then every
+  // plan of the entry costs at least that cut; so the plans below both searches' final cuts
+  // leave the queue in the same relative order. The same holds for the estimate-only passes
+  // above.) A plan that the pass did not record costs V_o or more, and
   // `verification_cut` is the price from which a plan of o cannot enter the replay selection
   // (the best of each order, then the best K - n of the rest, by (time, order found)) given the
   // kept plans, provided it does not add an order: none can, every order having a kept plan
@@ -1165,15 +1171,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   // does not end the search costs the next one little more than its own new plans (GPT-3 on
   // 4,096 rail GPUs, --verify 4, three passes: 4,868 tables built against 6,306 without them and
   // 4,864 in one uncapped pass).
-  struct ChoiceLess {
-    bool operator()(const PlanChoice& a, const PlanChoice& b) const {
-      return std::tie(a.variant, a.boundaries, a.data_parallel, a.zero_stage, a.recompute,
-                      a.virtual_stages,
-                      a.order) < std::tie(b.variant, b.boundaries, b.data_parallel, b.zero_stage,
-                                          b.recompute, b.virtual_stages, b.order);
-    }
-  };
-  std::map<PlanChoice, Plan, ChoiceLess> priced_plans;
+  std::map<PlanChoice, Plan> priced_plans;
   auto price = [&](const PlanChoice& choice) -> const Plan& {
     auto it = priced_plans.find(choice);
     if (it == priced_plans.end()) {
@@ -1182,8 +1180,10 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     return it->second;
   };
   // What a later pass asks again of (item, order, S): the least stage time of its partitions on
-  // the layout-aware bounds (level 0; a lower bound whenever it was computed, so no sharper one
-  // is needed for the search to stay exact), and its exact optimum and boundaries (level 1).
+  // the layout-aware bounds (level 0) and its exact optimum and boundaries (level 1). Both are
+  // functions of their key: the layout bounds (`collective_bound`, `transfer_bound`) are
+  // computed, never sharpened by remembered answers, and exact prices are exact; so an entry's
+  // key, and the order in which entries leave the queue, are what a fresh table would give.
   std::map<std::tuple<std::size_t, std::size_t, int>, std::int64_t> exit_bests;
   std::map<std::tuple<std::size_t, std::size_t, int>,
            std::pair<std::int64_t, std::vector<std::size_t>>>

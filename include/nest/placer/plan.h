@@ -6,6 +6,7 @@
 /// of it (`Plan`: per-stage time and memory, the iteration time and its breakdown). The device
 /// of every (stage, replica, shard) follows from the choice through `DeviceMap`.
 
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -102,6 +103,8 @@ struct PlanChoice {
     return boundaries.empty() ? 0 : static_cast<int>(boundaries.size()) - 1;
   }
   friend bool operator==(const PlanChoice&, const PlanChoice&) = default;
+  /// Field by field, in declaration order (an order for maps keyed by choice).
+  friend auto operator<=>(const PlanChoice&, const PlanChoice&) = default;
 };
 
 /// Time of one stage per microbatch, by part.

@@ -128,7 +128,8 @@ struct SearchStats {
   std::int64_t tables = 0;           ///< DP tables built
   std::int64_t states = 0;           ///< (s, i) states solved
   std::int64_t memory_queries = 0;   ///< calls of workload::stage_memory
-  std::int64_t candidates = 0;       ///< (configuration, S, d) pipelines priced in full
+  std::int64_t candidates = 0;       ///< (configuration, S, d) pipelines priced in full, once
+                                     ///< per pass (a later pass takes an earlier price)
   std::int64_t network_queries = 0;  ///< distinct queries sent to the CommCost
   std::int64_t pass_bounded = 0;     ///< plans ruled out by their price on the event-free bounds
   std::int64_t sync_bounded = 0;     ///< plans ruled out by the later steps of
