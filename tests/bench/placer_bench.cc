@@ -68,13 +68,14 @@ const topo::Topology& rail(int devices) {
 enum class Keep { kBest = 0, kFourPerOrder = 1, kFourToReplay = 2 };
 
 void run(benchmark::State& state, const workload::LayerProfile& profile, int devices, bool oracle,
-         Keep keep = Keep::kBest) {
+         Keep keep = Keep::kBest, bool capped = true) {
   placer::SearchOptions options;
   options.cost = {.rules = workload::MemoryRules::kMegatron,
                   .devices = devices,
                   .memory_bandwidth = h100().hbm_bandwidth * h100().memory_efficiency};
   if (keep == Keep::kFourPerOrder) options.keep_per_order = 4;
   if (keep == Keep::kFourToReplay) options.replay_candidates = 4;
+  options.capped_passes = capped;
   placer::SearchStats stats;
   std::uint64_t simulations = 0;
   double seconds = 0;
@@ -124,6 +125,20 @@ void BM_Gpt3KeepForVerify(benchmark::State& state) {
 BENCHMARK(BM_Gpt3KeepForVerify)
     ->ArgNames({"devices", "keep"})
     ->ArgsProduct({{256, 1024}, {0, 1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+// The --verify 4 search (replay_candidates 4) of Llama-3.1-405B on 4,096 rail GPUs in one
+// uncapped pass (capped 0) and in capped passes (capped 1, the default since e0f7e7d): the same
+// candidates; the uncapped pass prices a ZeRO-3 plan over 1,024-GPU groups in full.
+void BM_Llama405BVerifyOnRail4096(benchmark::State& state) {
+  static const auto profile = profile_of("llama3.1-405b");
+  run(state, profile, 4096, true, Keep::kFourToReplay, state.range(0) != 0);
+}
+BENCHMARK(BM_Llama405BVerifyOnRail4096)
+    ->ArgNames({"capped"})
+    ->Arg(0)
+    ->Arg(1)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 

@@ -22,7 +22,6 @@
 #include "nest/placer/search.h"
 #include "nest/placer/variants.h"
 #include "nest/topo/generators.h"
-#include "nest/topo/loader.h"
 #include "nest/workload/accelerator.h"
 #include "nest/workload/model.h"
 #include "nest/workload/model_profile.h"
@@ -201,42 +200,6 @@ TEST(ReplaySelection, TakesTheFirstOfEachOrderThenTheRestUpToK) {
 // replay_candidates K (nest place --verify K): the search keeps exactly the plans the
 // verification replays (the best of each order, then the best of the rest up to K), the set
 // that the K best plans of each order yield, and prices no more plans than keep_per_order K.
-// Capped passes for --verify 4 keep the uncapped search's candidates where the orders' best
-// plans lie far apart: GPT-3 175B (t = 2, micro-batch 1) on the bundled 1,024-GPU rail
-// cluster, whose tp-dp-pp plans (5.98 s) are priced below the first cap (1.25 times the least
-// entry bound, 6.30 s) while the best tp-pp-dp plan (6.64 s) is not. That pass must not end the
-// search: the verification replays the best plan of each order.
-TEST(CappedVerification, KeepsTheBestPlanOfAnOrderPricedAboveTheFirstCap) {
-  const std::string root = NEST_SOURCE_DIR;
-  const auto device = workload::load_accelerator(root + "/workloads/accelerators/h100-sxm.yaml");
-  const auto profile = testing::gpt3_profile(2);
-  const topo::Topology cluster = topo::load_topology(root + "/topologies/h100_rail_1024.yaml");
-  SearchOptions capped;
-  capped.cost = {.rules = workload::MemoryRules::kMegatron,
-                 .devices = 1024,
-                 .memory_bandwidth = device.hbm_bandwidth * device.memory_efficiency};
-  capped.replay_candidates = 4;
-  SearchOptions uncapped = capped;
-  uncapped.capped_passes = false;
-  OracleCommCost a(cluster);
-  OracleCommCost b(cluster);
-  const SearchResult with = search(profile, a, capped);
-  const SearchResult without = search(profile, b, uncapped);
-  EXPECT_EQ(with.stats.passes, 2);
-  EXPECT_EQ(without.stats.passes, 1);
-  ASSERT_EQ(with.candidates.size(), 4U);
-  ASSERT_EQ(without.candidates.size(), 4U);
-  int tp_pp_dp = 0;
-  for (std::size_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(with.candidates[i].choice, without.candidates[i].choice) << "#" << i;
-    EXPECT_EQ(with.candidates[i].iteration_time, without.candidates[i].iteration_time);
-    tp_pp_dp += with.candidates[i].choice.order == PlacementOrder::kTensorPipelineData ? 1 : 0;
-  }
-  EXPECT_EQ(tp_pp_dp, 1);
-  // The capped search prices fewer plans' collectives by event simulation.
-  EXPECT_LT(a.stats().events, b.stats().events);
-}
-
 TEST_F(NetworkAwareness, ReplayCandidatesAreWhatTheKBestOfEachOrderYield) {
   const topo::Topology over = rail(2);
   OracleCommCost network(over);

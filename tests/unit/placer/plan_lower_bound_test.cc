@@ -16,6 +16,7 @@
 #include "nest/placer/cost_model.h"
 #include "nest/placer/oracle_comm_cost.h"
 #include "nest/placer/search.h"
+#include "nest/topo/loader.h"
 #include "nest/workload/layer_profile.h"
 #include "unit/placer/fixtures.h"
 #include "unit/placer/printers.h"
@@ -419,6 +420,40 @@ TEST(Search, CappedPassesFindWhatOneUncappedPassFinds) {
   EXPECT_LE(events_capped[0], events_uncapped[0]);  // 20,894 against 20,926
   EXPECT_LT(events_capped[1], events_uncapped[1]);  // 23,258 against 32,218
   EXPECT_EQ(flat_passes, 16);  // two passes each: the first cap is below every flat price
+}
+
+// Capped passes for --verify 4 keep the uncapped search's candidates where the orders' best
+// plans lie far apart: GPT-3 175B (t = 2, micro-batch 1) on the bundled 1,024-GPU rail
+// cluster, whose tp-dp-pp plans (5.98 s) are priced below the first cap (1.25 times the least
+// entry bound, 6.30 s) while the best tp-pp-dp plan (6.64 s) is not. That pass must not end the
+// search: the verification replays the best plan of each order.
+TEST(CappedVerification, KeepsTheBestPlanOfAnOrderPricedAboveTheFirstCap) {
+  const std::string root = NEST_SOURCE_DIR;
+  const auto device = workload::load_accelerator(root + "/workloads/accelerators/h100-sxm.yaml");
+  const auto profile = testing::gpt3_profile(2);
+  const topo::Topology cluster = topo::load_topology(root + "/topologies/h100_rail_1024.yaml");
+  SearchOptions capped;
+  capped.cost = {.rules = workload::MemoryRules::kMegatron,
+                 .devices = 1024,
+                 .memory_bandwidth = device.hbm_bandwidth * device.memory_efficiency};
+  capped.replay_candidates = 4;
+  SearchOptions uncapped = capped;
+  uncapped.capped_passes = false;
+  OracleCommCost a(cluster);
+  OracleCommCost b(cluster);
+  const SearchResult with = search(profile, a, capped);
+  const SearchResult without = search(profile, b, uncapped);
+  EXPECT_EQ(with.stats.passes, 2);
+  EXPECT_EQ(without.stats.passes, 1);
+  expect_same_result(with, without);
+  ASSERT_EQ(with.candidates.size(), 4U);
+  EXPECT_EQ(std::count_if(with.candidates.begin(), with.candidates.end(),
+                          [](const Plan& p) {
+                            return p.choice.order == PlacementOrder::kTensorPipelineData;
+                          }),
+            1);
+  // The capped search prices fewer plans' collectives by event simulation.
+  EXPECT_LT(a.stats().events, b.stats().events);
 }
 
 }  // namespace
