@@ -1,6 +1,7 @@
 #include "nest/coll/simulate.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <map>
 #include <memory>
@@ -510,5 +511,20 @@ SimulationResult run(const topo::Topology& topology,
 }
 
 }  // namespace
+
+ContentionFreeEvaluator::ContentionFreeEvaluator(const topo::Topology& topology)
+    : impl_(std::make_unique<detail::UncontendedEvaluator>(topology)) {}
+
+ContentionFreeEvaluator::~ContentionFreeEvaluator() = default;
+
+std::optional<AloneRun> ContentionFreeEvaluator::evaluate(topo::Router& router,
+                                                          const Program& program,
+                                                          std::span<const topo::DeviceId> group,
+                                                          std::uint64_t salt) {
+  const std::array<detail::GroupProgram, 1> one{detail::GroupProgram{&program, group}};
+  std::optional<detail::UncontendedRun> run = impl_->evaluate(router, one, salt);
+  if (!run) return std::nullopt;
+  return AloneRun{run->durations.at(0), std::move(run->links)};
+}
 
 }  // namespace nest::coll

@@ -867,8 +867,10 @@ void fill_metadata(replay::RunRecord& run, const SimulateOptions& options, std::
 replay::RunRecord Job::simulate(const placer::Plan& plan, const SimulateOptions& options) {
   const auto start = Clock::now();
   replay::RunRecord run = impl_->replay(plan, options);
-  nest::log(impl_->log, LogLevel::kInfo, "replay: {} timeline rows, {} links in {:.3f} s",
-            run.timeline.size(), run.links.size(), seconds_since(start));
+  nest::log(impl_->log, LogLevel::kInfo,
+            "replay: {} timeline rows, {} links, {} of {} reductions timed alone, in {:.3f} s",
+            run.timeline.size(), run.links.size(), run.alone_reductions,
+            run.alone_reductions + run.simulated_reductions, seconds_since(start));
   fill_metadata(
       run, options,
       options.plan_yaml.empty() ? plan_yaml(plan, {}, fs::path("plan.yaml")) : options.plan_yaml,

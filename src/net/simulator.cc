@@ -1321,6 +1321,30 @@ void Simulator::reuse_lower_levels(bool on) { impl_->reuse_levels = on; }
 
 void Simulator::verified_refills(bool on) { impl_->verified_refills = on; }
 
+bool Simulator::link_idle(topo::LinkId link) const {
+  if (link >= impl_->links.size()) {
+    throw Error::internal("no link " + std::to_string(link) + " in topology " +
+                          impl_->topology->name());
+  }
+  return impl_->links[link].flows.empty();
+}
+
+void Simulator::add_link_use(topo::LinkId link, double bytes, Time busy, std::uint32_t peak_flows) {
+  Impl& s = *impl_;
+  if (!link_idle(link)) {
+    throw Error::internal("link " + std::to_string(link) + " credited while a flow drains on it");
+  }
+  if (s.recording && (s.recorded.empty() || s.recorded[link] != 0)) {
+    throw Error::internal("link " + std::to_string(link) +
+                          " credited while its utilization is recorded");
+  }
+  LinkTally& tally = s.tallies[link];
+  if (tally.peak == 0 && peak_flows > 0) s.used_links.push_back(link);
+  tally.bytes_done += bytes;
+  tally.busy_done += busy;
+  tally.peak = std::max(tally.peak, peak_flows);
+}
+
 const LinkStats& Simulator::link_stats(topo::LinkId link) const {
   if (link >= impl_->stats.size()) {
     throw Error::internal("no link " + std::to_string(link) + " in topology " +

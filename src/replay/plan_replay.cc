@@ -371,6 +371,10 @@ struct Bucket {
   coll::CollectiveSpec spec;  // resolved for the group
   std::shared_ptr<const coll::Program> program;
   Time base_latency;
+  // With `alone_reductions`: its run alone, when the contention-free evaluation times it, and
+  // the links of its group's reductions (every bucket's routes).
+  std::optional<coll::AloneRun> alone;
+  const std::vector<topo::LinkId>* links = nullptr;
 };
 
 // Shard planes: when the replay may simulate shard 0 only (`ReplayOptions::one_shard_plane`).
@@ -401,6 +405,39 @@ struct Bucket {
 //
 // Returns, when the condition holds, for every directed link the plane-0 link whose statistics
 // it has (itself for plane 0 and idle links); otherwise nothing.
+// Reductions timed alone (`PlanReplayOptions::alone_reductions`).
+//
+// Condition. A reduction R (one bucket of the data-parallel group of one stage's shard k,
+// launched when the replicas have produced it) is timed by the contention-free evaluation
+// instead of flow by flow when, at the instant it starts, every link of L(R) (the links of the
+// routes of every (source, destination, channel) that any bucket of R's group sends over)
+//  (a) has no flow draining on it,
+//  (b) has no stage-to-stage transfer flow left to start over it in the iteration (the replay
+//      counts every transfer flow it will start, routed as it routes it, and takes each off as
+//      it starts: `ReplayOptions::transfers_ahead`),
+//  (c) is crossed by the routes of no other reduction group (counted before the run over
+//      every group the replay will reduce), and
+//  (d) has no utilization series recorded.
+// Proof that the record is the flow-by-flow replay's. The flows that cross a link of L(R) after
+// R starts are R's and, by (b) and (c), those of no transfer and no other group's reduction;
+// the later buckets of R's own group start only when R has ended (a stage reduces its buckets
+// one after another), and by (a) nothing from before R is still draining. So while R runs, its
+// flows share links only with one another. The contention-free evaluation then computes what
+// the simulator computes for them, whenever they run: each flow alone on its links drains at
+// its slowest link's rate and arrives drain time + route latency after its gate opened, and the
+// evaluation checks that its own flows never overlap on a link (else it declines, and the
+// Execution runs). A run started at t instead of 0 drains and arrives exactly t later, a drain
+// time depending only on bytes and rate, in whole picoseconds. The rest of the network sees
+// nothing of R's flows (they share no link with any other flow, and max-min rates are computed
+// per group of flows that share links), so every other flow's rate and arrival is unchanged.
+// What the replay reads of R is its end (the `done` callback, now an event at t + duration,
+// run among the same picosecond's events in its place in the queue's order; what the callback
+// does touches only R's stage: its next bucket, its optimizer step, its rows) and its links'
+// statistics (added at its end, `net::Simulator::add_link_use`: byte counts are integral, so
+// their sums are exact in any order, and each link's busy time is the sum of its flows' drains,
+// which never touch). Tested against the flow-by-flow replay (tests/replay/plan_replay_test.cc,
+// AloneReductions*): every row, collective and link the same.
+
 class PlaneCheck {
  public:
   // `fabric`: the simulated network; `given`: the topology the link table reports against.
@@ -474,7 +511,7 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
   // Each bucket (group, size) is lowered once and shared by every execution.
   std::map<std::pair<std::vector<topo::DeviceId>, std::int64_t>, Bucket> buckets;
   std::vector<std::unique_ptr<coll::Execution>> running;
-  auto bucket_for = [&](std::span<const topo::DeviceId> group, Bytes size) -> const Bucket& {
+  auto bucket_for = [&](std::span<const topo::DeviceId> group, Bytes size) -> Bucket& {
     std::vector<topo::DeviceId> devices(group.begin(), group.end());
     auto [it, fresh] = buckets.try_emplace({devices, size.count()});
     if (!fresh) return it->second;
@@ -504,15 +541,47 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
     }
     return b;
   };
+  // Reductions timed alone (the condition above): per link, the transfers still to start over it
+  // (kept by the replay) and the reductions whose routes cross it; per reduction, its links.
+  std::vector<std::uint32_t> transfers_ahead;
+  std::vector<std::uint32_t> reductions_on;
+  std::vector<char> recorded;
+  std::map<std::vector<topo::DeviceId>, std::vector<topo::LinkId>> reduction_links;
+  std::int32_t alone_count = 0;
+  std::int32_t simulated_count = 0;
+  // True when `b` runs alone from now until it ends: then `done` is scheduled at its end and its
+  // links' statistics added there.
+  auto run_alone = [&](const Bucket& b, const std::function<void()>& done) {
+    if (!b.alone || b.links == nullptr || transfers_ahead.empty()) return false;
+    for (const topo::LinkId link : *b.links) {
+      if (reductions_on[link] != 1 || transfers_ahead[link] != 0 || recorded[link] != 0 ||
+          !sim.link_idle(link)) {
+        return false;
+      }
+    }
+    ++alone_count;
+    sim.schedule(sim.now() + b.alone->duration, [&sim, &b, done] {
+      for (const coll::LinkUse& use : b.alone->links) {
+        sim.add_link_use(use.link, use.bytes, use.busy, use.peak_flows);
+      }
+      done();
+    });
+    return true;
+  };
   const AllreduceLauncher allreduce = [&](std::span<const topo::DeviceId> group, Bytes size,
                                           std::function<void()> done) {
     const Bucket& b = bucket_for(group, size);
-    auto exec = std::make_unique<coll::Execution>(
-        sim, router, b.program, std::vector<topo::DeviceId>(group.begin(), group.end()),
-        options.seed);
-    coll::Execution* e = exec.get();
-    running.push_back(std::move(exec));
-    auto start = [e, done = std::move(done)] { e->start([done](Time) { done(); }); };
+    auto start = [&sim, &router, &running, &options, &run_alone, &simulated_count, &b,
+                  devices = std::vector<topo::DeviceId>(group.begin(), group.end()),
+                  done = std::move(done)]() mutable {
+      if (run_alone(b, done)) return;
+      ++simulated_count;
+      auto exec = std::make_unique<coll::Execution>(sim, router, b.program, std::move(devices),
+                                                    options.seed);
+      coll::Execution* e = exec.get();
+      running.push_back(std::move(exec));
+      e->start([done](Time) { done(); });
+    };
     if (b.base_latency > Time::zero()) {
       sim.schedule(sim.now() + b.base_latency, std::move(start));
     } else {
@@ -615,6 +684,65 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
   } else {
     sim.record_utilization(options.series_links);
   }
+  // Every reduction the replay will launch, the links its routes cross (all its buckets') and its
+  // run alone; the transfers are counted only when some reduction may run alone.
+  if (options.alone_reductions && input.devices.size() >= 2) {
+    const std::size_t links = fabric.num_links();
+    reductions_on.assign(links, 0);
+    recorded.assign(links, 0);
+    for (const topo::LinkId id : options.series_links) {
+      recorded[plane_source ? (*plane_source)[id] : id] = 1;
+    }
+    const std::size_t groups = input.devices[0].size();
+    const std::size_t shards = ro.one_shard_plane ? 1 : input.devices[0][0].size();
+    const int k_buckets = std::max(1, input.gradient_buckets);
+    coll::ContentionFreeEvaluator alone(fabric);
+    bool any_alone = false;
+    std::vector<topo::LinkId> route;
+    std::vector<coll::RankPair> pairs;
+    for (std::size_t g = 0; g < groups; ++g) {
+      Bytes total;
+      for (std::size_t c = g; c < input.stages.size(); c += groups) {
+        total += input.stages[c].gradient_sync;
+      }
+      for (std::size_t k = 0; k < shards; ++k) {
+        std::vector<topo::DeviceId> members;
+        for (const auto& replica : input.devices) members.push_back(replica[g][k]);
+        std::vector<Bucket*> launched;
+        std::vector<topo::LinkId> used;
+        for (int bucket = 0; bucket < k_buckets; ++bucket) {
+          const Bytes size = bucket_size(total, bucket, k_buckets);
+          if (size == Bytes(0)) continue;
+          Bucket& b = bucket_for(members, size);
+          if (std::find(launched.begin(), launched.end(), &b) != launched.end()) continue;
+          launched.push_back(&b);
+          b.alone = alone.evaluate(router, *b.program, members, options.seed);
+          any_alone = any_alone || b.alone.has_value();
+          pairs.clear();
+          if (auto listed = b.program->distinct_pairs()) {
+            pairs = std::move(*listed);
+          } else {
+            b.program->for_each_transfer([&](const coll::Transfer& t) {
+              pairs.push_back({t.src, t.dst, t.channel});
+            });
+          }
+          for (const coll::RankPair& p : pairs) {
+            const topo::DeviceId src = members[p.src];
+            const topo::DeviceId dst = members[p.dst];
+            router.route_into(src, dst, coll::flow_key(src, dst, p.channel, options.seed), route);
+            used.insert(used.end(), route.begin(), route.end());
+          }
+        }
+        std::sort(used.begin(), used.end());
+        used.erase(std::unique(used.begin(), used.end()), used.end());
+        for (const topo::LinkId link : used) ++reductions_on[link];
+        const auto& kept =
+            reduction_links.emplace(std::move(members), std::move(used)).first->second;
+        for (Bucket* b : launched) b->links = &kept;
+      }
+    }
+    if (any_alone) ro.transfers_ahead = &transfers_ahead;
+  }
   ro.seed = options.seed;
   if (network.calibrated()) {
     ro.transfer_latency = [&network](Bytes size) {
@@ -623,6 +751,8 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
     };
   }
   RunRecord record = replay(input, sim, allreduce, ro);
+  record.alone_reductions = alone_count;
+  record.simulated_reductions = simulated_count;
   record.simulated_shards =
       ro.one_shard_plane ? 1 : static_cast<std::int32_t>(input.devices[0][0].size());
 

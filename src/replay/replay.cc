@@ -120,6 +120,8 @@ class Engine {
   void row(std::size_t g, std::size_t r, std::size_t chunk, Stream kind_stream, TaskKind kind,
            std::int64_t mb, Time start, Time end);
   void memory(std::size_t s, std::size_t r, Time at, Bytes level);
+  void count_transfers();
+  void take_off(std::span<const topo::LinkId> route);
   void at(Time t, std::function<void()> action) { sim_.schedule(t, std::move(action)); }
 
   const ReplayInput& in_;
@@ -253,6 +255,7 @@ void Engine::transfer(std::size_t r, Op op, std::size_t to_chunk) {
       for (std::size_t k = 0; k < simulated; ++k) {
         const std::uint64_t flow = transfer_flow_key(op.microbatch, op.chunk, r);
         router_.route_into(src[k], dst[k], flow, route_);
+        if (options_.transfers_ahead != nullptr) take_off(route_);
         sim_.start_flow(route_, size, [left, arrived](net::FlowId, Time) {
           if (--*left == 0) arrived();
         });
@@ -360,6 +363,40 @@ void Engine::memory(std::size_t s, std::size_t r, Time at, Bytes level) {
   }
 }
 
+// Every flow `transfer` will start: each replica's chunk sends its activation forward and its
+// gradient back once per microbatch, from each simulated shard, unless the bytes are zero.
+void Engine::count_transfers() {
+  std::vector<std::uint32_t>& ahead = *options_.transfers_ahead;
+  ahead.assign(sim_.topology().num_links(), 0);
+  for (std::size_t r = 0; r < replicas_; ++r) {
+    for (std::size_t c = 0; c < chunks_; ++c) {
+      const StageSpec& spec = in_.stages[c];
+      for (const bool forward : {true, false}) {
+        if (forward ? c + 1 == chunks_ : c == 0) continue;
+        if ((forward ? spec.activation_out : spec.gradient_out) == Bytes(0)) continue;
+        const auto src = shards(c % groups_, r);
+        const auto dst = shards((forward ? c + 1 : c - 1) % groups_, r);
+        const std::size_t simulated = options_.one_shard_plane ? 1 : src.size();
+        for (std::int64_t mb = 0; mb < in_.microbatches[r]; ++mb) {
+          const std::uint64_t flow = transfer_flow_key(mb, c, r);
+          for (std::size_t k = 0; k < simulated; ++k) {
+            router_.route_into(src[k], dst[k], flow, route_);
+            for (const topo::LinkId link : route_) ++ahead[link];
+          }
+        }
+      }
+    }
+  }
+}
+
+void Engine::take_off(std::span<const topo::LinkId> route) {
+  std::vector<std::uint32_t>& ahead = *options_.transfers_ahead;
+  for (const topo::LinkId link : route) {
+    if (ahead[link] == 0) throw Error::internal("replay: a transfer that was not counted");
+    --ahead[link];
+  }
+}
+
 void check(const ReplayInput& in, const topo::Topology& topology) {
   if (in.stages.empty()) throw Error::input("plan has no stage", {.key = "stages"});
   if (in.devices.empty()) throw Error::input("plan has no replica", {.key = "devices"});
@@ -449,6 +486,8 @@ RunRecord Engine::run() {
       }
     }
   }
+  if (options_.zero_network) options_.transfers_ahead = nullptr;
+  if (options_.transfers_ahead != nullptr) count_transfers();
   for (std::size_t r = 0; r < replicas_; ++r) {
     for (std::size_t g = 0; g < groups_; ++g) at(Time::zero(), [this, g, r] { try_start(g, r); });
   }

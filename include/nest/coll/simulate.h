@@ -5,6 +5,7 @@
 /// the derivation of hierarchical levels from a topology's domains.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -77,6 +78,44 @@ struct LinkUse {
   double bytes = 0;  ///< bytes carried
   Time busy;         ///< time with at least one flow draining
   std::uint32_t peak_flows = 0;
+};
+
+class Program;
+namespace detail {
+class UncontendedEvaluator;
+}  // namespace detail
+
+/// A collective timed alone (`ContentionFreeEvaluator`).
+struct AloneRun {
+  Time duration;               ///< from its start to its last arrival
+  std::vector<LinkUse> links;  ///< every link a flow drained over, by increasing id
+};
+
+/// The contention-free evaluation (see `simulate`) of one collective, for a caller that shares a
+/// simulator with other traffic and has shown that no other flow crosses the collective's links
+/// while it runs (the replay's gradient reductions, src/replay/plan_replay.cc). An `Execution` of
+/// `program` on `group`, routed by `router` with flow keys salted by `salt`, started at any time
+/// t then ends at t + `duration` and leaves these link statistics: its flows share links only
+/// with one another, so the simulator times them as the evaluation does, and a run shifted by t
+/// drains and arrives exactly t later (a drain time depends only on bytes and rate, in whole
+/// picoseconds). Reusable; one per thread.
+class ContentionFreeEvaluator {
+ public:
+  explicit ContentionFreeEvaluator(const topo::Topology& topology);
+  ~ContentionFreeEvaluator();
+  ContentionFreeEvaluator(const ContentionFreeEvaluator&) = delete;
+  ContentionFreeEvaluator& operator=(const ContentionFreeEvaluator&) = delete;
+
+  /// The run alone; nullopt when two of its own flows would overlap on a link, or one would
+  /// start there in the picosecond another drains (the event simulation must time it then), or
+  /// a route has a link without bandwidth. O(transfers + route hops); uniform rings
+  /// O(phases · ranks · route hops).
+  [[nodiscard]] std::optional<AloneRun> evaluate(topo::Router& router, const Program& program,
+                                                 std::span<const topo::DeviceId> group,
+                                                 std::uint64_t salt);
+
+ private:
+  std::unique_ptr<detail::UncontendedEvaluator> impl_;
 };
 
 /// What `simulate` measured.

@@ -190,6 +190,16 @@ class Simulator {
   /// (`record_utilization(true)`); max-min rates are unique, so the result is the same up to
   /// floating rounding.
   void verified_refills(bool on);
+  /// True when no flow drains over `link` now (a flow between its drain end and its delivery
+  /// does not count). Throws `Error` (internal) for a link not in the topology.
+  [[nodiscard]] bool link_idle(topo::LinkId link) const;
+  /// Adds to `link`'s statistics what flows timed outside the simulator carried over it: `bytes`,
+  /// `busy` time and at most `peak_flows` at once, as if they had drained here (seen by
+  /// `link_stats` after the next `run`/`run_until`). For a caller that has shown that none of
+  /// them shared the link with a simulated flow (the replay's reductions that run alone, see
+  /// src/replay/plan_replay.cc). Throws `Error` (internal) for a link not in the topology, a link
+  /// with a flow draining, or one whose utilization is recorded (its series would miss them).
+  void add_link_use(topo::LinkId link, double bytes, Time busy, std::uint32_t peak_flows);
   /// Statistics of directed link `link` (< topology().num_links(), else `Error`, internal).
   [[nodiscard]] const LinkStats& link_stats(topo::LinkId link) const;
   /// Rate changes of `link` in time order (empty unless recording was on); consecutive samples

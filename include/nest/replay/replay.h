@@ -104,6 +104,12 @@ struct ReplayOptions {
   /// `shard_planes` in src/replay/plan_replay.cc). The record is the same as without it, except
   /// that the simulator's link statistics cover plane 0 only.
   bool one_shard_plane = false;
+  /// When set (the topology's links long), the replay counts into it, before it starts, the
+  /// stage-to-stage transfer flows it will start over each link (routed as it routes them), and
+  /// takes each flow off as it starts: a link at zero carries no transfer from then on. For the
+  /// caller's launcher (`replay_plan` times reductions that run alone without the simulator's
+  /// events); not read when `zero_network`.
+  std::vector<std::uint32_t>* transfers_ahead = nullptr;
 };
 
 /// The ECMP flow key of every shard's flow of one stage-boundary transfer: `microbatch`'s

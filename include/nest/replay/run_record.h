@@ -160,6 +160,11 @@ struct RunRecord {
   /// (`PlanReplayOptions::merge_shards`), else t·c. Not written to files (the record is the
   /// same either way).
   std::int32_t simulated_shards = 0;
+  /// Reductions (bucket executions) timed alone by the contention-free evaluation
+  /// (`PlanReplayOptions::alone_reductions`), and those simulated flow by flow. Not written to
+  /// files (the record is the same either way).
+  std::int32_t alone_reductions = 0;
+  std::int32_t simulated_reductions = 0;
 };
 
 /// Stable lower-case names, as written to files: "forward", "compute", "weights", ...

@@ -564,3 +564,55 @@ TEST(Execution, EmptyCollectiveFinishesThroughAnEvent) {
 
 }  // namespace
 }  // namespace nest::coll
+
+namespace nest::coll {
+namespace {
+
+using testing::star;
+
+// A collective timed alone equals its Execution started at any time beside traffic on other
+// links: on an 8-device switch, a 1,234,567-byte ring allreduce over devices 0-3 (the implicit
+// ring, derived, and the stored schedule, visited transfer by transfer) started at 3,700,001 ps
+// while a 10 MB flow runs 5 -> 6. Its end, and every link's bytes, busy time and peak, are the
+// evaluation's; the other flow keeps its own time. Two channels share each device's cable, so
+// that ring is declined.
+TEST(ContentionFreeEvaluator, EqualsItsExecutionStartedLaterBesideOtherTraffic) {
+  const topo::Topology t = star(8);
+  const std::vector<topo::DeviceId> group{0, 1, 2, 3};
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(1234567)};
+  ContentionFreeEvaluator alone(t);
+  for (const bool implicit : {true, false}) {
+    SCOPED_TRACE(implicit ? "implicit ring" : "stored schedule");
+    const std::shared_ptr<const Program> program =
+        implicit ? ring_program(spec, 4) : std::make_shared<const Schedule>(lower(spec, 4));
+    topo::Router router(t);
+    const std::optional<AloneRun> run = alone.evaluate(router, *program, group, 7);
+    ASSERT_TRUE(run.has_value());
+    net::Simulator sim(t);
+    const Time start = Time::picoseconds(3'700'001);
+    std::vector<topo::LinkId> other;
+    router.route_into(5, 6, 0, other);
+    Time other_end;
+    sim.start_flow(other, Bytes(10'000'000), [&](net::FlowId, Time now) { other_end = now; });
+    Execution execution(sim, router, program, group, 7);
+    Time end;
+    sim.schedule(start, [&] { execution.start([&](Time now) { end = now; }); });
+    sim.run();
+    EXPECT_EQ(end - start, run->duration);
+    // 10 MB at 100 GB/s plus two 500 ns hops, untouched by the ring.
+    EXPECT_EQ(other_end, Time::microseconds(101));
+    ASSERT_EQ(run->links.size(), 8U);  // each device's cable, both ways
+    for (const LinkUse& use : run->links) {
+      const net::LinkStats& st = sim.link_stats(use.link);
+      EXPECT_EQ(st.bytes, use.bytes) << "link " << use.link;
+      EXPECT_EQ(st.busy, use.busy) << "link " << use.link;
+      EXPECT_EQ(st.peak_flows, use.peak_flows) << "link " << use.link;
+    }
+  }
+  spec.channels = 2;
+  topo::Router router(t);
+  EXPECT_FALSE(alone.evaluate(router, *ring_program(spec, 4), group, 7).has_value());
+}
+
+}  // namespace
+}  // namespace nest::coll

@@ -598,6 +598,54 @@ TEST(Simulator, RunWithinAlsoStopsAtATime) {
   EXPECT_EQ(order, "abcd");
 }
 
+// A use credited from outside adds to the statistics as flows that drained there would: bytes
+// and busy time summed with the simulated flows', the peak the larger, and a link used only
+// that way listed as used; it is refused while a flow drains on the link or while the link's
+// utilization is recorded.
+TEST(Simulator, LinkUseCreditedFromOutsideAddsToTheStatistics) {
+  const auto t = line({100, 100}, us(1));
+  Simulator sim(t);
+  EXPECT_TRUE(sim.link_idle(0));
+  const std::vector<LinkId> route{0};
+  Completions done;
+  sim.start_flow(route, Bytes(1'000'000), done.callback());  // 10 us on link 0
+  EXPECT_FALSE(sim.link_idle(0));
+  EXPECT_TRUE(sim.link_idle(2));
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message([&] { sim.add_link_use(0, 5, us(1), 1); }),
+            "internal error: link 0 credited while a flow drains on it");
+  EXPECT_EQ(message([&] { (void)sim.link_idle(9); }), "internal error: no link 9 in topology line");
+  sim.run();
+  sim.add_link_use(0, 3'000'000, us(30), 2);
+  sim.add_link_use(2, 7, us(2), 1);
+  sim.run();  // publishes the statistics
+  EXPECT_EQ(sim.link_stats(0).bytes, 4'000'000.0);
+  EXPECT_EQ(sim.link_stats(0).busy, us(40));
+  EXPECT_EQ(sim.link_stats(0).peak_flows, 2U);
+  EXPECT_EQ(sim.link_stats(2).bytes, 7.0);
+  EXPECT_EQ(sim.link_stats(2).busy, us(2));
+  EXPECT_EQ(sim.link_stats(2).peak_flows, 1U);
+  const std::vector<LinkId> chosen{2};
+  sim.record_utilization(chosen);
+  sim.add_link_use(0, 1, us(1), 1);  // not recorded: accepted
+  EXPECT_EQ(message([&] { sim.add_link_use(2, 1, us(1), 1); }),
+            "internal error: link 2 credited while its utilization is recorded");
+  sim.record_utilization(true);
+  EXPECT_EQ(message([&] { sim.add_link_use(0, 1, us(1), 1); }),
+            "internal error: link 0 credited while its utilization is recorded");
+  sim.reset();  // forgets the credits with the rest
+  sim.run();
+  EXPECT_EQ(sim.link_stats(2).bytes, 0.0);
+  EXPECT_EQ(sim.link_stats(0).busy, Time::zero());
+}
+
 TEST(Simulator, RejectsBadRequestsWithClearErrors) {
   const auto t = line({100, 100}, Time::zero());
   Simulator sim(t);

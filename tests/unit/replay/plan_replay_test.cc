@@ -567,5 +567,89 @@ TEST(PlanReplay, ShardPlanesAreNotMergedWhereShardsShareLinks) {
   check_plane_case({"thin rail tp-dp-pp", thin, 2, 1, 8, kTensorDataPipeline, 4});
 }
 
+// ---- Reductions timed alone: the same record as flow by flow, where it applies ----
+
+struct AloneCase {
+  const char* name;
+  std::string topology;  // file under topologies/, or YAML text
+  int stages;
+  int virtual_stages;
+  int d;
+  placer::PlacementOrder order;
+  bool merge_shards;
+  std::int32_t alone;      // reductions timed alone
+  std::int32_t simulated;  // reductions simulated flow by flow
+};
+
+// Replays with and without `alone_reductions` (and with the busiest links' series, whose second
+// replay keeps the recorded links' reductions in the simulator) and compares every field.
+void check_alone_case(const AloneCase& ac) {
+  SCOPED_TRACE(ac.name);
+  const topo::Topology topology = ac.topology.find('\n') == std::string::npos
+                                      ? topo::load_topology(kRoot + "/topologies/" + ac.topology)
+                                      : topo::load_topology_string(ac.topology, ac.name, {});
+  const auto profile = gpt3_profile(8 * ac.d);
+  const placer::Plan plan = gpt3_plan(profile, topology, ac.stages, 1, ac.d, ac.order);
+  PlanReplayOptions alone;
+  alone.utilization_links = 4;
+  alone.merge_shards = ac.merge_shards;
+  if (ac.virtual_stages > 1) {
+    alone.schedule = Schedule::kInterleaved;
+    alone.virtual_stages = ac.virtual_stages;
+  }
+  PlanReplayOptions simulated = alone;
+  simulated.alone_reductions = false;
+  const RunRecord a = replay_plan(plan, profile, topology, alone);
+  const RunRecord b = replay_plan(plan, profile, topology, simulated);
+  EXPECT_EQ(a.alone_reductions, ac.alone);
+  EXPECT_EQ(a.simulated_reductions, ac.simulated);
+  EXPECT_EQ(b.alone_reductions, 0);
+  EXPECT_EQ(b.simulated_reductions, ac.alone + ac.simulated);
+  EXPECT_EQ(a.link_series.size(), 4U);
+  expect_same_record(a, b);
+}
+
+const std::string kThinRail =
+    "kind: rail_optimized\nname: thin\nnodes: 8\ngpus_per_node: 8\nnodes_per_leaf: 1\n"
+    "spines: 2\nnvlink_bandwidth: 450 GB/s\nnvlink_latency: 0.5 us\nnic_bandwidth: 400 Gb/s\n"
+    "nic_latency: 1 us\nspine_bandwidth: 100 Gb/s\nspine_latency: 1 us\n";
+
+// 2 stages x 4 buckets per shard. tp-pp-dp on h100_rail_64: a replica fills a node, so the
+// transfers between stages stay on NVLink while each shard's ring runs over its own rail and
+// leaf: every bucket runs alone (shard 0 standing for the four), interleaved too. tp-dp-pp on
+// the thin rail network (every shard simulated, their ECMP paths colliding differently): the
+// last stage starts its first bucket during its last backward pass, while that pass's gradient
+// transfers are still to leave over the ring's links, so those four (one per shard) run in the
+// simulator, and the other 28 alone. With 0.5 Gb/s spines and 4 stages of 2 chunks, some
+// buckets start while a transfer of their stage still drains over their links, and 12 of 64 stay
+// in the simulator. Checked by hand: dropping from the condition the transfers still
+// to start, or the flows still draining, changes these records (reductions timed alone that
+// share links, finishing too early), and each case then fails.
+TEST(PlanReplay, AloneReductionsEqualTheFlowByFlowReplay) {
+  using enum placer::PlacementOrder;
+  check_alone_case({"tp-pp-dp", "h100_rail_64.yaml", 2, 1, 8, kTensorPipelineData, true, 8, 0});
+  check_alone_case({"interleaved", "h100_rail_64.yaml", 2, 2, 8, kTensorPipelineData, true, 8, 0});
+  check_alone_case({"thin rail", kThinRail, 2, 1, 8, kTensorDataPipeline, true, 28, 4});
+  std::string slow = kThinRail;
+  slow.replace(slow.find("spine_bandwidth: 100 Gb/s"), 25, "spine_bandwidth: 0.5 Gb/s");
+  check_alone_case({"slow spines", slow, 4, 2, 4, kTensorDataPipeline, true, 52, 12});
+}
+
+// Reductions stay in the simulator where the condition or the evaluation fails. tp-dp-pp on
+// h100_rail_64: a group spans nodes two GPUs per node, so its ring runs two channels whose
+// flows share NICs and NVLink ports, and the contention-free evaluation declines (all 8
+// simulated, as with every shard: 32). A k = 8 fat-tree: the shards' rings share their edge
+// switches' uplinks, so only the one group whose routes no other reduction crosses runs its
+// four buckets alone (the first stage's, which has no gradient left to send), 28 simulated.
+TEST(PlanReplay, ReductionsThatShareLinksStayInTheSimulator) {
+  using enum placer::PlacementOrder;
+  check_alone_case({"two channels", "h100_rail_64.yaml", 2, 1, 8, kTensorDataPipeline, true, 0, 8});
+  check_alone_case(
+      {"every shard", "h100_rail_64.yaml", 2, 1, 8, kTensorDataPipeline, false, 0, 32});
+  const std::string fat_tree =
+      "kind: fat_tree\nname: ft8\nk: 8\nlink_bandwidth: 400 Gb/s\nlink_latency: 1 us\n";
+  check_alone_case({"fat-tree", fat_tree, 2, 1, 4, kTensorDataPipeline, true, 4, 28});
+}
+
 }  // namespace
 }  // namespace nest::replay
