@@ -308,19 +308,37 @@ SimulationResult simulate(const topo::Topology& topology, const CollectiveSpec& 
   return simulate(CalibratedNetwork(topology, options.ideal), spec, groups, options);
 }
 
-ClosedForm closed_form(const CalibratedNetwork& network, const CollectiveSpec& spec,
-                       std::span<const topo::DeviceId> group, std::uint64_t seed) {
-  const CollectiveSpec resolved = resolve(spec, network, group);
-  const topo::Protocol protocol = network.protocol(resolved.algorithm, resolved.size);
-  topo::Router router(network.topology(protocol, resolved.algorithm == Algorithm::kNvls), seed);
+// Routers by the topology copy they route.
+struct ClosedFormPricer::Routers {
+  std::map<const topo::Topology*, std::unique_ptr<topo::Router>> by_topology;
+};
+
+ClosedFormPricer::ClosedFormPricer(const CalibratedNetwork& network, std::uint64_t seed)
+    : network_(network), seed_(seed), routers_(std::make_unique<Routers>()) {}
+
+ClosedFormPricer::~ClosedFormPricer() = default;
+
+ClosedForm ClosedFormPricer::price(const CollectiveSpec& spec,
+                                   std::span<const topo::DeviceId> group) {
+  const CollectiveSpec resolved = resolve(spec, network_, group);
+  const topo::Protocol protocol = network_.protocol(resolved.algorithm, resolved.size);
+  const topo::Topology& topology =
+      network_.topology(protocol, resolved.algorithm == Algorithm::kNvls);
+  std::unique_ptr<topo::Router>& router = routers_->by_topology[&topology];
+  if (!router) router = std::make_unique<topo::Router>(topology, seed_);
   ClosedForm cf =
-      closed_form(*lower_program(resolved, static_cast<int>(group.size())), group, router, seed);
+      closed_form(*lower_program(resolved, static_cast<int>(group.size())), group, *router, seed_);
   if (group.size() > 1) {
     cf.base_latency_seconds =
-        network.base_latency(resolved.op, resolved.algorithm, protocol).to_seconds();
+        network_.base_latency(resolved.op, resolved.algorithm, protocol).to_seconds();
     cf.seconds += cf.base_latency_seconds;
   }
   return cf;
+}
+
+ClosedForm closed_form(const CalibratedNetwork& network, const CollectiveSpec& spec,
+                       std::span<const topo::DeviceId> group, std::uint64_t seed) {
+  return ClosedFormPricer(network, seed).price(spec, group);
 }
 
 SimulationResult simulate(const CalibratedNetwork& network, const CollectiveSpec& spec,

@@ -758,11 +758,12 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
 
   // Buckets repeat the same (group, size) every iteration step: price each pair once.
   std::map<std::pair<std::vector<topo::DeviceId>, std::int64_t>, Time> closed_forms;
+  coll::ClosedFormPricer pricer(network, options.seed);
   for (auto& c : record.collectives) {
     auto [it, fresh] = closed_forms.try_emplace({c.group, c.size.count()});
     if (fresh) {
       const Bucket& b = bucket_for(c.group, c.size);
-      it->second = Time::seconds(coll::closed_form(network, b.spec, c.group, options.seed).seconds);
+      it->second = Time::seconds(pricer.price(b.spec, c.group).seconds);
     }
     c.closed_form = it->second;
   }

@@ -206,4 +206,24 @@ struct TunedRun {
 [[nodiscard]] ClosedForm closed_form(const CalibratedNetwork& network, const CollectiveSpec& spec,
                                      std::span<const topo::DeviceId> group, std::uint64_t seed = 0);
 
+/// `closed_form` for many groups on one network: the router of each topology copy the protocols
+/// run on is built once (on a 16,384-GPU fabric a router costs milliseconds to build), not per
+/// call. `network` must outlive it. Not thread-safe.
+class ClosedFormPricer {
+ public:
+  ClosedFormPricer(const CalibratedNetwork& network, std::uint64_t seed);
+  ~ClosedFormPricer();
+  ClosedFormPricer(const ClosedFormPricer&) = delete;
+  ClosedFormPricer& operator=(const ClosedFormPricer&) = delete;
+
+  /// What `closed_form(network, spec, group, seed)` returns.
+  [[nodiscard]] ClosedForm price(const CollectiveSpec& spec, std::span<const topo::DeviceId> group);
+
+ private:
+  struct Routers;
+  const CalibratedNetwork& network_;
+  std::uint64_t seed_;
+  std::unique_ptr<Routers> routers_;
+};
+
 }  // namespace nest::coll
