@@ -120,6 +120,8 @@ class Engine {
   void row(std::size_t g, std::size_t r, std::size_t chunk, Stream kind_stream, TaskKind kind,
            std::int64_t mb, Time start, Time end);
   void memory(std::size_t s, std::size_t r, Time at, Bytes level);
+  std::uint32_t add_pending(std::size_t flows, std::function<void()> arrived);
+  void flow_arrived(std::uint32_t pending);
   void count_transfers();
   void take_off(std::span<const topo::LinkId> route);
   void at(Time t, std::function<void()> action) { sim_.schedule(t, std::move(action)); }
@@ -132,6 +134,15 @@ class Engine {
   // A transfer's route, routed afresh per flow: the router's cache would keep every (pair,
   // path) that the per-microbatch flow keys pick, which no later flow reuses.
   std::vector<topo::LinkId> route_;
+  // The transfers in flight: their shards' flows still to arrive and what runs when the last has,
+  // by a slot that each flow's callback holds (a callback small enough to need no allocation),
+  // and the free slots.
+  struct PendingTransfer {
+    std::size_t flows = 0;
+    std::function<void()> arrived;
+  };
+  std::vector<PendingTransfer> pending_;
+  std::vector<std::uint32_t> free_pending_;
   std::size_t chunks_;
   std::size_t groups_;
   std::size_t replicas_;
@@ -251,14 +262,13 @@ void Engine::transfer(std::size_t r, Op op, std::size_t to_chunk) {
       const auto src = shards(from, r);
       const auto dst = shards(to, r);
       const std::size_t simulated = options_.one_shard_plane ? 1 : src.size();
-      auto left = std::make_shared<std::size_t>(simulated);
+      const std::uint32_t pending = add_pending(simulated, std::move(arrived));
       for (std::size_t k = 0; k < simulated; ++k) {
         const std::uint64_t flow = transfer_flow_key(op.microbatch, op.chunk, r);
         router_.route_into(src[k], dst[k], flow, route_);
         if (options_.transfers_ahead != nullptr) take_off(route_);
-        sim_.start_flow(route_, size, [left, arrived](net::FlowId, Time) {
-          if (--*left == 0) arrived();
-        });
+        sim_.start_flow(route_, size,
+                        [this, pending](net::FlowId, Time) { flow_arrived(pending); });
       }
     };
     const Time latency = options_.transfer_latency ? options_.transfer_latency(size) : Time::zero();
@@ -275,6 +285,29 @@ void Engine::transfer(std::size_t r, Op op, std::size_t to_chunk) {
   }
   queue.busy = true;
   launch();
+}
+
+std::uint32_t Engine::add_pending(std::size_t flows, std::function<void()> arrived) {
+  std::uint32_t slot = 0;
+  if (free_pending_.empty()) {
+    slot = static_cast<std::uint32_t>(pending_.size());
+    pending_.emplace_back();
+  } else {
+    slot = free_pending_.back();
+    free_pending_.pop_back();
+  }
+  pending_[slot] = PendingTransfer{flows, std::move(arrived)};
+  return slot;
+}
+
+void Engine::flow_arrived(std::uint32_t pending) {
+  PendingTransfer& p = pending_[pending];
+  if (--p.flows > 0) return;
+  // Moved out first: what it runs may start transfers, which reuse or grow `pending_`.
+  const std::function<void()> arrived = std::move(p.arrived);
+  p.arrived = nullptr;
+  free_pending_.push_back(pending);
+  arrived();
 }
 
 void Engine::bucket_ready(std::size_t s, int bucket) {
