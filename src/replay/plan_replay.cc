@@ -605,24 +605,14 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
       return check.match(base, route, k);
     };
     // Stage-to-stage transfers (the keys of Engine::transfer).
-    for (std::size_t r = 0; r < replicas; ++r) {
-      for (std::size_t c = 0; c < chunks; ++c) {
-        const StageSpec& spec = input.stages[c];
-        for (const bool forward : {true, false}) {
-          if (forward ? c + 1 == chunks : c == 0) continue;
-          if ((forward ? spec.activation_out : spec.gradient_out) == Bytes(0)) continue;
-          const auto& src = input.devices[r][c % groups];
-          const auto& dst = input.devices[r][(forward ? c + 1 : c - 1) % groups];
-          for (std::int64_t mb = 0; mb < input.microbatches[r]; ++mb) {
-            const std::uint64_t flow = transfer_flow_key(mb, c, r);
-            router.route_into(src[0], dst[0], flow, base);
-            for (std::size_t k = 1; k < planes; ++k) {
-              if (!pair(src[k], dst[k], flow, k)) return std::nullopt;
-            }
-          }
-        }
+    const bool transfers_match = for_each_send(input, [&](const Send& send) {
+      router.route_into(send.from[0], send.to[0], send.key, base);
+      for (std::size_t k = 1; k < planes; ++k) {
+        if (!pair(send.from[k], send.to[k], send.key, k)) return false;
       }
-    }
+      return true;
+    });
+    if (!transfers_match) return std::nullopt;
     // Data-parallel reductions: per group and bucket size, the same algorithm and program for
     // every shard, and each (source, destination, channel) of the program routed alike.
     if (replicas < 2) return check.take();

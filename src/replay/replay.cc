@@ -396,30 +396,18 @@ void Engine::memory(std::size_t s, std::size_t r, Time at, Bytes level) {
   }
 }
 
-// Every flow `transfer` will start: each replica's chunk sends its activation forward and its
-// gradient back once per microbatch, from each simulated shard, unless the bytes are zero.
+// Every flow `transfer` will start: each send's, from each simulated shard.
 void Engine::count_transfers() {
   std::vector<std::uint32_t>& ahead = *options_.transfers_ahead;
   ahead.assign(sim_.topology().num_links(), 0);
-  for (std::size_t r = 0; r < replicas_; ++r) {
-    for (std::size_t c = 0; c < chunks_; ++c) {
-      const StageSpec& spec = in_.stages[c];
-      for (const bool forward : {true, false}) {
-        if (forward ? c + 1 == chunks_ : c == 0) continue;
-        if ((forward ? spec.activation_out : spec.gradient_out) == Bytes(0)) continue;
-        const auto src = shards(c % groups_, r);
-        const auto dst = shards((forward ? c + 1 : c - 1) % groups_, r);
-        const std::size_t simulated = options_.one_shard_plane ? 1 : src.size();
-        for (std::int64_t mb = 0; mb < in_.microbatches[r]; ++mb) {
-          const std::uint64_t flow = transfer_flow_key(mb, c, r);
-          for (std::size_t k = 0; k < simulated; ++k) {
-            router_.route_into(src[k], dst[k], flow, route_);
-            for (const topo::LinkId link : route_) ++ahead[link];
-          }
-        }
-      }
+  for_each_send(in_, [&](const Send& send) {
+    const std::size_t simulated = options_.one_shard_plane ? 1 : send.from.size();
+    for (std::size_t k = 0; k < simulated; ++k) {
+      router_.route_into(send.from[k], send.to[k], send.key, route_);
+      for (const topo::LinkId link : route_) ++ahead[link];
     }
-  }
+    return true;
+  });
 }
 
 void Engine::take_off(std::span<const topo::LinkId> route) {
@@ -594,6 +582,33 @@ void describe(const ReplayInput& in, RunRecord& record) {
 }
 
 }  // namespace
+
+bool for_each_send(const ReplayInput& input, const std::function<bool(const Send&)>& visit) {
+  const std::size_t chunks = input.stages.size();
+  for (std::size_t r = 0; r < input.devices.size(); ++r) {
+    const std::size_t groups = input.devices[r].size();
+    for (std::size_t c = 0; c < chunks; ++c) {
+      const StageSpec& spec = input.stages[c];
+      for (const bool forward : {true, false}) {
+        if (forward ? c + 1 == chunks : c == 0) continue;
+        if ((forward ? spec.activation_out : spec.gradient_out) == Bytes(0)) continue;
+        Send send{r,
+                  c,
+                  forward,
+                  0,
+                  input.devices[r][c % groups],
+                  input.devices[r][(forward ? c + 1 : c - 1) % groups],
+                  0};
+        for (std::int64_t mb = 0; mb < input.microbatches[r]; ++mb) {
+          send.microbatch = mb;
+          send.key = transfer_flow_key(mb, c, r);
+          if (!visit(send)) return false;
+        }
+      }
+    }
+  }
+  return true;
+}
 
 std::uint64_t transfer_flow_key(std::int64_t microbatch, std::size_t chunk,
                                 std::size_t replica) noexcept {

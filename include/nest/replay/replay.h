@@ -117,6 +117,25 @@ struct ReplayOptions {
 [[nodiscard]] std::uint64_t transfer_flow_key(std::int64_t microbatch, std::size_t chunk,
                                               std::size_t replica) noexcept;
 
+/// One stage-to-stage send of an iteration: chunk `chunk` of replica `replica` sends
+/// `microbatch`'s activation (forward) or gradient (back) from each shard of the devices `from`
+/// to the same shard of `to`, every shard's flow with the ECMP key `key`.
+struct Send {
+  std::size_t replica = 0;
+  std::size_t chunk = 0;
+  bool forward = true;
+  std::int64_t microbatch = 0;
+  std::span<const topo::DeviceId> from;
+  std::span<const topo::DeviceId> to;
+  std::uint64_t key = 0;
+};
+
+/// Calls `visit` on every send the replay of `input` launches (a chunk whose bytes are zero
+/// sends nothing), replica by replica, chunk by chunk, forward first, microbatch by microbatch;
+/// stops at the first `false` and returns false then. What the shard-plane check and the
+/// transfers' count (`ReplayOptions::transfers_ahead`) route.
+bool for_each_send(const ReplayInput& input, const std::function<bool(const Send&)>& visit);
+
 /// Bucket `b` (0 <= b < k) of a stage's `total` gradient bytes reduced in `k` buckets: the
 /// replay's split, floor(total·(b + 1)/k) − floor(total·b/k), computed without overflow.
 [[nodiscard]] Bytes bucket_size(Bytes total, int b, int k) noexcept;

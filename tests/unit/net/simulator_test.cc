@@ -598,6 +598,17 @@ TEST(Simulator, RunWithinAlsoStopsAtATime) {
   EXPECT_EQ(order, "abcd");
 }
 
+// What `f` throws as an `Error`, or "no error".
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
 // A use credited from outside adds to the statistics as flows that drained there would: bytes
 // and busy time summed with the simulated flows', the peak the larger, and a link used only
 // that way listed as used; it is refused while a flow drains on the link or while the link's
@@ -611,17 +622,10 @@ TEST(Simulator, LinkUseCreditedFromOutsideAddsToTheStatistics) {
   sim.start_flow(route, Bytes(1'000'000), done.callback());  // 10 us on link 0
   EXPECT_FALSE(sim.link_idle(0));
   EXPECT_TRUE(sim.link_idle(2));
-  auto message = [](auto&& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_EQ(message([&] { sim.add_link_use(0, 5, us(1), 1); }),
+  EXPECT_EQ(error_of([&] { sim.add_link_use(0, 5, us(1), 1); }),
             "internal error: link 0 credited while a flow drains on it");
-  EXPECT_EQ(message([&] { (void)sim.link_idle(9); }), "internal error: no link 9 in topology line");
+  EXPECT_EQ(error_of([&] { (void)sim.link_idle(9); }),
+            "internal error: no link 9 in topology line");
   sim.run();
   sim.add_link_use(0, 3'000'000, us(30), 2);
   sim.add_link_use(2, 7, us(2), 1);
@@ -635,10 +639,10 @@ TEST(Simulator, LinkUseCreditedFromOutsideAddsToTheStatistics) {
   const std::vector<LinkId> chosen{2};
   sim.record_utilization(chosen);
   sim.add_link_use(0, 1, us(1), 1);  // not recorded: accepted
-  EXPECT_EQ(message([&] { sim.add_link_use(2, 1, us(1), 1); }),
+  EXPECT_EQ(error_of([&] { sim.add_link_use(2, 1, us(1), 1); }),
             "internal error: link 2 credited while its utilization is recorded");
   sim.record_utilization(true);
-  EXPECT_EQ(message([&] { sim.add_link_use(0, 1, us(1), 1); }),
+  EXPECT_EQ(error_of([&] { sim.add_link_use(0, 1, us(1), 1); }),
             "internal error: link 0 credited while its utilization is recorded");
   sim.reset();  // forgets the credits with the rest
   sim.run();
@@ -652,26 +656,18 @@ TEST(Simulator, RejectsBadRequestsWithClearErrors) {
   const std::vector<LinkId> unknown{9};
   const std::vector<LinkId> broken{0, 0};
   const std::vector<LinkId> fine{0};
-  auto message = [](auto&& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_EQ(message([&] { sim.start_flow(unknown, Bytes(1), nullptr); }),
+  EXPECT_EQ(error_of([&] { sim.start_flow(unknown, Bytes(1), nullptr); }),
             "internal error: route names link 9 but topology line has 4");
-  EXPECT_EQ(message([&] { sim.start_flow(broken, Bytes(1), nullptr); }),
+  EXPECT_EQ(error_of([&] { sim.start_flow(broken, Bytes(1), nullptr); }),
             "internal error: route hop 1 (link 0) does not start where the previous link ends");
-  EXPECT_EQ(message([&] { sim.start_flow(fine, Bytes(-1), nullptr); }),
+  EXPECT_EQ(error_of([&] { sim.start_flow(fine, Bytes(-1), nullptr); }),
             "internal error: flow of negative size -1 bytes");
   sim.run_until(ps(100));
-  EXPECT_EQ(message([&] { sim.schedule(ps(99), [] {}); }),
+  EXPECT_EQ(error_of([&] { sim.schedule(ps(99), [] {}); }),
             "internal error: event scheduled at 99 ps, before the current time 100 ps");
-  EXPECT_EQ(message([&] { sim.run_until(ps(50)); }),
+  EXPECT_EQ(error_of([&] { sim.run_until(ps(50)); }),
             "internal error: run_until 50 ps is before the current time 100 ps");
-  EXPECT_EQ(message([&] { (void)sim.link_stats(4); }),
+  EXPECT_EQ(error_of([&] { (void)sim.link_stats(4); }),
             "internal error: no link 4 in topology line");
 
   topo::Topology dead("dead", topo::Family::kExplicit);
@@ -681,7 +677,7 @@ TEST(Simulator, RejectsBadRequestsWithClearErrors) {
   Simulator on_dead(dead);
   const std::vector<LinkId> zero{0};
   EXPECT_EQ(
-      message([&] { on_dead.start_flow(zero, Bytes(1), nullptr); }),
+      error_of([&] { on_dead.start_flow(zero, Bytes(1), nullptr); }),
       "link 0: route crosses a link without bandwidth (got \"0 B/s\"; expected a bandwidth > 0)");
 }
 

@@ -515,23 +515,40 @@ struct PlaneCase {
   std::int32_t expected_simulated;  // 1: merged; 4: every shard simulated
 };
 
+// A case's topology (a file under topologies/, or YAML text), the GPT-3 plan on it (8
+// microbatches per replica) and replay options recording the 4 busiest links' series,
+// interleaved when v > 1.
+struct CaseRun {
+  topo::Topology topology;
+  workload::LayerProfile profile;
+  placer::Plan plan;
+  PlanReplayOptions options;
+};
+
+CaseRun case_run(const char* name, const std::string& topology, int stages, int virtual_stages,
+                 int d, placer::PlacementOrder order) {
+  CaseRun c{topology.find('\n') == std::string::npos
+                ? topo::load_topology(kRoot + "/topologies/" + topology)
+                : topo::load_topology_string(topology, name, {}),
+            gpt3_profile(8 * d),
+            {},
+            {}};
+  c.plan = gpt3_plan(c.profile, c.topology, stages, 1, d, order);
+  c.options.utilization_links = 4;
+  if (virtual_stages > 1) {
+    c.options.schedule = Schedule::kInterleaved;
+    c.options.virtual_stages = virtual_stages;
+  }
+  return c;
+}
+
 void check_plane_case(const PlaneCase& pc) {
   SCOPED_TRACE(pc.name);
-  const topo::Topology topology = pc.topology.find('\n') == std::string::npos
-                                      ? topo::load_topology(kRoot + "/topologies/" + pc.topology)
-                                      : topo::load_topology_string(pc.topology, pc.name, {});
-  const auto profile = gpt3_profile(8 * pc.d);
-  const placer::Plan plan = gpt3_plan(profile, topology, pc.stages, 1, pc.d, pc.order);
-  PlanReplayOptions merged;
-  merged.utilization_links = 4;
-  if (pc.virtual_stages > 1) {
-    merged.schedule = Schedule::kInterleaved;
-    merged.virtual_stages = pc.virtual_stages;
-  }
-  PlanReplayOptions full = merged;
+  const CaseRun c = case_run(pc.name, pc.topology, pc.stages, pc.virtual_stages, pc.d, pc.order);
+  PlanReplayOptions full = c.options;
   full.merge_shards = false;
-  const RunRecord a = replay_plan(plan, profile, topology, merged);
-  const RunRecord b = replay_plan(plan, profile, topology, full);
+  const RunRecord a = replay_plan(c.plan, c.profile, c.topology, c.options);
+  const RunRecord b = replay_plan(c.plan, c.profile, c.topology, full);
   EXPECT_EQ(a.simulated_shards, pc.expected_simulated);
   EXPECT_EQ(b.simulated_shards, 4);
   EXPECT_GT(a.summary.iteration_time.ps(), a.summary.estimate.ps() / 2);
@@ -585,22 +602,12 @@ struct AloneCase {
 // replay keeps the recorded links' reductions in the simulator) and compares every field.
 void check_alone_case(const AloneCase& ac) {
   SCOPED_TRACE(ac.name);
-  const topo::Topology topology = ac.topology.find('\n') == std::string::npos
-                                      ? topo::load_topology(kRoot + "/topologies/" + ac.topology)
-                                      : topo::load_topology_string(ac.topology, ac.name, {});
-  const auto profile = gpt3_profile(8 * ac.d);
-  const placer::Plan plan = gpt3_plan(profile, topology, ac.stages, 1, ac.d, ac.order);
-  PlanReplayOptions alone;
-  alone.utilization_links = 4;
-  alone.merge_shards = ac.merge_shards;
-  if (ac.virtual_stages > 1) {
-    alone.schedule = Schedule::kInterleaved;
-    alone.virtual_stages = ac.virtual_stages;
-  }
-  PlanReplayOptions simulated = alone;
+  CaseRun c = case_run(ac.name, ac.topology, ac.stages, ac.virtual_stages, ac.d, ac.order);
+  c.options.merge_shards = ac.merge_shards;
+  PlanReplayOptions simulated = c.options;
   simulated.alone_reductions = false;
-  const RunRecord a = replay_plan(plan, profile, topology, alone);
-  const RunRecord b = replay_plan(plan, profile, topology, simulated);
+  const RunRecord a = replay_plan(c.plan, c.profile, c.topology, c.options);
+  const RunRecord b = replay_plan(c.plan, c.profile, c.topology, simulated);
   EXPECT_EQ(a.alone_reductions, ac.alone);
   EXPECT_EQ(a.simulated_reductions, ac.simulated);
   EXPECT_EQ(b.alone_reductions, 0);
