@@ -657,6 +657,23 @@ placer::SearchResult Job::search() {
   return result;
 }
 
+namespace {
+
+// The flows a replay of `plan` launches when every one is simulated: each microbatch's transfer
+// between consecutive chunks both ways, per shard, and each stage's bucket reductions over the
+// d replicas as rings, per shard (2(d - 1) d flows each). Orders the verification's replays on
+// its threads, largest first; no result depends on it.
+double replay_flows(const placer::Plan& plan, int buckets) {
+  const double stages = plan.choice.stages();
+  const double chunks = stages * std::max(1, plan.choice.virtual_stages);
+  const double d = plan.choice.data_parallel;
+  const double shards = plan.degrees.devices_per_replica;
+  return static_cast<double>(plan.microbatches) * (chunks - 1) * 2 * shards +
+         stages * shards * std::max(1, buckets) * 2 * (d - 1) * d;
+}
+
+}  // namespace
+
 placer::Plan Job::place() { return placement().plan; }
 
 Placement Job::placement(const SimulateOptions& options) { return verify(search(), options); }
@@ -678,14 +695,23 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
   // the replay as it is), no metadata.
   SimulateOptions light{.replay = options.replay};
   light.replay.utilization_links = 0;
-  // The candidates replayed on up to `threads` threads, each taking the next one in list order:
-  // a replay reads only the plan and the job's immutable parts, so every time is the one thread
-  // would get, and the run kept is the first in list order of the least time, as one thread
-  // keeps it. The log's lines follow, in list order.
+  // The candidates replayed on up to `threads` threads, each taking the next one, the largest
+  // replays first (`replay_flows`, so that the longest does not start last): a replay reads only
+  // the plan and the job's immutable parts, so every time is the one thread would get, and the
+  // run kept is the first in list order of the least time, as one thread keeps it. After an
+  // error, the candidates before it in list order still run, so that the error thrown is the
+  // first in list order, as one thread in list order would throw it. The log's lines follow, in
+  // list order.
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (take[i]) order.push_back(i);
   }
+  std::vector<std::size_t> dispatch(order.size());
+  for (std::size_t j = 0; j < dispatch.size(); ++j) dispatch[j] = j;
+  const int buckets = options.replay.gradient_buckets;
+  std::stable_sort(dispatch.begin(), dispatch.end(), [&](std::size_t a, std::size_t b) {
+    return replay_flows(all[order[a]], buckets) > replay_flows(all[order[b]], buckets);
+  });
   struct Replayed {
     Time time;
     double seconds = 0;
@@ -696,8 +722,11 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
   std::size_t chosen_at = order.size();
   std::mutex keeping;  // chosen_run, chosen_at
   std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> failed_at{order.size()};  // the least list index that failed
   const auto work = [&] {
-    for (std::size_t j = next++; j < order.size(); j = next++) {
+    for (std::size_t n = next++; n < dispatch.size(); n = next++) {
+      const std::size_t j = dispatch[n];
+      if (j > failed_at) continue;
       Replayed& r = replayed[j];
       try {
         const auto began = Clock::now();
@@ -713,7 +742,9 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
         }
       } catch (...) {
         r.error = std::current_exception();
-        next = order.size();  // no more work: the first error in list order is thrown below
+        std::size_t seen = failed_at;
+        while (j < seen && !failed_at.compare_exchange_weak(seen, j)) {
+        }
       }
     }
   };

@@ -410,6 +410,16 @@ TEST(Job, VerificationOnThreadsFailsAndTiesInListOrder) {
   failing.candidates = {good, far, farther};
   EXPECT_EQ(error_of([&] { static_cast<void>(job.verify(std::move(failing))); }),
             "topology: the plan needs 100000 devices, the topology has 1024");
+  // On one thread the largest replay goes first: the last candidate here (twice the replicas).
+  // It fails, the candidates before it in list order still run, and the error thrown is still
+  // the first in list order.
+  Job one(verify_spec(3, 1), kCatalog);
+  placer::SearchResult largest_last = one.search();
+  placer::Plan largest = farther;
+  largest.choice.data_parallel *= 2;
+  largest_last.candidates = {good, far, largest};
+  EXPECT_EQ(error_of([&] { static_cast<void>(one.verify(std::move(largest_last))); }),
+            "topology: the plan needs 100000 devices, the topology has 1024");
 
   placer::SearchResult tied = job.search();
   tied.candidates = {good, good, good};
