@@ -1338,8 +1338,18 @@ void Simulator::add_link_use(topo::LinkId link, double bytes, Time busy, std::ui
     throw Error::internal("link " + std::to_string(link) +
                           " credited while its utilization is recorded");
   }
+  if (bytes < 0 || busy < Time::zero()) {
+    throw Error::internal("link " + std::to_string(link) + " credited a negative use");
+  }
   LinkTally& tally = s.tallies[link];
-  if (tally.peak == 0 && peak_flows > 0) s.used_links.push_back(link);
+  // Listed when first used, so that `publish_stats` and `reset` see it; a tally with a peak
+  // is listed already.
+  if (tally.peak == 0) {
+    if (peak_flows == 0) {
+      throw Error::internal("link " + std::to_string(link) + " credited without a flow");
+    }
+    s.used_links.push_back(link);
+  }
   tally.bytes_done += bytes;
   tally.busy_done += busy;
   tally.peak = std::max(tally.peak, peak_flows);

@@ -357,6 +357,12 @@ class ScaledProgram final : public coll::Program {
   std::array<coll::GateId, 2> successors(coll::TransferId id) const override {
     return inner_->successors(id);
   }
+  bool waits_for_own_sends() const noexcept override { return inner_->waits_for_own_sends(); }
+  // Scaling changes the bytes, not who sends to whom (`uniform_ring` stays empty: its pieces
+  // would be the inner program's).
+  std::optional<std::vector<coll::RankPair>> distinct_pairs() const override {
+    return inner_->distinct_pairs();
+  }
   void for_each_transfer(const std::function<void(const coll::Transfer&)>& visit) const override {
     for (std::uint64_t id = 0; id < transfer_count(); ++id) visit(transfer(id));
   }
@@ -376,6 +382,46 @@ struct Bucket {
   std::optional<coll::AloneRun> alone;
   const std::vector<topo::LinkId>* links = nullptr;
 };
+
+// Reductions timed alone (`PlanReplayOptions::alone_reductions`).
+//
+// Condition. A reduction R (one bucket of the data-parallel group of one stage's shard k,
+// launched when the replicas have produced it) is timed by the contention-free evaluation
+// instead of flow by flow when, at the instant it starts, every link of L(R) (the links of the
+// routes of every (source, destination, channel) that any bucket of R's group sends over)
+//  (a) has no flow draining on it,
+//  (b) has no stage-to-stage transfer flow left to start over it in the iteration (the replay
+//      counts every transfer flow it will start, routed as it routes it, and takes each off as
+//      it starts: `ReplayOptions::transfers_ahead`),
+//  (c) is crossed by the routes of no other reduction group (counted before the run over
+//      every group the replay will reduce), and
+//  (d) has no utilization series recorded.
+// Why the record is the flow-by-flow replay's. The flows that cross a link of L(R) after R
+// starts are R's and, by (b) and (c), those of no transfer and no other group's reduction; the
+// later buckets of R's own group start only when R has ended (a stage reduces its buckets one
+// after another), and by (a) nothing from before R is still draining. So while R runs, its
+// flows share links only with one another. The contention-free evaluation then computes what
+// the simulator computes for them, whenever they run: each flow alone on its links drains at
+// its slowest link's rate and arrives drain time + route latency after its gate opened, and the
+// evaluation checks that its own flows never overlap on a link (else it declines, and the
+// Execution runs). A run started at t instead of 0 drains and arrives exactly t later, a drain
+// time depending only on bytes and rate, in whole picoseconds. What the replay reads of R is its
+// end (the `done` callback, now an event at t + duration; what it does touches only R's stage:
+// its next bucket, its optimizer step, its rows) and its links' statistics (added at its end,
+// `net::Simulator::add_link_use`: byte counts are integral, so their sums are exact in any
+// order, and each link's busy time is the sum of its flows' drains, which never touch).
+// Where this is not a proof to the last bit, as for the shard planes below: (1) max-min rates
+// depend only on the flows that share links, but the simulator takes two choices per timestamp
+// rather than per such group, the level below which it keeps rates (the smallest rate that
+// departed, where R's flows counted) and whether the verified refilling takes the timestamp
+// (its limits count R's changes too); other flows' rates are then the same up to floating
+// rounding (`net::Simulator::reuse_lower_levels`), which a drain end rounded to the picosecond
+// almost always absorbs. (2) `done` is inserted when R starts, not when its last flow drains,
+// so it runs before the same picosecond's events inserted in between; only the order of rows
+// with the same end (collectives) or the same device and start could follow. Both need an event
+// of R in the very picosecond of an unrelated one. Tested against the flow-by-flow replay
+// (tests/unit/replay/plan_replay_test.cc, AloneReductions*, ReductionsThatShareLinks*: rows,
+// links, collectives and summary the same), and the same run.h5 on GPT-3's 16,384-GPU plan.
 
 // Shard planes: when the replay may simulate shard 0 only (`ReplayOptions::one_shard_plane`).
 //
@@ -405,39 +451,6 @@ struct Bucket {
 //
 // Returns, when the condition holds, for every directed link the plane-0 link whose statistics
 // it has (itself for plane 0 and idle links); otherwise nothing.
-// Reductions timed alone (`PlanReplayOptions::alone_reductions`).
-//
-// Condition. A reduction R (one bucket of the data-parallel group of one stage's shard k,
-// launched when the replicas have produced it) is timed by the contention-free evaluation
-// instead of flow by flow when, at the instant it starts, every link of L(R) (the links of the
-// routes of every (source, destination, channel) that any bucket of R's group sends over)
-//  (a) has no flow draining on it,
-//  (b) has no stage-to-stage transfer flow left to start over it in the iteration (the replay
-//      counts every transfer flow it will start, routed as it routes it, and takes each off as
-//      it starts: `ReplayOptions::transfers_ahead`),
-//  (c) is crossed by the routes of no other reduction group (counted before the run over
-//      every group the replay will reduce), and
-//  (d) has no utilization series recorded.
-// Proof that the record is the flow-by-flow replay's. The flows that cross a link of L(R) after
-// R starts are R's and, by (b) and (c), those of no transfer and no other group's reduction;
-// the later buckets of R's own group start only when R has ended (a stage reduces its buckets
-// one after another), and by (a) nothing from before R is still draining. So while R runs, its
-// flows share links only with one another. The contention-free evaluation then computes what
-// the simulator computes for them, whenever they run: each flow alone on its links drains at
-// its slowest link's rate and arrives drain time + route latency after its gate opened, and the
-// evaluation checks that its own flows never overlap on a link (else it declines, and the
-// Execution runs). A run started at t instead of 0 drains and arrives exactly t later, a drain
-// time depending only on bytes and rate, in whole picoseconds. The rest of the network sees
-// nothing of R's flows (they share no link with any other flow, and max-min rates are computed
-// per group of flows that share links), so every other flow's rate and arrival is unchanged.
-// What the replay reads of R is its end (the `done` callback, now an event at t + duration,
-// run among the same picosecond's events in its place in the queue's order; what the callback
-// does touches only R's stage: its next bucket, its optimizer step, its rows) and its links'
-// statistics (added at its end, `net::Simulator::add_link_use`: byte counts are integral, so
-// their sums are exact in any order, and each link's busy time is the sum of its flows' drains,
-// which never touch). Tested against the flow-by-flow replay (tests/replay/plan_replay_test.cc,
-// AloneReductions*): every row, collective and link the same.
-
 class PlaneCheck {
  public:
   // `fabric`: the simulated network; `given`: the topology the link table reports against.
@@ -560,7 +573,7 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
       }
     }
     ++alone_count;
-    sim.schedule(sim.now() + b.alone->duration, [&sim, &b, done] {
+    sim.schedule(net::later(sim.now(), b.alone->duration), [&sim, &b, done] {
       for (const coll::LinkUse& use : b.alone->links) {
         sim.add_link_use(use.link, use.bytes, use.busy, use.peak_flows);
       }

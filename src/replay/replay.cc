@@ -258,7 +258,7 @@ void Engine::transfer(std::size_t r, Op op, std::size_t to_chunk) {
       at(start, std::move(arrived));
       return;
     }
-    auto flows = [this, from, to, size, op, r, arrived = std::move(arrived)] {
+    auto flows = [this, from, to, size, op, r, arrived = std::move(arrived)]() mutable {
       const auto src = shards(from, r);
       const auto dst = shards(to, r);
       const std::size_t simulated = options_.one_shard_plane ? 1 : src.size();

@@ -198,7 +198,8 @@ class Simulator {
   /// `link_stats` after the next `run`/`run_until`). For a caller that has shown that none of
   /// them shared the link with a simulated flow (the replay's reductions that run alone, see
   /// src/replay/plan_replay.cc). Throws `Error` (internal) for a link not in the topology, a link
-  /// with a flow draining, or one whose utilization is recorded (its series would miss them).
+  /// with a flow draining, one whose utilization is recorded (its series would miss them), a
+  /// negative use, or a first use of a link with `peak_flows` 0.
   void add_link_use(topo::LinkId link, double bytes, Time busy, std::uint32_t peak_flows);
   /// Statistics of directed link `link` (< topology().num_links(), else `Error`, internal).
   [[nodiscard]] const LinkStats& link_stats(topo::LinkId link) const;

@@ -58,8 +58,9 @@ struct PlanReplayOptions {
   /// when no other flow can cross its links until it ends (nothing drains on them when it starts,
   /// no transfer is left to start over them, no other reduction's routes cross them, and no
   /// utilization series records them; the condition and its proof are in
-  /// src/replay/plan_replay.cc): the same record to the picosecond, without the simulator's
-  /// events for it. false: every reduction through the simulator.
+  /// src/replay/plan_replay.cc, with its two caveats: rates equal up to the simulator's refill
+  /// rounding, and the order of rows with equal times): the same record on every run compared,
+  /// without the simulator's events for it. false: every reduction through the simulator.
   bool alone_reductions = true;
   friend bool operator==(const PlanReplayOptions&, const PlanReplayOptions&) = default;
 };

@@ -626,6 +626,10 @@ TEST(Simulator, LinkUseCreditedFromOutsideAddsToTheStatistics) {
             "internal error: link 0 credited while a flow drains on it");
   EXPECT_EQ(error_of([&] { (void)sim.link_idle(9); }),
             "internal error: no link 9 in topology line");
+  EXPECT_EQ(error_of([&] { sim.add_link_use(3, 5, us(1), 0); }),
+            "internal error: link 3 credited without a flow");
+  EXPECT_EQ(error_of([&] { sim.add_link_use(3, -5, us(1), 1); }),
+            "internal error: link 3 credited a negative use");
   sim.run();
   sim.add_link_use(0, 3'000'000, us(30), 2);
   sim.add_link_use(2, 7, us(2), 1);

@@ -629,9 +629,10 @@ const std::string kThinRail =
 // transfers are still to leave over the ring's links, so those four (one per shard) run in the
 // simulator, and the other 28 alone. With 0.5 Gb/s spines and 4 stages of 2 chunks, some
 // buckets start while a transfer of their stage still drains over their links, and 12 of 64 stay
-// in the simulator. Checked by hand: dropping from the condition the transfers still
-// to start, or the flows still draining, changes these records (reductions timed alone that
-// share links, finishing too early), and each case then fails.
+// in the simulator. Checked by hand: dropping from the condition the transfers still to
+// start (thin rail), the flows still draining (slow spines) or other groups' routes (the
+// fat-tree below) changes that case's record (reductions timed alone that share links, finishing
+// too early), and the case fails.
 TEST(PlanReplay, AloneReductionsEqualTheFlowByFlowReplay) {
   using enum placer::PlacementOrder;
   check_alone_case({"tp-pp-dp", "h100_rail_64.yaml", 2, 1, 8, kTensorPipelineData, true, 8, 0});
