@@ -106,7 +106,9 @@ void BM_ReplayGpt3Rail(benchmark::State& state) {
 
 BENCHMARK(BM_ReplayGpt3Rail)
     ->Args({128, 32, 1, 1})
+    ->Args({128, 32, 1, 0})
     ->Args({512, 32, 1, 1})
+    ->Args({512, 32, 1, 0})
     ->Args({2048, 32, 1, 1})
     ->Args({2048, 32, 1, 0})
     ->Args({16384, 32, 1, 1})
