@@ -468,15 +468,21 @@ void expect_same_record(const RunRecord& a, const RunRecord& b) {
     const TimelineRow& y = b.timeline[i];
     ASSERT_TRUE(x.device == y.device && x.kind == y.kind && x.stream == y.stream &&
                 x.stage == y.stage && x.microbatch == y.microbatch && x.start == y.start &&
-                x.end == y.end)
+                x.end == y.end && x.first_layer == y.first_layer && x.last_layer == y.last_layer)
         << "timeline row " << i << ": device " << x.device << " vs " << y.device << ", end "
         << x.end.ps() << " vs " << y.end.ps();
   }
   ASSERT_EQ(a.memory.size(), b.memory.size());
   for (std::size_t i = 0; i < a.memory.size(); ++i) {
     ASSERT_TRUE(a.memory[i].device == b.memory[i].device && a.memory[i].at == b.memory[i].at &&
-                a.memory[i].bytes == b.memory[i].bytes)
+                a.memory[i].bytes == b.memory[i].bytes &&
+                a.memory[i].category == b.memory[i].category)
         << "memory row " << i;
+  }
+  ASSERT_EQ(a.peaks.size(), b.peaks.size());
+  for (std::size_t i = 0; i < a.peaks.size(); ++i) {
+    ASSERT_TRUE(a.peaks[i].device == b.peaks[i].device && a.peaks[i].peak == b.peaks[i].peak)
+        << "peak " << i;
   }
   ASSERT_EQ(a.links.size(), b.links.size());
   for (std::size_t i = 0; i < a.links.size(); ++i) {
@@ -488,6 +494,8 @@ void expect_same_record(const RunRecord& a, const RunRecord& b) {
   }
   ASSERT_EQ(a.collectives.size(), b.collectives.size());
   for (std::size_t i = 0; i < a.collectives.size(); ++i) {
+    EXPECT_EQ(a.collectives[i].op, b.collectives[i].op) << "collective " << i;
+    EXPECT_EQ(a.collectives[i].size, b.collectives[i].size) << "collective " << i;
     EXPECT_EQ(a.collectives[i].group, b.collectives[i].group) << "collective " << i;
     EXPECT_EQ(a.collectives[i].algorithm, b.collectives[i].algorithm) << "collective " << i;
     EXPECT_EQ(a.collectives[i].start, b.collectives[i].start) << "collective " << i;
