@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -559,7 +560,7 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
   std::vector<std::uint32_t> transfers_ahead;
   std::vector<std::uint32_t> reductions_on;
   std::vector<char> recorded;
-  std::map<std::vector<topo::DeviceId>, std::vector<topo::LinkId>> reduction_links;
+  std::deque<std::vector<topo::LinkId>> reduction_links;  // stable: buckets point into it
   std::int32_t alone_count = 0;
   std::int32_t simulated_count = 0;
   // True when `b` runs alone from now until it ends: then `done` is scheduled at its end and its
@@ -739,8 +740,7 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
         std::sort(used.begin(), used.end());
         used.erase(std::unique(used.begin(), used.end()), used.end());
         for (const topo::LinkId link : used) ++reductions_on[link];
-        const auto& kept =
-            reduction_links.emplace(std::move(members), std::move(used)).first->second;
+        const auto& kept = reduction_links.emplace_back(std::move(used));
         for (Bucket* b : launched) b->links = &kept;
       }
     }

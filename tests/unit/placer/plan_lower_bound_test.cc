@@ -169,6 +169,26 @@ void expect_same_result(const SearchResult& a, const SearchResult& b) {
   }
 }
 
+// Two searches of `profile`, each on its own oracle over `topology`, that must give the same
+// result, and the events each simulated.
+struct SearchPair {
+  SearchResult with;
+  SearchResult without;
+  std::uint64_t events_with = 0;
+  std::uint64_t events_without = 0;
+};
+
+SearchPair same_searches(const workload::LayerProfile& profile, const topo::Topology& topology,
+                         const SearchOptions& with, const SearchOptions& without) {
+  OracleCommCost a(topology);
+  OracleCommCost b(topology);
+  SearchPair p{search(profile, a, with), search(profile, b, without)};
+  p.events_with = a.stats().events;
+  p.events_without = b.stats().events;
+  expect_same_result(p.with, p.without);
+  return p;
+}
+
 // The sharper checks (`SearchOptions::pass_bounds`: the event-free bounds, the first bucket
 // within the room they leave, the price with each stage's sync alone, the joint syncs at their
 // event-free bounds) rule plans out without changing what the search finds: the same best
@@ -188,17 +208,13 @@ TEST(Search, PassBoundsSpareSimulationsAndChangeNothing) {
       const SearchOptions sharp = chain_search(mode);
       SearchOptions plain = sharp;
       plain.pass_bounds = false;
-      OracleCommCost a(rail);
-      OracleCommCost b(rail);
-      const SearchResult with = search(profile, a, sharp);
-      const SearchResult without = search(profile, b, plain);
-      expect_same_result(with, without);
-      EXPECT_EQ(without.stats.pass_bounded + without.stats.sync_bounded, 0);
-      EXPECT_LE(a.stats().events, b.stats().events);
-      pass_bounded += with.stats.pass_bounded;
-      sync_bounded += with.stats.sync_bounded;
-      events_with += a.stats().events;
-      events_without += b.stats().events;
+      const SearchPair p = same_searches(profile, rail, sharp, plain);
+      EXPECT_EQ(p.without.stats.pass_bounded + p.without.stats.sync_bounded, 0);
+      EXPECT_LE(p.events_with, p.events_without);
+      pass_bounded += p.with.stats.pass_bounded;
+      sync_bounded += p.with.stats.sync_bounded;
+      events_with += p.events_with;
+      events_without += p.events_without;
     }
   }
   EXPECT_GE(pass_bounded, 10);                     // 18
@@ -394,20 +410,16 @@ TEST(Search, CappedPassesFindWhatOneUncappedPassFinds) {
         flat_passes += with.stats.passes;
         continue;
       }
-      OracleCommCost a(rail);
-      OracleCommCost b(rail);
-      const SearchResult with = search(profile, a, capped);
-      const SearchResult without = search(profile, b, uncapped);
-      expect_same_result(with, without);
-      EXPECT_EQ(without.stats.passes, 1);
+      const SearchPair p = same_searches(profile, rail, capped, uncapped);
+      EXPECT_EQ(p.without.stats.passes, 1);
       if (mode == 2) {
-        EXPECT_EQ(with.stats.passes, 1);
+        EXPECT_EQ(p.with.stats.passes, 1);
         continue;
       }
-      passes[mode] += with.stats.passes;
-      ended_capped[mode] += with.stats.passes < 6 ? 1 : 0;  // 5 caps, then none
-      events_capped[mode] += a.stats().events;
-      events_uncapped[mode] += b.stats().events;
+      passes[mode] += p.with.stats.passes;
+      ended_capped[mode] += p.with.stats.passes < 6 ? 1 : 0;  // 5 caps, then none
+      events_capped[mode] += p.events_with;
+      events_uncapped[mode] += p.events_without;
     }
   }
   // The thin rail's plans cost 3-6x their least bound: the first caps find nothing.
@@ -439,21 +451,17 @@ TEST(CappedVerification, KeepsTheBestPlanOfAnOrderPricedAboveTheFirstCap) {
   capped.replay_candidates = 4;
   SearchOptions uncapped = capped;
   uncapped.capped_passes = false;
-  OracleCommCost a(cluster);
-  OracleCommCost b(cluster);
-  const SearchResult with = search(profile, a, capped);
-  const SearchResult without = search(profile, b, uncapped);
-  EXPECT_EQ(with.stats.passes, 2);
-  EXPECT_EQ(without.stats.passes, 1);
-  expect_same_result(with, without);
-  ASSERT_EQ(with.candidates.size(), 4U);
-  EXPECT_EQ(std::count_if(with.candidates.begin(), with.candidates.end(),
-                          [](const Plan& p) {
-                            return p.choice.order == PlacementOrder::kTensorPipelineData;
+  const SearchPair p = same_searches(profile, cluster, capped, uncapped);
+  EXPECT_EQ(p.with.stats.passes, 2);
+  EXPECT_EQ(p.without.stats.passes, 1);
+  ASSERT_EQ(p.with.candidates.size(), 4U);
+  EXPECT_EQ(std::count_if(p.with.candidates.begin(), p.with.candidates.end(),
+                          [](const Plan& plan) {
+                            return plan.choice.order == PlacementOrder::kTensorPipelineData;
                           }),
             1);
   // The capped search prices fewer plans' collectives by event simulation.
-  EXPECT_LT(a.stats().events, b.stats().events);
+  EXPECT_LT(p.events_with, p.events_without);
 }
 
 }  // namespace
