@@ -102,6 +102,7 @@ struct Engine {
   // routed afresh into it rather than through the router's cache of every pair ever asked,
   // which at 8,192 GPUs had grown past the caches (13.6% of a search in its lookups).
   std::vector<topo::LinkId> route;
+  std::vector<detail::LinkLoad> loads;  // the link loads of a run stopped by its progress bound
 };
 
 // The root of `i` in a union-find forest (with path halving).
@@ -303,9 +304,10 @@ struct CollectiveOracle::Impl {
       e.simulator->run();
       stats.events += e.simulator->events_processed() - events_before;
     } else {
-      // Stops where the limit is reached (nothing of the query is memoized) or after `until`.
+      // Stops where the limit is reached (nothing of the query is memoized) or after `until`,
+      // or before, when the run's progress shows that it ends after `until`.
       const std::uint64_t left = event_limit == 0 ? kNoLimit - events_before : budget;
-      const bool done = left > 0 && e.simulator->run_within(events_before + left, until);
+      const bool done = left > 0 && run_checked(e, programs, events_before + left, until);
       const std::uint64_t processed = e.simulator->events_processed() - events_before;
       stats.events += processed;
       const bool finished =
@@ -324,6 +326,43 @@ struct CollectiveOracle::Impl {
     }
     ++stats.simulations;
     return durations;
+  }
+
+  // `e.simulator->run_within(max_events, until)` for the runs of `programs`, started at time
+  // zero, but returning early (false, events left) once their progress bound
+  // (`detail::progress_bound`) passes `until`: they end after it, so the caller's answer is the
+  // one the run to `until` gives. Only for runs of enough transfers to pay for the bound's pass,
+  // and only when `max_events` covers the whole run (the bound's event count, the simulator's):
+  // a run that would have reached the limit before `until` throws as before. The bound cannot
+  // rise faster than the clock, so the next check comes no sooner than the clock can bring it
+  // to `until`, and at least a 32nd of `until` later. The run's events are the same: it is only
+  // paused.
+  bool run_checked(Engine& e, std::span<const detail::GroupProgram> programs,
+                   std::uint64_t max_events, Time until) {
+    net::Simulator& sim = *e.simulator;
+    constexpr std::uint64_t kCheckedTransfers = 1024;
+    std::uint64_t transfers = 0;
+    for (const detail::GroupProgram& p : programs) transfers += p.program->transfer_count();
+    std::optional<detail::RunBound> bound;
+    if (until != Time::max() && transfers >= kCheckedTransfers) {
+      bound = e.evaluator.lower_bound(e.router, programs, seed, &e.loads);
+    }
+    if (!bound || max_events - sim.events_processed() < bound->events) {
+      return sim.run_within(max_events, until);
+    }
+    const auto margin = static_cast<std::int64_t>(4 * transfers);
+    const Time step = Time::picoseconds(std::max<std::int64_t>(1, until.ps() / 32));
+    Time at = std::clamp(Time::picoseconds(until.ps() - bound->slowest.ps()), Time::zero(), until);
+    for (;;) {
+      if (sim.run_within(max_events, at)) return true;
+      if (at >= until || sim.events_processed() >= max_events) return false;
+      const Time progress = detail::progress_bound(sim, e.loads, margin);
+      if (progress > until) {
+        ++stats.progress_stops;
+        return false;
+      }
+      at = std::min(until, std::max(at + step, sim.now() + (until - progress)));
+    }
   }
 
   // `transfers` in groups: the largest, over classes of alike parts (pairs routed over links of

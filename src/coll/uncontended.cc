@@ -115,7 +115,8 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate(topo::Router& route
 // link's bytes over its bandwidth plus the shortest route latency over it, less the margins.
 std::optional<RunBound> UncontendedEvaluator::lower_bound(topo::Router& router,
                                                           std::span<const GroupProgram> groups,
-                                                          std::uint64_t salt) {
+                                                          std::uint64_t salt,
+                                                          std::vector<LinkLoad>* loads) {
   begin(router);
   UncontendedRun run;
   std::int64_t path = 0;
@@ -143,7 +144,46 @@ std::optional<RunBound> UncontendedEvaluator::lower_bound(topo::Router& router,
   RunBound out;
   out.slowest = Time::picoseconds(std::max<std::int64_t>(0, static_cast<std::int64_t>(bound)));
   out.events = run.events;
+  if (loads != nullptr) {
+    std::sort(used_.begin(), used_.end());
+    loads->clear();
+    loads->reserve(used_.size());
+    for (const topo::LinkId link : used_) {
+      loads->push_back({link, links_[link].bytes, links_[link].min_latency});
+    }
+  }
   return out;
+}
+
+// Why `progress_bound` bounds the run's end. By now the simulation has drained `carried` bytes
+// across link l (its statistics: the drained part of every flow over it, the flows still
+// draining settled to now); its flows put `bytes` over it in all (the same routes and sizes as
+// the bound's pass, so the same sum), so `bytes - carried` are still to drain across it, at no
+// more than its bandwidth (max-min rates may exceed it by a few ulps, and the refilling keeps
+// lower levels within 1e-9), and the flow that drains the last of them is delivered its route
+// latency later, at least the shortest among l's flows. Floating settlement may leave carried
+// short of the truth by a relative 1e-12 per flow (a flow counts as drained within 1e-12 of its
+// size): a relative 1e-9 of the link's bytes is taken off what is left, and a link with less
+// left than that is skipped (its flows may all have drained; one delivered before now plus its
+// latency must not count). Drain ends round down by at most 1 ps per flow and chained
+// transfers can accumulate it: `margin_ps` (4 per transfer, as `lower_bound`) and a relative
+// 1e-6 cover that. Monotone: between two calls, a link drains at most its bandwidth times the
+// time elapsed, so its term does not fall.
+Time progress_bound(const net::Simulator& sim, std::span<const LinkLoad> loads,
+                    std::int64_t margin_ps) {
+  constexpr double kCarriedMargin = 1e-9;
+  constexpr double kRelativeMargin = 1e-6;
+  const auto all = sim.topology().links();
+  const double now = static_cast<double>(sim.now().ps());
+  double end = now;
+  for (const LinkLoad& load : loads) {
+    const double left = load.bytes * (1 - kCarriedMargin) - sim.link_stats(load.link).bytes;
+    if (left <= 0) continue;
+    end = std::max(end, now + left / all[load.link].bandwidth.bytes_per_s() * 1e12 +
+                            static_cast<double>(load.min_latency.ps()));
+  }
+  const double bound = (std::floor(end) - static_cast<double>(margin_ps)) * (1 - kRelativeMargin);
+  return Time::picoseconds(std::max<std::int64_t>(0, static_cast<std::int64_t>(bound)));
 }
 
 // The bound's pass (`evaluate_group` with `bound_only`: every flow alone, no admission) on a

@@ -38,6 +38,10 @@
 #include "nest/topo/router.h"
 #include "nest/topo/topology.h"
 
+namespace nest::net {
+class Simulator;
+}  // namespace nest::net
+
 namespace nest::coll::detail {
 
 /// One group's collective: its program and the device of each rank.
@@ -60,6 +64,14 @@ struct RunBound {
   std::uint64_t events = 0;  // the simulator's count, as `UncontendedRun::events`
 };
 
+/// What every flow of a run puts over one link (`UncontendedEvaluator::lower_bound`): the
+/// bytes all of them drain across it and the shortest route latency among them.
+struct LinkLoad {
+  topo::LinkId link = 0;
+  double bytes = 0;
+  Time min_latency;
+};
+
 /// `program`'s uniform rings (`Program::uniform_ring`) over `n` >= 2 ranks with one phase per
 /// channel, a channel's consecutive phases of the same piece and successors merged into one (a
 /// flat ring's reduce-scatter and all-gather); empty when the program is not such a ring, a
@@ -67,6 +79,16 @@ struct RunBound {
 /// not cover its transfers.
 [[nodiscard]] std::vector<UniformRingPhase> one_phase_per_channel(const Program& program,
                                                                   std::size_t n);
+
+/// A lower bound of the last delivery of a simulation on `sim` whose flows all started at or
+/// after time zero and put `loads` over their links (`UncontendedEvaluator::lower_bound` of the
+/// same groups and salt), from its state at `sim.now()` (link statistics as `run_within`
+/// leaves them): over every link, now plus the bytes still to drain across it over its
+/// bandwidth plus its shortest route latency, less `margin_ps` and a relative 1e-6 for
+/// rounding (see the definition). It never decreases as the run goes on, and it reaches past
+/// a time the run ends after long before the run does when links sit idle.
+[[nodiscard]] Time progress_bound(const net::Simulator& sim, std::span<const LinkLoad> loads,
+                                  std::int64_t margin_ps);
 
 /// Reusable buffers for `evaluate`: one per thread (e.g. per oracle).
 class UncontendedEvaluator {
@@ -89,10 +111,12 @@ class UncontendedEvaluator {
   /// its links (no admission check), and (b) over every link, the earliest opening of a flow
   /// over it in that pass, plus the bytes all groups' flows drain across it over its bandwidth,
   /// plus the shortest route latency among them; each less a margin for rounding (see the
-  /// definition for the proof). nullopt when a route has a link without bandwidth.
+  /// definition for the proof). nullopt when a route has a link without bandwidth. With
+  /// `loads`, also each link's load, by increasing link id (for `progress_bound`).
   [[nodiscard]] std::optional<RunBound> lower_bound(topo::Router& router,
                                                     std::span<const GroupProgram> groups,
-                                                    std::uint64_t salt);
+                                                    std::uint64_t salt,
+                                                    std::vector<LinkLoad>* loads = nullptr);
 
   /// How many `evaluate` calls were answered by the ring derivation.
   [[nodiscard]] std::uint64_t derived() const noexcept { return derived_; }

@@ -91,11 +91,11 @@ void log_oracle_stats(Logger* log, std::string_view phase, const coll::OracleSta
   nest::log(log, LogLevel::kDebug,
             "oracle after {}: {} queries, {} exact hits, {} structural hits, {} simulations ({} "
             "contention-free, {} of private rings, {} events), {} trivial, {} candidates ruled "
-            "out by their bound ({} of the events not simulated), {} event-free bounds, {} "
-            "programs lowered",
+            "out by their bound ({} of the events not simulated; {} simulations stopped part "
+            "way, {} of them by their links' progress), {} event-free bounds, {} programs lowered",
             phase, s.queries, s.exact_hits, s.structural_hits, s.simulations, s.contention_free,
-            s.private_rings, s.events, s.trivial, s.bounded, s.avoided_events, s.lower_bounds,
-            s.lowered);
+            s.private_rings, s.events, s.trivial, s.bounded, s.avoided_events, s.stopped,
+            s.progress_stops, s.lower_bounds, s.lowered);
 }
 
 // A baseline priced on an oracle of its own (topology-agnostic, anneal), and what that took.

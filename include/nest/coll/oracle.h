@@ -71,9 +71,12 @@ struct OracleStats {
   std::uint64_t stopped = 0;  ///< event simulations stopped once their clock passed what the
                               ///< query had to beat (not in `simulations`; their events counted
                               ///< as if they ran to the end)
-  std::uint64_t lower_bounds = 0;  ///< event-free bounds asked (`lower_bound`, and one per
-                                   ///< candidate of `fastest_lower_bound`)
-  std::uint64_t lowered = 0;       ///< programs lowered: once per (resolved spec, size, group size)
+  std::uint64_t progress_stops = 0;  ///< of `stopped`, those stopped earlier, once the bytes
+                                     ///< their links still had to carry showed that they end
+                                     ///< after that time (`detail::progress_bound`)
+  std::uint64_t lower_bounds = 0;    ///< event-free bounds asked (`lower_bound`, and one per
+                                     ///< candidate of `fastest_lower_bound`)
+  std::uint64_t lowered = 0;  ///< programs lowered: once per (resolved spec, size, group size)
                               ///< while the oracle keeps it, shared by every group of that kind
 };
 

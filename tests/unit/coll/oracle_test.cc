@@ -539,5 +539,59 @@ TEST(Oracle, LowerBoundsRunNoEventsNeverExceedTheAnswerAndEqualItOnceKnown) {
   EXPECT_EQ(contended, 4);  // the four rings over shared uplinks
 }
 
+// A contended run stopped by its links' progress: a double binary tree over all 16 hosts of
+// `spine_leaf` in 64 chunks (thousands of transfers, enough for the check), whose flows share
+// the leaves' uplinks. Within a time its event-free bound does not rule out, the bytes its
+// links still carry show that it ends later before its clock gets there: stopped by progress,
+// nullopt, its events counted as if it ran to its end (7,680; a quarter of the way between the
+// bound and the end, all but ~450 of them not run). For times to beat around its end, the answer is
+// a fresh oracle's exactly when the time is no earlier than it, else nullopt: stopping early never
+// changes an answer.
+TEST(Oracle, AQueryWithinATimeStopsOnceItsLinksShowItLoses) {
+  const topo::Topology t = spine_leaf();
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTree, Bytes(std::int64_t{1} << 26), 64};
+  std::vector<topo::DeviceId> all(16);
+  std::iota(all.begin(), all.end(), 0);
+  const Groups one{all};
+  CollectiveOracle fresh(t, 5);
+  const OracleAnswer exact = fresh.collective(spec, one);
+  const std::uint64_t events = fresh.stats().events;
+  ASSERT_EQ(fresh.stats().contention_free, 0U);  // event-simulated
+  ASSERT_GT(events, 2048U);                      // over 1,024 transfers: checked
+
+  // Times to beat between its event-free bound and its end: the bound does not rule them out,
+  // the run does, by progress from a quarter of the way on.
+  const Time lower = CollectiveOracle(t, 5).lower_bound(spec, one);
+  ASSERT_LT(lower, exact.slowest);
+  int stopped_early = 0;
+  for (const double f : {0.25, 0.5, 0.75, 0.9, 0.99}) {
+    const bool first = f < 0.3;
+    CollectiveOracle o(t, 5);
+    const Time within = lower + Time::picoseconds(static_cast<std::int64_t>(
+                                    static_cast<double>((exact.slowest - lower).ps()) * f));
+    SCOPED_TRACE(f);
+    EXPECT_FALSE(o.collective_within(spec, one, within).has_value());
+    EXPECT_EQ(o.stats().stopped, 1U);
+    EXPECT_EQ(o.stats().events, events);  // counted as if it ran to its end
+    if (first) {
+      EXPECT_EQ(o.stats().progress_stops, 1U);
+      EXPECT_GT(o.stats().avoided_events, events / 2);  // most of it not run
+    }
+    stopped_early += static_cast<int>(o.stats().progress_stops);
+  }
+  EXPECT_GE(stopped_early, 3);
+  for (const Time within : {exact.slowest - Time::picoseconds(1), exact.slowest,
+                            exact.slowest + Time::picoseconds(1)}) {
+    CollectiveOracle o(t, 5);
+    const auto got = o.collective_within(spec, one, within);
+    EXPECT_EQ(got.has_value(), within >= exact.slowest);
+    if (got) {
+      EXPECT_EQ(got->slowest, exact.slowest);
+      EXPECT_EQ(got->first, exact.first);
+      EXPECT_EQ(o.stats().progress_stops, 0U);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nest::coll

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coll/uncontended.h"
@@ -655,6 +657,122 @@ TEST(Uncontended, LowerBoundCountsTheRoutesASenderNoLongerKeeps) {
   const auto bound = evaluator.lower_bound(router, parts, 0);
   ASSERT_TRUE(bound.has_value());
   EXPECT_EQ(bound->slowest.ps(), static_cast<std::int64_t>((8e9 - 224) * (1 - 1e-6)));
+}
+
+// `progress_bound` by hand: two flows of 1 MB from device 0 to device 2 of the two switches
+// above, over the 1 GB/s cable with 1 us (the hosts' links 100 GB/s, no latency), the second
+// started at 3 ms. The cable's load is 2 MB and its shortest route latency 1 us. At 0.5 ms it
+// has carried 0.5 MB: 0.5 + 1.5 ms + 1 us. In the gap (2 ms) the bound rises with the clock
+// (2 + 1 ms + 1 us), and once the second flow starts (3 ms) it is the run's end, 4 ms + 1 us,
+// each less the margin (`margin_ps` and a relative 1e-6; a relative 1e-9 of the load too). Never
+// above the end, never falling.
+TEST(Uncontended, ProgressBoundByHand) {
+  const topo::Topology t = two_switches(4, Time::microseconds(1));
+  topo::Router router(t, 0);
+  std::vector<topo::LinkId> route;
+  router.route_into(0, 2, 0, route);
+  ASSERT_EQ(route.size(), 3U);
+  std::vector<detail::LinkLoad> loads;
+  for (const topo::LinkId link : route) loads.push_back({link, 2e6, Time::microseconds(1)});
+  net::Simulator sim(t);
+  Time end;
+  sim.start_flow(route, Bytes(1'000'000), [&](net::FlowId, Time at) { end = at; });
+  sim.schedule(Time::milliseconds(3), [&] {
+    sim.start_flow(route, Bytes(1'000'000), [&](net::FlowId, Time at) { end = at; });
+  });
+  constexpr std::int64_t kMargin = 40;
+  const auto expected = [](double ps) {
+    // The cable's 2 MB less a relative 1e-9 (2e-3 bytes at 1 GB/s: 2 ps).
+    return static_cast<std::int64_t>((std::floor(ps - 2) - kMargin) * (1 - 1e-6));
+  };
+  Time last;
+  for (const auto& [at, bound] :
+       std::vector<std::pair<double, double>>{{0.5e9, 2.001e9}, {2e9, 3.001e9}, {3e9, 4.001e9}}) {
+    sim.run_until(Time::picoseconds(static_cast<std::int64_t>(at)));
+    const Time b = detail::progress_bound(sim, loads, kMargin);
+    SCOPED_TRACE(at);
+    EXPECT_NEAR(static_cast<double>(b.ps()), static_cast<double>(expected(bound)), 2.0);
+    EXPECT_GE(b, last);
+    last = b;
+  }
+  sim.run();
+  EXPECT_EQ(end, Time::picoseconds(4'001'000'000));
+  EXPECT_LE(last, end);
+}
+
+// `progress_bound` against the event simulation, contended or not: from the loads of
+// `lower_bound`, at eight points of the run, never above the slowest group's last arrival,
+// never falling, and by the last point above the event-free bound wherever the links sat idle
+// for a while (the point of it). Ring, tree and pairwise all-to-all, one group and four
+// (sharing up-links), on small and bundled topologies.
+TEST(Uncontended, ProgressBoundNeverExceedsTheEventSimulation) {
+  struct Case {
+    std::string name;
+    topo::Topology topology;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"fat-tree k=4 2:1", fat_tree(4, 2)});
+  cases.push_back({"rail 4x4", rail(4)});
+  cases.push_back({"h100_rail_64", topo::load_topology(std::string(NEST_SOURCE_DIR) +
+                                                       "/topologies/h100_rail_64.yaml")});
+  int checked = 0;
+  int risen = 0;
+  for (const Case& c : cases) {
+    const int devices = static_cast<int>(c.topology.num_devices());
+    for (const auto& [op, a] : {std::pair{Operation::kAllReduce, Algorithm::kRing},
+                                std::pair{Operation::kAllReduce, Algorithm::kTree},
+                                std::pair{Operation::kAllToAll, Algorithm::kPairwise}}) {
+      for (int count : {1, 4}) {
+        const int n = 4;
+        CollectiveSpec spec{op, a, Bytes(std::int64_t{1} << 26),
+                            op == Operation::kAllToAll ? 1 : 8};
+        const auto program = lower_program(spec, n);
+        const Groups groups = strided_groups(count, n, devices);
+        SCOPED_TRACE(c.name + " " + std::string(algorithm_name(a)) +
+                     " groups=" + std::to_string(count));
+        std::vector<detail::GroupProgram> parts;
+        for (const auto& g : groups) parts.push_back({program.get(), g});
+        topo::Router router_a(c.topology, 5);
+        detail::UncontendedEvaluator evaluator(c.topology);
+        std::vector<detail::LinkLoad> loads;
+        const auto bound = evaluator.lower_bound(router_a, parts, 5, &loads);
+        ASSERT_TRUE(bound.has_value());
+        ASSERT_FALSE(loads.empty());
+        // The run to its end, then again in eight steps.
+        Time slowest;
+        for (int pass = 0; pass < 2; ++pass) {
+          net::Simulator simulator(c.topology);
+          topo::Router router_b(c.topology, 5);
+          std::vector<std::unique_ptr<Execution>> runs;
+          for (const auto& g : groups) {
+            runs.push_back(std::make_unique<Execution>(simulator, router_b, program, g, 5));
+          }
+          for (auto& r : runs) r->start();
+          if (pass == 0) {
+            simulator.run();
+            for (const auto& r : runs) slowest = std::max(slowest, r->duration());
+            continue;
+          }
+          const auto margin =
+              static_cast<std::int64_t>(4 * program->transfer_count() * groups.size());
+          Time last;
+          for (int k = 1; k <= 8; ++k) {
+            const Time at = Time::picoseconds(slowest.ps() * k / 9);
+            (void)simulator.run_within(std::numeric_limits<std::uint64_t>::max(), at);
+            const Time b = detail::progress_bound(simulator, loads, margin);
+            EXPECT_LE(b, slowest);
+            EXPECT_GE(b, last);
+            last = b;
+            ++checked;
+          }
+          if (last > bound->slowest) ++risen;
+          simulator.run();
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 3 * 3 * 2 * 8);
+  EXPECT_GT(risen, 6);
 }
 
 // A sender that comes back to routes it kept: recursive halving and doubling over eight devices
