@@ -280,6 +280,83 @@ TEST(Replay, DeviceOutsideTheTopologyIsAnInputError) {
   }
 }
 
+// A device in two stage replicas would run both planes' tasks at once: refused, naming both.
+TEST(Replay, DeviceInTwoStageReplicasIsAnInputError) {
+  const auto t = chain(2, Time::zero());
+  ReplayInput in = pipeline(2, 1, Time::microseconds(1), Time::microseconds(1));
+  in.devices[0][1] = {0};
+  try {
+    (void)run(in, t);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInput);
+    EXPECT_STREQ(e.what(),
+                 "devices: device 0 is in stage 0 of replica 0 and in stage 1 of replica 0 "
+                 "(expected each device in one stage replica)");
+  }
+}
+
+// Shards of a stage replica run the same tasks: each device gets its plane's rows, the table
+// sorted by device, then by time. Two stages of two shards on a chain of four, the shards
+// numbered out of order (stage 0 on devices 3 and 0, stage 1 on 1 and 2), two microbatches:
+// devices 0 and 3 have the same rows but for the device, as have 1 and 2; each device's rows
+// start in order; stage 0's devices run 2 forward and 2 backward passes and the optimizer step
+// and, on the network, send 2 activations (stage 1's, 2 gradients).
+TEST(Replay, ShardsOfAStageReplicaShareTheirRows) {
+  const auto t = chain(4, Time::microseconds(1));
+  ReplayInput in =
+      sending(pipeline(2, 2, Time::microseconds(10), Time::microseconds(20)), Bytes(1000));
+  in.devices[0] = {{3, 0}, {1, 2}};
+  const RunRecord r = run(in, t);
+  std::vector<std::vector<TimelineRow>> rows(4);
+  for (std::size_t i = 0; i < r.timeline.size(); ++i) {
+    if (i > 0) {
+      const TimelineRow& a = r.timeline[i - 1];
+      const TimelineRow& b = r.timeline[i];
+      EXPECT_TRUE(a.device < b.device || (a.device == b.device && a.start <= b.start)) << i;
+    }
+    rows.at(r.timeline[i].device).push_back(r.timeline[i]);
+  }
+  const auto same = [](const std::vector<TimelineRow>& x, const std::vector<TimelineRow>& y) {
+    ASSERT_EQ(x.size(), y.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      EXPECT_EQ(x[i].stream, y[i].stream);
+      EXPECT_EQ(x[i].kind, y[i].kind);
+      EXPECT_EQ(x[i].stage, y[i].stage);
+      EXPECT_EQ(x[i].microbatch, y[i].microbatch);
+      EXPECT_EQ(x[i].start, y[i].start);
+      EXPECT_EQ(x[i].end, y[i].end);
+    }
+  };
+  same(rows[0], rows[3]);
+  same(rows[1], rows[2]);
+  for (const topo::DeviceId d : {0U, 1U}) {
+    int compute = 0;
+    int network = 0;
+    for (const TimelineRow& row : rows[d]) {
+      EXPECT_EQ(row.stage, d == 0 ? 0 : 1);
+      (row.stream == Stream::kCompute ? compute : network) += 1;
+    }
+    EXPECT_EQ(compute, 5) << d;  // and the optimizer step
+    EXPECT_EQ(network, 2) << d;
+  }
+  // Memory: every device's rows start with its four categories at time zero.
+  std::vector<int> per_device(4, 0);
+  for (std::size_t i = 0; i < r.memory.size(); ++i) {
+    if (i > 0) {
+      EXPECT_TRUE(
+          r.memory[i - 1].device < r.memory[i].device ||
+          (r.memory[i - 1].device == r.memory[i].device && r.memory[i - 1].at <= r.memory[i].at));
+    }
+    ++per_device.at(r.memory[i].device);
+  }
+  EXPECT_EQ(per_device[0], per_device[3]);
+  EXPECT_EQ(per_device[1], per_device[2]);
+  EXPECT_GE(per_device[0], 4 + 4);  // four categories, then a change per pass
+  ASSERT_EQ(r.peaks.size(), 4U);
+  EXPECT_EQ(r.peaks[0].peak, r.peaks[3].peak);
+}
+
 TEST(Replay, SameInputSameRecord) {
   const auto t = chain(2, Time::microseconds(1));
   ReplayInput in = pipeline(2, 4, Time::microseconds(10), Time::microseconds(20));
