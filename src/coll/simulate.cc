@@ -545,4 +545,28 @@ std::optional<AloneRun> ContentionFreeEvaluator::evaluate(topo::Router& router,
   return AloneRun{run->durations.at(0), std::move(run->links)};
 }
 
+AloneSimulator::AloneSimulator(const topo::Topology& topology)
+    : sim_(std::make_unique<net::Simulator>(topology)) {}
+
+AloneSimulator::~AloneSimulator() = default;
+
+AloneRun AloneSimulator::run(topo::Router& router, const std::shared_ptr<const Program>& program,
+                             std::span<const topo::DeviceId> group, std::uint64_t salt,
+                             std::span<const topo::LinkId> links) {
+  sim_->reset();
+  Execution execution(*sim_, router, program,
+                      std::vector<topo::DeviceId>(group.begin(), group.end()), salt);
+  execution.start();
+  sim_->run();
+  if (!execution.finished()) throw Error::internal("coll: a collective alone did not finish");
+  AloneRun out;
+  out.duration = execution.duration();
+  for (const topo::LinkId link : links) {
+    const net::LinkStats& stats = sim_->link_stats(link);
+    if (stats.peak_flows == 0) continue;
+    out.links.push_back({link, stats.bytes, stats.busy, stats.peak_flows});
+  }
+  return out;
+}
+
 }  // namespace nest::coll

@@ -744,6 +744,18 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
         for (Bucket* b : launched) b->links = &kept;
       }
     }
+    // The others whose group's links no other group crosses (and no series records) are run
+    // alone once in a simulator of their own (their flows share links among themselves).
+    coll::AloneSimulator event_alone(fabric);
+    for (auto& [key, b] : buckets) {
+      if (b.alone || b.links == nullptr) continue;
+      const bool apart = std::all_of(b.links->begin(), b.links->end(), [&](topo::LinkId link) {
+        return reductions_on[link] == 1 && recorded[link] == 0;
+      });
+      if (!apart) continue;
+      b.alone = event_alone.run(router, b.program, key.first, options.seed, *b.links);
+      any_alone = true;
+    }
     if (any_alone) ro.transfers_ahead = &transfers_ahead;
   }
   ro.seed = options.seed;

@@ -17,6 +17,10 @@
 #include "nest/core/units.h"
 #include "nest/topo/topology.h"
 
+namespace nest::net {
+class Simulator;
+}  // namespace nest::net
+
 namespace nest::coll {
 
 /// Levels of a hierarchical (or torus) collective on `group`, innermost first, from the
@@ -116,6 +120,34 @@ class ContentionFreeEvaluator {
 
  private:
   std::unique_ptr<detail::UncontendedEvaluator> impl_;
+};
+
+/// The event simulation of one collective alone, on a simulator of its own: for the same caller
+/// as `ContentionFreeEvaluator`, where that evaluation declines because the collective's own
+/// flows share links (NCCL's double binary tree, whose pieces go up and down a node's links at
+/// once). An `Execution` of `program` on `group` started at time t in a simulator whose other
+/// flows never cross the collective's links while it runs gets the same max-min rates as here
+/// (max-min sharing is computed per connected group of flows that share links) and so ends at
+/// t + `duration` with these link statistics, up to the simulator's two choices per timestamp
+/// (the level below which it keeps rates and whether the verified refilling takes the
+/// timestamp), which an unrelated event in the same picosecond can change, and then only in the
+/// rates' last bits (`net::Simulator::reuse_lower_levels`). Reusable; one per thread.
+class AloneSimulator {
+ public:
+  explicit AloneSimulator(const topo::Topology& topology);
+  ~AloneSimulator();
+  AloneSimulator(const AloneSimulator&) = delete;
+  AloneSimulator& operator=(const AloneSimulator&) = delete;
+
+  /// The run alone, routed by `router` with flow keys salted by `salt`; its link statistics for
+  /// the links of `links` (sorted) that a flow drained over, which must hold every link of its
+  /// routes. Throws `Error` as the simulator does (a link without bandwidth, time out of range).
+  [[nodiscard]] AloneRun run(topo::Router& router, const std::shared_ptr<const Program>& program,
+                             std::span<const topo::DeviceId> group, std::uint64_t salt,
+                             std::span<const topo::LinkId> links);
+
+ private:
+  std::unique_ptr<net::Simulator> sim_;
 };
 
 /// What `simulate` measured.

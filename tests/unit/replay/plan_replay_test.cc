@@ -602,8 +602,9 @@ struct AloneCase {
   int d;
   placer::PlacementOrder order;
   bool merge_shards;
-  std::int32_t alone;      // reductions timed alone
-  std::int32_t simulated;  // reductions simulated flow by flow
+  std::int32_t alone;                                       // reductions timed alone
+  std::int32_t simulated;                                   // reductions simulated flow by flow
+  std::optional<coll::Algorithm> algorithm = std::nullopt;  // the reductions' (else the tuner's)
 };
 
 // Replays with and without `alone_reductions` (and with the busiest links' series, whose second
@@ -612,6 +613,7 @@ void check_alone_case(const AloneCase& ac) {
   SCOPED_TRACE(ac.name);
   CaseRun c = case_run(ac.name, ac.topology, ac.stages, ac.virtual_stages, ac.d, ac.order);
   c.options.merge_shards = ac.merge_shards;
+  c.options.data_parallel_algorithm = ac.algorithm;
   PlanReplayOptions simulated = c.options;
   simulated.alone_reductions = false;
   const RunRecord a = replay_plan(c.plan, c.profile, c.topology, c.options);
@@ -651,17 +653,34 @@ TEST(PlanReplay, AloneReductionsEqualTheFlowByFlowReplay) {
   check_alone_case({"slow spines", slow, 4, 2, 4, kTensorDataPipeline, true, 52, 12});
 }
 
-// Reductions stay in the simulator where the condition or the evaluation fails. tp-dp-pp on
-// h100_rail_64: a group spans nodes two GPUs per node, so its ring runs two channels whose
-// flows share NICs and NVLink ports, and the contention-free evaluation declines (all 8
-// simulated, as with every shard: 32). A k = 8 fat-tree: the shards' rings share their edge
-// switches' uplinks, so only the one group whose routes no other reduction crosses runs its
-// four buckets alone (the first stage's, which has no gradient left to send), 28 simulated.
+// Reductions whose own flows share links, timed by their event simulation alone
+// (`coll::AloneSimulator`) where the condition holds. tp-dp-pp on h100_rail_64: a group spans
+// nodes two GPUs per node, so its ring runs two channels whose flows share NICs and NVLink
+// ports and the contention-free evaluation declines; no other group crosses its links, so 6 of
+// its 8 buckets run alone (24 of 32 with every shard simulated), the last stage's first bucket
+// waiting for its gradient transfers. NCCL's double binary tree (chosen for the reductions),
+// whose pieces go up and down a node's links at once: tp-pp-dp on h100_rail_64 (each group on
+// its own rail), on the thin rail network (ECMP over two spines) and with 0.5 Gb/s spines,
+// where buckets start while their stage's transfers still drain over their links.
+TEST(PlanReplay, ReductionsWhoseFlowsShareLinksAreTimedByTheirRunAlone) {
+  using enum placer::PlacementOrder;
+  check_alone_case({"two channels", "h100_rail_64.yaml", 2, 1, 8, kTensorDataPipeline, true, 6, 2});
+  check_alone_case(
+      {"every shard", "h100_rail_64.yaml", 2, 1, 8, kTensorDataPipeline, false, 24, 8});
+  const auto tree = coll::Algorithm::kTree;
+  check_alone_case({"tree", "h100_rail_64.yaml", 2, 1, 8, kTensorPipelineData, true, 8, 0, tree});
+  check_alone_case({"tree, thin rail", kThinRail, 2, 1, 8, kTensorDataPipeline, true, 28, 4, tree});
+  std::string slow = kThinRail;
+  slow.replace(slow.find("spine_bandwidth: 100 Gb/s"), 25, "spine_bandwidth: 0.5 Gb/s");
+  check_alone_case({"tree, slow spines", slow, 4, 2, 4, kTensorDataPipeline, true, 52, 12, tree});
+}
+
+// Reductions stay in the simulator where the condition fails. A k = 8 fat-tree: the shards'
+// rings share their edge switches' uplinks, so only the one group whose routes no other
+// reduction crosses runs its four buckets alone (the first stage's, which has no gradient left
+// to send), 28 simulated.
 TEST(PlanReplay, ReductionsThatShareLinksStayInTheSimulator) {
   using enum placer::PlacementOrder;
-  check_alone_case({"two channels", "h100_rail_64.yaml", 2, 1, 8, kTensorDataPipeline, true, 0, 8});
-  check_alone_case(
-      {"every shard", "h100_rail_64.yaml", 2, 1, 8, kTensorDataPipeline, false, 0, 32});
   const std::string fat_tree =
       "kind: fat_tree\nname: ft8\nk: 8\nlink_bandwidth: 400 Gb/s\nlink_latency: 1 us\n";
   check_alone_case({"fat-tree", fat_tree, 2, 1, 4, kTensorDataPipeline, true, 4, 28});
