@@ -387,8 +387,10 @@ struct Bucket {
 // Reductions timed alone (`PlanReplayOptions::alone_reductions`).
 //
 // Condition. A reduction R (one bucket of the data-parallel group of one stage's shard k,
-// launched when the replicas have produced it) is timed by the contention-free evaluation
-// instead of flow by flow when, at the instant it starts, every link of L(R) (the links of the
+// launched when the replicas have produced it) is timed by the contention-free evaluation, or
+// where that declines (its own flows share links) and (c) and (d) below hold for its group from
+// the start, by its event simulation alone (`coll::AloneSimulator`, once per bucket), instead
+// of flow by flow when, at the instant it starts, every link of L(R) (the links of the
 // routes of every (source, destination, channel) that any bucket of R's group sends over)
 //  (a) has no flow draining on it,
 //  (b) has no stage-to-stage transfer flow left to start over it in the iteration (the replay
@@ -404,10 +406,13 @@ struct Bucket {
 // flows share links only with one another. The contention-free evaluation then computes what
 // the simulator computes for them, whenever they run: each flow alone on its links drains at
 // its slowest link's rate and arrives drain time + route latency after its gate opened, and the
-// evaluation checks that its own flows never overlap on a link (else it declines, and the
-// Execution runs). A run started at t instead of 0 drains and arrives exactly t later, a drain
-// time depending only on bytes and rate, in whole picoseconds. What the replay reads of R is its
-// end (the `done` callback, now an event at t + duration; what it does touches only R's stage:
+// evaluation checks that its own flows never overlap on a link (else it declines). The event
+// simulation alone runs R's flows with no other flow in the simulator: max-min rates are those
+// of each connected group of flows that share links, and R's flows form such groups by
+// themselves in the replay too, so they get the same rates (up to caveat (1), which then
+// reaches R's own flows). A run started at t instead of 0 drains and arrives exactly t later, a
+// drain time depending only on bytes and rate, in whole picoseconds. What the replay reads of R is
+// its end (the `done` callback, now an event at t + duration; what it does touches only R's stage:
 // its next bucket, its optimizer step, its rows) and its links' statistics (added at its end,
 // `net::Simulator::add_link_use`: byte counts are integral, so their sums are exact in any
 // order, and each link's busy time is the sum of its flows' drains, which never touch).
@@ -421,8 +426,10 @@ struct Bucket {
 // so it runs before the same picosecond's events inserted in between; only the order of rows
 // with the same end (collectives) or the same device and start could follow. Both need an event
 // of R in the very picosecond of an unrelated one. Tested against the flow-by-flow replay
-// (tests/unit/replay/plan_replay_test.cc, AloneReductions*, ReductionsThatShareLinks*: rows,
-// links, collectives and summary the same), and the same run.h5 on GPT-3's 16,384-GPU plan.
+// (tests/unit/replay/plan_replay_test.cc, AloneReductions*, ReductionsWhoseFlowsShareLinks*,
+// ReductionsThatShareLinks*: rows, links, collectives and summary the same), and the same run.h5
+// on GPT-3's 16,384-GPU plan (rings, contention-free) and 131,072-GPU plan (double binary
+// trees, event-simulated alone).
 
 // Shard planes: when the replay may simulate shard 0 only (`ReplayOptions::one_shard_plane`).
 //

@@ -54,10 +54,11 @@ struct PlanReplayOptions {
   /// is stated and checked in src/replay/plan_replay.cc): the same record to the picosecond,
   /// about t times less simulation. false: simulate every shard.
   bool merge_shards = true;
-  /// Time a data-parallel reduction with the contention-free evaluation instead of flow by flow
-  /// when no other flow can cross its links until it ends (nothing drains on them when it starts,
-  /// no transfer is left to start over them, no other reduction's routes cross them, and no
-  /// utilization series records them; the condition and its proof are in
+  /// Time a data-parallel reduction with the contention-free evaluation (or, where its own flows
+  /// share links, with its event simulation alone, once per bucket: `coll::AloneSimulator`)
+  /// instead of flow by flow when no other flow can cross its links until it ends (nothing drains
+  /// on them when it starts, no transfer is left to start over them, no other reduction's routes
+  /// cross them, and no utilization series records them; the condition and its proof are in
   /// src/replay/plan_replay.cc, with its two caveats: rates equal up to the simulator's refill
   /// rounding, and the order of rows with equal times): the same record on every run compared,
   /// without the simulator's events for it. false: every reduction through the simulator.

@@ -160,7 +160,7 @@ struct RunRecord {
   /// (`PlanReplayOptions::merge_shards`), else t·c. Not written to files (the record is the
   /// same either way).
   std::int32_t simulated_shards = 0;
-  /// Reductions (bucket executions) timed alone by the contention-free evaluation
+  /// Reductions (bucket executions) timed alone (the contention-free evaluation or their run alone)
   /// (`PlanReplayOptions::alone_reductions`), and those simulated flow by flow. Not written to
   /// files (the record is the same either way).
   std::int32_t alone_reductions = 0;
