@@ -118,10 +118,11 @@ std::size_t find_root(std::vector<std::size_t>& parent, std::size_t i) {
 
 struct CollectiveOracle::Impl {
   Impl(const topo::Topology& t, OracleSettings s)
-      : topology(t), seed(s.seed), network(t, s.ideal) {}
+      : topology(t), seed(s.seed), ideal(s.ideal), network(t, s.ideal) {}
 
   const topo::Topology& topology;
   std::uint64_t seed;
+  bool ideal;
   CalibratedNetwork network;
   // By protocol, and NVLS last; only slot 0 on the ideal network (every slot is the topology).
   std::array<std::unique_ptr<Engine>, topo::kProtocols + 1> engines;
@@ -914,6 +915,12 @@ OracleChoice CollectiveOracle::chosen(const CollectiveSpec& spec,
 }
 
 bool CollectiveOracle::calibrated() const noexcept { return impl_->network.calibrated(); }
+
+bool CollectiveOracle::answers_as(const topo::Topology& topology,
+                                  const OracleSettings& settings) const noexcept {
+  return &impl_->topology == &topology && impl_->seed == settings.seed &&
+         impl_->ideal == settings.ideal;
+}
 
 const OracleStats& CollectiveOracle::stats() const noexcept { return impl_->stats; }
 

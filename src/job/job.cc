@@ -565,8 +565,11 @@ struct Job::Impl {
   }
 
   // The replay of `plan` (checked against the topology and memory), metadata not filled. Reads
-  // only the job's immutable parts and does not log, so threads may replay at once.
-  replay::RunRecord replay(const placer::Plan& plan, const SimulateOptions& options) const {
+  // only the job's immutable parts and does not log, so threads may replay at once; but for
+  // `tuner`, an oracle for the buckets' algorithms (`replay::replay_plan`) that only the calling
+  // thread may use.
+  replay::RunRecord replay(const placer::Plan& plan, const SimulateOptions& options,
+                           coll::CollectiveOracle* tuner = nullptr) const {
     if (!topology) {
       throw Error::input("a replay needs a topology", {.key = "topology",
                                                        .expected = "a plan made with a topology, "
@@ -584,7 +587,7 @@ struct Job::Impl {
                       format_bytes(plan.stages[s].memory.total()), format_bytes(plan.capacity)),
           {.key = fmt::format("partition[{}]", s)});
     }
-    return replay::replay_plan(plan, *profile, *topology, replay_options(options));
+    return replay::replay_plan(plan, *profile, *topology, replay_options(options), tuner);
   }
 
   // The replay's options as the job runs them: its seed and network, and the reduction and the
@@ -897,7 +900,11 @@ void fill_metadata(replay::RunRecord& run, const SimulateOptions& options, std::
 
 replay::RunRecord Job::simulate(const placer::Plan& plan, const SimulateOptions& options) {
   const auto start = Clock::now();
-  replay::RunRecord run = impl_->replay(plan, options);
+  // One thread here: the buckets' algorithms are chosen on the job's oracle, whose memo already
+  // holds what pricing the plan simulated (the same answers as a fresh oracle's).
+  coll::CollectiveOracle* tuner =
+      impl_->oracle != nullptr ? &impl_->oracle->collective_oracle() : nullptr;
+  replay::RunRecord run = impl_->replay(plan, options, tuner);
   nest::log(impl_->log, LogLevel::kInfo,
             "replay: {} timeline rows, {} links, {} of {} reductions timed alone, in {:.3f} s",
             run.timeline.size(), run.links.size(), run.alone_reductions,

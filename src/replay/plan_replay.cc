@@ -520,15 +520,22 @@ class PlaneCheck {
 }  // namespace
 
 RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& profile,
-                      const topo::Topology& topology, const PlanReplayOptions& options) {
+                      const topo::Topology& topology, const PlanReplayOptions& options,
+                      coll::CollectiveOracle* shared_tuner) {
   const ReplayInput input = replay_input(plan, profile, options);
   const coll::CalibratedNetwork network(topology, options.ideal);
   // The replay's network: the Simple protocol's calibrated copy (the topology when ideal).
   const topo::Topology& fabric = network.topology(topo::Protocol::kSimple);
   net::Simulator sim(fabric);
   topo::Router router(fabric, options.seed);
-  coll::CollectiveOracle tuner(topology,
-                               coll::OracleSettings{.seed = options.seed, .ideal = options.ideal});
+  const coll::OracleSettings settings{.seed = options.seed, .ideal = options.ideal};
+  std::optional<coll::CollectiveOracle> own_tuner;
+  if (shared_tuner == nullptr) {
+    own_tuner.emplace(topology, settings);
+  } else if (!shared_tuner->answers_as(topology, settings)) {
+    throw Error::internal("replay: the tuner given prices another network");
+  }
+  coll::CollectiveOracle& tuner = shared_tuner != nullptr ? *shared_tuner : *own_tuner;
   // Each bucket (group, size) is lowered once and shared by every execution.
   std::map<std::pair<std::vector<topo::DeviceId>, std::int64_t>, Bucket> buckets;
   std::vector<std::unique_ptr<coll::Execution>> running;

@@ -167,6 +167,10 @@ class CollectiveOracle {
 
   /// True when a collective model calibrates the answers.
   [[nodiscard]] bool calibrated() const noexcept;
+  /// True when this oracle prices `topology` (the same object) with `settings`: its answers are
+  /// then those of a fresh oracle made so (answers are exact; the memo only saves work).
+  [[nodiscard]] bool answers_as(const topo::Topology& topology,
+                                const OracleSettings& settings) const noexcept;
 
   /// Time until every from[i] has sent `size` bytes to to[i], all pairs started at once (pairs
   /// with from[i] == to[i] are local and cost nothing). from and to have equal lengths; a device

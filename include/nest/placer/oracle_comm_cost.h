@@ -119,6 +119,9 @@ class OracleCommCost final : public CommCost {
                                                   const GroupLayout& layout) const;
   /// Every (operation, size, layout) asked so far with its choice, in the order first asked.
   [[nodiscard]] std::vector<GroupChoice> choices() const;
+  /// The collective oracle behind the prices, for a caller on this thread that asks the same
+  /// questions (the replay's tuner, `replay::replay_plan`): what it holds answers them.
+  [[nodiscard]] coll::CollectiveOracle& collective_oracle() noexcept { return oracle_; }
   /// True when the topology's collective model calibrates the answers.
   [[nodiscard]] bool calibrated() const noexcept { return oracle_.calibrated(); }
   [[nodiscard]] const topo::Topology& topology() const noexcept { return topology_; }

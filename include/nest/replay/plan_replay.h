@@ -15,6 +15,10 @@
 #include "nest/topo/topology.h"
 #include "nest/workload/layer_profile.h"
 
+namespace nest::coll {
+class CollectiveOracle;
+}  // namespace nest::coll
+
 namespace nest::replay {
 
 /// How to replay a plan.
@@ -94,9 +98,15 @@ void validate(const PlanReplayOptions& options);
 /// transfer after the send base latency, and each bucket's algorithm is the tuner's choice
 /// for its group (or `data_parallel_algorithm`); an NVLS bucket's bytes are scaled by
 /// 1 / (NVLS efficiency), which on its scale-up-only routes is exactly NVLS's rate.
+///
+/// `tuner`: an oracle to choose the buckets' algorithms with (its memo, e.g. the one that
+/// priced the plan, answers what it already simulated), which must answer as a fresh
+/// `coll::CollectiveOracle(topology, {seed, ideal})` of `options` (`answers_as`; else `Error`,
+/// internal); nullptr: a fresh one. The record is the same either way.
 [[nodiscard]] RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& profile,
                                     const topo::Topology& topology,
-                                    const PlanReplayOptions& options);
+                                    const PlanReplayOptions& options,
+                                    coll::CollectiveOracle* tuner = nullptr);
 
 /// Sets `run.link_series` to the series of the `options.utilization_links` busiest links of `run`
 /// (replacing `options.series_links`, if any)

@@ -675,6 +675,40 @@ TEST(PlanReplay, ReductionsWhoseFlowsShareLinksAreTimedByTheirRunAlone) {
   check_alone_case({"tree, slow spines", slow, 4, 2, 4, kTensorDataPipeline, true, 52, 12, tree});
 }
 
+// The buckets' algorithms chosen on the oracle that priced the plan (as `nest simulate` does):
+// its memo answers what pricing simulated, and the record is a fresh tuner's. GPT-3 tp-dp-pp
+// on h100_rail_64 under its collective model (the tuner weighs ring and tree per group). An
+// oracle of another seed is refused.
+TEST(PlanReplay, ATunerThatPricedThePlanGivesTheSameRecord) {
+  CaseRun c = case_run("rail 64", "h100_rail_64.yaml", 2, 1, 8,
+                       placer::PlacementOrder::kTensorDataPipeline);
+  placer::PlanChoice choice;
+  choice.boundaries = {0, 49, 97};
+  choice.data_parallel = 8;
+  choice.order = placer::PlacementOrder::kTensorDataPipeline;
+  choice.recompute = workload::Recompute::kFull;
+  placer::OracleCommCost comm(c.topology);
+  const placer::CostOptions o{.rules = workload::MemoryRules::kNestArtifact,
+                              .devices = static_cast<std::int64_t>(c.topology.num_devices())};
+  c.plan = placer::evaluate(c.profile, choice, comm, o);
+  const RunRecord fresh = replay_plan(c.plan, c.profile, c.topology, c.options);
+  const coll::OracleStats before = comm.stats();
+  const RunRecord shared =
+      replay_plan(c.plan, c.profile, c.topology, c.options, &comm.collective_oracle());
+  expect_same_record(shared, fresh);
+  EXPECT_GT(comm.stats().queries, before.queries);
+  EXPECT_GT(comm.stats().exact_hits + comm.stats().structural_hits,
+            before.exact_hits + before.structural_hits);
+  coll::CollectiveOracle other(c.topology, coll::OracleSettings{.seed = 1});
+  try {
+    (void)replay_plan(c.plan, c.profile, c.topology, c.options, &other);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInternal);
+    EXPECT_STREQ(e.what(), "internal error: replay: the tuner given prices another network");
+  }
+}
+
 // Reductions stay in the simulator where the condition fails. A k = 8 fat-tree: the shards'
 // rings share their edge switches' uplinks, so only the one group whose routes no other
 // reduction crosses runs its four buckets alone (the first stage's, which has no gradient left
