@@ -207,6 +207,9 @@ class Job:
 
     @property
     def oracle_simulations(self):
+        """Simulations the job's collective oracle has run: pricing plans, and choosing the
+        gradient buckets' algorithms of the replays run on it (`simulate`, and the
+        verification's replays on the calling thread)."""
         return self._core.oracle_simulations
 
     def place(self, baselines=False):
