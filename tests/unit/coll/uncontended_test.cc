@@ -510,6 +510,28 @@ TEST(Uncontended, RingsWithoutACommonSlowestRankAreNotDerived) {
 namespace nest::coll {
 namespace {
 
+// A topology the bound tests run on, and its name.
+struct TopologyCase {
+  std::string name;
+  topo::Topology topology;
+};
+
+TopologyCase bundled(const char* file) {
+  return {file, topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/" + file)};
+}
+
+// An execution of `program` per group on `simulator`, started (routing seed and salt 5).
+std::vector<std::unique_ptr<Execution>> start_runs(net::Simulator& simulator, topo::Router& router,
+                                                   const std::shared_ptr<const Program>& program,
+                                                   const Groups& groups) {
+  std::vector<std::unique_ptr<Execution>> runs;
+  for (const auto& g : groups) {
+    runs.push_back(std::make_unique<Execution>(simulator, router, program, g, 5));
+  }
+  for (auto& r : runs) r->start();
+  return runs;
+}
+
 // `lower_bound` against the event simulation, contended or not: never above the slowest group's
 // last arrival, the same event count, and on a run that is contention-free, the last arrival
 // itself less at most its rounding margin (4 ps per transfer and 1e-6 relative). Every
@@ -517,22 +539,17 @@ namespace {
 // group and four concurrent ones (sharing up-links on the oversubscribed and rail clusters),
 // on small hand-built and on bundled topologies.
 TEST(Uncontended, LowerBoundNeverExceedsTheEventSimulation) {
-  struct Case {
-    std::string name;
-    topo::Topology topology;
-  };
-  std::vector<Case> cases;
+  std::vector<TopologyCase> cases;
   cases.push_back({"fat-tree k=4 2:1", fat_tree(4, 2)});
   cases.push_back({"rail 4x4", rail(4)});
   cases.push_back({"torus 4x2", torus({4, 2})});
-  const std::string dir = std::string(NEST_SOURCE_DIR) + "/topologies/";
   for (const char* file :
        {"h100_rail_64.yaml", "h100_rail_1024_4to1.yaml", "fat_tree_k16.yaml", "dgx_h100.yaml"}) {
-    cases.push_back({file, topo::load_topology(dir + file)});
+    cases.push_back(bundled(file));
   }
   int contended = 0;
   int tight = 0;
-  for (const Case& c : cases) {
+  for (const TopologyCase& c : cases) {
     const int devices = static_cast<int>(c.topology.num_devices());
     for (Operation op : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather,
                          Operation::kAllToAll, Operation::kBroadcast}) {
@@ -566,11 +583,7 @@ TEST(Uncontended, LowerBoundNeverExceedsTheEventSimulation) {
                 ASSERT_TRUE(bound.has_value());
                 net::Simulator simulator(c.topology);
                 topo::Router router_b(c.topology, 5);
-                std::vector<std::unique_ptr<Execution>> runs;
-                for (const auto& g : groups) {
-                  runs.push_back(std::make_unique<Execution>(simulator, router_b, program, g, 5));
-                }
-                for (auto& r : runs) r->start();
+                const auto runs = start_runs(simulator, router_b, program, groups);
                 simulator.run();
                 Time slowest;
                 for (const auto& r : runs) slowest = std::max(slowest, r->duration());
@@ -706,18 +719,13 @@ TEST(Uncontended, ProgressBoundByHand) {
 // for a while (the point of it). Ring, tree and pairwise all-to-all, one group and four
 // (sharing up-links), on small and bundled topologies.
 TEST(Uncontended, ProgressBoundNeverExceedsTheEventSimulation) {
-  struct Case {
-    std::string name;
-    topo::Topology topology;
-  };
-  std::vector<Case> cases;
+  std::vector<TopologyCase> cases;
   cases.push_back({"fat-tree k=4 2:1", fat_tree(4, 2)});
   cases.push_back({"rail 4x4", rail(4)});
-  cases.push_back({"h100_rail_64", topo::load_topology(std::string(NEST_SOURCE_DIR) +
-                                                       "/topologies/h100_rail_64.yaml")});
+  cases.push_back(bundled("h100_rail_64.yaml"));
   int checked = 0;
   int risen = 0;
-  for (const Case& c : cases) {
+  for (const TopologyCase& c : cases) {
     const int devices = static_cast<int>(c.topology.num_devices());
     for (const auto& [op, a] : {std::pair{Operation::kAllReduce, Algorithm::kRing},
                                 std::pair{Operation::kAllReduce, Algorithm::kTree},
@@ -743,11 +751,7 @@ TEST(Uncontended, ProgressBoundNeverExceedsTheEventSimulation) {
         for (int pass = 0; pass < 2; ++pass) {
           net::Simulator simulator(c.topology);
           topo::Router router_b(c.topology, 5);
-          std::vector<std::unique_ptr<Execution>> runs;
-          for (const auto& g : groups) {
-            runs.push_back(std::make_unique<Execution>(simulator, router_b, program, g, 5));
-          }
-          for (auto& r : runs) r->start();
+          const auto runs = start_runs(simulator, router_b, program, groups);
           if (pass == 0) {
             simulator.run();
             for (const auto& r : runs) slowest = std::max(slowest, r->duration());

@@ -266,34 +266,30 @@ TEST(Replay, UnevenMicrobatchesPerReplica) {
   EXPECT_EQ(run(in, t).summary.iteration_time, Time::microseconds(9));
 }
 
-TEST(Replay, DeviceOutsideTheTopologyIsAnInputError) {
+// A two-stage pipeline on a chain of two whose stage 1 runs on `device`: the input error.
+void expect_stage_1_on_refused(topo::DeviceId device, const char* message) {
   const auto t = chain(2, Time::zero());
   ReplayInput in = pipeline(2, 1, Time::microseconds(1), Time::microseconds(1));
-  in.devices[0][1] = {7};
+  in.devices[0][1] = {device};
   try {
     (void)run(in, t);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInput);
-    EXPECT_STREQ(e.what(),
-                 "devices: device 7 is outside the topology (expected a device id below 2)");
+    EXPECT_STREQ(e.what(), message);
   }
+}
+
+TEST(Replay, DeviceOutsideTheTopologyIsAnInputError) {
+  expect_stage_1_on_refused(
+      7, "devices: device 7 is outside the topology (expected a device id below 2)");
 }
 
 // A device in two stage replicas would run both planes' tasks at once: refused, naming both.
 TEST(Replay, DeviceInTwoStageReplicasIsAnInputError) {
-  const auto t = chain(2, Time::zero());
-  ReplayInput in = pipeline(2, 1, Time::microseconds(1), Time::microseconds(1));
-  in.devices[0][1] = {0};
-  try {
-    (void)run(in, t);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInput);
-    EXPECT_STREQ(e.what(),
-                 "devices: device 0 is in stage 0 of replica 0 and in stage 1 of replica 0 "
-                 "(expected each device in one stage replica)");
-  }
+  expect_stage_1_on_refused(0,
+                            "devices: device 0 is in stage 0 of replica 0 and in stage 1 of "
+                            "replica 0 (expected each device in one stage replica)");
 }
 
 // Shards of a stage replica run the same tasks: each device gets its plane's rows, the table
