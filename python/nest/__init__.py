@@ -209,7 +209,7 @@ class Job:
     def oracle_simulations(self):
         """Simulations the job's collective oracle has run: pricing plans, and choosing the
         gradient buckets' algorithms of the replays run on it (`simulate`, and the
-        verification's replays on the calling thread)."""
+        verification's first, largest replay)."""
         return self._core.oracle_simulations
 
     def place(self, baselines=False):

@@ -334,9 +334,9 @@ struct CollectiveOracle::Impl {
   // (`detail::progress_bound`) passes `until`: they end after it, so the caller's answer is the
   // one the run to `until` gives. Only for runs of enough transfers to pay for the bound's pass,
   // and only when `max_events` covers the whole run (the bound's event count, the simulator's):
-  // a run that would have reached the limit before `until` throws as before. The bound cannot
-  // rise faster than the clock, so the next check comes no sooner than the clock can bring it
-  // to `until`, and at least a 32nd of `until` later. The run's events are the same: it is only
+  // a run that would have reached the limit before `until` throws as before. The bound rises no
+  // faster than the clock, so the next check comes no sooner than the clock can bring it to
+  // `until`, and at least a 32nd of `until` later. The run's events are the same: it is only
   // paused.
   bool run_checked(Engine& e, std::span<const detail::GroupProgram> programs,
                    std::uint64_t max_events, Time until) {
@@ -919,7 +919,7 @@ bool CollectiveOracle::calibrated() const noexcept { return impl_->network.calib
 bool CollectiveOracle::answers_as(const topo::Topology& topology,
                                   const OracleSettings& settings) const noexcept {
   return &impl_->topology == &topology && impl_->seed == settings.seed &&
-         impl_->ideal == settings.ideal;
+         impl_->ideal == settings.ideal && impl_->event_limit == 0;
 }
 
 const OracleStats& CollectiveOracle::stats() const noexcept { return impl_->stats; }

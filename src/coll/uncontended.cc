@@ -166,9 +166,11 @@ std::optional<RunBound> UncontendedEvaluator::lower_bound(topo::Router& router,
 // size): a relative 1e-9 of the link's bytes is taken off what is left, and a link with less
 // left than that is skipped (its flows may all have drained; one delivered before now plus its
 // latency must not count). Drain ends round down by at most 1 ps per flow and chained
-// transfers can accumulate it: `margin_ps` (4 per transfer, as `lower_bound`) and a relative
-// 1e-6 cover that. Monotone: between two calls, a link drains at most its bandwidth times the
-// time elapsed, so its term does not fall.
+// transfers can accumulate it: `margin_ps` (4 per transfer; the oracle passes the sum over its
+// groups, at least `lower_bound`'s largest group's) and a relative 1e-6 cover that. Between two
+// calls each link's term rises by at most the time elapsed (what is left only shrinks), and a
+// link whose flows have all drained drops out, so the bound rises no faster than the clock
+// (it may fall: a link's last delivery still pending no longer counts).
 Time progress_bound(const net::Simulator& sim, std::span<const LinkLoad> loads,
                     std::int64_t margin_ps) {
   constexpr double kCarriedMargin = 1e-9;

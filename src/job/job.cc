@@ -704,9 +704,10 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
   // run kept is the first in list order of the least time, as one thread keeps it. After an
   // error, the candidates before it in list order still run, so that the error thrown is the
   // first in list order, as one thread in list order would throw it. The log's lines follow, in
-  // list order. This thread's replays choose their buckets' algorithms on the job's oracle, which
-  // the search filled (the same answers as a fresh oracle's); the helpers' on oracles of their
-  // own.
+  // list order. The first replay dispatched (the largest) chooses its buckets' algorithms on the
+  // job's oracle, which the search filled (the same answers as a fresh oracle's), whichever
+  // thread takes it: no other thread touches that oracle meanwhile, and its counters come out the
+  // same on every run. The other replays tune on oracles of their own.
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (take[i]) order.push_back(i);
@@ -728,14 +729,16 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
   std::mutex keeping;  // chosen_run, chosen_at
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> failed_at{order.size()};  // the least list index that failed
-  const auto work = [&](coll::CollectiveOracle* tuner) {
+  coll::CollectiveOracle* const job_oracle =
+      impl_->oracle != nullptr ? &impl_->oracle->collective_oracle() : nullptr;
+  const auto work = [&] {
     for (std::size_t n = next++; n < dispatch.size(); n = next++) {
       const std::size_t j = dispatch[n];
       if (j > failed_at) continue;
       Replayed& r = replayed[j];
       try {
         const auto began = Clock::now();
-        replay::RunRecord run = impl_->replay(all[order[j]], light, tuner);
+        replay::RunRecord run = impl_->replay(all[order[j]], light, n == 0 ? job_oracle : nullptr);
         r.seconds = seconds_since(began);
         r.time = run.summary.iteration_time;
         if (!options.keep_replay) continue;
@@ -758,9 +761,9 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
         std::min<std::size_t>(order.size(), static_cast<std::size_t>(impl_->spec.threads)) - 1;
     std::vector<std::future<void>> helpers;
     for (std::size_t t = 0; t < helpers_wanted; ++t) {
-      helpers.push_back(std::async(std::launch::async, work, nullptr));
+      helpers.push_back(std::async(std::launch::async, work));
     }
-    work(impl_->oracle != nullptr ? &impl_->oracle->collective_oracle() : nullptr);
+    work();
     for (auto& h : helpers) h.get();
   }
   for (std::size_t j = 0; j < order.size(); ++j) {

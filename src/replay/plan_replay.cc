@@ -378,7 +378,8 @@ struct Bucket {
   coll::CollectiveSpec spec;  // resolved for the group
   std::shared_ptr<const coll::Program> program;
   Time base_latency;
-  // With `alone_reductions`: its run alone, when the contention-free evaluation times it, and
+  // With `alone_reductions`: its run alone, when the contention-free evaluation or its event
+  // simulation alone times it (the condition below), and
   // the links of its group's reductions (every bucket's routes).
   std::optional<coll::AloneRun> alone;
   const std::vector<topo::LinkId>* links = nullptr;
@@ -760,14 +761,15 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
     }
     // The others whose group's links no other group crosses (and no series records) are run
     // alone once in a simulator of their own (their flows share links among themselves).
-    coll::AloneSimulator event_alone(fabric);
+    std::optional<coll::AloneSimulator> event_alone;  // made on first use: a whole link table
     for (auto& [key, b] : buckets) {
       if (b.alone || b.links == nullptr) continue;
       const bool apart = std::all_of(b.links->begin(), b.links->end(), [&](topo::LinkId link) {
         return reductions_on[link] == 1 && recorded[link] == 0;
       });
       if (!apart) continue;
-      b.alone = event_alone.run(router, b.program, key.first, options.seed, *b.links);
+      if (!event_alone) event_alone.emplace(fabric);
+      b.alone = event_alone->run(router, b.program, key.first, options.seed, *b.links);
       any_alone = true;
     }
     if (any_alone) ro.transfers_ahead = &transfers_ahead;

@@ -69,8 +69,8 @@ struct OracleStats {
                                       ///< by their lower bound, not simulated, or by a simulation
                                       ///< stopped part way (`stopped`)
   std::uint64_t stopped = 0;  ///< event simulations stopped once their clock passed what the
-                              ///< query had to beat (not in `simulations`; their events counted
-                              ///< as if they ran to the end)
+                              ///< query had to beat, or earlier by their progress (not in
+                              ///< `simulations`; their events counted as if they ran to the end)
   std::uint64_t progress_stops = 0;  ///< of `stopped`, those stopped earlier, once the bytes
                                      ///< their links still had to carry showed that they end
                                      ///< after that time (`detail::progress_bound`)
@@ -167,8 +167,9 @@ class CollectiveOracle {
 
   /// True when a collective model calibrates the answers.
   [[nodiscard]] bool calibrated() const noexcept;
-  /// True when this oracle prices `topology` (the same object) with `settings`: its answers are
-  /// then those of a fresh oracle made so (answers are exact; the memo only saves work).
+  /// True when this oracle prices `topology` (the same object) with `settings` and no event
+  /// limit (`limit_events`): its answers are then those of a fresh oracle made so (answers are
+  /// exact; the memo only saves work).
   [[nodiscard]] bool answers_as(const topo::Topology& topology,
                                 const OracleSettings& settings) const noexcept;
 

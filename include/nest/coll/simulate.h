@@ -89,7 +89,7 @@ namespace detail {
 class UncontendedEvaluator;
 }  // namespace detail
 
-/// A collective timed alone (`ContentionFreeEvaluator`).
+/// A collective timed alone (`ContentionFreeEvaluator`, `AloneSimulator`).
 struct AloneRun {
   Time duration;               ///< from its start to its last arrival
   std::vector<LinkUse> links;  ///< every link a flow drained over, by increasing id

@@ -144,7 +144,7 @@ bool for_each_send(const ReplayInput& input, const std::function<bool(const Send
 /// Fills the timeline, memory, peaks, collectives, summary, placement and stages of the record;
 /// links, the topology table and meta are the caller's (it owns the simulator). Throws `Error`
 /// (input) when `input` is inconsistent (no stage, a replica without devices, shard counts
-/// differing between stages, a device out of range).
+/// differing between stages, a device out of range or in two stage replicas).
 [[nodiscard]] RunRecord replay(const ReplayInput& input, net::Simulator& sim,
                                const AllreduceLauncher& allreduce, const ReplayOptions& options);
 

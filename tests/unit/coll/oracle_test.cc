@@ -543,10 +543,11 @@ TEST(Oracle, LowerBoundsRunNoEventsNeverExceedTheAnswerAndEqualItOnceKnown) {
 // `spine_leaf` in 64 chunks (thousands of transfers, enough for the check), whose flows share
 // the leaves' uplinks. Within a time its event-free bound does not rule out, the bytes its
 // links still carry show that it ends later before its clock gets there: stopped by progress,
-// nullopt, its events counted as if it ran to its end (7,680; a quarter of the way between the
-// bound and the end, all but ~450 of them not run). For times to beat around its end, the answer is
-// a fresh oracle's exactly when the time is no earlier than it, else nullopt: stopping early never
-// changes an answer.
+// nullopt, its events counted as if it ran to its end (a quarter of the way between the bound
+// and the end, most of them not run). Not when an event budget does not cover the whole run:
+// it then runs to the time as before (and would throw where the budget ran out). For times to beat
+// around its end, the answer is a fresh oracle's exactly when the time is no earlier than it, else
+// nullopt: stopping early never changes an answer.
 TEST(Oracle, AQueryWithinATimeStopsOnceItsLinksShowItLoses) {
   const topo::Topology t = spine_leaf();
   CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTree, Bytes(std::int64_t{1} << 26), 64};
@@ -580,6 +581,16 @@ TEST(Oracle, AQueryWithinATimeStopsOnceItsLinksShowItLoses) {
     stopped_early += static_cast<int>(o.stats().progress_stops);
   }
   EXPECT_GE(stopped_early, 3);
+  const Time quarter = lower + Time::picoseconds((exact.slowest - lower).ps() / 4);
+  for (const std::uint64_t limit : {events, events - 1}) {
+    CollectiveOracle o(t, 5);
+    o.limit_events(limit);
+    SCOPED_TRACE(limit);
+    EXPECT_FALSE(o.collective_within(spec, one, quarter).has_value());
+    EXPECT_EQ(o.stats().stopped, 1U);
+    EXPECT_EQ(o.stats().progress_stops, limit == events ? 1U : 0U);
+    EXPECT_EQ(o.stats().events, events);
+  }
   for (const Time within : {exact.slowest - Time::picoseconds(1), exact.slowest,
                             exact.slowest + Time::picoseconds(1)}) {
     CollectiveOracle o(t, 5);

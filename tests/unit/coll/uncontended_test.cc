@@ -677,9 +677,11 @@ TEST(Uncontended, LowerBoundCountsTheRoutesASenderNoLongerKeeps) {
 // started at 3 ms. The cable's load is 2 MB and its shortest route latency 1 us. At 0.5 ms it
 // has carried 0.5 MB: 0.5 + 1.5 ms + 1 us. In the gap (2 ms) the bound rises with the clock
 // (2 + 1 ms + 1 us), and once the second flow starts (3 ms) it is the run's end, 4 ms + 1 us,
-// each less the margin (`margin_ps` and a relative 1e-6; a relative 1e-9 of the load too). Never
-// above the end, never falling.
-TEST(Uncontended, ProgressBoundByHand) {
+// each less the margin (`margin_ps` and a relative 1e-6; a relative 1e-9 of the load too).
+// Once the second flow has drained (4 ms) and before it arrives, the cable has nothing left
+// to carry and the bound falls back to the clock (4.0005 ms). Never above the end, never
+// rising faster than the clock.
+TEST(Uncontended, ProgressBoundIsTheClockPlusWhatTheSlowestLinkStillCarries) {
   const topo::Topology t = two_switches(4, Time::microseconds(1));
   topo::Router router(t, 0);
   std::vector<topo::LinkId> route;
@@ -698,26 +700,31 @@ TEST(Uncontended, ProgressBoundByHand) {
     // The cable's 2 MB less a relative 1e-9 (2e-3 bytes at 1 GB/s: 2 ps).
     return static_cast<std::int64_t>((std::floor(ps - 2) - kMargin) * (1 - 1e-6));
   };
-  Time last;
-  for (const auto& [at, bound] :
-       std::vector<std::pair<double, double>>{{0.5e9, 2.001e9}, {2e9, 3.001e9}, {3e9, 4.001e9}}) {
+  std::optional<Time> last;
+  Time last_now;
+  for (const auto& [at, bound] : std::vector<std::pair<double, double>>{
+           {0.5e9, 2.001e9}, {2e9, 3.001e9}, {3e9, 4.001e9}, {4.0005e9, 4.0005e9 + 2}}) {
     sim.run_until(Time::picoseconds(static_cast<std::int64_t>(at)));
     const Time b = detail::progress_bound(sim, loads, kMargin);
     SCOPED_TRACE(at);
     EXPECT_NEAR(static_cast<double>(b.ps()), static_cast<double>(expected(bound)), 2.0);
-    EXPECT_GE(b, last);
+    if (last) {
+      EXPECT_LE(b - *last, sim.now() - last_now + Time::picoseconds(1));
+    }
+    EXPECT_LE(b, Time::picoseconds(4'001'000'000));
     last = b;
+    last_now = sim.now();
   }
   sim.run();
   EXPECT_EQ(end, Time::picoseconds(4'001'000'000));
-  EXPECT_LE(last, end);
 }
 
 // `progress_bound` against the event simulation, contended or not: from the loads of
 // `lower_bound`, at eight points of the run, never above the slowest group's last arrival,
-// never falling, and by the last point above the event-free bound wherever the links sat idle
-// for a while (the point of it). Ring, tree and pairwise all-to-all, one group and four
-// (sharing up-links), on small and bundled topologies.
+// never rising faster than the clock (what the oracle's checkpoints rely on), and by the last
+// point above the event-free bound wherever the links sat idle for a while (the point of it). Ring,
+// tree and pairwise all-to-all, one group and four (sharing up-links), on small and bundled
+// topologies.
 TEST(Uncontended, ProgressBoundNeverExceedsTheEventSimulation) {
   std::vector<TopologyCase> cases;
   cases.push_back({"fat-tree k=4 2:1", fat_tree(4, 2)});
@@ -759,17 +766,21 @@ TEST(Uncontended, ProgressBoundNeverExceedsTheEventSimulation) {
           }
           const auto margin =
               static_cast<std::int64_t>(4 * program->transfer_count() * groups.size());
-          Time last;
+          std::optional<Time> last;
+          Time last_now;
           for (int k = 1; k <= 8; ++k) {
             const Time at = Time::picoseconds(slowest.ps() * k / 9);
             (void)simulator.run_within(std::numeric_limits<std::uint64_t>::max(), at);
             const Time b = detail::progress_bound(simulator, loads, margin);
             EXPECT_LE(b, slowest);
-            EXPECT_GE(b, last);
+            if (last) {
+              EXPECT_LE(b - *last, simulator.now() - last_now + Time::picoseconds(1));
+            }
             last = b;
+            last_now = simulator.now();
             ++checked;
           }
-          if (last > bound->slowest) ++risen;
+          if (*last > bound->slowest) ++risen;
           simulator.run();
         }
       }

@@ -368,7 +368,9 @@ JobSpec verify_spec(int verify, int threads) {
 }
 
 // The verification's replays on several threads: the same candidates, times, ranks, choice
-// and kept run as on one (each replay reads only the plan and the job's immutable parts).
+// and kept run as on one (each replay reads only the plan and the job's immutable parts), and
+// the same counters of the job's oracle (the first replay dispatched tunes on it, on whichever
+// thread takes it).
 TEST(Job, VerificationOnThreadsIsTheVerificationInLine) {
   JobSpec spec = verify_spec(5, 1);
   Job one(spec, kCatalog);
@@ -393,6 +395,9 @@ TEST(Job, VerificationOnThreadsIsTheVerificationInLine) {
   EXPECT_EQ(b.replay->summary.iteration_time,
             b.verification->candidates[b.verification->chosen].replayed);
   EXPECT_EQ(run_digest(*a.replay), run_digest(*b.replay));
+  EXPECT_EQ(one.oracle_stats().queries, three.oracle_stats().queries);
+  EXPECT_EQ(one.oracle_stats().simulations, three.oracle_stats().simulations);
+  EXPECT_EQ(one.oracle_stats().events, three.oracle_stats().events);
 }
 
 // The verification's replays on threads report the first failing candidate in list order

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -266,11 +267,8 @@ TEST(Replay, UnevenMicrobatchesPerReplica) {
   EXPECT_EQ(run(in, t).summary.iteration_time, Time::microseconds(9));
 }
 
-// A two-stage pipeline on a chain of two whose stage 1 runs on `device`: the input error.
-void expect_stage_1_on_refused(topo::DeviceId device, const char* message) {
-  const auto t = chain(2, Time::zero());
-  ReplayInput in = pipeline(2, 1, Time::microseconds(1), Time::microseconds(1));
-  in.devices[0][1] = {device};
+// `in` on `t` is refused with the input error `message`.
+void expect_refused(const ReplayInput& in, const topo::Topology& t, const char* message) {
   try {
     (void)run(in, t);
     FAIL() << "no error";
@@ -281,15 +279,28 @@ void expect_stage_1_on_refused(topo::DeviceId device, const char* message) {
 }
 
 TEST(Replay, DeviceOutsideTheTopologyIsAnInputError) {
-  expect_stage_1_on_refused(
-      7, "devices: device 7 is outside the topology (expected a device id below 2)");
+  ReplayInput in = pipeline(2, 1, Time::microseconds(1), Time::microseconds(1));
+  in.devices[0][1] = {7};
+  expect_refused(in, chain(2, Time::zero()),
+                 "devices: device 7 is outside the topology (expected a device id below 2)");
 }
 
-// A device in two stage replicas would run both planes' tasks at once: refused, naming both.
+// A device in two stage replicas would run both planes' tasks at once: refused, naming both,
+// within a replica and across two.
 TEST(Replay, DeviceInTwoStageReplicasIsAnInputError) {
-  expect_stage_1_on_refused(0,
-                            "devices: device 0 is in stage 0 of replica 0 and in stage 1 of "
-                            "replica 0 (expected each device in one stage replica)");
+  const auto t = chain(2, Time::zero());
+  ReplayInput in = pipeline(2, 1, Time::microseconds(1), Time::microseconds(1));
+  in.devices[0][1] = {0};
+  expect_refused(in, t,
+                 "devices: device 0 is in stage 0 of replica 0 and in stage 1 of replica 0 "
+                 "(expected each device in one stage replica)");
+  ReplayInput two;
+  two.stages = {stage(Time::microseconds(1), Time::microseconds(2))};
+  two.devices = {{{1}}, {{1}}};
+  two.microbatches = {1, 1};
+  expect_refused(two, t,
+                 "devices: device 1 is in stage 0 of replica 0 and in stage 0 of replica 1 "
+                 "(expected each device in one stage replica)");
 }
 
 // Shards of a stage replica run the same tasks: each device gets its plane's rows, the table
@@ -351,6 +362,61 @@ TEST(Replay, ShardsOfAStageReplicaShareTheirRows) {
   EXPECT_GE(per_device[0], 4 + 4);  // four categories, then a change per pass
   ASSERT_EQ(r.peaks.size(), 4U);
   EXPECT_EQ(r.peaks[0].peak, r.peaks[3].peak);
+}
+
+// Against a reference: two replicas of a two-stage pipeline without network traffic, once with
+// one shard per stage replica (devices 0-3) and once with two numbered out of order (replica
+// 0: stage 0 on 3 and 0, stage 1 on 1 and 2; replica 1: 7 and 4, 5 and 6). Each device of the
+// second run has, row for row and in the same order, the rows of its stage replica's device in
+// the first (compute alone decides them), timeline and memory.
+TEST(Replay, EveryShardHasItsStageReplicasRowsInOrder) {
+  ReplayInput one = pipeline(2, 3, Time::microseconds(10), Time::microseconds(20));
+  one.stages[0].stash = Bytes(100);
+  one.stages[1].stash = Bytes(300);
+  one.devices = {{{0}, {1}}, {{2}, {3}}};
+  one.microbatches = {3, 2};
+  ReplayInput two = one;
+  two.devices = {{{3, 0}, {1, 2}}, {{7, 4}, {5, 6}}};
+  const RunRecord a = run(one, chain(4, Time::zero()));
+  const RunRecord b = run(two, chain(8, Time::zero()));
+  // The reference device of each device of the second run.
+  const std::vector<topo::DeviceId> of{0, 1, 1, 0, 2, 3, 3, 2};
+  const auto rows_of = [](const auto& table, topo::DeviceId d) {
+    std::vector<std::remove_cvref_t<decltype(table[0])>> out;
+    for (const auto& row : table) {
+      if (row.device == d) out.push_back(row);
+    }
+    return out;
+  };
+  ASSERT_EQ(b.timeline.size(), 2 * a.timeline.size());
+  ASSERT_EQ(b.memory.size(), 2 * a.memory.size());
+  for (topo::DeviceId d = 0; d < 8; ++d) {
+    SCOPED_TRACE(d);
+    const auto x = rows_of(a.timeline, of[d]);
+    const auto y = rows_of(b.timeline, d);
+    ASSERT_EQ(x.size(), y.size());
+    ASSERT_FALSE(x.empty());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      EXPECT_EQ(x[i].kind, y[i].kind);
+      EXPECT_EQ(x[i].stage, y[i].stage);
+      EXPECT_EQ(x[i].microbatch, y[i].microbatch);
+      EXPECT_EQ(x[i].start, y[i].start);
+      EXPECT_EQ(x[i].end, y[i].end);
+    }
+    const auto m = rows_of(a.memory, of[d]);
+    const auto n = rows_of(b.memory, d);
+    ASSERT_EQ(m.size(), n.size());
+    for (std::size_t i = 0; i < m.size(); ++i) {
+      EXPECT_EQ(m[i].at, n[i].at);
+      EXPECT_EQ(m[i].bytes, n[i].bytes);
+      EXPECT_EQ(m[i].category, n[i].category);
+    }
+    EXPECT_EQ(b.peaks.at(d).peak, a.peaks.at(of[d]).peak);
+  }
+  // Sorted by device: each device's rows in one run.
+  for (std::size_t i = 1; i < b.timeline.size(); ++i) {
+    EXPECT_LE(b.timeline[i - 1].device, b.timeline[i].device);
+  }
 }
 
 TEST(Replay, SameInputSameRecord) {
