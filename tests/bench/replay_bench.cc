@@ -8,6 +8,7 @@
 #include <string>
 
 #include "bench_topologies.h"
+#include "nest/coll/oracle.h"
 #include "nest/placer/cost_model.h"
 #include "nest/placer/oracle_comm_cost.h"
 #include "nest/replay/plan_replay.h"
@@ -59,10 +60,12 @@ BENCHMARK(BM_ReplayGpt3)
 // NCCL models) with `nodes_per_leaf` nodes per leaf, 16 stages of 6 blocks, d = nodes / 16
 // replicas placed tp-dp-pp (the plan `nest place --tp 8 --pp 16 --dp 128` chooses at 16,384
 // GPUs), 12 microbatches per replica; `merge` = PlanReplayOptions::merge_shards, `alone` =
-// PlanReplayOptions::alone_reductions. Counters: devices, timeline rows, the shards simulated
-// per stage replica (1 where one plane stands for all; 8 where the shards' flows meet: with 32
-// nodes per leaf, ECMP over the spines picks different paths in different rails; with one leaf
-// per rail the planes are disjoint), and the bucket reductions timed alone.
+// PlanReplayOptions::alone_reductions, `shared` = the buckets' algorithms chosen on the oracle
+// that priced the plan (as `nest simulate` does; else a fresh one). Counters: devices, timeline
+// rows, the shards simulated per stage replica (1 where one plane stands for all; 8 where the
+// shards' flows meet: with 32 nodes per leaf, ECMP over the spines picks different paths in
+// different rails; with one leaf per rail the planes are disjoint), and the bucket reductions timed
+// alone.
 void BM_ReplayGpt3Rail(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
   const auto nodes_per_leaf = state.range(1);
@@ -88,11 +91,12 @@ void BM_ReplayGpt3Rail(benchmark::State& state) {
   replay::PlanReplayOptions replay_options;
   replay_options.merge_shards = state.range(2) != 0;
   replay_options.alone_reductions = state.range(3) != 0;
+  coll::CollectiveOracle* tuner = state.range(4) != 0 ? &comm.collective_oracle() : nullptr;
   std::size_t rows = 0;
   int simulated = 0;
   int alone = 0;
   for (auto _ : state) {
-    const replay::RunRecord r = replay::replay_plan(plan, profile, topology, replay_options);
+    const replay::RunRecord r = replay::replay_plan(plan, profile, topology, replay_options, tuner);
     rows = r.timeline.size();
     simulated = r.simulated_shards;
     alone = r.alone_reductions;
@@ -105,17 +109,19 @@ void BM_ReplayGpt3Rail(benchmark::State& state) {
 }
 
 BENCHMARK(BM_ReplayGpt3Rail)
-    ->Args({128, 32, 1, 1})
-    ->Args({128, 32, 1, 0})
-    ->Args({512, 32, 1, 1})
-    ->Args({512, 32, 1, 0})
-    ->Args({2048, 32, 1, 1})
-    ->Args({2048, 32, 1, 0})
-    ->Args({16384, 32, 1, 1})
-    ->Args({128, 128, 1, 1})
-    ->Args({128, 128, 0, 1})
-    ->Args({512, 512, 1, 1})
-    ->Args({512, 512, 0, 1})
+    ->Args({128, 32, 1, 1, 0})
+    ->Args({128, 32, 1, 0, 0})
+    ->Args({512, 32, 1, 1, 0})
+    ->Args({512, 32, 1, 0, 0})
+    ->Args({2048, 32, 1, 1, 0})
+    ->Args({2048, 32, 1, 0, 0})
+    ->Args({2048, 32, 1, 1, 1})
+    ->Args({16384, 32, 1, 1, 0})
+    ->Args({16384, 32, 1, 1, 1})
+    ->Args({128, 128, 1, 1, 0})
+    ->Args({128, 128, 0, 1, 0})
+    ->Args({512, 512, 1, 1, 0})
+    ->Args({512, 512, 0, 1, 0})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
