@@ -38,11 +38,12 @@ constexpr const char* kSimulateUsage =
     "nest simulate --plan plan.yaml -o run.h5 [--trace run.json] [--trace-gzip] [--all-devices] "
     "[--csv run.csv] [--chakra DIR] [--topology FILE] [--schedule 1f1b|gpipe|interleaved] "
     "[--virtual-stages V] "
-    "[--buckets N] [--seed N] [--json]";
+    "[--buckets N] [--flow-by-flow] [--seed N] [--json]";
 
 constexpr const char* kRunUsage =
     "nest run [place options] [--output-dir DIR] [--force] [--schedule 1f1b|gpipe|interleaved] "
-    "[--virtual-stages V] [--buckets N] [--trace-gzip] [--all-devices] [--chakra DIR] [--json] "
+    "[--virtual-stages V] [--buckets N] [--flow-by-flow] [--trace-gzip] [--all-devices] "
+    "[--chakra DIR] [--json] "
     "(writes DIR/plan.yaml, DIR/run.h5, DIR/trace.json (.json.gz), DIR/summary.csv)";
 
 replay::Schedule parse_schedule(const std::string& text) {
@@ -59,6 +60,7 @@ struct ReplayArgs {
   std::string schedule = "1f1b";
   int virtual_stages = 2;
   std::optional<int> buckets;  // empty: the job's (--grad-buckets, or the plan's)
+  bool flow_by_flow = false;
 };
 
 void add_replay_options(Options& o, ReplayArgs& r) {
@@ -68,7 +70,11 @@ void add_replay_options(Options& o, ReplayArgs& r) {
            "model chunks per device under --schedule interleaved")
       .add("buckets", &r.buckets,
            "data-parallel gradient buckets (reduced as the last backward pass produces them; "
-           "default: the plan's, 4 unless --grad-buckets)");
+           "default: the plan's, 4 unless --grad-buckets)")
+      .add("flow-by-flow", &r.flow_by_flow,
+           "simulate every shard's flows and every gradient reduction flow by flow (no shard "
+           "planes merged, no reduction timed alone): the reference those shortcuts must equal, "
+           "slower");
 }
 
 replay::PlanReplayOptions replay_options(const ReplayArgs& r) {
@@ -79,7 +85,9 @@ replay::PlanReplayOptions replay_options(const ReplayArgs& r) {
   }
   return {.schedule = parse_schedule(r.schedule),
           .virtual_stages = r.virtual_stages,
-          .gradient_buckets = r.buckets.value_or(4)};
+          .gradient_buckets = r.buckets.value_or(4),
+          .merge_shards = !r.flow_by_flow,
+          .alone_reductions = !r.flow_by_flow};
 }
 
 // The job's gradient reduction (buckets unless --buckets, and whether it runs beside the last

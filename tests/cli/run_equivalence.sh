@@ -27,36 +27,5 @@ mkdir -p "$tmp/b"
 for f in plan.yaml trace.json summary.csv; do
   cmp -s "$tmp/a/$f" "$tmp/b/$f" || fail "$f differs between run and place + simulate"
 done
-/usr/bin/python3 - "$tmp/a/run.h5" "$tmp/b/run.h5" <<'PY' || failed=1
-import sys
-import h5py
-import numpy as np
-
-skip = {("meta", "command_line"), ("meta", "input_paths")}
-a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
-bad = []
-
-def same(x, y):
-    return np.array_equal(np.asarray(x), np.asarray(y))
-
-def walk(name, obj):
-    other = b.get(name)
-    if other is None:
-        bad.append(f"{name} missing")
-        return
-    for key, value in obj.attrs.items():
-        if (name, key) in skip:
-            continue
-        if key not in other.attrs or not same(value, other.attrs[key]):
-            bad.append(f"{name}@{key} differs")
-    if isinstance(obj, h5py.Dataset) and not same(obj[()], other[()]):
-        bad.append(f"{name} differs")
-
-a.visititems(walk)
-if sorted(a.keys()) != sorted(b.keys()):
-    bad.append("top-level groups differ")
-if bad:
-    print("FAIL run.h5:", "; ".join(bad))
-    sys.exit(1)
-PY
+/usr/bin/python3 tests/cli/lib/h5_same.py "$tmp/a/run.h5" "$tmp/b/run.h5" || failed=1
 exit $failed
