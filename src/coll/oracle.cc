@@ -351,7 +351,7 @@ struct CollectiveOracle::Impl {
     if (!bound || max_events - sim.events_processed() < bound->events) {
       return sim.run_within(max_events, until);
     }
-    const auto margin = static_cast<std::int64_t>(4 * transfers);
+    const Time margin = Time::picoseconds(static_cast<std::int64_t>(4 * transfers));
     const Time step = Time::picoseconds(std::max<std::int64_t>(1, until.ps() / 32));
     Time at = std::clamp(Time::picoseconds(until.ps() - bound->slowest.ps()), Time::zero(), until);
     for (;;) {

@@ -166,13 +166,12 @@ std::optional<RunBound> UncontendedEvaluator::lower_bound(topo::Router& router,
 // size): a relative 1e-9 of the link's bytes is taken off what is left, and a link with less
 // left than that is skipped (its flows may all have drained; one delivered before now plus its
 // latency must not count). Drain ends round down by at most 1 ps per flow and chained
-// transfers can accumulate it: `margin_ps` (4 per transfer; the oracle passes the sum over its
+// transfers can accumulate it: `margin` (4 ps per transfer; the oracle passes the sum over its
 // groups, at least `lower_bound`'s largest group's) and a relative 1e-6 cover that. Between two
 // calls each link's term rises by at most the time elapsed (what is left only shrinks), and a
 // link whose flows have all drained drops out, so the bound rises no faster than the clock
 // (it may fall: a link's last delivery still pending no longer counts).
-Time progress_bound(const net::Simulator& sim, std::span<const LinkLoad> loads,
-                    std::int64_t margin_ps) {
+Time progress_bound(const net::Simulator& sim, std::span<const LinkLoad> loads, Time margin) {
   constexpr double kCarriedMargin = 1e-9;
   constexpr double kRelativeMargin = 1e-6;
   const auto all = sim.topology().links();
@@ -184,7 +183,7 @@ Time progress_bound(const net::Simulator& sim, std::span<const LinkLoad> loads,
     end = std::max(end, now + left / all[load.link].bandwidth.bytes_per_s() * 1e12 +
                             static_cast<double>(load.min_latency.ps()));
   }
-  const double bound = (std::floor(end) - static_cast<double>(margin_ps)) * (1 - kRelativeMargin);
+  const double bound = (std::floor(end) - static_cast<double>(margin.ps())) * (1 - kRelativeMargin);
   return Time::picoseconds(std::max<std::int64_t>(0, static_cast<std::int64_t>(bound)));
 }
 

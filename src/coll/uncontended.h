@@ -84,11 +84,11 @@ struct LinkLoad {
 /// after time zero and put `loads` over their links (`UncontendedEvaluator::lower_bound` of the
 /// same groups and salt), from its state at `sim.now()` (link statistics as `run_within`
 /// leaves them): over every link, now plus the bytes still to drain across it over its
-/// bandwidth plus its shortest route latency, less `margin_ps` and a relative 1e-6 for
+/// bandwidth plus its shortest route latency, less `margin` and a relative 1e-6 for
 /// rounding (see the definition). As the run goes on it rises no faster than the clock, and
 /// where links sit idle it passes a time to beat well before the run's clock does.
 [[nodiscard]] Time progress_bound(const net::Simulator& sim, std::span<const LinkLoad> loads,
-                                  std::int64_t margin_ps);
+                                  Time margin);
 
 /// Reusable buffers for `evaluate`: one per thread (e.g. per oracle).
 class UncontendedEvaluator {

@@ -677,7 +677,7 @@ TEST(Uncontended, LowerBoundCountsTheRoutesASenderNoLongerKeeps) {
 // started at 3 ms. The cable's load is 2 MB and its shortest route latency 1 us. At 0.5 ms it
 // has carried 0.5 MB: 0.5 + 1.5 ms + 1 us. In the gap (2 ms) the bound rises with the clock
 // (2 + 1 ms + 1 us), and once the second flow starts (3 ms) it is the run's end, 4 ms + 1 us,
-// each less the margin (`margin_ps` and a relative 1e-6; a relative 1e-9 of the load too).
+// each less the margin (`margin` and a relative 1e-6; a relative 1e-9 of the load too).
 // Once the second flow has drained (4 ms) and before it arrives, the cable has nothing left
 // to carry and the bound falls back to the clock (4.0005 ms). Never above the end, never
 // rising faster than the clock.
@@ -705,7 +705,7 @@ TEST(Uncontended, ProgressBoundIsTheClockPlusWhatTheSlowestLinkStillCarries) {
   for (const auto& [at, bound] : std::vector<std::pair<double, double>>{
            {0.5e9, 2.001e9}, {2e9, 3.001e9}, {3e9, 4.001e9}, {4.0005e9, 4.0005e9 + 2}}) {
     sim.run_until(Time::picoseconds(static_cast<std::int64_t>(at)));
-    const Time b = detail::progress_bound(sim, loads, kMargin);
+    const Time b = detail::progress_bound(sim, loads, Time::picoseconds(kMargin));
     SCOPED_TRACE(at);
     EXPECT_NEAR(static_cast<double>(b.ps()), static_cast<double>(expected(bound)), 2.0);
     if (last) {
@@ -764,8 +764,8 @@ TEST(Uncontended, ProgressBoundNeverExceedsTheEventSimulation) {
             for (const auto& r : runs) slowest = std::max(slowest, r->duration());
             continue;
           }
-          const auto margin =
-              static_cast<std::int64_t>(4 * program->transfer_count() * groups.size());
+          const Time margin = Time::picoseconds(
+              static_cast<std::int64_t>(4 * program->transfer_count() * groups.size()));
           std::optional<Time> last;
           Time last_now;
           for (int k = 1; k <= 8; ++k) {
