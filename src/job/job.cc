@@ -564,6 +564,11 @@ struct Job::Impl {
     };
   }
 
+  // The job's collective oracle (to tune a replay on; one thread at a time), if it prices on one.
+  coll::CollectiveOracle* collective_oracle() const {
+    return oracle != nullptr ? &oracle->collective_oracle() : nullptr;
+  }
+
   // The replay of `plan` (checked against the topology and memory), metadata not filled. Reads
   // only the job's immutable parts and does not log, so threads may replay at once; but for
   // `tuner`, an oracle for the buckets' algorithms (`replay::replay_plan`) that only the calling
@@ -729,8 +734,7 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
   std::mutex keeping;  // chosen_run, chosen_at
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> failed_at{order.size()};  // the least list index that failed
-  coll::CollectiveOracle* const job_oracle =
-      impl_->oracle != nullptr ? &impl_->oracle->collective_oracle() : nullptr;
+  coll::CollectiveOracle* const job_oracle = impl_->collective_oracle();
   const auto work = [&] {
     for (std::size_t n = next++; n < dispatch.size(); n = next++) {
       const std::size_t j = dispatch[n];
@@ -907,9 +911,7 @@ replay::RunRecord Job::simulate(const placer::Plan& plan, const SimulateOptions&
   const auto start = Clock::now();
   // One thread here: the buckets' algorithms are chosen on the job's oracle, whose memo already
   // holds what pricing the plan simulated (the same answers as a fresh oracle's).
-  coll::CollectiveOracle* tuner =
-      impl_->oracle != nullptr ? &impl_->oracle->collective_oracle() : nullptr;
-  replay::RunRecord run = impl_->replay(plan, options, tuner);
+  replay::RunRecord run = impl_->replay(plan, options, impl_->collective_oracle());
   nest::log(impl_->log, LogLevel::kInfo,
             "replay: {} timeline rows, {} links, {} of {} reductions timed alone, in {:.3f} s",
             run.timeline.size(), run.links.size(), run.alone_reductions,

@@ -379,8 +379,8 @@ struct Bucket {
   std::shared_ptr<const coll::Program> program;
   Time base_latency;
   // With `alone_reductions`: its run alone, when the contention-free evaluation or its event
-  // simulation alone times it (the condition below), and
-  // the links of its group's reductions (every bucket's routes).
+  // simulation alone times it (the condition below), and the links of its group's reductions
+  // (every bucket's routes).
   std::optional<coll::AloneRun> alone;
   const std::vector<topo::LinkId>* links = nullptr;
 };

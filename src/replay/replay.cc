@@ -566,16 +566,15 @@ RunRecord Engine::run() {
   return std::move(record_);
 }
 
-// `rows` in the order of a stable sort by (device, time_of(row)): a stable counting sort by
-// device, then a stable sort of each device's rows by time. The same permutation (ties keep
-// their order in both), in O(rows + devices) plus each device's short, nearly sorted run
-// instead of a merge sort of millions of rows.
+// `rows` (each `device` below `devices`) in the order of a stable sort by (device,
+// time_of(row)): a stable counting sort by device, then a stable sort of each device's rows by
+// time. The same permutation (ties keep their order in both), in O(rows + devices) plus each
+// device's short, nearly sorted run instead of a merge sort of millions of rows. Returns where
+// each device's rows begin, and the row count last.
 template <class Row, class TimeOf>
-void sort_by_device_then(std::vector<Row>& rows, TimeOf time_of) {
-  if (rows.empty()) return;
-  std::uint32_t devices = 0;
-  for (const Row& row : rows) devices = std::max(devices, row.device + 1);
-  std::vector<std::size_t> begin(static_cast<std::size_t>(devices) + 1, 0);
+std::vector<std::size_t> sort_by_device_then(std::vector<Row>& rows, TimeOf time_of,
+                                             std::size_t devices) {
+  std::vector<std::size_t> begin(devices + 1, 0);
   for (const Row& row : rows) ++begin[row.device + 1];
   for (std::size_t d = 0; d < devices; ++d) begin[d + 1] += begin[d];
   std::vector<Row> sorted(rows.size());
@@ -588,6 +587,7 @@ void sort_by_device_then(std::vector<Row>& rows, TimeOf time_of) {
                      [&](const Row& a, const Row& b) { return time_of(a) < time_of(b); });
   }
   rows = std::move(sorted);
+  return begin;
 }
 
 // Before the planes, each task's rows were made per device of its plane, in plane device order,
@@ -600,11 +600,7 @@ template <class Row, class TimeOf>
 std::vector<Row> Engine::by_device(std::vector<Row>& rows, TimeOf time_of) const {
   std::vector<Row> out;
   if (rows.empty()) return out;
-  sort_by_device_then(rows, time_of);
-  const std::size_t planes = groups_ * replicas_;
-  std::vector<std::size_t> begin(planes + 1, rows.size());
-  for (std::size_t i = rows.size(); i-- > 0;) begin[rows[i].device] = i;
-  for (std::size_t p = planes; p-- > 0;) begin[p] = std::min(begin[p], begin[p + 1]);
+  const std::vector<std::size_t> begin = sort_by_device_then(rows, time_of, groups_ * replicas_);
   constexpr auto kNone = std::numeric_limits<std::uint32_t>::max();
   std::vector<std::uint32_t> plane_of;
   std::size_t total = 0;

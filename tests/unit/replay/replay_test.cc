@@ -303,6 +303,22 @@ TEST(Replay, DeviceInTwoStageReplicasIsAnInputError) {
                  "(expected each device in one stage replica)");
 }
 
+// `x` and `y` hold the same rows, row for row, but for their device.
+void expect_same_rows_but_device(const std::vector<TimelineRow>& x,
+                                 const std::vector<TimelineRow>& y) {
+  ASSERT_EQ(x.size(), y.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(x[i].stream, y[i].stream);
+    EXPECT_EQ(x[i].kind, y[i].kind);
+    EXPECT_EQ(x[i].stage, y[i].stage);
+    EXPECT_EQ(x[i].microbatch, y[i].microbatch);
+    EXPECT_EQ(x[i].first_layer, y[i].first_layer);
+    EXPECT_EQ(x[i].last_layer, y[i].last_layer);
+    EXPECT_EQ(x[i].start, y[i].start);
+    EXPECT_EQ(x[i].end, y[i].end);
+  }
+}
+
 // Shards of a stage replica run the same tasks: each device gets its plane's rows, the table
 // sorted by device, then by time. Two stages of two shards on a chain of four, the shards
 // numbered out of order (stage 0 on devices 3 and 0, stage 1 on 1 and 2), two microbatches:
@@ -324,19 +340,8 @@ TEST(Replay, ShardsOfAStageReplicaShareTheirRows) {
     }
     rows.at(r.timeline[i].device).push_back(r.timeline[i]);
   }
-  const auto same = [](const std::vector<TimelineRow>& x, const std::vector<TimelineRow>& y) {
-    ASSERT_EQ(x.size(), y.size());
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      EXPECT_EQ(x[i].stream, y[i].stream);
-      EXPECT_EQ(x[i].kind, y[i].kind);
-      EXPECT_EQ(x[i].stage, y[i].stage);
-      EXPECT_EQ(x[i].microbatch, y[i].microbatch);
-      EXPECT_EQ(x[i].start, y[i].start);
-      EXPECT_EQ(x[i].end, y[i].end);
-    }
-  };
-  same(rows[0], rows[3]);
-  same(rows[1], rows[2]);
+  expect_same_rows_but_device(rows[0], rows[3]);
+  expect_same_rows_but_device(rows[1], rows[2]);
   for (const topo::DeviceId d : {0U, 1U}) {
     int compute = 0;
     int network = 0;
@@ -393,16 +398,8 @@ TEST(Replay, EveryShardHasItsStageReplicasRowsInOrder) {
   for (topo::DeviceId d = 0; d < 8; ++d) {
     SCOPED_TRACE(d);
     const auto x = rows_of(a.timeline, of[d]);
-    const auto y = rows_of(b.timeline, d);
-    ASSERT_EQ(x.size(), y.size());
     ASSERT_FALSE(x.empty());
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      EXPECT_EQ(x[i].kind, y[i].kind);
-      EXPECT_EQ(x[i].stage, y[i].stage);
-      EXPECT_EQ(x[i].microbatch, y[i].microbatch);
-      EXPECT_EQ(x[i].start, y[i].start);
-      EXPECT_EQ(x[i].end, y[i].end);
-    }
+    expect_same_rows_but_device(x, rows_of(b.timeline, d));
     const auto m = rows_of(a.memory, of[d]);
     const auto n = rows_of(b.memory, d);
     ASSERT_EQ(m.size(), n.size());
