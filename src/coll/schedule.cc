@@ -73,6 +73,35 @@ Bytes segment_bytes(Bytes size, const Hierarchy& h, std::int64_t rank, std::size
 
 enum class RingPhase { kReduceScatter, kAllGather };
 
+// A flat ring's channel as one phase for the event-free bound (`Program::bounding_ring`), over
+// `steps` steps (its reduce-scatter's and all-gather's):
+// position p of `order` (rank order[p]) sends to position p + 1, and the channel's `share` is
+// split into n chunks (share / n + 1 bytes for the first share % n, share / n after), each cut
+// into `chunks` pieces. In the reduce-scatter's n - 1 rounds position p sends chunk p - k - 1 in
+// round k (mod n): every chunk but its own, p; in the all-gather's, chunk p - k: every chunk but
+// p + 1. A chunk's pieces sum to the chunk, so p sends share less that chunk per phase; the
+// least piece is the smaller chunks' last piece. Empty `next` when a piece would be empty.
+BoundingRingPhase bounding_channel(std::uint16_t channel, std::uint32_t steps, Bytes share,
+                                   int chunks, bool scatter, bool gather,
+                                   std::span<const std::uint32_t> order) {
+  BoundingRingPhase out;
+  const auto n = static_cast<std::int64_t>(order.size());
+  out.least = split_bytes(Bytes(share.count() / n), chunks, chunks - 1);
+  if (n < 2 || out.least.count() <= 0) return out;
+  out.channel = channel;
+  out.steps = steps;
+  out.next.resize(order.size());
+  out.sent.resize(order.size());
+  const auto chunk = [&](std::int64_t i) { return split_bytes(share, n, i % n).count(); };
+  for (std::int64_t p = 0; p < n; ++p) {
+    const auto rank = order[static_cast<std::size_t>(p)];
+    out.next[rank] = order[static_cast<std::size_t>((p + 1) % n)];
+    out.sent[rank] =
+        (scatter ? share.count() - chunk(p) : 0) + (gather ? share.count() - chunk(p + 1) : 0);
+  }
+  return out;
+}
+
 // One ring phase at `level` of the hierarchy, every ring of that level at once. Member x of a
 // ring (coordinate x at the level) holds chunk x of the ring's segment at the end of a
 // reduce-scatter and at the start of an all-gather. Returns the number of steps used.
@@ -642,6 +671,23 @@ class RingProgram final : public Program {
     return out;
   }
 
+  // A flat ring (one level) is one channel whose pieces follow `bounding_channel`'s split:
+  // segment_bytes at level 0 is the whole buffer, so chunk x is split_bytes(size, n, x).
+  std::vector<BoundingRingPhase> bounding_ring() const override {
+    if (steps_ == 0 || h_.levels.size() != 1 || h_.levels[0] != n_ || size_.count() <= 0) return {};
+    const bool scatter = std::any_of(phases_.begin(), phases_.end(), [](const Phase& p) {
+      return p.phase == RingPhase::kReduceScatter;
+    });
+    const bool gather = std::any_of(phases_.begin(), phases_.end(), [](const Phase& p) {
+      return p.phase == RingPhase::kAllGather;
+    });
+    std::vector<std::uint32_t> order(static_cast<std::size_t>(n_));
+    for (std::size_t r = 0; r < order.size(); ++r) order[r] = static_cast<std::uint32_t>(r);
+    BoundingRingPhase c = bounding_channel(0, steps_, size_, chunks_, scatter, gather, order);
+    if (c.next.empty()) return {};
+    return {std::move(c)};
+  }
+
   // Each phase's first step sends every rank to its successor at the phase's level, and its
   // other steps repeat those pairs, so first use is phase by phase, rank by rank (a level's
   // gather phase, and a level whose successor equals an earlier one's, adds none).
@@ -820,6 +866,21 @@ class ChannelRingProgram final : public Program {
         u.next[order[p]] = order[(p + 1) % order.size()];
       }
       out.push_back(std::move(u));
+    }
+    return out;
+  }
+
+  // Every channel is a flat ring over its order, of split_bytes(size, channels, c) bytes split
+  // as `bounding_channel` splits it (`transfer`'s pieces).
+  std::vector<BoundingRingPhase> bounding_ring() const override {
+    std::vector<BoundingRingPhase> out;
+    if (steps_ == 0) return out;
+    for (int c = 0; c < channels_; ++c) {
+      BoundingRingPhase channel = bounding_channel(
+          static_cast<std::uint16_t>(c), steps_, split_bytes(size_, channels_, c), chunks_,
+          scatter_steps_ > 0, steps_ > scatter_steps_, orders_[static_cast<std::size_t>(c)]);
+      if (channel.next.empty()) return {};
+      out.push_back(std::move(channel));
     }
     return out;
   }

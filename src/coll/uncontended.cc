@@ -27,11 +27,11 @@ void UncontendedEvaluator::begin(const topo::Router& router) {
 
 namespace {
 
-// The largest sum of k consecutive entries of `cycle` going around it (k may exceed its length m:
-// floor(k / m) laps of its total plus the best window of k mod m), or nullopt when a sum would
-// reach the horizon. Integer picoseconds: exact.
-std::optional<std::int64_t> largest_cyclic_sum(std::span<const std::int64_t> cycle,
-                                               std::int64_t k) {
+// The largest (`largest`, else the smallest) sum of k consecutive entries of `cycle` going
+// around it (k may exceed its length m: floor(k / m) laps of its total plus the best window of
+// k mod m), or nullopt when a sum would reach the horizon. Integer picoseconds: exact.
+std::optional<std::int64_t> cyclic_sum(std::span<const std::int64_t> cycle, std::int64_t k,
+                                       bool largest) {
   const std::int64_t horizon = net::kHorizon.ps();
   const auto m = static_cast<std::int64_t>(cycle.size());
   std::int64_t total = 0;
@@ -47,7 +47,7 @@ std::optional<std::int64_t> largest_cyclic_sum(std::span<const std::int64_t> cyc
   std::int64_t best = window;
   for (std::size_t i = rest; i < cycle.size() + rest && rest > 0; ++i) {
     window += cycle[i % cycle.size()] - cycle[i - rest];
-    best = std::max(best, window);
+    best = largest ? std::max(best, window) : std::min(best, window);
   }
   if (best > horizon - 1 - laps * total) return std::nullopt;
   return laps * total + best;
@@ -71,6 +71,53 @@ std::vector<UniformRingPhase> one_phase_per_channel(const Program& program, std:
       if (q.channel == p.channel) return {};  // two phases
     }
     phases.push_back(std::move(p));
+  }
+  if (transfers != program.transfer_count()) return {};
+  return phases;
+}
+
+std::vector<BoundingRingPhase> bounding_phases(const Program& program, std::size_t n) {
+  if (program.ranks() != static_cast<int>(n) || n < 2) return {};
+  std::vector<BoundingRingPhase> listed = program.bounding_ring();
+  if (listed.empty()) {
+    for (UniformRingPhase& p : program.uniform_ring()) {
+      const auto sent = static_cast<std::int64_t>(p.steps) * p.piece.count();
+      listed.push_back({.channel = p.channel,
+                        .steps = p.steps,
+                        .least = p.piece,
+                        .next = std::move(p.next),
+                        .sent = std::vector<std::int64_t>(n, sent)});
+    }
+  }
+  std::vector<BoundingRingPhase> phases;
+  std::vector<std::uint16_t> channels;          // in order of first listing
+  std::vector<std::uint64_t> steps_of_channel;  // their steps
+  for (BoundingRingPhase& p : listed) {
+    if (p.next.size() != n || p.sent.size() != n || p.least.count() <= 0 || p.steps == 0) {
+      return {};
+    }
+    const auto at = std::find(channels.begin(), channels.end(), p.channel);
+    if (at == channels.end()) {
+      channels.push_back(p.channel);
+      steps_of_channel.push_back(p.steps);
+    } else if (at + 1 != channels.end()) {
+      return {};  // a channel's phases must be listed together
+    } else {
+      steps_of_channel.back() += p.steps;
+    }
+    if (!phases.empty() && phases.back().channel == p.channel && phases.back().next == p.next) {
+      BoundingRingPhase& last = phases.back();
+      last.steps += p.steps;
+      last.least = std::min(last.least, p.least);
+      for (std::size_t r = 0; r < n; ++r) last.sent[r] += p.sent[r];
+      continue;
+    }
+    phases.push_back(std::move(p));
+  }
+  std::uint64_t transfers = 0;
+  for (const std::uint64_t steps : steps_of_channel) {
+    if (steps != program.steps()) return {};
+    transfers += steps * n;
   }
   if (transfers != program.transfer_count()) return {};
   return phases;
@@ -188,43 +235,50 @@ Time progress_bound(const net::Simulator& sim, std::span<const LinkLoad> loads, 
 }
 
 // The bound's pass (`evaluate_group` with `bound_only`: every flow alone, no admission) on a
-// uniform ring of one phase per channel: K steps in which rank r sends the piece to next[r] and
-// receives it from its predecessor q. Write d_r = latency_r + drain(piece, slowest link of r's
-// route) and a(r, k) for the arrival of r's send of step k. The pass opens r's gate of step k at
-// the latest receive of the steps before (`received_before`, and `received_at` when r has not yet
-// received in step k) and, when ranks wait for their own sends, at no earlier than r's send of
-// step k-1 (`sent`); every arrival is its opening plus d_r, so arrivals grow with the step, and
-// the latest receive before step k is a(q, k-1) (0 for k = 0). So:
-// - waiting for their own sends, a(r, k) = max(a(r, k-1), a(q, k-1)) + d_r: by induction every
-//   a(x, k) <= (k + 1)·D with D = max_r d_r, and a rank with d_r = D reaches it (each step adds
-//   d_r to at least its own previous arrival): the channel ends at K·D (as `evaluate_rings`);
-// - forwarding on arrival, a(r, k) = a(q, k-1) + d_r = the sum of d over r and its k nearest
-//   predecessors: the channel ends at the largest sum of K consecutive d's going backwards around
-//   a cycle of the successor map (of m ranks, total C: floor(K / m)·C plus the largest sum of
-//   K mod m consecutive ones).
-// Integer picoseconds throughout, so these are the pass's sums exactly, when they stay below the
-// horizon (checked; otherwise the pass runs and reports it). The pass's other results follow:
-// every route stays the sender's for the channel's steps, so each of its links gets the sender's
-// K pieces (an integer below 2^53: exact as a double, in any order), the opening of its first
-// flow (0) and its route latency, as `add_pending` adds them; two events per transfer (pieces are
-// not empty). The group ends at its latest channel.
+// ring (`bounding_phases`): per channel, phases q of K_q steps in which rank r sends a piece to
+// next_q[r] and receives one from its predecessor there. Write d_r(k) = latency + drain(piece of
+// r's send of step k, slowest link of r's route), d_qr for that with phase q's least piece (every
+// piece of a uniform ring: a drain never shrinks with the piece), and a(r, k) for the arrival of
+// r's send of step k. The pass opens r's gate of step k at the latest receive of the steps
+// before (`received_before`, and `received_at` when r has not yet received in step k) and, when
+// ranks wait for their own sends, at no earlier than r's send of step k-1 (`sent`); the arrival
+// is the opening plus d_r(k). So the gate opens no earlier than a(p, k-1), p the rank r
+// received from in step k-1 (0 for k = 0), and, waiting for own sends, a(r, k-1):
+// - waiting for their own sends, a(r, k) >= a(r, k-1) + d_r(k): rank r's last arrival is at
+//   least sum_q K_q·d_qr, and its gate of phase q's first step opens no earlier than the sum over
+//   the phases before. One phase of equal pieces ends at exactly K·D, D = max_r d_r: a rank with
+//   d_r = D reaches it, and a(x, k) = max(a(x, k-1), a(p, k-1)) + d_x <= (k + 1)·D by induction
+//   (arrivals grow with the step, so the gate opens at the later of the two; `evaluate_rings`);
+// - forwarding on arrival, a(r, k) >= a(p, k-1) + d_r(k): unrolled back to step 0, the sum of
+//   d(k) along a chain that walks each phase's successor map backwards for its K_q steps, that
+//   is, K_q consecutive d_q's going backwards around a cycle of the map (of m ranks, total C:
+//   floor(K_q / m)·C plus K_q mod m consecutive ones). So the channel's last arrival is at least
+//   the largest such sum of its last phase plus the smallest such sums of the phases before,
+//   and a phase's first gates open no earlier than those smallest sums before it. One phase of
+//   equal pieces is exactly the largest sum (a(r, k) = a(p, k-1) + d_r: arrivals grow with the
+//   step).
+// So the derivation is the pass's for one phase per channel of equal pieces (a uniform flat or
+// channel ring; the tests compare) and at most the pass's otherwise, which is what `lower_bound`
+// needs (the pass is below the event simulation). Integer picoseconds throughout, so the sums
+// are exact when they stay below the horizon (checked; otherwise the pass runs and reports it).
+// The pass's other results follow: a route stays the sender's for the phase's steps, so each of
+// its links gets the sender's pieces of the phase, sent[r] bytes (an integer below 2^53: exact
+// as a double, in any order), no earlier an opening than the phase's first gate's (the pass's
+// first flow over the link opens no earlier; exactly 0 with one phase per channel) and its route
+// latency, as `add_pending` adds them; two events per transfer (pieces are not empty). The group
+// ends at its latest channel.
 bool UncontendedEvaluator::bound_ring(topo::Router& router, const GroupProgram& group,
                                       std::uint64_t salt, UncontendedRun& run) {
   const Program& program = *group.program;
   const std::size_t n = group.group.size();
-  const std::vector<UniformRingPhase> phases = one_phase_per_channel(program, n);
+  const std::vector<BoundingRingPhase> phases = bounding_phases(program, n);
   if (phases.empty()) return false;
   const bool own = program.waits_for_own_sends();
   const auto all = topology_->links();
   const std::int64_t horizon = net::kHorizon.ps();
   routes_.clear();
-  std::vector<std::size_t> route_of(phases.size());  // where each phase's senders start in ring_
-  ring_.clear();
-  Time end;
-  std::vector<bool> seen;
-  for (std::size_t c = 0; c < phases.size(); ++c) {
-    const UniformRingPhase& phase = phases[c];
-    route_of[c] = ring_.size();
+  ring_.clear();  // phase q's senders at q·n
+  for (const BoundingRingPhase& phase : phases) {
     for (std::size_t r = 0; r < n; ++r) {
       const topo::DeviceId src = group.group[r];
       const topo::DeviceId dst = group.group[phase.next[r]];
@@ -238,7 +292,7 @@ bool UncontendedEvaluator::bound_ring(topo::Router& router, const GroupProgram& 
         rate = std::min(rate, bandwidth);
         latency += all[link].latency;
       }
-      const Time drain = net::drain_time(phase.piece, Bandwidth::bytes_per_second(rate));
+      const Time drain = net::drain_time(phase.least, Bandwidth::bytes_per_second(rate));
       if (latency.ps() >= horizon || drain.ps() >= horizon - latency.ps()) {
         return false;
       }
@@ -246,53 +300,76 @@ bool UncontendedEvaluator::bound_ring(topo::Router& router, const GroupProgram& 
                        static_cast<std::uint32_t>(route_.size()), latency, latency + drain});
       routes_.insert(routes_.end(), route_.begin(), route_.end());
     }
-    const std::int64_t k = phase.steps;
-    const RingSender* senders = ring_.data() + route_of[c];
+  }
+  // Each channel's phases [first, last]; `opens[q·n + r]`: no later than r's first gate of q.
+  std::vector<std::int64_t> opens(phases.size() * n, 0);
+  std::vector<std::int64_t> sums;  // per rank, own sends: its d's so far
+  std::vector<bool> seen;
+  std::vector<std::int64_t> cycle;  // d along a cycle, in successor order
+  Time end;
+  for (std::size_t first = 0; first < phases.size();) {
+    std::size_t last = first;
+    while (last + 1 < phases.size() && phases[last + 1].channel == phases[first].channel) ++last;
     std::int64_t channel_end = 0;
     if (own) {
-      std::int64_t top = 0;
-      for (std::size_t r = 0; r < n; ++r) top = std::max(top, senders[r].step.ps());
-      if (top > 0 && k > (horizon - 1) / top) return false;
-      channel_end = k * top;
-    } else {
-      // Each cycle of the successor map, backwards from each rank.
-      seen.assign(n, false);
-      std::vector<std::int64_t> cycle;  // d along the cycle, in successor order
-      for (std::size_t start = 0; start < n; ++start) {
-        if (seen[start]) continue;
-        cycle.clear();
-        for (std::size_t r = start; !seen[r]; r = phase.next[r]) {
-          seen[r] = true;
-          cycle.push_back(senders[r].step.ps());
+      sums.assign(n, 0);
+      for (std::size_t q = first; q <= last; ++q) {
+        const std::int64_t k = phases[q].steps;
+        for (std::size_t r = 0; r < n; ++r) {
+          const std::int64_t d = ring_[q * n + r].step.ps();
+          opens[q * n + r] = sums[r];
+          if (d > 0 && k > (horizon - 1 - sums[r]) / d) return false;
+          sums[r] += k * d;
         }
-        const std::optional<std::int64_t> last = largest_cyclic_sum(cycle, k);
-        if (!last) return false;
-        channel_end = std::max(channel_end, *last);
       }
+      channel_end = *std::max_element(sums.begin(), sums.end());
+    } else {
+      std::int64_t before = 0;  // the smallest sums of the phases so far
+      for (std::size_t q = first; q <= last; ++q) {
+        const bool largest = q == last;
+        std::optional<std::int64_t> extreme;
+        seen.assign(n, false);
+        for (std::size_t start = 0; start < n; ++start) {
+          if (seen[start]) continue;
+          cycle.clear();
+          for (std::size_t r = start; !seen[r]; r = phases[q].next[r]) {
+            seen[r] = true;
+            cycle.push_back(ring_[q * n + r].step.ps());
+          }
+          const std::optional<std::int64_t> sum = cyclic_sum(cycle, phases[q].steps, largest);
+          if (!sum) return false;
+          extreme = !extreme ? *sum : largest ? std::max(*extreme, *sum) : std::min(*extreme, *sum);
+        }
+        std::fill_n(opens.begin() + static_cast<std::ptrdiff_t>(q * n), n, before);
+        if (*extreme > horizon - 1 - before) return false;
+        before += *extreme;
+      }
+      channel_end = before;
     }
     end = std::max(end, Time::picoseconds(channel_end));
+    first = last + 1;
   }
   // The link sums, as `add_pending` adds them.
-  for (std::size_t c = 0; c < phases.size(); ++c) {
-    const double bytes =
-        static_cast<double>(phases[c].steps) * static_cast<double>(phases[c].piece.count());
+  for (std::size_t q = 0; q < phases.size(); ++q) {
     for (std::size_t r = 0; r < n; ++r) {
-      const RingSender& sender = ring_[route_of[c] + r];
+      const auto bytes = static_cast<double>(phases[q].sent[r]);
+      const Time open = Time::picoseconds(opens[q * n + r]);
+      const RingSender& sender = ring_[q * n + r];
       for (std::uint32_t h = sender.route_at; h < sender.route_at + sender.hops; ++h) {
         LinkState& state = links_[routes_[h]];
         if (state.busy_until < Time::zero()) {
           used_.push_back(routes_[h]);
           state.busy_until = Time::zero();
-          state.first_open = Time::zero();
+          state.first_open = open;
           state.min_latency = sender.latency;
         }
-        state.first_open = std::min(state.first_open, Time::zero());
+        state.first_open = std::min(state.first_open, open);
         state.min_latency = std::min(state.min_latency, sender.latency);
         state.bytes += bytes;
       }
     }
   }
-  run.events += 2 * program.transfer_count();  // one_phase_per_channel checked they match
+  run.events += 2 * program.transfer_count();  // bounding_phases checked they match
   run.durations.push_back(end);
   ++derived_bounds_;
   return true;
@@ -498,7 +575,7 @@ std::optional<Time> forwarding_end(std::span<const UniformRingPhase* const> phas
     // The last arrival: the largest sum of k consecutive d's going backwards (`bound_ring`).
     steps.clear();
     for (const std::size_t r : cycle) steps.push_back(d[r].ps());
-    const std::optional<std::int64_t> last = largest_cyclic_sum(steps, k);
+    const std::optional<std::int64_t> last = cyclic_sum(steps, k, true);
     if (!last) return std::nullopt;
     end = std::max(end, *last);
     // Admission: rank r's send of step s + 1 opens d(prev^(s+1)(r)) after its send of step s,

@@ -22,9 +22,12 @@
 // O(phases · ranks · route hops): rings whose ranks wait for their own sends, and rings that
 // forward on arrival (NCCL's) of one phase per channel in which no rank's send starts before its
 // previous one drained (O(ranks) more for that check): see `evaluate_rings` for
-// the conditions and the proof that the answer is the pass's. The bound's pass over a uniform ring
-// of one phase per channel, whether ranks wait for their own sends or forward on arrival, is
-// derived too (`bound_ring`), in O(channels · ranks · route hops).
+// the conditions and the proof that the answer is the pass's. The bound's pass over a ring,
+// whether ranks wait for their own sends or forward on arrival, is derived too (`bound_ring`),
+// in O(phases · ranks · route hops): exactly for a uniform ring of one phase per channel; from
+// each phase's least piece for a buffer that does not split evenly (`Program::bounding_ring`)
+// and phase by phase for a hierarchical ring, at most the pass's arrivals (the same link sums
+// and events).
 
 #include <array>
 #include <cstdint>
@@ -80,6 +83,14 @@ struct LinkLoad {
 [[nodiscard]] std::vector<UniformRingPhase> one_phase_per_channel(const Program& program,
                                                                   std::size_t n);
 
+/// `program` over `n` >= 2 ranks as ring phases for the event-free bound:
+/// `Program::bounding_ring`, else `Program::uniform_ring` (each rank sending steps · piece),
+/// with a channel's consecutive phases of the same successors merged into one (a flat ring's
+/// reduce-scatter and all-gather); empty when it is neither, a phase is malformed (successors or
+/// sums not for every rank, an empty least piece, no steps), a channel's phases are not listed
+/// together or do not cover the program's steps, or the phases do not cover its transfers.
+[[nodiscard]] std::vector<BoundingRingPhase> bounding_phases(const Program& program, std::size_t n);
+
 /// A lower bound of the last delivery of a simulation on `sim` whose flows all started at or
 /// after time zero and put `loads` over their links (`UncontendedEvaluator::lower_bound` of the
 /// same groups and salt), from its state at `sim.now()` (link statistics as `run_within`
@@ -108,11 +119,12 @@ class UncontendedEvaluator {
   /// A lower bound of the event simulation's slowest group for `groups` started together at
   /// time zero, whether or not their flows contend, in O(transfers + route hops): the larger of
   /// (a) every group's last arrival in the transfer-by-transfer pass with every flow alone on
-  /// its links (no admission check), and (b) over every link, the earliest opening of a flow
-  /// over it in that pass, plus the bytes all groups' flows drain across it over its bandwidth,
-  /// plus the shortest route latency among them; each less a margin for rounding (see the
-  /// definition for the proof). nullopt when a route has a link without bandwidth. With
-  /// `loads`, also each link's load, by increasing link id (for `progress_bound`).
+  /// its links (no admission check; for a ring derived from its least piece, at most that), and (b)
+  /// over every link, the earliest opening of a flow over it in that pass, plus the bytes all
+  /// groups' flows drain across it over its bandwidth, plus the shortest route latency among them;
+  /// each less a margin for rounding (see the definition for the proof). nullopt when a route has a
+  /// link without bandwidth. With `loads`, also each link's load, by increasing link id (for
+  /// `progress_bound`).
   [[nodiscard]] std::optional<RunBound> lower_bound(topo::Router& router,
                                                     std::span<const GroupProgram> groups,
                                                     std::uint64_t salt,
@@ -173,10 +185,12 @@ class UncontendedEvaluator {
   // links (no admission check: link bytes are summed, nothing else).
   bool evaluate_group(topo::Router& router, const GroupProgram& group, std::uint64_t salt,
                       UncontendedRun& run, bool bound_only = false);
-  // `lower_bound`'s pass over one group that is a uniform ring of one phase per channel,
-  // derived in O(channels · ranks · route hops): the same arrivals, link sums and events (see
-  // the definition). False: not such a ring, or a condition of the derivation fails (a route
-  // with a link without bandwidth among them); nothing was changed, and the pass answers.
+  // `lower_bound`'s pass over one group that is a ring (`bounding_phases`), derived in
+  // O(phases · ranks · route hops): the same link sums and events, the same arrivals for one
+  // phase per channel of equal pieces, and at most the pass's arrivals and link openings
+  // otherwise (see the definition). False: not such a ring, or a condition of the derivation
+  // fails (a route with a link without bandwidth among them); nothing was changed, and the pass
+  // answers.
   bool bound_ring(topo::Router& router, const GroupProgram& group, std::uint64_t salt,
                   UncontendedRun& run);
   // The run of groups that are all uniform rings, derived; nullopt when a condition of the

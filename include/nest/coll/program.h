@@ -46,6 +46,19 @@ struct UniformRingPhase {
   std::vector<std::uint32_t> next;  ///< next[r]: where rank r sends (a permutation, no r -> r)
 };
 
+/// One phase of a ring-family program as the event-free bound sees it
+/// (`Program::bounding_ring`): `steps` consecutive steps of one channel in which every rank r
+/// sends one piece to `next[r]`, waiting for what it received in the step before (and, when the
+/// program `waits_for_own_sends`, for its own send); the pieces may differ: `least` is the
+/// smallest of them and `sent[r]` the bytes rank r sends over the phase's steps.
+struct BoundingRingPhase {
+  std::uint16_t channel = 0;
+  std::uint32_t steps = 0;
+  Bytes least;                      ///< > 0, the smallest piece of the phase
+  std::vector<std::uint32_t> next;  ///< next[r]: where rank r sends (a permutation, no r -> r)
+  std::vector<std::int64_t> sent;   ///< sent[r]: the sum of rank r's pieces
+};
+
 /// Names a gate of a program.
 using GateId = std::uint64_t;
 /// Names a transfer of a program.
@@ -102,6 +115,12 @@ class Program {
   /// event-simulated from it without the max-min machinery (coll/private_rings.h).
   /// O(phases · ranks).
   [[nodiscard]] virtual std::vector<UniformRingPhase> uniform_ring() const { return {}; }
+  /// The program as rings whose pieces may differ (a buffer that does not split evenly), when
+  /// it is one: as `uniform_ring` (phases listed per channel in step order, covering its steps),
+  /// each phase with its least piece and what each rank sends in it. Empty otherwise (the
+  /// default; the event-free bound of coll/uncontended.h then takes `uniform_ring`'s phases).
+  /// O(phases · ranks).
+  [[nodiscard]] virtual std::vector<BoundingRingPhase> bounding_ring() const { return {}; }
   /// Every distinct (src, dst, channel) of the transfers, in order of first use in
   /// `for_each_transfer`, when the program lists them without visiting its transfers (rings:
   /// O(phases · ranks) instead of O(steps · ranks)); nullopt otherwise (the default), and the

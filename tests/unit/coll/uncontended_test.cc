@@ -835,8 +835,18 @@ TEST(Uncontended, LowerBoundTakesTheFirstOpeningOfARoutesFlows) {
 
 // Uniform rings of one phase per channel (flat rings and NCCL's channel rings, waiting for their
 // own sends or forwarding on arrival; one and three concurrent groups sharing uplinks), their
-// bound derived from their ranks: the transfer-by-transfer pass's bound and events, to the
-// picosecond. Hierarchical rings (several phases per channel) are left to the pass.
+// bound derived from their ranks: the transfer-by-transfer pass's bound, events and link loads,
+// to the picosecond and the byte. Hierarchical rings (several phases per channel) are derived
+// phase by phase: the same events and link loads, a bound no higher than the pass's.
+void expect_same_loads(std::span<const detail::LinkLoad> a, std::span<const detail::LinkLoad> b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].link, b[i].link);
+    EXPECT_EQ(a[i].bytes, b[i].bytes);
+    EXPECT_EQ(a[i].min_latency, b[i].min_latency);
+  }
+}
+
 TEST(Uncontended, DerivedRingBoundsEqualThePass) {
   struct Case {
     std::string name;
@@ -882,18 +892,24 @@ TEST(Uncontended, DerivedRingBoundsEqualThePass) {
                   topo::Router router_b(c.topology, 5);
                   detail::UncontendedEvaluator fast(c.topology, true);
                   detail::UncontendedEvaluator pass(c.topology, false);
-                  const auto x = fast.lower_bound(router_a, parts, 5);
-                  const auto y = pass.lower_bound(router_b, parts, 5);
+                  std::vector<detail::LinkLoad> loads_a;
+                  std::vector<detail::LinkLoad> loads_b;
+                  const auto x = fast.lower_bound(router_a, parts, 5, &loads_a);
+                  const auto y = pass.lower_bound(router_b, parts, 5, &loads_b);
                   ASSERT_TRUE(x.has_value());
                   ASSERT_TRUE(y.has_value());
-                  EXPECT_EQ(x->slowest, y->slowest);
-                  EXPECT_EQ(x->events, y->events);
-                  EXPECT_EQ(pass.derived_bounds(), 0U);
                   if (a == Algorithm::kHierarchical) {
-                    EXPECT_EQ(fast.derived_bounds(), 0U);
+                    EXPECT_LE(x->slowest, y->slowest);
+                  } else {
+                    EXPECT_EQ(x->slowest, y->slowest);
+                  }
+                  EXPECT_EQ(x->events, y->events);
+                  expect_same_loads(loads_a, loads_b);
+                  EXPECT_EQ(pass.derived_bounds(), 0U);
+                  EXPECT_EQ(fast.derived_bounds(), static_cast<std::uint64_t>(count));
+                  if (a == Algorithm::kHierarchical) {
                     ++passed;
                   } else {
-                    EXPECT_EQ(fast.derived_bounds(), static_cast<std::uint64_t>(count));
                     ++derived;
                   }
                 }
@@ -941,6 +957,128 @@ TEST(Uncontended, DerivedRingBoundByHand) {
     EXPECT_EQ(bound->events, 48U);
     detail::UncontendedEvaluator pass(t, false);
     EXPECT_EQ(pass.lower_bound(router, parts, 0)->slowest, bound->slowest);
+  }
+}
+
+// Rings whose buffer does not split evenly (pieces one byte apart): the bound is derived from
+// each phase's least piece, so it is at most the pass's and short of it by no more than K steps
+// of one byte's drain over the slowest link (K: the ring's steps; + 1 ps of rounding per step),
+// with the pass's events and link loads to the byte. Hierarchical rings of unequal pieces are
+// left to the pass.
+TEST(Uncontended, DerivedBoundsOfUnevenRingsStayWithinAByteADrainOfThePass) {
+  struct Case {
+    std::string name;
+    topo::Topology topology;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"rail 4x4", rail(4)});
+  cases.push_back({"fat-tree k=4 2:1", fat_tree(4, 2)});
+  cases.push_back({"torus 4x2", torus({4, 2})});
+  int derived = 0;
+  for (const Case& c : cases) {
+    const int devices = static_cast<int>(c.topology.num_devices());
+    double slowest_rate = std::numeric_limits<double>::infinity();
+    for (const topo::Link& link : c.topology.links()) {
+      slowest_rate = std::min(slowest_rate, link.bandwidth.bytes_per_s());
+    }
+    const auto byte_drain = static_cast<std::int64_t>(std::ceil(1e12 / slowest_rate)) + 1;
+    for (Operation op : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather}) {
+      for (Algorithm a : {Algorithm::kRing, Algorithm::kHierarchical}) {
+        for (int n : {4, 8}) {
+          for (int channels : {1, 4}) {
+            for (bool forward : {false, true}) {
+              for (int chunks : {1, 3}) {
+                if (a == Algorithm::kHierarchical && channels > 1) continue;
+                CollectiveSpec spec{
+                    op, a, Bytes(std::int64_t{n} * chunks * channels * 4096 + 2 * n + 1), chunks};
+                spec.channels = channels;
+                spec.forward_on_arrival = forward;
+                if (a == Algorithm::kHierarchical) spec.levels = {2, n / 2};
+                const auto program = ring_program(spec, n);
+                ASSERT_TRUE(program->uniform_ring().empty());
+                for (int count : {1, 3}) {
+                  if (count * n > devices) continue;
+                  const Groups groups = strided_groups(count, n, devices);
+                  SCOPED_TRACE(c.name + " " + std::string(operation_name(op)) + " " +
+                               std::string(algorithm_name(a)) + " n=" + std::to_string(n) +
+                               " channels=" + std::to_string(channels) + " forward=" +
+                               std::to_string(forward) + " chunks=" + std::to_string(chunks) +
+                               " groups=" + std::to_string(count));
+                  std::vector<detail::GroupProgram> parts;
+                  for (const auto& g : groups) parts.push_back({program.get(), g});
+                  topo::Router router_a(c.topology, 5);
+                  topo::Router router_b(c.topology, 5);
+                  detail::UncontendedEvaluator fast(c.topology, true);
+                  detail::UncontendedEvaluator pass(c.topology, false);
+                  std::vector<detail::LinkLoad> loads_a;
+                  std::vector<detail::LinkLoad> loads_b;
+                  const auto x = fast.lower_bound(router_a, parts, 5, &loads_a);
+                  const auto y = pass.lower_bound(router_b, parts, 5, &loads_b);
+                  ASSERT_TRUE(x.has_value());
+                  ASSERT_TRUE(y.has_value());
+                  EXPECT_EQ(x->events, y->events);
+                  expect_same_loads(loads_a, loads_b);
+                  if (a == Algorithm::kHierarchical) {
+                    EXPECT_EQ(fast.derived_bounds(), 0U);
+                    EXPECT_EQ(x->slowest, y->slowest);
+                    continue;
+                  }
+                  EXPECT_EQ(fast.derived_bounds(), static_cast<std::uint64_t>(count));
+                  EXPECT_LE(x->slowest, y->slowest);
+                  EXPECT_LE(y->slowest.ps() - x->slowest.ps(),
+                            static_cast<std::int64_t>(program->steps()) * byte_drain);
+                  ++derived;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(derived, 100);
+}
+
+// By hand, `DerivedRingBoundByHand`'s ring with 4,000,002 bytes: chunks 0 and 1 of 1,000,001
+// bytes, 2 and 3 of 1,000,000. The least piece, 1 MB, drains in 500 us, so the derivation is the
+// even ring's: 6 · 507 us waiting for own sends, 3 ms + 32 us forwarding. The busiest uplink,
+// rank 0's (every chunk but 0, then every chunk but 1: 6,000,002 bytes, 3 ms + 1 ns, plus 7 us
+// of route), stays below. Its uplink's bytes are the pass's; the pass itself drains some pieces
+// one byte longer (500 ps at 2 GB/s), at most 6 steps' worth more.
+TEST(Uncontended, DerivedUnevenRingBoundByHand) {
+  topo::Topology t("star", topo::Family::kExplicit);
+  for (int i = 0; i < 4; ++i) t.add_device("d" + std::to_string(i));
+  const auto sw = t.add_switch("s", 1);
+  for (topo::DeviceId d = 0; d < 4; ++d) {
+    t.add_link(d, sw, Bandwidth::bytes_per_second(2e9), Time::microseconds(1 + d));
+  }
+  for (bool forward : {true, false}) {
+    SCOPED_TRACE(forward);
+    CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(4'000'002)};
+    spec.forward_on_arrival = forward;
+    const auto program = ring_program(spec, 4);
+    ASSERT_TRUE(program->uniform_ring().empty());
+    const std::vector<topo::DeviceId> group{0, 1, 2, 3};
+    const std::vector<detail::GroupProgram> parts{{program.get(), group}};
+    topo::Router router(t, 0);
+    detail::UncontendedEvaluator fast(t, true);
+    std::vector<detail::LinkLoad> loads;
+    const auto bound = fast.lower_bound(router, parts, 0, &loads);
+    ASSERT_TRUE(bound.has_value());
+    EXPECT_EQ(fast.derived_bounds(), 1U);
+    const std::int64_t end = forward ? std::int64_t{3'032'000'000} : 6 * std::int64_t{507'000'000};
+    EXPECT_EQ(bound->slowest.ps(),
+              static_cast<std::int64_t>(static_cast<double>(end - 4 * 24) * (1 - 1e-6)));
+    EXPECT_EQ(bound->events, 48U);
+    const topo::LinkId uplink = *t.find_link(0, sw);
+    const auto load = std::find_if(loads.begin(), loads.end(),
+                                   [&](const detail::LinkLoad& l) { return l.link == uplink; });
+    ASSERT_NE(load, loads.end());
+    EXPECT_EQ(load->bytes, 6'000'002.0);
+    detail::UncontendedEvaluator pass(t, false);
+    const auto exact = pass.lower_bound(router, parts, 0);
+    EXPECT_GE(exact->slowest, bound->slowest);
+    EXPECT_LE(exact->slowest.ps() - bound->slowest.ps(), 6 * 501);
   }
 }
 
