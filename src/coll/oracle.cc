@@ -894,6 +894,38 @@ Time CollectiveOracle::fastest_lower_bound(const CollectiveSpec& spec,
   return least.value_or(Time::zero());
 }
 
+bool CollectiveOracle::parts_apart(const CollectiveSpec& spec,
+                                   std::span<const std::vector<topo::DeviceId>> groups,
+                                   std::size_t per_part, bool every_candidate) {
+  Impl& m = *impl_;
+  if (per_part == 0) throw Error::internal("oracle: parts of no group");
+  if (groups.size() <= per_part || Impl::trivial(spec, groups)) return true;
+  std::vector<CollectiveSpec> specs{spec};
+  if (every_candidate) {
+    specs.clear();
+    std::vector<Algorithm> seen;
+    for (std::size_t first = 0; first < groups.size(); first += per_part) {
+      for (const Algorithm a : tuner_candidates(m.network, spec.op, spec.size, groups[first])) {
+        if (std::find(seen.begin(), seen.end(), a) != seen.end()) continue;
+        seen.push_back(a);
+        specs.push_back(tuner_candidate(spec, a));
+      }
+    }
+  }
+  for (const CollectiveSpec& s : specs) {
+    std::vector<Part> parts = m.make_parts(s, groups);
+    Engine& e = *m.engine_of(s).first;
+    for (const auto& set : m.link_components(parts, e)) {
+      const std::size_t part = set.front() / per_part;
+      if (std::any_of(set.begin(), set.end(),
+                      [&](std::size_t i) { return i / per_part != part; })) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 OracleChoice CollectiveOracle::priced(const CollectiveSpec& spec,
                                       std::span<const std::vector<topo::DeviceId>> groups) {
   return chosen(spec, groups, collective(spec, groups));

@@ -252,6 +252,10 @@ class ApproximateCommCost final : public ForwardingCommCost {
                        const GroupLayout& /*like*/) override {
     return collective(op, size, at);
   }
+  // The walk's joint syncs are its own approximation (`collective_like`), priced in every case.
+  bool groups_apart(workload::CollectiveOp, Bytes, const GroupLayout&, int) override {
+    return false;
+  }
 
  private:
   static constexpr Bytes kLow{std::int64_t{64} << 20};

@@ -541,6 +541,49 @@ Time OracleCommCost::collective_like_bound(workload::CollectiveOp op, Bytes size
   return bound;
 }
 
+bool OracleCommCost::groups_apart(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
+                                  int per_part) {
+  if (options_.interpolate_sizes || per_part <= 0) return false;
+  if (layout.group_size() <= 1 || size.count() <= 0 || layout.group_count() <= per_part) {
+    return true;
+  }
+  GroupLayout parts;
+  parts.base = static_cast<topo::DeviceId>(per_part);
+  const PairKey key{static_cast<int>(op), size.count(), layout, parts};
+  if (const auto it = apart_.find(key); it != apart_.end()) return it->second;
+  check_range(layout, topology_);
+  const auto groups = layout.expand();
+  const auto n = static_cast<std::size_t>(per_part);
+  const coll::CollectiveSpec spec = spec_of(op, size);
+  bool apart = true;
+  try {
+    // Fixed algorithms (the options', or the default of an uncalibrated network, per part's
+    // groups, as `exact_collective` fixes them for `like`), else every tuner candidate.
+    std::vector<coll::Algorithm> fixed;
+    bool tuned = false;
+    for (std::size_t first = 0; first < groups.size(); first += n) {
+      const auto a =
+          fixed_algorithm(op, std::span(groups).subspan(first, std::min(n, groups.size() - first)));
+      if (!a) {
+        tuned = true;
+      } else if (std::find(fixed.begin(), fixed.end(), *a) == fixed.end()) {
+        fixed.push_back(*a);
+      }
+    }
+    if (tuned) apart = oracle_.parts_apart(spec, groups, n, true);
+    for (std::size_t i = 0; i < fixed.size() && apart; ++i) {
+      coll::CollectiveSpec s = spec;
+      s.algorithm = fixed[i];
+      apart = oracle_.parts_apart(s, groups, n);
+    }
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kInput) throw;
+    apart = false;  // priced as before, which reports it
+  }
+  apart_.emplace(key, apart);
+  return apart;
+}
+
 std::optional<GroupChoice> OracleCommCost::choice(workload::CollectiveOp op, Bytes size,
                                                   const GroupLayout& layout) const {
   const auto it = choices_.find(ChoiceKey{static_cast<int>(op), size.count(), layout});

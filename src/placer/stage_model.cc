@@ -343,6 +343,15 @@ double joint_sync_factor(int zero_stage, const DeviceMap& map, int first, int la
                          PricedNetwork& net) {
   if (map.data_parallel <= 1 || first >= last) return 1;
   const CollectiveOp op = sync_operation(zero_stage);
+  // When no stage's groups can share a link with another stage's, whatever each runs, the run
+  // together is each stage's alone: nothing to price. Asked of the whole pipeline, so that
+  // every run of its stages shares the answer.
+  const GroupLayout pipeline{
+      .base = map.device(map.stages - 1, 0, 0),
+      .member = {map.data_parallel, map.replica_stride},
+      .groups = {
+          {{map.devices_per_replica, map.shard_stride}, {map.stages, map.stage_stride}, {1, 0}}}};
+  if (net.groups_apart(op, kJointSyncReference, pipeline, map.devices_per_replica)) return 1;
   // Stage `last` has the smallest device ids (stages are laid out from the pipeline's end).
   const GroupLayout all{.base = map.device(last, 0, 0),
                         .member = {map.data_parallel, map.replica_stride},

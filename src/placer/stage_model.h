@@ -37,6 +37,11 @@ class PricedNetwork {
   /// `CommCost::collective_like`, memoized like the others.
   Time collective_like(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
                        const GroupLayout& like);
+  /// `CommCost::groups_apart` (the network memoizes it).
+  [[nodiscard]] bool groups_apart(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
+                                  int per_part) {
+    return comm_.groups_apart(op, size, layout, per_part);
+  }
   /// Time of a ZeRO-3 weight all-gather of `size` on `layout` (`CommCost::gather_point`), a
   /// point of the line the cost model draws through 256 MiB and 1 GiB (see cost_model.h).
   Time gather(Bytes size, const GroupLayout& layout);
@@ -155,8 +160,11 @@ Time sync_time(std::int64_t parameter_bytes, int zero_stage, const DeviceMap& ma
 /// The contention of the data-parallel syncs of stages [first, last] run together: the time of
 /// the sync of `kJointSyncReference` bytes on the union of their groups (one multi-group query:
 /// the oracle simulates link-disjoint groups apart) over the largest of the same sync on each
-/// stage's groups alone. Exactly 1 when no stage's groups share a link with another's (then the
-/// union is those simulations side by side); >= 1 always (clamped). first <= last.
+/// stage's groups alone. Exactly 1, and nothing priced, when no stage's groups of the whole
+/// pipeline can share a link with another stage's whatever algorithm they run
+/// (`CommCost::groups_apart`: routing only): the union is then each stage's groups on their own
+/// links, as the replay runs them, each with its own algorithm. >= 1 always (clamped).
+/// first <= last.
 double joint_sync_factor(int zero_stage, const DeviceMap& map, int first, int last,
                          PricedNetwork& net);
 

@@ -165,6 +165,17 @@ class CollectiveOracle {
   [[nodiscard]] Time fastest_lower_bound(const CollectiveSpec& spec,
                                          std::span<const std::vector<topo::DeviceId>> groups);
 
+  /// Whether no link carries flows of groups of two different parts when every group of
+  /// `groups` runs `spec` at once, group g being in part g / `per_part` (> 0): the oracle would
+  /// then simulate each part's groups apart from the others'. With `every_candidate`, for each
+  /// algorithm the tuner may choose for any part (`tuner_candidates` on the part's first group,
+  /// run as `fastest` runs it) instead of `spec`'s. Routing only (the link-connected sets of
+  /// `collective`), no simulation. Throws as `collective` does for groups a spec cannot run or
+  /// that overlap.
+  [[nodiscard]] bool parts_apart(const CollectiveSpec& spec,
+                                 std::span<const std::vector<topo::DeviceId>> groups,
+                                 std::size_t per_part, bool every_candidate = false);
+
   /// True when a collective model calibrates the answers.
   [[nodiscard]] bool calibrated() const noexcept;
   /// True when this oracle prices `topology` (the same object) with `settings` and no event

@@ -94,6 +94,20 @@ class CommCost {
     return collective_bound(op, size, layout);
   }
 
+  /// True when no link can carry flows of two groups of `layout` in different parts (groups g
+  /// and h in the same part when g / `per_part` == h / `per_part`) running `op` of `size`, with
+  /// whatever algorithm `collective_like` may run them (the one chosen for any part's groups
+  /// alone): a joint sync of such parts is each part's alone (`detail::joint_sync_factor` then
+  /// prices nothing). Default: false (not known).
+  [[nodiscard]] virtual bool groups_apart(workload::CollectiveOp op, Bytes size,
+                                          const GroupLayout& layout, int per_part) {
+    (void)op;
+    (void)size;
+    (void)layout;
+    (void)per_part;
+    return false;
+  }
+
   /// True when no cost depends on which devices run (zero and flat networks): every placement
   /// order and every stage position then cost the same, and the search prices one of them.
   [[nodiscard]] virtual bool placement_independent() const noexcept = 0;
@@ -168,6 +182,10 @@ class ForwardingCommCost : public CommCost {
   Time collective_like(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
                        const GroupLayout& like) override {
     return inner_.collective_like(op, size, layout, like);
+  }
+  bool groups_apart(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
+                    int per_part) override {
+    return inner_.groups_apart(op, size, layout, per_part);
   }
   bool placement_independent() const noexcept override { return inner_.placement_independent(); }
   Time collective_bound(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {

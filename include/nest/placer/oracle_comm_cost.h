@@ -74,6 +74,12 @@ class OracleCommCost final : public CommCost {
   /// resolves them). Not recorded in `choices()`.
   Time collective_like(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
                        const GroupLayout& like) override;
+  /// Whether no link carries flows of two parts' groups for any algorithm `collective_like` may
+  /// run them with: each part's fixed algorithm, else every candidate of the tuner for each
+  /// part's first group (`CollectiveOracle::parts_apart`). Routing only; memoized. False with
+  /// `interpolate_sizes` (the choice is made at other sizes) and when a candidate refuses a group.
+  bool groups_apart(workload::CollectiveOp op, Bytes size, const GroupLayout& layout,
+                    int per_part) override;
   /// max(`collective_bound`, the oracle's event-free bound of what `collective_like` runs:
   /// `like`'s algorithm on every group of `layout`; `like` itself is priced exactly, as
   /// `collective_like` prices it). With `interpolate_sizes`, `collective_bound` only.
@@ -209,6 +215,8 @@ class OracleCommCost final : public CommCost {
   std::unordered_map<PairKey, Time, PairKeyHash> joint_;
   std::unordered_map<PairKey, Time, PairKeyHash> joint_bounds_;
   std::unordered_map<PairKey, Time, PairKeyHash> transfers_;
+  // `groups_apart`, by (op, size, layout) and parts of `per_part` groups (in `other.base`).
+  std::unordered_map<PairKey, bool, PairKeyHash> apart_;
 };
 
 /// The flat network that stands for `topology` in the topology-agnostic baseline: every device

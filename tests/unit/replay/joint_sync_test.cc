@@ -24,6 +24,7 @@
 #include "nest/replay/plan_replay.h"
 #include "nest/topo/generators.h"
 #include "nest/workload/layer_profile.h"
+#include "placer/stage_model.h"
 #include "unit/placer/printers.h"
 
 namespace nest::placer {
@@ -125,6 +126,46 @@ TEST(JointSync, RingsOnDisjointLinksKeepTheirPriceAloneExactly) {
     }
     // Each ring under its own leaf: 2·(1/2)·B at 100 GB/s.
     EXPECT_NEAR(joint.stages[0].data_parallel_sync.to_seconds(), 0.01, 1e-4);
+  }
+}
+
+// Whether the stages' groups can share a link is known by routing alone: under tp-dp-pp every
+// ring keeps to its own leaf, so the whole pipeline's groups are apart and the joint factor is 1
+// with nothing priced at the joint reference size (no stage's 256 MiB sync is asked); under
+// tp-pp-dp the rings cross the same two cables, so each stage's sync is priced at that size too.
+TEST(JointSync, StagesApartByRoutingPriceNoJointReference) {
+  const int stages = 4;
+  for (const bool apart : {true, false}) {
+    SCOPED_TRACE(apart);
+    const PlacementOrder order =
+        apart ? PlacementOrder::kTensorDataPipeline : PlacementOrder::kTensorPipelineData;
+    const topo::Topology topology = apart ? leaves(stages, 2) : leaves(2, stages);
+    OracleCommCost network(topology);
+    const DeviceMap map = DeviceMap::make(order, stages, 2, 1);
+    const GroupLayout pipeline{
+        .base = map.device(stages - 1, 0, 0),
+        .member = {2, map.replica_stride},
+        .groups = {{{1, map.shard_stride}, {stages, map.stage_stride}, {1, 0}}}};
+    EXPECT_EQ(network.groups_apart(workload::CollectiveOp::kAllReduce, detail::kJointSyncReference,
+                                   pipeline, 1),
+              apart);
+    // Parts of two stages each: under tp-pp-dp they still share the cables.
+    EXPECT_EQ(network.groups_apart(workload::CollectiveOp::kAllReduce, detail::kJointSyncReference,
+                                   pipeline, 2),
+              apart);
+    // One part holds every group: nothing to share with.
+    EXPECT_TRUE(network.groups_apart(workload::CollectiveOp::kAllReduce,
+                                     detail::kJointSyncReference, pipeline, stages));
+    const workload::LayerProfile profile = chain(stages);
+    (void)evaluate(profile, one_layer_per_stage(stages, order), network, options(2 * stages, true));
+    for (int p = 0; p < stages; ++p) {
+      EXPECT_EQ(network
+                    .choice(workload::CollectiveOp::kAllReduce, detail::kJointSyncReference,
+                            detail::sync_layout(map, p))
+                    .has_value(),
+                !apart)
+          << p;
+    }
   }
 }
 
