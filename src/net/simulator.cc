@@ -413,12 +413,15 @@ struct Simulator::Impl {
   void record_link_series(topo::LinkId link);
   void compact_queue();
   [[nodiscard]] bool is_stale(const QueuedEvent& event) const noexcept;
-  void prefetch_target(const QueuedEvent& event) const noexcept {
-    if (event.kind == kUserEvent) {
-      __builtin_prefetch(&actions[event.target]);
+  void prefetch_target(std::uint32_t target, std::uint8_t kind) const noexcept {
+    if (kind == kUserEvent) {
+      __builtin_prefetch(&actions[target]);
     } else {
-      __builtin_prefetch(&flows[event.target]);
+      __builtin_prefetch(&flows[target]);
     }
+  }
+  void prefetch_target(const QueuedEvent& event) const noexcept {
+    prefetch_target(event.target, event.kind);
   }
   void publish_stats();
   void reset();
@@ -439,10 +442,16 @@ void Simulator::Impl::run_events(Time until, std::uint64_t max_events) {
     if (queue.empty() || queue.next_time() > until || events >= max_events) break;
     now = queue.next_time();
     do {
-      const QueuedEvent event = queue.pop();
       // With many events pending, an event's slot is rarely still in cache when it comes up:
-      // the next one's is fetched while this one runs.
-      if (queue.size() > kPrefetchAbove) prefetch_target(queue.peek());
+      // the next one's is fetched while this one runs, and the slots of the events that the
+      // queue brings within 255 ps of the clock as it moves its records, a few hundred events
+      // ahead.
+      const bool many = queue.size() > kPrefetchAbove;
+      const QueuedEvent event = many ? queue.pop([this](std::uint32_t target, std::uint8_t kind) {
+        prefetch_target(target, kind);
+      })
+                                     : queue.pop();
+      if (many) prefetch_target(queue.peek());
       dispatch(event);
     } while (!queue.empty() && queue.next_time() == now);
     if (stale > kCompactionThreshold && stale * 2 > queue.size()) compact_queue();

@@ -115,7 +115,14 @@ class EventQueue {
 
   /// Removes and returns the earliest event. Precondition: not empty.
   QueuedEvent pop() {
-    if (base_size() == 0) advance_base();
+    return pop([](std::uint32_t, std::uint8_t) {});
+  }
+  /// `pop()`, telling `soon(target, kind)` of the first event of every run that moving the
+  /// records brings to the base or to the lowest digit's buckets (at most 255 ps after it):
+  /// those pop next, so the owner may fetch their state ahead (it changes nothing else).
+  template <class Soon>
+  QueuedEvent pop(Soon&& soon) {
+    if (base_size() == 0) advance_base(soon);
     const bool from_fifo =
         fifo_head_ < fifo_.size() && (heap_.empty() || earlier(fifo_[fifo_head_], heap_.front()));
     Record& top = from_fifo ? fifo_[fifo_head_] : heap_.front();
@@ -387,12 +394,19 @@ class EventQueue {
   // to lower buckets (those at the new base to the base, in the bucket's order). Each run
   // moves to a lower digit position, so at most 8 times in all. Records move: no run stays
   // open.
-  void advance_base() {
+  // `soon` hears of every run moved to the base or to a bucket of the lowest digit (see `pop`).
+  template <class Soon>
+  void advance_base(Soon& soon) {
     const std::size_t b = lowest_bucket();
     base_ = buckets_[b][earliest_[b]].time;
     unmark(b);
     spill_.swap(buckets_[b]);
-    for (const Record& record : spill_) place(record);
+    for (const Record& record : spill_) {
+      const Place where = place(record);
+      if (where.bucket >= kFifo || where.bucket < kDigits) {
+        soon(record.target, static_cast<std::uint8_t>(record.sequence_kind & 0xFFU));
+      }
+    }
     spill_.clear();
     open_.fill(Open{});
   }

@@ -49,6 +49,34 @@ TEST(EventQueue, SameKeyEventsShareOneHeapRecord) {
   for (std::uint32_t i = 0; i < 1000; ++i) EXPECT_EQ(order[i + 1], i);
 }
 
+// `pop(soon)` names the runs its moves bring to the base or into a bucket of the lowest digit
+// (within 255 ps of the new base), by hand, from base 0: 300 and 301 share the bucket of digit
+// position 1, value 1; 555 has value 2; 100,000 and 100,300 share position 2, value 1. The
+// first pop moves that bucket in its order (301 was pushed first): 301 to position 0 and 300 to
+// the base, both named. Then 301 reaches the base
+// (named again) and 555. Moving position 2's bucket brings 100,000 to the base (named) but
+// 100,300 only to position 1 (100,300 ^ 100,000 = 0x16C): named when it reaches the base. The
+// events pop in the same order as with `pop()`, each with its kind.
+TEST(EventQueue, PopNamesTheRunsItBringsWithin255Picoseconds) {
+  EventQueue q;
+  const std::vector<std::int64_t> times{100'300, 555, 301, 100'000, 300};
+  for (std::size_t i = 0; i < times.size(); ++i) {
+    q.push(ps(times[i]), 0, static_cast<std::uint8_t>(i + 1), static_cast<std::uint32_t>(i), 0);
+  }
+  std::vector<std::uint32_t> named;
+  std::vector<std::uint32_t> popped;
+  while (!q.empty()) {
+    const QueuedEvent e = q.pop([&](std::uint32_t target, std::uint8_t kind) {
+      EXPECT_EQ(kind, target + 1);
+      named.push_back(target);
+    });
+    EXPECT_EQ(e.kind, e.target + 1);
+    popped.push_back(e.target);
+  }
+  EXPECT_EQ(popped, (std::vector<std::uint32_t>{4, 2, 1, 3, 0}));
+  EXPECT_EQ(named, (std::vector<std::uint32_t>{2, 4, 2, 1, 3, 0}));
+}
+
 TEST(EventQueue, EventsPushedWhilePoppingKeepTheOrder) {
   // While the run at (10, 0) is being consumed, an event at (10, -1) must come next, and one at
   // (10, 0) after the rest of the run.
