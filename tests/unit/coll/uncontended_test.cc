@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -833,11 +835,6 @@ TEST(Uncontended, LowerBoundTakesTheFirstOpeningOfARoutesFlows) {
   EXPECT_EQ(bound->slowest.ps(), static_cast<std::int64_t>((1e6 + 12e9 - 96) * (1 - 1e-6)));
 }
 
-// Uniform rings of one phase per channel (flat rings and NCCL's channel rings, waiting for their
-// own sends or forwarding on arrival; one and three concurrent groups sharing uplinks), their
-// bound derived from their ranks: the transfer-by-transfer pass's bound, events and link loads,
-// to the picosecond and the byte. Hierarchical rings (several phases per channel) are derived
-// phase by phase: the same events and link loads, a bound no higher than the pass's.
 void expect_same_loads(std::span<const detail::LinkLoad> a, std::span<const detail::LinkLoad> b) {
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -847,37 +844,49 @@ void expect_same_loads(std::span<const detail::LinkLoad> a, std::span<const deta
   }
 }
 
-TEST(Uncontended, DerivedRingBoundsEqualThePass) {
-  struct Case {
-    std::string name;
-    topo::Topology topology;
-  };
-  std::vector<Case> cases;
+std::vector<TopologyCase> ring_bound_topologies() {
+  std::vector<TopologyCase> cases;
   cases.push_back({"rail 4x4", rail(4)});
   cases.push_back({"fat-tree k=4 2:1", fat_tree(4, 2)});
   cases.push_back({"torus 4x2", torus({4, 2})});
-  cases.push_back({"h100_rail_64", topo::load_topology(std::string(NEST_SOURCE_DIR) +
-                                                       "/topologies/h100_rail_64.yaml")});
-  int derived = 0;
-  int passed = 0;
-  for (const Case& c : cases) {
+  return cases;
+}
+
+// One ring of `bound_rings_both_ways`' grid, bounded by the derivation and by the pass.
+struct RingBoundsBothWays {
+  const TopologyCase* where;
+  Algorithm algorithm;
+  const Program* program;
+  int groups;
+  std::optional<detail::RunBound> derived;
+  std::optional<detail::RunBound> pass;
+  std::vector<detail::LinkLoad> derived_loads;
+  std::vector<detail::LinkLoad> pass_loads;
+  std::uint64_t derived_groups;  // groups the derivation answered
+};
+
+// Every ring of the grid (allreduce, reduce-scatter and all-gather; flat and two-level
+// hierarchical; n in `sizes`; 1 and 4 channels, flat only; waiting for own sends or forwarding;
+// 1 and 3 chunks; one group and three sharing uplinks, strided) on every topology of `cases`,
+// its buffer `bytes(n, chunks, channels)`, its event-free bound computed both ways; `check`
+// sees each, inside a trace naming it.
+template <class Check>
+void bound_rings_both_ways(const std::vector<TopologyCase>& cases, std::initializer_list<int> sizes,
+                           const std::function<std::int64_t(int, int, int)>& bytes, Check check) {
+  for (const TopologyCase& c : cases) {
     const int devices = static_cast<int>(c.topology.num_devices());
     for (Operation op : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather}) {
       for (Algorithm a : {Algorithm::kRing, Algorithm::kHierarchical}) {
-        for (int n : {2, 4, 8}) {
+        for (int n : sizes) {
           for (int channels : {1, 4}) {
             for (bool forward : {false, true}) {
               for (int chunks : {1, 3}) {
-                CollectiveSpec spec{op, a, Bytes(std::int64_t{n} * chunks * channels * 4096),
-                                    chunks};
+                if (a == Algorithm::kHierarchical && (n < 4 || channels > 1)) continue;
+                CollectiveSpec spec{op, a, Bytes(bytes(n, chunks, channels)), chunks};
                 spec.channels = channels;
                 spec.forward_on_arrival = forward;
-                if (a == Algorithm::kHierarchical) {
-                  if (n < 4 || channels > 1) continue;
-                  spec.levels = {2, n / 2};
-                }
+                if (a == Algorithm::kHierarchical) spec.levels = {2, n / 2};
                 const auto program = ring_program(spec, n);
-                ASSERT_FALSE(program->uniform_ring().empty());
                 for (int count : {1, 3}) {
                   if (count * n > devices) continue;
                   const Groups groups = strided_groups(count, n, devices);
@@ -892,26 +901,17 @@ TEST(Uncontended, DerivedRingBoundsEqualThePass) {
                   topo::Router router_b(c.topology, 5);
                   detail::UncontendedEvaluator fast(c.topology, true);
                   detail::UncontendedEvaluator pass(c.topology, false);
-                  std::vector<detail::LinkLoad> loads_a;
-                  std::vector<detail::LinkLoad> loads_b;
-                  const auto x = fast.lower_bound(router_a, parts, 5, &loads_a);
-                  const auto y = pass.lower_bound(router_b, parts, 5, &loads_b);
-                  ASSERT_TRUE(x.has_value());
-                  ASSERT_TRUE(y.has_value());
-                  if (a == Algorithm::kHierarchical) {
-                    EXPECT_LE(x->slowest, y->slowest);
-                  } else {
-                    EXPECT_EQ(x->slowest, y->slowest);
-                  }
-                  EXPECT_EQ(x->events, y->events);
-                  expect_same_loads(loads_a, loads_b);
+                  RingBoundsBothWays both{
+                      .where = &c, .algorithm = a, .program = program.get(), .groups = count};
+                  both.derived = fast.lower_bound(router_a, parts, 5, &both.derived_loads);
+                  both.pass = pass.lower_bound(router_b, parts, 5, &both.pass_loads);
                   EXPECT_EQ(pass.derived_bounds(), 0U);
-                  EXPECT_EQ(fast.derived_bounds(), static_cast<std::uint64_t>(count));
-                  if (a == Algorithm::kHierarchical) {
-                    ++passed;
-                  } else {
-                    ++derived;
-                  }
+                  both.derived_groups = fast.derived_bounds();
+                  ASSERT_TRUE(both.derived.has_value());
+                  ASSERT_TRUE(both.pass.has_value());
+                  EXPECT_EQ(both.derived->events, both.pass->events);
+                  expect_same_loads(both.derived_loads, both.pass_loads);
+                  check(both);
                 }
               }
             }
@@ -920,8 +920,34 @@ TEST(Uncontended, DerivedRingBoundsEqualThePass) {
       }
     }
   }
+}
+
+// Uniform rings of one phase per channel (flat rings and NCCL's channel rings, waiting for their
+// own sends or forwarding on arrival; one and three concurrent groups sharing uplinks), their
+// bound derived from their ranks: the transfer-by-transfer pass's bound, events and link loads,
+// to the picosecond and the byte. Hierarchical rings (several phases per channel) are derived
+// phase by phase: the same events and link loads, a bound no higher than the pass's.
+TEST(Uncontended, DerivedRingBoundsEqualThePass) {
+  std::vector<TopologyCase> cases = ring_bound_topologies();
+  cases.push_back(bundled("h100_rail_64.yaml"));
+  int derived = 0;
+  int hierarchical = 0;
+  bound_rings_both_ways(
+      cases, {2, 4, 8},
+      [](int n, int chunks, int channels) { return std::int64_t{n} * chunks * channels * 4096; },
+      [&](const RingBoundsBothWays& both) {
+        ASSERT_FALSE(both.program->uniform_ring().empty());
+        EXPECT_EQ(both.derived_groups, static_cast<std::uint64_t>(both.groups));
+        if (both.algorithm == Algorithm::kHierarchical) {
+          EXPECT_LE(both.derived->slowest, both.pass->slowest);
+          ++hierarchical;
+        } else {
+          EXPECT_EQ(both.derived->slowest, both.pass->slowest);
+          ++derived;
+        }
+      });
   EXPECT_GT(derived, 200);
-  EXPECT_GT(passed, 20);
+  EXPECT_GT(hierarchical, 20);
 }
 
 // By hand: a flat ring of 4 ranks on one switch whose host cables have latencies of 1, 2, 3 and
@@ -966,76 +992,30 @@ TEST(Uncontended, DerivedRingBoundByHand) {
 // with the pass's events and link loads to the byte. Hierarchical rings of unequal pieces are
 // left to the pass.
 TEST(Uncontended, DerivedBoundsOfUnevenRingsStayWithinAByteADrainOfThePass) {
-  struct Case {
-    std::string name;
-    topo::Topology topology;
-  };
-  std::vector<Case> cases;
-  cases.push_back({"rail 4x4", rail(4)});
-  cases.push_back({"fat-tree k=4 2:1", fat_tree(4, 2)});
-  cases.push_back({"torus 4x2", torus({4, 2})});
   int derived = 0;
-  for (const Case& c : cases) {
-    const int devices = static_cast<int>(c.topology.num_devices());
-    double slowest_rate = std::numeric_limits<double>::infinity();
-    for (const topo::Link& link : c.topology.links()) {
-      slowest_rate = std::min(slowest_rate, link.bandwidth.bytes_per_s());
-    }
-    const auto byte_drain = static_cast<std::int64_t>(std::ceil(1e12 / slowest_rate)) + 1;
-    for (Operation op : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather}) {
-      for (Algorithm a : {Algorithm::kRing, Algorithm::kHierarchical}) {
-        for (int n : {4, 8}) {
-          for (int channels : {1, 4}) {
-            for (bool forward : {false, true}) {
-              for (int chunks : {1, 3}) {
-                if (a == Algorithm::kHierarchical && channels > 1) continue;
-                CollectiveSpec spec{
-                    op, a, Bytes(std::int64_t{n} * chunks * channels * 4096 + 2 * n + 1), chunks};
-                spec.channels = channels;
-                spec.forward_on_arrival = forward;
-                if (a == Algorithm::kHierarchical) spec.levels = {2, n / 2};
-                const auto program = ring_program(spec, n);
-                ASSERT_TRUE(program->uniform_ring().empty());
-                for (int count : {1, 3}) {
-                  if (count * n > devices) continue;
-                  const Groups groups = strided_groups(count, n, devices);
-                  SCOPED_TRACE(c.name + " " + std::string(operation_name(op)) + " " +
-                               std::string(algorithm_name(a)) + " n=" + std::to_string(n) +
-                               " channels=" + std::to_string(channels) + " forward=" +
-                               std::to_string(forward) + " chunks=" + std::to_string(chunks) +
-                               " groups=" + std::to_string(count));
-                  std::vector<detail::GroupProgram> parts;
-                  for (const auto& g : groups) parts.push_back({program.get(), g});
-                  topo::Router router_a(c.topology, 5);
-                  topo::Router router_b(c.topology, 5);
-                  detail::UncontendedEvaluator fast(c.topology, true);
-                  detail::UncontendedEvaluator pass(c.topology, false);
-                  std::vector<detail::LinkLoad> loads_a;
-                  std::vector<detail::LinkLoad> loads_b;
-                  const auto x = fast.lower_bound(router_a, parts, 5, &loads_a);
-                  const auto y = pass.lower_bound(router_b, parts, 5, &loads_b);
-                  ASSERT_TRUE(x.has_value());
-                  ASSERT_TRUE(y.has_value());
-                  EXPECT_EQ(x->events, y->events);
-                  expect_same_loads(loads_a, loads_b);
-                  if (a == Algorithm::kHierarchical) {
-                    EXPECT_EQ(fast.derived_bounds(), 0U);
-                    EXPECT_EQ(x->slowest, y->slowest);
-                    continue;
-                  }
-                  EXPECT_EQ(fast.derived_bounds(), static_cast<std::uint64_t>(count));
-                  EXPECT_LE(x->slowest, y->slowest);
-                  EXPECT_LE(y->slowest.ps() - x->slowest.ps(),
-                            static_cast<std::int64_t>(program->steps()) * byte_drain);
-                  ++derived;
-                }
-              }
-            }
-          }
+  bound_rings_both_ways(
+      ring_bound_topologies(), {4, 8},
+      [](int n, int chunks, int channels) {
+        return std::int64_t{n} * chunks * channels * 4096 + 2 * n + 1;
+      },
+      [&](const RingBoundsBothWays& both) {
+        ASSERT_TRUE(both.program->uniform_ring().empty());
+        if (both.algorithm == Algorithm::kHierarchical) {
+          EXPECT_EQ(both.derived_groups, 0U);
+          EXPECT_EQ(both.derived->slowest, both.pass->slowest);
+          return;
         }
-      }
-    }
-  }
+        EXPECT_EQ(both.derived_groups, static_cast<std::uint64_t>(both.groups));
+        double slowest_rate = std::numeric_limits<double>::infinity();
+        for (const topo::Link& link : both.where->topology.links()) {
+          slowest_rate = std::min(slowest_rate, link.bandwidth.bytes_per_s());
+        }
+        const auto byte_drain = static_cast<std::int64_t>(std::ceil(1e12 / slowest_rate)) + 1;
+        EXPECT_LE(both.derived->slowest, both.pass->slowest);
+        EXPECT_LE(both.pass->slowest.ps() - both.derived->slowest.ps(),
+                  static_cast<std::int64_t>(both.program->steps()) * byte_drain);
+        ++derived;
+      });
   EXPECT_GT(derived, 100);
 }
 
