@@ -86,8 +86,9 @@ BoundingRingPhase bounding_channel(std::uint16_t channel, std::uint32_t steps, B
                                    std::span<const std::uint32_t> order) {
   BoundingRingPhase out;
   const auto n = static_cast<std::int64_t>(order.size());
+  if (n < 2) return out;
   out.least = split_bytes(Bytes(share.count() / n), chunks, chunks - 1);
-  if (n < 2 || out.least.count() <= 0) return out;
+  if (out.least.count() <= 0) return out;
   out.channel = channel;
   out.steps = steps;
   out.next.resize(order.size());

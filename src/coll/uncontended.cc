@@ -5,6 +5,7 @@
 #include <deque>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "nest/coll/execution.h"
 #include "nest/core/error.h"
@@ -27,11 +28,11 @@ void UncontendedEvaluator::begin(const topo::Router& router) {
 
 namespace {
 
-// The largest (`largest`, else the smallest) sum of k consecutive entries of `cycle` going
-// around it (k may exceed its length m: floor(k / m) laps of its total plus the best window of
-// k mod m), or nullopt when a sum would reach the horizon. Integer picoseconds: exact.
-std::optional<std::int64_t> cyclic_sum(std::span<const std::int64_t> cycle, std::int64_t k,
-                                       bool largest) {
+// The smallest and the largest sum of k consecutive entries of `cycle` going around it (k may
+// exceed its length m: floor(k / m) laps of its total plus a window of k mod m), or nullopt when
+// a sum would reach the horizon. Integer picoseconds: exact.
+std::optional<std::pair<std::int64_t, std::int64_t>> cyclic_sums(
+    std::span<const std::int64_t> cycle, std::int64_t k) {
   const std::int64_t horizon = net::kHorizon.ps();
   const auto m = static_cast<std::int64_t>(cycle.size());
   std::int64_t total = 0;
@@ -44,13 +45,15 @@ std::optional<std::int64_t> cyclic_sum(std::span<const std::int64_t> cycle, std:
   if (total > 0 && laps > (horizon - 1) / total) return std::nullopt;
   std::int64_t window = 0;  // the rest's entries ending at position i, going backwards
   for (std::size_t i = 0; i < rest; ++i) window += cycle[i];
-  std::int64_t best = window;
+  std::int64_t least = window;
+  std::int64_t most = window;
   for (std::size_t i = rest; i < cycle.size() + rest && rest > 0; ++i) {
     window += cycle[i % cycle.size()] - cycle[i - rest];
-    best = largest ? std::max(best, window) : std::min(best, window);
+    least = std::min(least, window);
+    most = std::max(most, window);
   }
-  if (best > horizon - 1 - laps * total) return std::nullopt;
-  return laps * total + best;
+  if (most > horizon - 1 - laps * total) return std::nullopt;
+  return std::pair{laps * total + least, laps * total + most};
 }
 
 }  // namespace
@@ -237,26 +240,30 @@ Time progress_bound(const net::Simulator& sim, std::span<const LinkLoad> loads, 
 // The bound's pass (`evaluate_group` with `bound_only`: every flow alone, no admission) on a
 // ring (`bounding_phases`): per channel, phases q of K_q steps in which rank r sends a piece to
 // next_q[r] and receives one from its predecessor there. Write d_r(k) = latency + drain(piece of
-// r's send of step k, slowest link of r's route), d_qr for that with phase q's least piece (every
-// piece of a uniform ring: a drain never shrinks with the piece), and a(r, k) for the arrival of
-// r's send of step k. The pass opens r's gate of step k at the latest receive of the steps
-// before (`received_before`, and `received_at` when r has not yet received in step k) and, when
-// ranks wait for their own sends, at no earlier than r's send of step k-1 (`sent`); the arrival
-// is the opening plus d_r(k). So the gate opens no earlier than a(p, k-1), p the rank r
-// received from in step k-1 (0 for k = 0), and, waiting for own sends, a(r, k-1):
-// - waiting for their own sends, a(r, k) >= a(r, k-1) + d_r(k): rank r's last arrival is at
+// r's send of step k, slowest link of r's route) and d_qr for that with phase q's least piece:
+// d_qr <= d_r(k), since a drain never shrinks as the piece grows (equal for a uniform ring). Write
+// a(r, k) for the arrival of r's send of step k. The pass opens r's gate of step k at the latest
+// receive of the steps before (`received_before`, and `received_at` when r has not yet received in
+// step k) and, when ranks wait for their own sends, at no earlier than r's send of step k-1
+// (`sent`); the arrival is the opening plus d_r(k). So the gate opens no earlier than a(p, k-1), p
+// the rank r received from in step k-1 (0 for k = 0), and, waiting for own sends, a(r, k-1):
+// - in both kinds, a(r, k) >= a(p, k-1) + d_r(k): unrolled back to step 0, the sum of d(k)
+//   along a chain that walks each phase's successor map backwards for its K_q steps, that is,
+//   K_q consecutive d_q's going backwards around a cycle of the map (of m ranks, total C:
+//   floor(K_q / m)·C plus K_q mod m consecutive ones). Each map is a permutation, so walking
+//   back from the last step is one to one at every step: for any phase q some last rank's chain
+//   takes q's largest window. So the channel's last arrival is at least the sum over its phases
+//   of their smallest windows plus the largest gap between one phase's largest and smallest,
+//   and a phase's first gates open no earlier than the smallest windows before it. One phase of
+//   equal pieces forwarding on arrival ends exactly at its largest window (a(r, k) = a(p, k-1) +
+//   d_r: arrivals grow with the step);
+// - waiting for their own sends, also a(r, k) >= a(r, k-1) + d_r(k): rank r's last arrival is at
 //   least sum_q K_q·d_qr, and its gate of phase q's first step opens no earlier than the sum over
-//   the phases before. One phase of equal pieces ends at exactly K·D, D = max_r d_r: a rank with
-//   d_r = D reaches it, and a(x, k) = max(a(x, k-1), a(p, k-1)) + d_x <= (k + 1)·D by induction
-//   (arrivals grow with the step, so the gate opens at the later of the two; `evaluate_rings`);
-// - forwarding on arrival, a(r, k) >= a(p, k-1) + d_r(k): unrolled back to step 0, the sum of
-//   d(k) along a chain that walks each phase's successor map backwards for its K_q steps, that
-//   is, K_q consecutive d_q's going backwards around a cycle of the map (of m ranks, total C:
-//   floor(K_q / m)·C plus K_q mod m consecutive ones). So the channel's last arrival is at least
-//   the largest such sum of its last phase plus the smallest such sums of the phases before,
-//   and a phase's first gates open no earlier than those smallest sums before it. One phase of
-//   equal pieces is exactly the largest sum (a(r, k) = a(p, k-1) + d_r: arrivals grow with the
-//   step).
+//   the phases before; the channel's end is at least the larger of the two sums. One phase of
+//   equal pieces ends at exactly K·D, D = max_r d_r: a rank with d_r = D reaches it, and
+//   a(x, k) = max(a(x, k-1), a(p, k-1)) + d_x <= (k + 1)·D by induction (arrivals grow with the
+//   step, so the gate opens at the later of the two; `evaluate_rings`), which no window of K
+//   d's exceeds.
 // So the derivation is the pass's for one phase per channel of equal pieces (a uniform flat or
 // channel ring; the tests compare) and at most the pass's otherwise, which is what `lower_bound`
 // needs (the pass is below the event simulation). Integer picoseconds throughout, so the sums
@@ -310,41 +317,44 @@ bool UncontendedEvaluator::bound_ring(topo::Router& router, const GroupProgram& 
   for (std::size_t first = 0; first < phases.size();) {
     std::size_t last = first;
     while (last + 1 < phases.size() && phases[last + 1].channel == phases[first].channel) ++last;
-    std::int64_t channel_end = 0;
+    // The chain: every phase's smallest window so far, and the widest spread of one phase's.
+    std::int64_t smallest = 0;
+    std::int64_t spread = 0;
+    for (std::size_t q = first; q <= last; ++q) {
+      std::optional<std::pair<std::int64_t, std::int64_t>> windows;
+      seen.assign(n, false);
+      for (std::size_t start = 0; start < n; ++start) {
+        if (seen[start]) continue;
+        cycle.clear();
+        for (std::size_t r = start; !seen[r]; r = phases[q].next[r]) {
+          seen[r] = true;
+          cycle.push_back(ring_[q * n + r].step.ps());
+        }
+        const auto w = cyclic_sums(cycle, phases[q].steps);
+        if (!w) return false;
+        windows = !windows ? *w
+                           : std::pair{std::min(windows->first, w->first),
+                                       std::max(windows->second, w->second)};
+      }
+      std::fill_n(opens.begin() + static_cast<std::ptrdiff_t>(q * n), n, smallest);
+      if (windows->first > horizon - 1 - smallest) return false;
+      smallest += windows->first;
+      spread = std::max(spread, windows->second - windows->first);
+    }
+    if (spread > horizon - 1 - smallest) return false;
+    std::int64_t channel_end = smallest + spread;
     if (own) {
       sums.assign(n, 0);
       for (std::size_t q = first; q <= last; ++q) {
         const std::int64_t k = phases[q].steps;
         for (std::size_t r = 0; r < n; ++r) {
           const std::int64_t d = ring_[q * n + r].step.ps();
-          opens[q * n + r] = sums[r];
+          opens[q * n + r] = std::max(opens[q * n + r], sums[r]);
           if (d > 0 && k > (horizon - 1 - sums[r]) / d) return false;
           sums[r] += k * d;
         }
       }
-      channel_end = *std::max_element(sums.begin(), sums.end());
-    } else {
-      std::int64_t before = 0;  // the smallest sums of the phases so far
-      for (std::size_t q = first; q <= last; ++q) {
-        const bool largest = q == last;
-        std::optional<std::int64_t> extreme;
-        seen.assign(n, false);
-        for (std::size_t start = 0; start < n; ++start) {
-          if (seen[start]) continue;
-          cycle.clear();
-          for (std::size_t r = start; !seen[r]; r = phases[q].next[r]) {
-            seen[r] = true;
-            cycle.push_back(ring_[q * n + r].step.ps());
-          }
-          const std::optional<std::int64_t> sum = cyclic_sum(cycle, phases[q].steps, largest);
-          if (!sum) return false;
-          extreme = !extreme ? *sum : largest ? std::max(*extreme, *sum) : std::min(*extreme, *sum);
-        }
-        std::fill_n(opens.begin() + static_cast<std::ptrdiff_t>(q * n), n, before);
-        if (*extreme > horizon - 1 - before) return false;
-        before += *extreme;
-      }
-      channel_end = before;
+      channel_end = std::max(channel_end, *std::max_element(sums.begin(), sums.end()));
     }
     end = std::max(end, Time::picoseconds(channel_end));
     first = last + 1;
@@ -575,9 +585,9 @@ std::optional<Time> forwarding_end(std::span<const UniformRingPhase* const> phas
     // The last arrival: the largest sum of k consecutive d's going backwards (`bound_ring`).
     steps.clear();
     for (const std::size_t r : cycle) steps.push_back(d[r].ps());
-    const std::optional<std::int64_t> last = cyclic_sum(steps, k, true);
-    if (!last) return std::nullopt;
-    end = std::max(end, *last);
+    const auto sums = cyclic_sums(steps, k);
+    if (!sums) return std::nullopt;
+    end = std::max(end, sums->second);
     // Admission: rank r's send of step s + 1 opens d(prev^(s+1)(r)) after its send of step s,
     // which holds r's links for drain(r): every d of the w nearest predecessors must exceed it.
     if (w == 0) continue;

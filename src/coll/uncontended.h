@@ -105,7 +105,8 @@ struct LinkLoad {
 class UncontendedEvaluator {
  public:
   /// `derive_rings`: derive uniform rings from one step per phase (see `evaluate_rings`) and
-  /// their bounds (`bound_ring`); false visits every transfer (the tests compare both).
+  /// the bounds of rings from their ranks (`bound_ring`); false visits every transfer (the
+  /// tests compare both).
   explicit UncontendedEvaluator(const topo::Topology& topology, bool derive_rings = true);
 
   /// All `groups` started together at time zero, routed by `router` with flow keys salted by
@@ -119,9 +120,10 @@ class UncontendedEvaluator {
   /// A lower bound of the event simulation's slowest group for `groups` started together at
   /// time zero, whether or not their flows contend, in O(transfers + route hops): the larger of
   /// (a) every group's last arrival in the transfer-by-transfer pass with every flow alone on
-  /// its links (no admission check; for a ring derived from its least piece, at most that), and (b)
-  /// over every link, the earliest opening of a flow over it in that pass, plus the bytes all
-  /// groups' flows drain across it over its bandwidth, plus the shortest route latency among them;
+  /// its links (no admission check; for a ring derived phase by phase or from its least piece,
+  /// at most that), and (b) over every link, no later than the earliest opening of a flow over it
+  /// in that pass, plus the bytes all groups' flows drain across it over its bandwidth, plus the
+  /// shortest route latency among them;
   /// each less a margin for rounding (see the definition for the proof). nullopt when a route has a
   /// link without bandwidth. With `loads`, also each link's load, by increasing link id (for
   /// `progress_bound`).
@@ -216,7 +218,7 @@ class UncontendedEvaluator {
   // which would keep every pair of every layout asked (see `evaluate_group`).
   std::vector<topo::LinkId> routes_;
   std::vector<topo::LinkId> route_;
-  // `bound_ring`'s senders of one channel: route (in `routes_`), latency and step time.
+  // `bound_ring`'s senders, phase q's at q·n: route (in `routes_`), latency and step time.
   struct RingSender {
     std::uint32_t route_at = 0;
     std::uint32_t hops = 0;

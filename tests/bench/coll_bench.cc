@@ -300,9 +300,9 @@ BENCHMARK(BM_TreeBoundOnRail16384)->Arg(192)->Arg(1024)->Unit(benchmark::kMillis
 // The event-free bound the placer's searches and the anneal's walk ask for
 // (`CollectiveOracle::lower_bound`): a ring allreduce of 256 MiB under the bundled NCCL models
 // over the n GPUs of the first n / 8 nodes of `h100_rail_1024.yaml`'s cluster grown to 512 nodes
-// (4,096 GPUs): NCCL's channel rings (one per rail, forwarding on arrival), whose pieces split
-// evenly, so the bound is derived from the ranks (coll/uncontended.h, `bound_ring`) instead of a
-// pass over the rings' 2(n-1)·n transfers per channel. A fresh oracle per iteration (no memo; its
+// (4,096 GPUs): NCCL's channel rings (one per rail, forwarding on arrival), whose bound is
+// derived from the ranks (coll/uncontended.h, `bound_ring`) instead of a pass over the rings'
+// 2(n-1)·n transfers per channel. A fresh oracle per iteration (no memo; its
 // routing tables included). Counters: channels and transfers.
 void BM_RingBoundOnRail4096(benchmark::State& state) {
   static const nest::topo::Topology rail = nest::bench::h100_rail(512);

@@ -110,8 +110,8 @@ class Program {
   /// wait for its predecessor's send of the step before and, when `waits_for_own_sends`, for
   /// its own. Empty otherwise (the default). The contention-free evaluator derives such a run
   /// (waiting for own sends, or forwarding with one phase per channel and no send waiting for
-  /// a link) and its event-free bound (one phase per channel) from the rings' ranks instead of
-  /// their steps (coll/uncontended.h); forwarding rings whose senders share no link are
+  /// a link) and its event-free bound (phase by phase) from the rings' ranks instead of their
+  /// steps (coll/uncontended.h); forwarding rings whose senders share no link are
   /// event-simulated from it without the max-min machinery (coll/private_rings.h).
   /// O(phases · ranks).
   [[nodiscard]] virtual std::vector<UniformRingPhase> uniform_ring() const { return {}; }

@@ -986,6 +986,53 @@ TEST(Uncontended, DerivedRingBoundByHand) {
   }
 }
 
+// By hand, a two-level ring (levels {2, 2}) over devices 0, 1 under switch A and 2, 3 under B:
+// host cables 2 GB/s and 1 us, the A-B cable 1 GB/s and 1 us. A 4 MB allreduce (one chunk):
+// the level-0 reduce-scatter (1 step, 2 MB pieces: d0 = 2 us + 1 ms), the level-1 reduce-scatter
+// and all-gather (one phase of 2 steps, 1 MB pieces over the A-B cable: d1 = 3 us + 1 ms), the
+// level-0 all-gather (d0): the chain ends at 2·d0 + 2·d1 = 4,010 us, waiting for own sends or
+// forwarding. The A-B cable carries 0 -> 2 and 1 -> 3 twice, 4 MB at 1 GB/s, from the level-1
+// phase's first gates, 1,002 us in: 1,002 + 4,000 + 3 us of route = 5,005 us, above the chain,
+// so the bound is that load term (less 4 ps per transfer and a relative 1e-6): it holds the
+// phase's opening (from 0 it would be the chain's 4,010 us). The pass gives the same.
+TEST(Uncontended, DerivedHierarchicalRingBoundByHand) {
+  topo::Topology t("two switches", topo::Family::kExplicit);
+  for (int i = 0; i < 4; ++i) t.add_device("d" + std::to_string(i));
+  const auto a = t.add_switch("a", 1);
+  const auto b = t.add_switch("b", 1);
+  for (topo::DeviceId d = 0; d < 4; ++d) {
+    t.add_link(d, d < 2 ? a : b, Bandwidth::bytes_per_second(2e9), Time::microseconds(1));
+  }
+  t.add_link(a, b, Bandwidth::bytes_per_second(1e9), Time::microseconds(1));
+  for (bool forward : {false, true}) {
+    SCOPED_TRACE(forward);
+    CollectiveSpec spec{Operation::kAllReduce, Algorithm::kHierarchical, Bytes(4'000'000)};
+    spec.levels = {2, 2};
+    spec.forward_on_arrival = forward;
+    const auto program = ring_program(spec, 4);
+    ASSERT_EQ(program->transfer_count(), 16U);
+    const std::vector<topo::DeviceId> group{0, 1, 2, 3};
+    const std::vector<detail::GroupProgram> parts{{program.get(), group}};
+    topo::Router router(t, 0);
+    detail::UncontendedEvaluator fast(t, true);
+    std::vector<detail::LinkLoad> loads;
+    const auto bound = fast.lower_bound(router, parts, 0, &loads);
+    ASSERT_TRUE(bound.has_value());
+    EXPECT_EQ(fast.derived_bounds(), 1U);
+    EXPECT_EQ(bound->slowest.ps(),
+              static_cast<std::int64_t>(static_cast<double>(5'005'000'000 - 4 * 16) * (1 - 1e-6)));
+    EXPECT_EQ(bound->events, 32U);
+    const topo::LinkId cable = *t.find_link(a, b);
+    const auto load = std::find_if(loads.begin(), loads.end(),
+                                   [&](const detail::LinkLoad& l) { return l.link == cable; });
+    ASSERT_NE(load, loads.end());
+    EXPECT_EQ(load->bytes, 4'000'000.0);
+    EXPECT_EQ(load->min_latency, Time::microseconds(3));
+    detail::UncontendedEvaluator pass(t, false);
+    EXPECT_EQ(pass.lower_bound(router, parts, 0)->slowest, bound->slowest);
+  }
+}
+
 // Rings whose buffer does not split evenly (pieces one byte apart): the bound is derived from
 // each phase's least piece, so it is at most the pass's and short of it by no more than K steps
 // of one byte's drain over the slowest link (K: the ring's steps; + 1 ps of rounding per step),
