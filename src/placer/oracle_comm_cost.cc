@@ -547,9 +547,7 @@ bool OracleCommCost::groups_apart(workload::CollectiveOp op, Bytes size, const G
   if (layout.group_size() <= 1 || size.count() <= 0 || layout.group_count() <= per_part) {
     return true;
   }
-  GroupLayout parts;
-  parts.base = static_cast<topo::DeviceId>(per_part);
-  const PairKey key{static_cast<int>(op), size.count(), layout, parts};
+  const ApartKey key{ChoiceKey{static_cast<int>(op), size.count(), layout}, per_part};
   if (const auto it = apart_.find(key); it != apart_.end()) return it->second;
   check_range(layout, topology_);
   const auto groups = layout.expand();
@@ -601,6 +599,10 @@ std::vector<GroupChoice> OracleCommCost::choices() const {
 std::size_t OracleCommCost::ChoiceKeyHash::operator()(const ChoiceKey& k) const noexcept {
   return hash_mix(hash_mix(k.layout.hash(), static_cast<std::uint64_t>(k.op)),
                   static_cast<std::uint64_t>(k.size));
+}
+
+std::size_t OracleCommCost::ApartKeyHash::operator()(const ApartKey& k) const noexcept {
+  return hash_mix(ChoiceKeyHash{}(k.choice), static_cast<std::uint64_t>(k.per_part));
 }
 
 std::size_t OracleCommCost::PairKeyHash::operator()(const PairKey& k) const noexcept {

@@ -139,6 +139,15 @@ GroupLayout axis_layout(const DeviceMap& map, int stage, ParallelAxis axis,
   throw Error::internal("unknown parallel axis");
 }
 
+GroupLayout stages_sync_layout(const DeviceMap& map, int first, int last) {
+  // Stage `last` has the smallest device ids (stages are laid out from the pipeline's end).
+  return GroupLayout{.base = map.device(last, 0, 0),
+                     .member = {map.data_parallel, map.replica_stride},
+                     .groups = {{{map.devices_per_replica, map.shard_stride},
+                                 {last - first + 1, map.stage_stride},
+                                 {1, 0}}}};
+}
+
 GroupLayout sync_layout(const DeviceMap& map, int stage) {
   return GroupLayout{.base = map.device(stage, 0, 0),
                      .member = {map.data_parallel, map.replica_stride},
@@ -346,18 +355,11 @@ double joint_sync_factor(int zero_stage, const DeviceMap& map, int first, int la
   // When no stage's groups can share a link with another stage's, whatever each runs, the run
   // together is each stage's alone: nothing to price. Asked of the whole pipeline, so that
   // every run of its stages shares the answer.
-  const GroupLayout pipeline{
-      .base = map.device(map.stages - 1, 0, 0),
-      .member = {map.data_parallel, map.replica_stride},
-      .groups = {
-          {{map.devices_per_replica, map.shard_stride}, {map.stages, map.stage_stride}, {1, 0}}}};
-  if (net.groups_apart(op, kJointSyncReference, pipeline, map.devices_per_replica)) return 1;
-  // Stage `last` has the smallest device ids (stages are laid out from the pipeline's end).
-  const GroupLayout all{.base = map.device(last, 0, 0),
-                        .member = {map.data_parallel, map.replica_stride},
-                        .groups = {{{map.devices_per_replica, map.shard_stride},
-                                    {last - first + 1, map.stage_stride},
-                                    {1, 0}}}};
+  if (net.groups_apart(op, kJointSyncReference, stages_sync_layout(map, 0, map.stages - 1),
+                       map.devices_per_replica)) {
+    return 1;
+  }
+  const GroupLayout all = stages_sync_layout(map, first, last);
   // Each stage's groups run what they run alone (the replay tunes a bucket's group alone).
   const Time together = net.collective_like(op, kJointSyncReference, all, sync_layout(map, last));
   // Nothing to divide (the search's lower bounds answer zero before they bound a joint sync): the

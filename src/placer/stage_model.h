@@ -27,6 +27,10 @@ GroupLayout axis_layout(const DeviceMap& map, int stage, workload::ParallelAxis 
                         const VariantDegrees& degrees);
 /// Groups of the data-parallel sync of stage `stage`: the d replicas of each shard.
 GroupLayout sync_layout(const DeviceMap& map, int stage);
+/// The data-parallel sync groups of stages [first, last] as one layout: stage `last`'s groups
+/// (`sync_layout`) first, then each earlier stage's, so groups g and h are of one stage when
+/// g / devices_per_replica == h / devices_per_replica.
+GroupLayout stages_sync_layout(const DeviceMap& map, int first, int last);
 
 /// Memoizing, counting front of a `CommCost`.
 class PricedNetwork {

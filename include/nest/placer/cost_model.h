@@ -48,9 +48,11 @@
 /// syncs in one multi-group oracle query over the slowest stage's alone, at 256 MiB. In 1F1B
 /// the last stage's gradients are ready first and each earlier stage's one backward later, so
 /// on a fast network the reductions do not overlap and nothing changes; where the stages'
-/// groups share no link the factor is exactly 1 (today's figures); under `tp-pp-dp` on a thin
-/// spine every stage's rings cross the same leaf up-links and the factor approaches the number
-/// of stages whose rings cross them. Not for placement-independent networks (flat, zero).
+/// groups share no link the factor is exactly 1 (today's figures), and where routing shows that
+/// no stage's groups can share a link with another's (`CommCost::groups_apart`) nothing is asked;
+/// under `tp-pp-dp` on a thin spine every stage's rings cross the same leaf up-links and the factor
+/// approaches the number of stages whose rings cross them. Not for placement-independent networks
+/// (flat, zero).
 ///
 /// ZeRO-3 gathers, whose size varies with the stage, are priced on the line through the exact
 /// prices at 256 MiB and 1 GiB (a collective on a fixed layout is affine in its size in the flow

@@ -215,8 +215,16 @@ class OracleCommCost final : public CommCost {
   std::unordered_map<PairKey, Time, PairKeyHash> joint_;
   std::unordered_map<PairKey, Time, PairKeyHash> joint_bounds_;
   std::unordered_map<PairKey, Time, PairKeyHash> transfers_;
-  // `groups_apart`, by (op, size, layout) and parts of `per_part` groups (in `other.base`).
-  std::unordered_map<PairKey, bool, PairKeyHash> apart_;
+  // `groups_apart`, by (op, size, layout) and the groups per part.
+  struct ApartKey {
+    ChoiceKey choice;
+    int per_part = 0;
+    friend bool operator==(const ApartKey&, const ApartKey&) = default;
+  };
+  struct ApartKeyHash {
+    std::size_t operator()(const ApartKey& k) const noexcept;
+  };
+  std::unordered_map<ApartKey, bool, ApartKeyHash> apart_;
 };
 
 /// The flat network that stands for `topology` in the topology-agnostic baseline: every device

@@ -133,38 +133,45 @@ TEST(JointSync, RingsOnDisjointLinksKeepTheirPriceAloneExactly) {
 // ring keeps to its own leaf, so the whole pipeline's groups are apart and the joint factor is 1
 // with nothing priced at the joint reference size (no stage's 256 MiB sync is asked); under
 // tp-pp-dp the rings cross the same two cables, so each stage's sync is priced at that size too.
+// With two shards per replica (t 2) each stage has two groups: parts of two groups.
 TEST(JointSync, StagesApartByRoutingPriceNoJointReference) {
   const int stages = 4;
-  for (const bool apart : {true, false}) {
-    SCOPED_TRACE(apart);
-    const PlacementOrder order =
-        apart ? PlacementOrder::kTensorDataPipeline : PlacementOrder::kTensorPipelineData;
-    const topo::Topology topology = apart ? leaves(stages, 2) : leaves(2, stages);
-    OracleCommCost network(topology);
-    const DeviceMap map = DeviceMap::make(order, stages, 2, 1);
-    const GroupLayout pipeline{
-        .base = map.device(stages - 1, 0, 0),
-        .member = {2, map.replica_stride},
-        .groups = {{{1, map.shard_stride}, {stages, map.stage_stride}, {1, 0}}}};
-    EXPECT_EQ(network.groups_apart(workload::CollectiveOp::kAllReduce, detail::kJointSyncReference,
-                                   pipeline, 1),
-              apart);
-    // Parts of two stages each: under tp-pp-dp they still share the cables.
-    EXPECT_EQ(network.groups_apart(workload::CollectiveOp::kAllReduce, detail::kJointSyncReference,
-                                   pipeline, 2),
-              apart);
-    // One part holds every group: nothing to share with.
-    EXPECT_TRUE(network.groups_apart(workload::CollectiveOp::kAllReduce,
-                                     detail::kJointSyncReference, pipeline, stages));
-    const workload::LayerProfile profile = chain(stages);
-    (void)evaluate(profile, one_layer_per_stage(stages, order), network, options(2 * stages, true));
-    for (int p = 0; p < stages; ++p) {
-      EXPECT_EQ(network
-                    .choice(workload::CollectiveOp::kAllReduce, detail::kJointSyncReference,
-                            detail::sync_layout(map, p))
-                    .has_value(),
-                !apart)
-          << p;
+  for (const int shards : {1, 2}) {
+    for (const bool apart : {true, false}) {
+      SCOPED_TRACE(std::to_string(shards) + (apart ? " apart" : " sharing"));
+      const PlacementOrder order =
+          apart ? PlacementOrder::kTensorDataPipeline : PlacementOrder::kTensorPipelineData;
+      const topo::Topology topology =
+          apart ? leaves(stages, 2 * shards) : leaves(2, stages * shards);
+      OracleCommCost network(topology);
+      const DeviceMap map = DeviceMap::make(order, stages, 2, shards);
+      const GroupLayout pipeline = detail::stages_sync_layout(map, 0, stages - 1);
+      ASSERT_EQ(pipeline.group_count(), stages * shards);
+      // Group g is stage S - 1 - g / shards's shard g % shards.
+      for (int g = 0; g < pipeline.group_count(); ++g) {
+        EXPECT_EQ(pipeline.device(g, 1), map.device(stages - 1 - g / shards, 1, g % shards)) << g;
+      }
+      constexpr auto kAllReduce = workload::CollectiveOp::kAllReduce;
+      EXPECT_EQ(network.groups_apart(kAllReduce, detail::kJointSyncReference, pipeline, shards),
+                apart);
+      // Parts of two stages each: under tp-pp-dp they still share the cables.
+      EXPECT_EQ(network.groups_apart(kAllReduce, detail::kJointSyncReference, pipeline, 2 * shards),
+                apart);
+      // One part holds every group: nothing to share with.
+      EXPECT_TRUE(
+          network.groups_apart(kAllReduce, detail::kJointSyncReference, pipeline, stages * shards));
+      if (shards == 1) {
+        const workload::LayerProfile profile = chain(stages);
+        (void)evaluate(profile, one_layer_per_stage(stages, order), network,
+                       options(2 * stages, true));
+        for (int p = 0; p < stages; ++p) {
+          EXPECT_EQ(
+              network.choice(kAllReduce, detail::kJointSyncReference, detail::sync_layout(map, p))
+                  .has_value(),
+              !apart)
+              << p;
+        }
+      }
     }
   }
 }
