@@ -62,6 +62,7 @@ constexpr std::uint32_t kEpochRenewal = 0xF000'0000U;
 // Events queued above which the run loop prefetches the next event's slot (below, the slots
 // are in cache and the peek would only cost).
 constexpr std::size_t kPrefetchAbove = 1 << 12;
+static_assert(kPrefetchAbove >= 1, "run_events peeks after a pop when more than this many wait");
 // Stale heap records are purged when they outnumber live ones and exceed this many.
 constexpr std::size_t kCompactionThreshold = 1 << 14;
 

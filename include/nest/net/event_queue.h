@@ -34,16 +34,17 @@
 /// are done by the owner with lazy deletion: it bumps the target's stamp, and the superseded
 /// record is dropped when it is popped (or by `erase_if` when stale records pile up).
 ///
-/// | operation             | cost                                          | notes |
-/// |-----------------------|-----------------------------------------------|------------------------|
-/// | `push`                | O(1) (joining a cached run or opening one)    | O(log m) if out of |
-/// |                       |                                               | order at the base | |
-/// `next_time`, `peek`   | O(1)                                          |                        |
-/// | `pop`                 | O(1) amortized: <= 8 moves per run            | m = runs at the base |
-/// | cancel (by the owner) | O(1)                                          | stamp bump, record
-/// stays| | `erase_if`, `clear`   | O(events + runs + 2048)                       | drops stale
-/// records    | | memory                | 16 bytes per event + 48 per run + 56 KiB      | stale
-/// ones included    |
+// clang-format off
+/// | operation             | cost                                     | notes                     |
+/// |-----------------------|------------------------------------------|---------------------------|
+/// | `push`                | O(1): joins a cached run or opens one    | O(log m) out of order at  |
+/// |                       |                                          | the base, m its runs      |
+/// | `next_time`, `peek`   | O(1)                                     |                           |
+/// | `pop`, `pop(soon)`    | O(1) amortized: <= 8 moves per run       |                           |
+/// | cancel (by the owner) | O(1)                                     | stamp bump, record stays  |
+/// | `erase_if`, `clear`   | O(events + runs + 2048)                  | drops stale records       |
+/// | memory                | 16 B per event + 48 per run + 56 KiB     | stale ones included       |
+// clang-format on
 ///
 /// Storage is pooled: after warm-up, push and pop allocate nothing. Not thread-safe; one queue
 /// per simulation object.
@@ -299,10 +300,13 @@ class EventQueue {
   [[nodiscard]] static std::uint64_t bit(std::size_t b) noexcept {
     return std::uint64_t{1} << (b % 64);
   }
+  // The kind of a run's first event (the low byte of `sequence_kind`).
+  [[nodiscard]] static std::uint8_t kind_of(const Record& record) noexcept {
+    return static_cast<std::uint8_t>(record.sequence_kind & 0xFFU);
+  }
   [[nodiscard]] static QueuedEvent to_event(const Record& record) noexcept {
     return QueuedEvent{Time::picoseconds(static_cast<std::int64_t>(record.time)), record.priority,
-                       record.target, record.stamp,
-                       static_cast<std::uint8_t>(record.sequence_kind & 0xFFU)};
+                       record.target, record.stamp, kind_of(record)};
   }
   [[nodiscard]] static QueuedEvent to_event(const Record& record, const Node& node) noexcept {
     return QueuedEvent{Time::picoseconds(static_cast<std::int64_t>(record.time)), record.priority,
@@ -403,8 +407,9 @@ class EventQueue {
     spill_.swap(buckets_[b]);
     for (const Record& record : spill_) {
       const Place where = place(record);
-      if (where.bucket >= kFifo || where.bucket < kDigits) {
-        soon(record.target, static_cast<std::uint8_t>(record.sequence_kind & 0xFFU));
+      const bool at_base = where.bucket == kFifo || where.bucket == kNone;
+      if (at_base || where.bucket < kDigits) {
+        soon(record.target, kind_of(record));
       }
     }
     spill_.clear();
