@@ -14,6 +14,7 @@
 #include <numeric>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -950,6 +951,47 @@ TEST(Uncontended, DerivedRingBoundsEqualThePass) {
   EXPECT_GT(hierarchical, 20);
 }
 
+// Four devices on one switch (node 4), cables at 2 GB/s with latencies of 1, 2, 3 and 4 us.
+topo::Topology staggered_star() {
+  topo::Topology t("star", topo::Family::kExplicit);
+  for (int i = 0; i < 4; ++i) t.add_device("d" + std::to_string(i));
+  const auto sw = t.add_switch("s", 1);
+  for (topo::DeviceId d = 0; d < 4; ++d) {
+    t.add_link(d, sw, Bandwidth::bytes_per_second(2e9), Time::microseconds(1 + d));
+  }
+  return t;
+}
+
+// A flat ring allreduce of `size` over its 4 devices, waiting for own sends or `forward`ing.
+std::shared_ptr<const Program> star_ring(Bytes size, bool forward) {
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, size};
+  spec.forward_on_arrival = forward;
+  return ring_program(spec, 4);
+}
+
+// `program` over devices 0..3 of `t` (routing seed and salt 0), its event-free bound derived
+// (which must answer: one group derived) and by the pass, and the derivation's link loads.
+struct FourRankBounds {
+  detail::RunBound derived;
+  detail::RunBound pass;
+  std::vector<detail::LinkLoad> loads;
+};
+FourRankBounds bound_four_ranks(const topo::Topology& t, const Program& program) {
+  const std::vector<topo::DeviceId> group{0, 1, 2, 3};
+  const std::vector<detail::GroupProgram> parts{{&program, group}};
+  topo::Router router(t, 0);
+  detail::UncontendedEvaluator fast(t, true);
+  detail::UncontendedEvaluator pass(t, false);
+  FourRankBounds out;
+  const auto derived = fast.lower_bound(router, parts, 0, &out.loads);
+  const auto passed = pass.lower_bound(router, parts, 0);
+  EXPECT_EQ(fast.derived_bounds(), 1U);
+  if (!derived || !passed) throw std::logic_error("no bound");
+  out.derived = *derived;
+  out.pass = *passed;
+  return out;
+}
+
 // By hand: a flat ring of 4 ranks on one switch whose host cables have latencies of 1, 2, 3 and
 // 4 us, links at 2 GB/s, an allreduce of 4 MB: K = 6 steps of 1 MB pieces (500 us each; its
 // reduce-scatter and all-gather one phase). Rank r's transfer takes d_r = lat_r + lat_{r+1} +
@@ -957,32 +999,35 @@ TEST(Uncontended, DerivedRingBoundsEqualThePass) {
 // of d over itself and its 5 nearest predecessors: one lap (20 us + 2 ms) and d_r + d_{r-1}
 // again, largest at r = 2 or 3 (12 us + 1 ms): 3 ms + 32 us. Waiting for their own sends:
 // K · max d_r = 6 · 507 us. Both above the busiest link's 6 MB (3 ms) plus its 7 us route.
+// With 4,000,002 bytes (chunks 0 and 1 of 1,000,001 bytes, 2 and 3 of 1,000,000) the least
+// piece is still 1 MB, so the derivation is the same; rank 0's uplink carries every chunk but 0,
+// then every chunk but 1: 6,000,002 bytes (3 ms + 1 ns, plus 7 us of route), still below. The
+// pass drains some pieces one byte longer (500 ps at 2 GB/s): at most 6 steps' worth more.
 TEST(Uncontended, DerivedRingBoundByHand) {
-  topo::Topology t("star", topo::Family::kExplicit);
-  for (int i = 0; i < 4; ++i) t.add_device("d" + std::to_string(i));
-  const auto sw = t.add_switch("s", 1);
-  for (topo::DeviceId d = 0; d < 4; ++d) {
-    t.add_link(d, sw, Bandwidth::bytes_per_second(2e9), Time::microseconds(1 + d));
-  }
-  for (bool forward : {true, false}) {
-    SCOPED_TRACE(forward);
-    CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(4'000'000)};
-    spec.forward_on_arrival = forward;
-    const auto program = ring_program(spec, 4);
-    ASSERT_EQ(program->transfer_count(), 24U);
-    const std::vector<topo::DeviceId> group{0, 1, 2, 3};
-    const std::vector<detail::GroupProgram> parts{{program.get(), group}};
-    topo::Router router(t, 0);
-    detail::UncontendedEvaluator fast(t, true);
-    const auto bound = fast.lower_bound(router, parts, 0);
-    ASSERT_TRUE(bound.has_value());
-    EXPECT_EQ(fast.derived_bounds(), 1U);
-    const std::int64_t end = forward ? std::int64_t{3'032'000'000} : 6 * std::int64_t{507'000'000};
-    EXPECT_EQ(bound->slowest.ps(),
-              static_cast<std::int64_t>(static_cast<double>(end - 4 * 24) * (1 - 1e-6)));
-    EXPECT_EQ(bound->events, 48U);
-    detail::UncontendedEvaluator pass(t, false);
-    EXPECT_EQ(pass.lower_bound(router, parts, 0)->slowest, bound->slowest);
+  const topo::Topology t = staggered_star();
+  const topo::NodeId sw = 4;
+  for (const std::int64_t size : {4'000'000, 4'000'002}) {
+    for (bool forward : {true, false}) {
+      SCOPED_TRACE(std::to_string(size) + (forward ? " forwarding" : " waiting"));
+      const auto program = star_ring(Bytes(size), forward);
+      ASSERT_EQ(program->transfer_count(), 24U);
+      ASSERT_EQ(program->uniform_ring().empty(), size != 4'000'000);
+      const FourRankBounds both = bound_four_ranks(t, *program);
+      const detail::RunBound* bound = &both.derived;
+      const std::vector<detail::LinkLoad>& loads = both.loads;
+      const std::int64_t end =
+          forward ? std::int64_t{3'032'000'000} : 6 * std::int64_t{507'000'000};
+      EXPECT_EQ(bound->slowest.ps(),
+                static_cast<std::int64_t>(static_cast<double>(end - 4 * 24) * (1 - 1e-6)));
+      EXPECT_EQ(bound->events, 48U);
+      const topo::LinkId uplink = *t.find_link(0, sw);
+      const auto load = std::find_if(loads.begin(), loads.end(),
+                                     [&](const detail::LinkLoad& l) { return l.link == uplink; });
+      ASSERT_NE(load, loads.end());
+      EXPECT_EQ(load->bytes, size == 4'000'000 ? 6'000'000.0 : 6'000'002.0);
+      EXPECT_GE(both.pass.slowest, bound->slowest);
+      EXPECT_LE(both.pass.slowest.ps() - bound->slowest.ps(), size == 4'000'000 ? 0 : 6 * 501);
+    }
   }
 }
 
@@ -1011,14 +1056,9 @@ TEST(Uncontended, DerivedHierarchicalRingBoundByHand) {
     spec.forward_on_arrival = forward;
     const auto program = ring_program(spec, 4);
     ASSERT_EQ(program->transfer_count(), 16U);
-    const std::vector<topo::DeviceId> group{0, 1, 2, 3};
-    const std::vector<detail::GroupProgram> parts{{program.get(), group}};
-    topo::Router router(t, 0);
-    detail::UncontendedEvaluator fast(t, true);
-    std::vector<detail::LinkLoad> loads;
-    const auto bound = fast.lower_bound(router, parts, 0, &loads);
-    ASSERT_TRUE(bound.has_value());
-    EXPECT_EQ(fast.derived_bounds(), 1U);
+    const FourRankBounds both = bound_four_ranks(t, *program);
+    const detail::RunBound* bound = &both.derived;
+    const std::vector<detail::LinkLoad>& loads = both.loads;
     EXPECT_EQ(bound->slowest.ps(),
               static_cast<std::int64_t>(static_cast<double>(5'005'000'000 - 4 * 16) * (1 - 1e-6)));
     EXPECT_EQ(bound->events, 32U);
@@ -1028,8 +1068,7 @@ TEST(Uncontended, DerivedHierarchicalRingBoundByHand) {
     ASSERT_NE(load, loads.end());
     EXPECT_EQ(load->bytes, 4'000'000.0);
     EXPECT_EQ(load->min_latency, Time::microseconds(3));
-    detail::UncontendedEvaluator pass(t, false);
-    EXPECT_EQ(pass.lower_bound(router, parts, 0)->slowest, bound->slowest);
+    EXPECT_EQ(both.pass.slowest, bound->slowest);
   }
 }
 
@@ -1064,49 +1103,6 @@ TEST(Uncontended, DerivedBoundsOfUnevenRingsStayWithinAByteADrainOfThePass) {
         ++derived;
       });
   EXPECT_GT(derived, 100);
-}
-
-// By hand, `DerivedRingBoundByHand`'s ring with 4,000,002 bytes: chunks 0 and 1 of 1,000,001
-// bytes, 2 and 3 of 1,000,000. The least piece, 1 MB, drains in 500 us, so the derivation is the
-// even ring's: 6 · 507 us waiting for own sends, 3 ms + 32 us forwarding. The busiest uplink,
-// rank 0's (every chunk but 0, then every chunk but 1: 6,000,002 bytes, 3 ms + 1 ns, plus 7 us
-// of route), stays below. Its uplink's bytes are the pass's; the pass itself drains some pieces
-// one byte longer (500 ps at 2 GB/s), at most 6 steps' worth more.
-TEST(Uncontended, DerivedUnevenRingBoundByHand) {
-  topo::Topology t("star", topo::Family::kExplicit);
-  for (int i = 0; i < 4; ++i) t.add_device("d" + std::to_string(i));
-  const auto sw = t.add_switch("s", 1);
-  for (topo::DeviceId d = 0; d < 4; ++d) {
-    t.add_link(d, sw, Bandwidth::bytes_per_second(2e9), Time::microseconds(1 + d));
-  }
-  for (bool forward : {true, false}) {
-    SCOPED_TRACE(forward);
-    CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(4'000'002)};
-    spec.forward_on_arrival = forward;
-    const auto program = ring_program(spec, 4);
-    ASSERT_TRUE(program->uniform_ring().empty());
-    const std::vector<topo::DeviceId> group{0, 1, 2, 3};
-    const std::vector<detail::GroupProgram> parts{{program.get(), group}};
-    topo::Router router(t, 0);
-    detail::UncontendedEvaluator fast(t, true);
-    std::vector<detail::LinkLoad> loads;
-    const auto bound = fast.lower_bound(router, parts, 0, &loads);
-    ASSERT_TRUE(bound.has_value());
-    EXPECT_EQ(fast.derived_bounds(), 1U);
-    const std::int64_t end = forward ? std::int64_t{3'032'000'000} : 6 * std::int64_t{507'000'000};
-    EXPECT_EQ(bound->slowest.ps(),
-              static_cast<std::int64_t>(static_cast<double>(end - 4 * 24) * (1 - 1e-6)));
-    EXPECT_EQ(bound->events, 48U);
-    const topo::LinkId uplink = *t.find_link(0, sw);
-    const auto load = std::find_if(loads.begin(), loads.end(),
-                                   [&](const detail::LinkLoad& l) { return l.link == uplink; });
-    ASSERT_NE(load, loads.end());
-    EXPECT_EQ(load->bytes, 6'000'002.0);
-    detail::UncontendedEvaluator pass(t, false);
-    const auto exact = pass.lower_bound(router, parts, 0);
-    EXPECT_GE(exact->slowest, bound->slowest);
-    EXPECT_LE(exact->slowest.ps() - bound->slowest.ps(), 6 * 501);
-  }
 }
 
 // A ring that forwards on arrival (NCCL's) is derived when no rank's send starts before its
