@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
+#include <exception>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -103,6 +106,8 @@ struct Engine {
   // which at 8,192 GPUs had grown past the caches (13.6% of a search in its lookups).
   std::vector<topo::LinkId> route;
   std::vector<detail::LinkLoad> loads;  // the link loads of a run stopped by its progress bound
+  // Engines of the same topology for the other threads of `CollectiveOracle::Impl::priced_sets`.
+  std::vector<std::unique_ptr<Engine>> twins;
 };
 
 // The root of `i` in a union-find forest (with path halving).
@@ -114,15 +119,38 @@ std::size_t find_root(std::vector<std::size_t>& parent, std::size_t i) {
   return i;
 }
 
+// Ends a run of `CollectiveOracle::Impl::priced_sets` early once the run of an earlier set of
+// the query has stopped at its time to beat: the query is then ruled out and this set skipped,
+// its answer dropped.
+struct Cancel {
+  const std::atomic<std::size_t>* stopped;  // the least job stopped so far (max: none)
+  std::size_t job;                          // the run's own
+  [[nodiscard]] bool operator()() const noexcept {
+    return stopped->load(std::memory_order_relaxed) < job;
+  }
+};
+
 }  // namespace
 
 struct CollectiveOracle::Impl {
   Impl(const topo::Topology& t, OracleSettings s)
-      : topology(t), seed(s.seed), ideal(s.ideal), network(t, s.ideal) {}
+      : topology(t),
+        seed(s.seed),
+        ideal(s.ideal),
+        threads(checked_threads(s.threads)),
+        network(t, s.ideal) {}
+
+  static int checked_threads(int n) {
+    constexpr int kMaxThreads = 64;
+    if (n < 1 || n > kMaxThreads) throw Error::internal("oracle: threads out of range");
+    return n;
+  }
 
   const topo::Topology& topology;
   std::uint64_t seed;
   bool ideal;
+  // `OracleSettings::threads`; `set_threads` may change it from another thread.
+  std::atomic<int> threads;
   CalibratedNetwork network;
   // By protocol, and NVLS last; only slot 0 on the ideal network (every slot is the topology).
   std::array<std::unique_ptr<Engine>, topo::kProtocols + 1> engines;
@@ -249,7 +277,14 @@ struct CollectiveOracle::Impl {
   // `until`, nullopt when a part has not finished by then (see `part_durations`).
   std::optional<OracleAnswer> simulate_parts(std::vector<Part>& parts, Engine& e,
                                              bool contended = false, Time until = Time::max()) {
-    const auto durations = part_durations(parts, e, contended, until);
+    return simulate_parts(parts, e, contended, until, stats);
+  }
+  // The same, counting in `counts` (`stats`, or a thread's own in `priced_sets`), and ending
+  // early (nullopt) once `cancel` says so.
+  std::optional<OracleAnswer> simulate_parts(std::vector<Part>& parts, Engine& e, bool contended,
+                                             Time until, OracleStats& counts,
+                                             const Cancel* cancel = nullptr) {
+    const auto durations = part_durations(parts, e, contended, until, counts, cancel);
     if (!durations) return std::nullopt;
     return OracleAnswer{durations->front(),
                         *std::max_element(durations->begin(), durations->end())};
@@ -261,31 +296,39 @@ struct CollectiveOracle::Impl {
   std::optional<std::vector<Time>> part_durations(std::vector<Part>& parts, Engine& e,
                                                   bool contended = false,
                                                   Time until = Time::max()) {
+    return part_durations(parts, e, contended, until, stats);
+  }
+  // The same, counting in `counts`; with parts lowered and no event limit, it touches nothing
+  // of the oracle but `e` and `counts` (so threads may run it on engines of their own). A run
+  // with `until` ends early (nullopt) once `cancel` says so, between its progress checks.
+  std::optional<std::vector<Time>> part_durations(std::vector<Part>& parts, Engine& e,
+                                                  bool contended, Time until, OracleStats& counts,
+                                                  const Cancel* cancel = nullptr) {
     std::vector<detail::GroupProgram> programs;
     for (Part& part : parts) {
       lower_part(part);
       programs.push_back({part.schedule.get(), part.group});
     }
     if (auto run = contended ? std::nullopt : e.evaluator.evaluate(e.router, programs, seed)) {
-      ++stats.simulations;
-      ++stats.contention_free;
+      ++counts.simulations;
+      ++counts.contention_free;
       return std::move(run->durations);
     }
     // The events the simulation may still process (the budget's rest), as below.
     constexpr std::uint64_t kNoLimit = std::numeric_limits<std::uint64_t>::max();
-    const std::uint64_t budget = event_limit == 0             ? kNoLimit
-                                 : event_limit > stats.events ? event_limit - stats.events
-                                                              : 0;
+    const std::uint64_t budget = event_limit == 0              ? kNoLimit
+                                 : event_limit > counts.events ? event_limit - counts.events
+                                                               : 0;
     if (budget > 0) {
       if (auto run = e.private_rings.run(e.router, programs, seed, until, budget)) {
         // The simulator's run, event for event (coll/private_rings.h).
-        stats.events += run->events;
+        counts.events += run->events;
         if (!run->finished) {
           if (run->events >= budget) throw EventLimitReached();
           return std::nullopt;  // a part ends after `until`
         }
-        ++stats.simulations;
-        ++stats.private_rings;
+        ++counts.simulations;
+        ++counts.private_rings;
         return std::move(run->durations);
       }
     }
@@ -303,14 +346,15 @@ struct CollectiveOracle::Impl {
     const std::uint64_t events_before = e.simulator->events_processed();
     if (event_limit == 0 && until == Time::max()) {
       e.simulator->run();
-      stats.events += e.simulator->events_processed() - events_before;
+      counts.events += e.simulator->events_processed() - events_before;
     } else {
       // Stops where the limit is reached (nothing of the query is memoized) or after `until`,
       // or before, when the run's progress shows that it ends after `until`.
       const std::uint64_t left = event_limit == 0 ? kNoLimit - events_before : budget;
-      const bool done = left > 0 && run_checked(e, programs, events_before + left, until);
+      const bool done =
+          left > 0 && run_checked(e, programs, events_before + left, until, counts, cancel);
       const std::uint64_t processed = e.simulator->events_processed() - events_before;
-      stats.events += processed;
+      counts.events += processed;
       const bool finished =
           std::all_of(runs.begin(), runs.end(), [](const auto& run) { return run->finished(); });
       if (!done && !finished) {
@@ -325,7 +369,7 @@ struct CollectiveOracle::Impl {
       if (!run->finished()) throw Error::internal("oracle: collective did not finish");
       durations.push_back(run->duration());
     }
-    ++stats.simulations;
+    ++counts.simulations;
     return durations;
   }
 
@@ -339,7 +383,8 @@ struct CollectiveOracle::Impl {
   // `until`, and at least a 32nd of `until` later. The run's events are the same: it is only
   // paused.
   bool run_checked(Engine& e, std::span<const detail::GroupProgram> programs,
-                   std::uint64_t max_events, Time until) {
+                   std::uint64_t max_events, Time until, OracleStats& counts,
+                   const Cancel* cancel = nullptr) {
     net::Simulator& sim = *e.simulator;
     constexpr std::uint64_t kCheckedTransfers = 1024;
     std::uint64_t transfers = 0;
@@ -357,9 +402,10 @@ struct CollectiveOracle::Impl {
     for (;;) {
       if (sim.run_within(max_events, at)) return true;
       if (at >= until || sim.events_processed() >= max_events) return false;
+      if (cancel != nullptr && (*cancel)()) return false;
       const Time progress = detail::progress_bound(sim, e.loads, margin);
       if (progress > until) {
-        ++stats.progress_stops;
+        ++counts.progress_stops;
         return false;
       }
       at = std::min(until, std::max(at + step, sim.now() + (until - progress)));
@@ -562,6 +608,221 @@ struct CollectiveOracle::Impl {
     return out;
   }
 
+  // `priced_set` of every set of `sets` in order, as `answer` asks it without threads (each set
+  // skipped once one rules the query out), but for the event simulations: those of distinct
+  // structures not memoized run on `workers` (> 1) threads at once, each on an engine of its own
+  // (the same topology and seed; a run's answer depends only on its parts, an engine holds
+  // scratch). Every step that reads or writes the oracle's state runs on this thread in set order,
+  // as in `priced_set`: first each set's structural lookup and, with `within`, its event-free bound
+  // (which `priced_set` asks before simulating, or of a skipped set, before counting it); then,
+  // once the simulations are done, the bound's events uncounted, the counters, the memo, a
+  // simulation stopped at `within` raising its bound and ruling the query out, and the sets after
+  // it counted as skipped (their runs, if any, dropped). A set whose structure an earlier set of
+  // the query simulates is answered as `priced_set` would: a structural hit once memoized, else
+  // nothing more. So the answers, memo and counters are those of the sets one by one; only time
+  // differs (a run after one that stops is wasted, one per thread at most). Needs no event limit.
+  // The answers in set order; nullopt when a set rules the query out.
+  std::optional<std::vector<OracleAnswer>> priced_sets(
+      std::vector<Part>& parts, const std::vector<std::vector<std::size_t>>& sets, Engine& e,
+      std::optional<Time> within, Time base, int workers) {
+    struct Job {
+      std::size_t set = 0;
+      Digest digest;
+      bool contended = false;
+      Time until = Time::max();
+      std::vector<Part> parts;
+      std::optional<OracleAnswer> answer;
+      OracleStats counts;
+      std::exception_ptr error;
+      bool memoized = false;
+    };
+    enum class Kind : std::uint8_t { kAnswered, kJob, kDuplicate, kRuledOut };
+    struct SetState {
+      Kind kind = Kind::kAnswered;
+      OracleAnswer answer;  // kAnswered
+      std::size_t job = 0;  // kJob, kDuplicate
+      Digest digest;        // kRuledOut
+    };
+    std::vector<SetState> state(sets.size());
+    std::vector<Job> jobs;
+    std::unordered_map<Digest, std::size_t, DigestHash> pending;
+    // Every job's parts go back to `parts` however this returns.
+    struct GiveBack {
+      std::vector<Job>& jobs;
+      const std::vector<std::vector<std::size_t>>& sets;
+      std::vector<Part>& parts;
+      ~GiveBack() {
+        for (Job& job : jobs) {
+          for (std::size_t j = 0; j < job.parts.size(); ++j) {
+            parts[sets[job.set][j]] = std::move(job.parts[j]);
+          }
+        }
+      }
+    } give_back_jobs{jobs, sets, parts};
+    // A set's bound ruled the query out: the sets after it are skipped (`priced_set`'s `skip`).
+    bool bound_out = false;
+    // A lookup that throws ends the query there, once the sets before it are done (as one by
+    // one).
+    std::size_t looked_up = sets.size();
+    std::exception_ptr lookup_error;
+    for (std::size_t s = 0; s < sets.size() && !lookup_error; ++s) {
+      try {
+        SetState& st = state[s];
+        const bool to_job = on_set(parts, sets[s], [&](std::vector<Part>& set) {
+          const bool idle = std::all_of(set.begin(), set.end(),
+                                        [](const Part& p) { return p.group.size() <= 1; });
+          if (idle) return false;
+          const Digest digest = structure(set, e);
+          if (auto it = by_structure.find(digest); it != by_structure.end()) {
+            ++stats.structural_hits;
+            st.answer = it->second;
+            return false;
+          }
+          if (auto it = pending.find(digest); it != pending.end()) {
+            st.kind = Kind::kDuplicate;
+            st.job = it->second;
+            return false;
+          }
+          Time until = Time::max();
+          if (within || bound_out) {
+            Bounded* b = bounded(set, e, digest);
+            if (b == nullptr) {
+              st.answer = by_structure.find(digest)->second;
+              return false;
+            }
+            if (bound_out || b->slowest + base > *within) {
+              st.kind = Kind::kRuledOut;
+              st.digest = digest;
+              bound_out = true;
+              return false;
+            }
+            // Stopped at `within` when its events are known (as in `priced_set`).
+            if (b->events > 0) until = *within - base;
+          }
+          st.kind = Kind::kJob;
+          st.job = jobs.size();
+          pending.emplace(digest, jobs.size());
+          jobs.push_back({.set = s,
+                          .digest = digest,
+                          .contended = bound_by_structure.contains(digest),
+                          .until = until});
+          return true;
+        });
+        if (to_job) {
+          Job& job = jobs.back();
+          for (const std::size_t i : sets[s]) job.parts.push_back(std::move(parts[i]));
+          for (Part& part : job.parts) lower_part(part);
+        }
+      } catch (...) {
+        lookup_error = std::current_exception();
+        looked_up = s;
+      }
+    }
+    // Jobs start in set order; none starts, and a running one ends at its next progress check,
+    // once a job before it has stopped at its time to beat (the query is ruled out there: the
+    // sets after it are skipped, whatever their runs would say).
+    std::atomic<std::size_t> next{0};
+    std::atomic<std::size_t> stopped{std::numeric_limits<std::size_t>::max()};
+    const auto work = [&](Engine& engine) {
+      for (std::size_t j = next.fetch_add(1); j < jobs.size(); j = next.fetch_add(1)) {
+        Job& job = jobs[j];
+        // Its lookup threw (not run, as one by one), or an earlier job stopped.
+        if (job.set >= looked_up || stopped.load(std::memory_order_relaxed) < j) continue;
+        try {
+          const Cancel cancel{&stopped, j};
+          job.answer =
+              simulate_parts(job.parts, engine, job.contended, job.until, job.counts, &cancel);
+          if (!job.answer) {
+            std::size_t seen = stopped.load(std::memory_order_relaxed);
+            while (j < seen && !stopped.compare_exchange_weak(seen, j)) {
+            }
+          }
+        } catch (...) {
+          job.error = std::current_exception();
+        }
+      }
+    };
+    // Threads beside this one: one per job past the first, within the limit.
+    const std::size_t helpers =
+        jobs.empty() ? 0 : std::min(static_cast<std::size_t>(workers), jobs.size()) - 1;
+    while (e.twins.size() < helpers) {
+      e.twins.push_back(std::make_unique<Engine>(e.topology, seed));
+    }
+    {
+      std::vector<std::jthread> running;
+      running.reserve(helpers);
+      for (std::size_t h = 0; h < helpers; ++h) running.emplace_back(work, std::ref(*e.twins[h]));
+      work(e);
+    }
+    // In set order, what `priced_set` does after its lookups, and `answer`'s sum.
+    std::vector<OracleAnswer> answers(sets.size());
+    bool out = false;
+    for (std::size_t s = 0; s < looked_up; ++s) {
+      const SetState& st = state[s];
+      switch (st.kind) {
+        case Kind::kAnswered:
+          answers[s] = st.answer;
+          break;
+        case Kind::kDuplicate:
+          if (jobs[st.job].memoized) {
+            ++stats.structural_hits;
+            answers[s] = *jobs[st.job].answer;
+          }
+          break;
+        case Kind::kRuledOut:
+          count_avoided(bound_by_structure.find(st.digest)->second);
+          out = true;
+          break;
+        case Kind::kJob: {
+          Job& job = jobs[st.job];
+          if (out) {  // skipped: its bound is counted instead of its run
+            count_avoided(bound_by_structure.find(job.digest)->second);
+            break;
+          }
+          if (job.contended) {
+            // Counted once: the simulation counts its events itself.
+            Bounded& b = bound_by_structure.find(job.digest)->second;
+            if (b.counted) {
+              stats.events -= b.events;
+              stats.avoided_events -= b.avoided;
+              b.counted = false;
+              b.avoided = 0;
+            }
+          }
+          // What `part_durations` counts.
+          stats.simulations += job.counts.simulations;
+          stats.contention_free += job.counts.contention_free;
+          stats.private_rings += job.counts.private_rings;
+          stats.progress_stops += job.counts.progress_stops;
+          stats.events += job.counts.events;
+          if (job.error) std::rethrow_exception(job.error);
+          if (!job.answer) {
+            // Stopped at `until` (contended, so bounded above): it ends later. Counted as if it
+            // ran to its end.
+            Bounded& b = bound_by_structure.find(job.digest)->second;
+            b.slowest = std::max(b.slowest, job.until + Time::picoseconds(1));
+            const std::uint64_t processed = job.counts.events;
+            b.avoided = b.events > processed ? b.events - processed : 0;
+            b.counted = true;
+            stats.events += b.avoided;
+            stats.avoided_events += b.avoided;
+            ++stats.stopped;
+            out = true;
+            break;
+          }
+          if (job.contended) bound_by_structure.erase(job.digest);
+          by_structure.emplace(job.digest, *job.answer);
+          job.memoized = true;
+          answers[s] = *job.answer;
+          break;
+        }
+      }
+    }
+    if (lookup_error) std::rethrow_exception(lookup_error);
+    if (out) return std::nullopt;
+    return answers;
+  }
+
   // The engine that runs `spec` (its protocol's calibrated topology) and its base latency.
   std::pair<Engine*, Time> engine_of(const CollectiveSpec& spec) {
     const topo::Protocol protocol = network.protocol(spec.algorithm, spec.size);
@@ -587,6 +848,11 @@ struct CollectiveOracle::Impl {
       const auto a = priced_set(parts, e, within, base);
       if (!a) return std::nullopt;
       result = *a;
+    } else if (const int n = threads.load(std::memory_order_relaxed); n > 1 && event_limit == 0) {
+      const auto answers = priced_sets(parts, sets, e, within, base, n);
+      if (!answers) return std::nullopt;
+      result.first = answers->front().first;  // the first set holds the first part
+      for (const OracleAnswer& a : *answers) result.slowest = std::max(result.slowest, a.slowest);
     } else {
       // Once a set rules the query out, the later ones are only counted (`priced_set`).
       bool out = false;
@@ -957,6 +1223,10 @@ bool CollectiveOracle::answers_as(const topo::Topology& topology,
 const OracleStats& CollectiveOracle::stats() const noexcept { return impl_->stats; }
 
 void CollectiveOracle::limit_events(std::uint64_t total) noexcept { impl_->event_limit = total; }
+
+void CollectiveOracle::set_threads(int threads) {
+  impl_->threads.store(Impl::checked_threads(threads), std::memory_order_relaxed);
+}
 
 void CollectiveOracle::clear() {
   impl_->by_query.clear();

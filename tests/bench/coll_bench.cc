@@ -18,7 +18,9 @@
 // - one double binary tree of 192 or 256 GPUs on 16,384 rail GPUs, a placer's single-stage sync
 //   (BM_TreeOnRail16384), and its event-free bound (BM_TreeBoundOnRail16384);
 // - NCCL's rings whose pieces queue on their own routes, 1,024 of 4,096 rail GPUs, by the
-//   private rings' run and by the event simulator (BM_QueuedForwardingRingOnRail4096).
+//   private rings' run and by the event simulator (BM_QueuedForwardingRingOnRail4096);
+// - a stage's data-parallel trees on the 8 rails of 16,384 rail GPUs, the oracle's 8 sets
+//   simulated on 1 or 2 threads (BM_OracleRailsOnThreads16384, wall time).
 // 400 Gb/s links, 1 us per cable, ECMP seed 0. Counters: flows, simulator events, flows per
 // second of CPU time, the simulated time (ms), the process's peak resident memory so far (MB)
 // and whether the contention-free evaluation answered (1) or the event simulation (0); the
@@ -296,6 +298,38 @@ void BM_TreeBoundOnRail16384(benchmark::State& state) {
       static_cast<double>(nest::coll::transfer_count(spec, static_cast<int>(n)));
 }
 BENCHMARK(BM_TreeBoundOnRail16384)->Arg(192)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+// A pipeline stage's data-parallel sync as the placer asks it: a double binary tree allreduce of
+// 256 MiB in 16 pieces on each of the 8 rails (192 GPUs one node apart per rail, all rails at
+// once) of `h100_rail_1024.yaml`'s cluster grown to 16,384 GPUs, under the NCCL models. The
+// rails share no link, so the oracle prices them as 8 sets; ECMP hashes each rail's flows apart,
+// so they are 8 structures, each event-simulated. A fresh oracle per iteration, on 1 or 2
+// threads (`OracleSettings::threads`: the sets' simulations side by side, the same answer).
+// Counters: simulations and events (the same on any thread count).
+void BM_OracleRailsOnThreads16384(benchmark::State& state) {
+  static const nest::topo::Topology rail = nest::bench::h100_rail(2048);
+  std::vector<std::vector<DeviceId>> groups(8);
+  for (DeviceId r = 0; r < 8; ++r) {
+    for (DeviceId n = 0; n < 192; ++n) groups[r].push_back(r + 8 * n);
+  }
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTree, Bytes::mebibytes(256), 16};
+  nest::coll::OracleStats stats;
+  Time answer;
+  for (auto _ : state) {
+    nest::coll::CollectiveOracle oracle(
+        rail, nest::coll::OracleSettings{.threads = static_cast<int>(state.range(0))});
+    answer = oracle.collective(spec, groups).slowest;
+    stats = oracle.stats();
+  }
+  state.counters["simulations"] = static_cast<double>(stats.simulations);
+  state.counters["events"] = static_cast<double>(stats.events);
+  state.counters["simulated_ms"] = answer.to_milliseconds();
+}
+BENCHMARK(BM_OracleRailsOnThreads16384)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // The event-free bound the placer's searches and the anneal's walk ask for
 // (`CollectiveOracle::lower_bound`): a ring allreduce of 256 MiB under the bundled NCCL models

@@ -95,6 +95,10 @@ class EventLimitReached : public std::exception {
 struct OracleSettings {
   std::uint64_t seed = 0;  ///< ECMP seed (as in `SimulationOptions`)
   bool ideal = false;      ///< ignore the topology's collective model
+  /// Threads that simulate the link-disjoint sets of one query at once (1..64; a query's
+  /// sets of distinct new structures, e.g. a data-parallel sync's rails, each run on a
+  /// simulator of its own thread). The same answers, memo and counters with any count.
+  int threads = 1;
 };
 
 /// What `fastest` chose.
@@ -209,6 +213,11 @@ class CollectiveOracle {
   /// beat, are counted in full without being run and are not stopped, so `stats().events` may
   /// pass the limit by those. A deterministic budget: the same queries stop at the same event.
   void limit_events(std::uint64_t total) noexcept;
+
+  /// Sets `OracleSettings::threads` for the queries that start from now on: safe to call from
+  /// another thread while a query runs (the owner's thread asks it once per query). The answers,
+  /// memo and counters do not depend on it. Throws `Error` (internal) outside 1..64.
+  void set_threads(int threads);
   /// Forgets every memoized answer (the counters stay).
   void clear();
 

@@ -604,5 +604,110 @@ TEST(Oracle, AQueryWithinATimeStopsOnceItsLinksShowItLoses) {
   }
 }
 
+void expect_same_stats(const OracleStats& a, const OracleStats& b) {
+  EXPECT_EQ(a.queries, b.queries);
+  EXPECT_EQ(a.exact_hits, b.exact_hits);
+  EXPECT_EQ(a.structural_hits, b.structural_hits);
+  EXPECT_EQ(a.simulations, b.simulations);
+  EXPECT_EQ(a.contention_free, b.contention_free);
+  EXPECT_EQ(a.private_rings, b.private_rings);
+  EXPECT_EQ(a.trivial, b.trivial);
+  EXPECT_EQ(a.events, b.events);
+  EXPECT_EQ(a.avoided_events, b.avoided_events);
+  EXPECT_EQ(a.bounded, b.bounded);
+  EXPECT_EQ(a.stopped, b.stopped);
+  EXPECT_EQ(a.progress_stops, b.progress_stops);
+  EXPECT_EQ(a.lower_bounds, b.lower_bounds);
+  EXPECT_EQ(a.lowered, b.lowered);
+}
+
+// An oracle that simulates a query's link-disjoint sets on threads answers, memoizes and counts
+// as one that runs them one by one. On the 4:1 rail cluster under its NCCL model, layouts of
+// several sets: a double binary tree on each of the 8 rails (distinct structures: ECMP hashes
+// each rail's flows apart; contended, event-simulated), 4 pipeline stages' groups on every rail
+// (one set per rail), and 8 groups inside one leaf each (one structure: a set answered by an
+// earlier one's run). The same calls on both oracles, compared after each: exact queries, queries
+// within times around their answers (ruled out by a set's bound, by a run stopped there, which
+// skips the sets after it, or answered), the tuner in full and within its answer, and every call
+// again (memoized).
+TEST(Oracle, ThreadsAnswerMemoizeAndCountAsOneThread) {
+  const topo::Topology t =
+      topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_1024_4to1.yaml");
+  std::vector<Groups> layouts;
+  Groups rails;
+  for (topo::DeviceId r = 0; r < 8; ++r) {
+    rails.emplace_back();
+    for (topo::DeviceId n = 0; n < 16; ++n) rails.back().push_back(n * 8 * 8 + r);
+  }
+  layouts.push_back(rails);
+  Groups stages;
+  for (topo::DeviceId s = 0; s < 4; ++s) {
+    for (topo::DeviceId r = 0; r < 8; ++r) {
+      stages.emplace_back();
+      for (topo::DeviceId n = 0; n < 8; ++n) stages.back().push_back((s + 16 * n) * 8 + r);
+    }
+  }
+  layouts.push_back(stages);
+  Groups leaves;
+  for (topo::DeviceId r = 0; r < 8; ++r) leaves.push_back({r, 8 + r, 16 + r, 24 + r});
+  layouts.push_back(leaves);
+
+  CollectiveOracle one(t, OracleSettings{.seed = 3});
+  CollectiveOracle two(t, OracleSettings{.seed = 3, .threads = 2});
+  const auto same = [&](const std::optional<OracleAnswer>& a,
+                        const std::optional<OracleAnswer>& b) {
+    ASSERT_EQ(a.has_value(), b.has_value());
+    if (a) {
+      EXPECT_EQ(a->slowest, b->slowest);
+      EXPECT_EQ(a->first, b->first);
+    }
+    expect_same_stats(one.stats(), two.stats());
+  };
+  const CollectiveSpec tree{Operation::kAllReduce, Algorithm::kTree, Bytes::mebibytes(64), 16};
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::size_t l = 0; l < layouts.size(); ++l) {
+      const Groups& groups = layouts[l];
+      SCOPED_TRACE("pass " + std::to_string(pass) + " layout " + std::to_string(l));
+      const OracleAnswer exact = CollectiveOracle(t, 3).collective(tree, groups);
+      const Time lower = CollectiveOracle(t, 3).lower_bound(tree, groups);
+      ASSERT_LE(lower, exact.slowest);
+      // Below the bound, eighths of the way to the answer (sets of different speeds: a run
+      // stopped before sets still to run), and around the answer.
+      std::vector<Time> times{lower - Time::picoseconds(1), exact.slowest - Time::picoseconds(1),
+                              exact.slowest};
+      for (std::int64_t k = 1; k < 8; ++k)
+        times.push_back(lower + Time::picoseconds((exact.slowest - lower).ps() * k / 8));
+      for (const Time within : times) {
+        same(one.collective_within(tree, groups, within),
+             two.collective_within(tree, groups, within));
+      }
+      same(one.collective(tree, groups), two.collective(tree, groups));
+      const OracleAnswer answer = two.collective(tree, groups);
+      EXPECT_EQ(answer.slowest, exact.slowest);
+      EXPECT_EQ(answer.first, exact.first);
+      same(one.collective(tree, groups), answer);
+      for (const Bytes size : {Bytes::mebibytes(4), Bytes::mebibytes(256)}) {
+        CollectiveSpec tuned{Operation::kAllReduce, Algorithm::kRing, size};
+        tuned.chunks = 0;
+        tuned.channels = 0;
+        const OracleChoice a = one.fastest(tuned, groups);
+        const OracleChoice b = two.fastest(tuned, groups);
+        EXPECT_EQ(a.algorithm, b.algorithm);
+        same(a.answer, b.answer);
+        const auto late = a.answer.slowest - Time::picoseconds(1);
+        EXPECT_FALSE(one.fastest_within(tuned, groups, late).has_value());
+        EXPECT_FALSE(two.fastest_within(tuned, groups, late).has_value());
+        expect_same_stats(one.stats(), two.stats());
+      }
+    }
+  }
+  // The calls took every path: sets ruled out by bounds and by runs stopped part way, sets
+  // answered by an earlier set's run, and event simulations.
+  EXPECT_GT(two.stats().bounded, 0U);
+  EXPECT_GT(two.stats().stopped, 0U);
+  EXPECT_GT(two.stats().structural_hits, 0U);
+  EXPECT_GT(two.stats().simulations, two.stats().contention_free);
+}
+
 }  // namespace
 }  // namespace nest::coll
