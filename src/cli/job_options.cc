@@ -153,8 +153,9 @@ void add_job_options(Options& o, JobArgs& a) {
            "replayed time; 0: the estimate's best (default 4 with the oracle network)",
            "verify")
       .add("threads", &s.threads,
-           "threads for independent work: the verification's replays and the topology-agnostic "
-           "baseline beside the search (default 2; 1 runs everything in line; same results)",
+           "threads for independent work: the verification's replays, the topology-agnostic "
+           "and anneal baselines beside the search, and the search's simulations of "
+           "link-disjoint sets (default 2; 1 runs everything in line; same results)",
            "threads");
   add_limit_options(o, a.limits);
 }

@@ -183,12 +183,6 @@ struct Job::Impl {
       throw Error::input("must not be negative",
                          {.key = "anneal_steps", .value = std::to_string(spec.anneal_steps)});
     }
-    if (spec.threads < 1 || spec.threads > kMaxThreads) {
-      throw Error::input("threads out of range",
-                         {.key = "threads",
-                          .value = std::to_string(spec.threads),
-                          .expected = fmt::format("an integer in 1..{}", kMaxThreads)});
-    }
     if (spec.verify && (*spec.verify < 0 || *spec.verify > kMaxVerify)) {
       throw Error::input("candidates to verify out of range",
                          {.key = "verify",
@@ -211,6 +205,12 @@ struct Job::Impl {
   // The spec's numbers every front end bounds the same way, before the model is built with
   // them (the accumulation bytes times a layer's parameters must stay within 64 bits).
   void check_ranges() const {
+    if (spec.threads < 1 || spec.threads > kMaxThreads) {
+      throw Error::input("threads out of range",
+                         {.key = "threads",
+                          .value = std::to_string(spec.threads),
+                          .expected = fmt::format("an integer in 1..{}", kMaxThreads)});
+    }
     const std::int64_t bytes = spec.workload.build.gradient_accumulation_bytes;
     if (bytes < 0 || bytes > kMaxGradientAccumulationBytes) {
       throw Error::input("gradient accumulation bytes out of range",
@@ -492,7 +492,11 @@ struct Job::Impl {
     }
     switch (network) {
       case NetworkModel::kOracle: {
-        auto o = std::make_unique<placer::OracleCommCost>(*topology, oracle_options());
+        // The search's oracle simulates a query's link-disjoint sets on the job's threads (the
+        // baselines' own oracles run on one, beside it).
+        placer::OracleOptions options = oracle_options();
+        options.threads = spec.threads;
+        auto o = std::make_unique<placer::OracleCommCost>(*topology, options);
         oracle = o.get();
         comm = std::move(o);
         nest::log(log, LogLevel::kDebug,
@@ -763,6 +767,16 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
   {
     const auto helpers_wanted =
         std::min<std::size_t>(order.size(), static_cast<std::size_t>(impl_->spec.threads)) - 1;
+    // The replays are the threads' work: the job's oracle, which the first one tunes on, runs
+    // its sets on one meanwhile.
+    struct OneThread {
+      coll::CollectiveOracle* oracle;
+      int threads;
+      ~OneThread() {
+        if (oracle != nullptr) oracle->set_threads(threads);
+      }
+    } one_thread{helpers_wanted > 0 ? job_oracle : nullptr, impl_->spec.threads};
+    if (one_thread.oracle != nullptr) one_thread.oracle->set_threads(1);
     std::vector<std::future<void>> helpers;
     for (std::size_t t = 0; t < helpers_wanted; ++t) {
       helpers.push_back(std::async(std::launch::async, work));
@@ -817,7 +831,14 @@ void Job::start_baselines() {
   }
   if (own->tasks.empty()) return;
   own->runs.resize(own->tasks.size());
-  m.background = std::async(std::launch::async, [own] { own->take(); });
+  // The second thread is the baselines' while they run: the search's oracle runs its sets on
+  // one until the queue is empty, then on the job's threads again.
+  coll::CollectiveOracle* const oracle = m.collective_oracle();
+  if (oracle != nullptr) oracle->set_threads(1);
+  m.background = std::async(std::launch::async, [own, oracle, threads = m.spec.threads] {
+    own->take();
+    if (oracle != nullptr) oracle->set_threads(threads);
+  });
   m.own_tasks = std::move(own);
 }
 

@@ -88,7 +88,9 @@ void for_each_group(const GroupLayout& layout, F&& f) {
 
 OracleCommCost::OracleCommCost(const topo::Topology& topology, OracleOptions options)
     : topology_(topology),
-      oracle_(topology, coll::OracleSettings{.seed = options.seed, .ideal = options.ideal}),
+      oracle_(topology,
+              coll::OracleSettings{
+                  .seed = options.seed, .ideal = options.ideal, .threads = options.threads}),
       options_(options),
       injection_bound_(largest_injection(topology)) {
   const int d0 = topology.domain_sizes().front();

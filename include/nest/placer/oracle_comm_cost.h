@@ -48,6 +48,8 @@ struct OracleOptions {
   /// measures the error on the rail-optimized cluster.
   bool interpolate_sizes = false;
   std::uint64_t seed = 0;  ///< ECMP seed
+  /// Threads of the oracle's exact queries (`coll::OracleSettings::threads`): the same answers.
+  int threads = 1;
 };
 
 /// One group layout's collective as the oracle priced it.

@@ -370,7 +370,7 @@ JobSpec verify_spec(int verify, int threads) {
 // The verification's replays on several threads: the same candidates, times, ranks, choice
 // and kept run as on one (each replay reads only the plan and the job's immutable parts), and
 // the same counters of the job's oracle (the first replay dispatched tunes on it, on whichever
-// thread takes it).
+// thread takes it; the search's queries simulate their link-disjoint sets on the job's threads).
 TEST(Job, VerificationOnThreadsIsTheVerificationInLine) {
   JobSpec spec = verify_spec(5, 1);
   Job one(spec, kCatalog);
