@@ -109,13 +109,33 @@ struct OwnRun {
 // threads take from: each task is self-contained, so which thread runs it changes nothing.
 struct OwnTasks {
   std::vector<std::string> names;
-  std::vector<std::function<OwnRun()>> tasks;
+  std::vector<std::function<OwnRun(OwnTasks*)>> tasks;
   std::vector<std::optional<OwnRun>> runs;  // by task, filled as they end (empty if it threw)
   std::atomic<std::size_t> next{0};
 
   // Runs tasks until none is left to take.
   void take() {
-    for (std::size_t i = next++; i < tasks.size(); i = next++) runs[i] = tasks[i]();
+    for (std::size_t i = next++; i < tasks.size(); i = next++) runs[i] = tasks[i](this);
+  }
+
+  // The oracles of the tasks running, each simulating its sets on `threads` threads: one while
+  // the search's thread has work of its own, the job's once it only waits (`lend`).
+  std::mutex lending;
+  std::vector<coll::CollectiveOracle*> oracles;
+  int threads = 1;
+  void enter(coll::CollectiveOracle& oracle) {
+    const std::lock_guard lock(lending);
+    oracle.set_threads(threads);
+    oracles.push_back(&oracle);
+  }
+  void leave(coll::CollectiveOracle& oracle) {
+    const std::lock_guard lock(lending);
+    std::erase(oracles, &oracle);
+  }
+  void lend(int n) {
+    const std::lock_guard lock(lending);
+    threads = n;
+    for (coll::CollectiveOracle* oracle : oracles) oracle->set_threads(n);
   }
   // No task is taken from now on (those running finish).
   void stop() noexcept { next = tasks.size(); }
@@ -547,25 +567,40 @@ struct Job::Impl {
   // topology-agnostic one, its own flat network; the topology and the profile are immutable
   // and shared. So it can run beside the search, and it leaves the job's oracle as the other
   // baselines find it.
-  std::function<OwnRun()> own_task(const std::string& name) const {
-    return [name, topology = topology, profile = profile, options = oracle_options(),
-            bandwidth = flat ? flat->bandwidth() : Bandwidth{},
-            latency = flat ? flat->latency() : Time{}, scale_up = scale_up, search = search,
-            anneal =
-                placer::AnnealOptions{.seed = spec.anneal_seed, .iterations = spec.anneal_steps}] {
-      const auto start = Clock::now();
-      placer::OracleCommCost own(*topology, options);
-      OwnRun run;
-      if (name == "anneal") {
-        run.result = placer::anneal_baseline(*profile, own, search, anneal);
-      } else {
-        placer::FlatCommCost own_flat(bandwidth, latency, scale_up);
-        run.result = placer::topology_agnostic_baseline(*profile, own, own_flat, search);
-      }
-      run.seconds = seconds_since(start);
-      run.stats = own.stats();
-      return run;
-    };
+  // The task of baseline `name` on an oracle of its own: queued (`OwnTasks`, which sets the
+  // oracle's threads), or in line (nullptr: the job's threads).
+  std::function<OwnRun(OwnTasks*)> own_task(const std::string& name) const {
+    return
+        [name, topology = topology, profile = profile, options = oracle_options(),
+         bandwidth = flat ? flat->bandwidth() : Bandwidth{},
+         latency = flat ? flat->latency() : Time{}, scale_up = scale_up, search = search,
+         anneal = placer::AnnealOptions{.seed = spec.anneal_seed, .iterations = spec.anneal_steps},
+         threads = spec.threads](OwnTasks* queue) {
+          const auto start = Clock::now();
+          placer::OracleCommCost own(*topology, options);
+          struct Enter {
+            OwnTasks* queue;
+            coll::CollectiveOracle& oracle;
+            ~Enter() {
+              if (queue != nullptr) queue->leave(oracle);
+            }
+          } entered{queue, own.collective_oracle()};
+          if (queue != nullptr) {
+            queue->enter(own.collective_oracle());
+          } else {
+            own.collective_oracle().set_threads(threads);
+          }
+          OwnRun run;
+          if (name == "anneal") {
+            run.result = placer::anneal_baseline(*profile, own, search, anneal);
+          } else {
+            placer::FlatCommCost own_flat(bandwidth, latency, scale_up);
+            run.result = placer::topology_agnostic_baseline(*profile, own, own_flat, search);
+          }
+          run.seconds = seconds_since(start);
+          run.stats = own.stats();
+          return run;
+        };
   }
 
   // The job's collective oracle (to tune a replay on; one thread at a time), if it prices on one.
@@ -860,12 +895,14 @@ std::vector<placer::BaselineResult> Job::baselines() {
     if (m.own_oracle(name)) {
       if (background.valid()) {
         own->take();
+        // Nothing left to take: this thread only waits, so the task still running has both.
+        own->lend(m.spec.threads);
         background.get();
       }
       // From the queue, else (not queued, or listed twice) in line.
       std::optional<OwnRun> queued = own ? own->collect(name) : std::nullopt;
       const bool beside = queued.has_value();
-      OwnRun run = beside ? std::move(*queued) : m.own_task(name)();
+      OwnRun run = beside ? std::move(*queued) : m.own_task(name)(nullptr);
       out.push_back(std::move(run.result));
       if (beside) {
         nest::log(m.log, LogLevel::kInfo,
