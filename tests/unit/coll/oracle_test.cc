@@ -345,6 +345,30 @@ TEST(Oracle, ClearForgetsAnswers) {
 namespace nest::coll {
 namespace {
 
+// On the 8-GPU nodes of a rail cluster: one group per rail of `nodes` nodes `stride` nodes apart
+// (node n of rail r is device 8n + r).
+Groups rail_groups(topo::DeviceId nodes, topo::DeviceId stride) {
+  Groups g;
+  for (topo::DeviceId r = 0; r < 8; ++r) {
+    g.emplace_back();
+    for (topo::DeviceId n = 0; n < nodes; ++n) g.back().push_back(n * stride * 8 + r);
+  }
+  return g;
+}
+
+// The data-parallel groups of 4 pipeline stages of one node each, 8 replicas `stride` nodes
+// apart (stage s of replica n on node s + stride·n), one group per stage and rail.
+Groups stage_groups(topo::DeviceId stride) {
+  Groups g;
+  for (topo::DeviceId s = 0; s < 4; ++s) {
+    for (topo::DeviceId r = 0; r < 8; ++r) {
+      g.emplace_back();
+      for (topo::DeviceId n = 0; n < 8; ++n) g.back().push_back((s + stride * n) * 8 + r);
+    }
+  }
+  return g;
+}
+
 // `fastest` simulates a candidate only when its lower bound does not already exceed the fastest
 // so far: its choice must be the one of every candidate simulated. On the bundled 1,024-GPU
 // rail cluster at 4:1 (its NCCL model; ring, tree and hierarchical compete for groups across
@@ -360,20 +384,8 @@ TEST(Oracle, FastestRulesOutCandidatesByTheirBoundWithTheSameChoice) {
   Groups one{{}};
   for (topo::DeviceId n = 0; n < 16; ++n) one[0].push_back(n * 8);
   layouts.push_back(one);
-  Groups rails;
-  for (topo::DeviceId r = 0; r < 8; ++r) {
-    rails.emplace_back();
-    for (topo::DeviceId n = 0; n < 16; ++n) rails.back().push_back(n * 8 + r);
-  }
-  layouts.push_back(rails);
-  Groups stages;
-  for (topo::DeviceId s = 0; s < 4; ++s) {
-    for (topo::DeviceId r = 0; r < 8; ++r) {
-      stages.emplace_back();
-      for (topo::DeviceId n = 0; n < 8; ++n) stages.back().push_back((s + 4 * n) * 8 + r);
-    }
-  }
-  layouts.push_back(stages);
+  layouts.push_back(rail_groups(16, 1));
+  layouts.push_back(stage_groups(4));
   CollectiveOracle oracle(t, 1);
   // Every candidate simulated, in `fastest`'s order on one oracle: the events it processes are
   // what `oracle` must count (an event budget spends the same).
@@ -634,20 +646,8 @@ TEST(Oracle, ThreadsAnswerMemoizeAndCountAsOneThread) {
   const topo::Topology t =
       topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_1024_4to1.yaml");
   std::vector<Groups> layouts;
-  Groups rails;
-  for (topo::DeviceId r = 0; r < 8; ++r) {
-    rails.emplace_back();
-    for (topo::DeviceId n = 0; n < 16; ++n) rails.back().push_back(n * 8 * 8 + r);
-  }
-  layouts.push_back(rails);
-  Groups stages;
-  for (topo::DeviceId s = 0; s < 4; ++s) {
-    for (topo::DeviceId r = 0; r < 8; ++r) {
-      stages.emplace_back();
-      for (topo::DeviceId n = 0; n < 8; ++n) stages.back().push_back((s + 16 * n) * 8 + r);
-    }
-  }
-  layouts.push_back(stages);
+  layouts.push_back(rail_groups(16, 8));
+  layouts.push_back(stage_groups(16));
   Groups leaves;
   for (topo::DeviceId r = 0; r < 8; ++r) leaves.push_back({r, 8 + r, 16 + r, 24 + r});
   layouts.push_back(leaves);
