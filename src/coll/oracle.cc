@@ -619,9 +619,16 @@ struct CollectiveOracle::Impl {
   // simulation stopped at `within` raising its bound and ruling the query out, and the sets after
   // it counted as skipped (their runs, if any, dropped). A set whose structure an earlier set of
   // the query simulates is answered as `priced_set` would: a structural hit once memoized, else
-  // nothing more. So the answers, memo and counters are those of the sets one by one; only time
-  // differs (a run after one that stops is wasted, one per thread at most). Needs no event limit.
-  // The answers in set order; nullopt when a set rules the query out.
+  // nothing more. So the answers and the memo's answers are those of the sets one by one, and so
+  // are the counters, with two exceptions, both off the searches' paths: when a run throws, the
+  // sets after it were already looked up (their structural hits, bounds and contention-free
+  // answers counted and kept, where one by one would have stopped at the throw), and `lowered`
+  // counts the programs of sets looked up as jobs (lowered here, not by the threads) that one by
+  // one would skip unlowered after a stop, when the oracle does not keep them. Only time differs
+  // otherwise: runs after one that stops are wasted until they end or reach a progress check
+  // (`Cancel`; runs without checks, of fewer than 1,024 transfers or of private rings, end on
+  // their own). Needs no event limit. The answers in set order; nullopt when a set rules the
+  // query out.
   std::optional<std::vector<OracleAnswer>> priced_sets(
       std::vector<Part>& parts, const std::vector<std::vector<std::size_t>>& sets, Engine& e,
       std::optional<Time> within, Time base, int workers) {
@@ -745,13 +752,18 @@ struct CollectiveOracle::Impl {
     // Threads beside this one: one per job past the first, within the limit.
     const std::size_t helpers =
         jobs.empty() ? 0 : std::min(static_cast<std::size_t>(workers), jobs.size()) - 1;
-    while (e.twins.size() < helpers) {
-      e.twins.push_back(std::make_unique<Engine>(e.topology, seed));
-    }
     {
+      // Helpers that cannot be had (no memory for an engine, no thread) leave their jobs to
+      // this thread: the same answers, later.
       std::vector<std::jthread> running;
-      running.reserve(helpers);
-      for (std::size_t h = 0; h < helpers; ++h) running.emplace_back(work, std::ref(*e.twins[h]));
+      try {
+        running.reserve(helpers);
+        for (std::size_t h = 0; h < helpers; ++h) {
+          if (e.twins.size() == h) e.twins.push_back(std::make_unique<Engine>(e.topology, seed));
+          running.emplace_back(work, std::ref(*e.twins[h]));
+        }
+      } catch (const std::exception&) {  // std::bad_alloc, std::system_error
+      }
       work(e);
     }
     // In set order, what `priced_set` does after its lookups, and `answer`'s sum.

@@ -152,6 +152,31 @@ struct OwnTasks {
   }
 };
 
+// The job's threads beside the search's own and who holds them: the baselines' queue (one)
+// and the verification's replays (their helpers). The job's oracle simulates a query's sets on
+// what is left, at least one (`CollectiveOracle::set_threads`).
+struct ThreadShare {
+  std::mutex mutex;
+  coll::CollectiveOracle* oracle = nullptr;  // the job's, if it prices on one
+  int threads = 1;                           // JobSpec::threads
+  int held = 0;
+  // `n` threads more held (less, when negative).
+  void hold(int n) {
+    const std::lock_guard lock(mutex);
+    held += n;
+    if (oracle != nullptr) oracle->set_threads(std::max(1, threads - held));
+  }
+  // Holds `n` threads for its life.
+  struct Held {
+    ThreadShare& share;
+    int n;
+    Held(ThreadShare& s, int count) : share(s), n(count) { share.hold(n); }
+    ~Held() { share.hold(-n); }
+    Held(const Held&) = delete;
+    Held& operator=(const Held&) = delete;
+  };
+};
+
 struct Job::Impl {
   JobSpec spec;
   Catalog catalog;
@@ -164,6 +189,9 @@ struct Job::Impl {
   std::unique_ptr<placer::FlatCommCost> flat;  // the flat network, or the topology-agnostic one
   std::unique_ptr<placer::CommCost> comm;
   placer::OracleCommCost* oracle = nullptr;  // comm, when it is the oracle
+  // Who holds the job's threads; shared with the baselines' thread (which outlives no member:
+  // `background` is destroyed first and waits for it).
+  std::shared_ptr<ThreadShare> thread_share = std::make_shared<ThreadShare>();
   placer::SearchOptions search;
   // The baselines started by `start_baselines` (`OwnTasks`), taken one at a time by a thread
   // of their own and, once the search is done, by `baselines()` too.
@@ -512,12 +540,14 @@ struct Job::Impl {
     }
     switch (network) {
       case NetworkModel::kOracle: {
-        // The search's oracle simulates a query's link-disjoint sets on the job's threads (the
-        // baselines' own oracles run on one, beside it).
+        // The search's oracle simulates a query's link-disjoint sets on the job's threads that
+        // nothing else holds (`ThreadShare`).
         placer::OracleOptions options = oracle_options();
         options.threads = spec.threads;
         auto o = std::make_unique<placer::OracleCommCost>(*topology, options);
         oracle = o.get();
+        thread_share->oracle = &oracle->collective_oracle();
+        thread_share->threads = spec.threads;
         comm = std::move(o);
         nest::log(log, LogLevel::kDebug,
                   "oracle: one collective oracle on {} (routing seed {}, {})", topology_name,
@@ -802,16 +832,9 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
   {
     const auto helpers_wanted =
         std::min<std::size_t>(order.size(), static_cast<std::size_t>(impl_->spec.threads)) - 1;
-    // The replays are the threads' work: the job's oracle, which the first one tunes on, runs
-    // its sets on one meanwhile.
-    struct OneThread {
-      coll::CollectiveOracle* oracle;
-      int threads;
-      ~OneThread() {
-        if (oracle != nullptr) oracle->set_threads(threads);
-      }
-    } one_thread{helpers_wanted > 0 ? job_oracle : nullptr, impl_->spec.threads};
-    if (one_thread.oracle != nullptr) one_thread.oracle->set_threads(1);
+    // The replays' helpers hold their threads: the job's oracle, which the first replay tunes
+    // on, runs its sets on what is left meanwhile.
+    const ThreadShare::Held held(*impl_->thread_share, static_cast<int>(helpers_wanted));
     std::vector<std::future<void>> helpers;
     for (std::size_t t = 0; t < helpers_wanted; ++t) {
       helpers.push_back(std::async(std::launch::async, work));
@@ -866,14 +889,21 @@ void Job::start_baselines() {
   }
   if (own->tasks.empty()) return;
   own->runs.resize(own->tasks.size());
-  // The second thread is the baselines' while they run: the search's oracle runs its sets on
-  // one until the queue is empty, then on the job's threads again.
-  coll::CollectiveOracle* const oracle = m.collective_oracle();
-  if (oracle != nullptr) oracle->set_threads(1);
-  m.background = std::async(std::launch::async, [own, oracle, threads = m.spec.threads] {
-    own->take();
-    if (oracle != nullptr) oracle->set_threads(threads);
-  });
+  // The queue holds a thread while it runs: the job's oracle runs its sets on what is left until
+  // the queue is empty (or a task throws).
+  m.thread_share->hold(1);
+  try {
+    m.background = std::async(std::launch::async, [own, share = m.thread_share] {
+      struct Release {
+        ThreadShare& share;
+        ~Release() { share.hold(-1); }
+      } release{*share};
+      own->take();
+    });
+  } catch (...) {
+    m.thread_share->hold(-1);
+    throw;
+  }
   m.own_tasks = std::move(own);
 }
 

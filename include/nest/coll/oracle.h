@@ -97,7 +97,8 @@ struct OracleSettings {
   bool ideal = false;      ///< ignore the topology's collective model
   /// Threads that simulate the link-disjoint sets of one query at once (1..64; a query's
   /// sets of distinct new structures, e.g. a data-parallel sync's rails, each run on a
-  /// simulator of its own thread). The same answers, memo and counters with any count.
+  /// simulator of its own thread). The same answers with any count, and the same counters but
+  /// after a run that throws and for `lowered` (see `priced_sets` in the source).
   int threads = 1;
 };
 
@@ -215,8 +216,9 @@ class CollectiveOracle {
   void limit_events(std::uint64_t total) noexcept;
 
   /// Sets `OracleSettings::threads` for the queries that start from now on: safe to call from
-  /// another thread while a query runs (the owner's thread asks it once per query). The answers,
-  /// memo and counters do not depend on it. Throws `Error` (internal) outside 1..64.
+  /// another thread while a query runs (the owner's thread asks it once per query). The answers
+  /// do not depend on it (see `OracleSettings::threads`). Throws `Error` (internal) outside
+  /// 1..64.
   void set_threads(int threads);
   /// Forgets every memoized answer (the counters stay).
   void clear();

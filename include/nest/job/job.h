@@ -142,7 +142,8 @@ struct JobSpec {
   /// Threads the job may run independent work on: the verification replays on this many, and
   /// with more than 1 the topology-agnostic and anneal baselines run beside the search
   /// (`Job::start_baselines`; one thread more while they have not finished; 1 runs them in
-  /// line). Results never depend on it. In
+  /// line), and the oracles simulate a query's link-disjoint sets on those nothing else holds.
+  /// Results never depend on it. In
   /// 1..`kMaxThreads`. Sweeps, which evaluate points on threads of their own, give each job 1.
   int threads = 2;
 };
@@ -240,9 +241,10 @@ class Job {
   /// verification; `baselines()` takes what is left on the caller's thread and collects them.
   /// Results are those of `baselines()` without it (a name listed twice runs again in line).
   /// Each task owns its oracle and reads only the immutable topology and profile (shared), so
-  /// the job may be moved meanwhile; destroying the job first waits for the task running, and
-  /// the others are dropped. Calling it again before `baselines()` does nothing; after, it
-  /// queues them again.
+  /// the job may be moved meanwhile (the queue's thread also sets how many threads the job's
+  /// oracle may use, through a share the job holds by pointer); destroying the job first waits for
+  /// the task running, and the others are dropped. Calling it again before `baselines()` does
+  /// nothing; after, it queues them again.
   void start_baselines();
   /// `choice` priced by this job's cost model (validated first; see `placer::evaluate`).
   [[nodiscard]] placer::Plan evaluate(const placer::PlanChoice& choice);

@@ -680,6 +680,8 @@ TEST(Oracle, ThreadsAnswerMemoizeAndCountAsOneThread) {
       for (const Time within : times) {
         same(one.collective_within(tree, groups, within),
              two.collective_within(tree, groups, within));
+        // The bounds kept (raised by the runs stopped) are the same too.
+        EXPECT_EQ(one.lower_bound(tree, groups), two.lower_bound(tree, groups));
       }
       same(one.collective(tree, groups), two.collective(tree, groups));
       const OracleAnswer answer = two.collective(tree, groups);
@@ -705,6 +707,7 @@ TEST(Oracle, ThreadsAnswerMemoizeAndCountAsOneThread) {
   // answered by an earlier set's run, and event simulations.
   EXPECT_GT(two.stats().bounded, 0U);
   EXPECT_GT(two.stats().stopped, 0U);
+  EXPECT_GT(two.stats().avoided_events, 0U);
   EXPECT_GT(two.stats().structural_hits, 0U);
   EXPECT_GT(two.stats().simulations, two.stats().contention_free);
 }
