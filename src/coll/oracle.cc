@@ -540,45 +540,77 @@ struct CollectiveOracle::Impl {
   // simulator's) are counted in `stats.events` once per structure, and in
   // `stats.avoided_events`, so that an event budget (`limit_events`) spends what it spent
   // when every candidate was simulated; a structure counted so and simulated later is counted once.
-  std::optional<OracleAnswer> priced_set(std::vector<Part>& parts, Engine& e,
-                                         std::optional<Time> within, Time base, bool skip = false) {
+  // What the lookups of a set leave (`look_up`): its answer, known without a run; the query
+  // ruled out by its bound (counted as avoided); its structure already being simulated for an
+  // earlier set of the query (`pending`: that job); or a run, stopped at `until`, of a
+  // structure bounded before when `contended` (the contention-free pass then steps aside).
+  struct Lookup {
+    enum class Kind : std::uint8_t { kAnswered, kRuledOut, kPending, kRun };
+    Kind kind = Kind::kAnswered;
+    OracleAnswer answer;       // kAnswered
+    std::size_t job = 0;       // kPending
+    Digest digest;             // kRuledOut, kPending, kRun
+    bool contended = false;    // kRun
+    Time until = Time::max();  // kRun
+  };
+  // `priced_set`'s steps up to its run: one-device groups, the structural memo, then with
+  // `within` or `skip` the structure's bound (which may answer without events, or rule the query
+  // out, counting the run avoided). With `pending`, a structure in it is not bounded.
+  Lookup look_up(std::vector<Part>& parts, Engine& e, std::optional<Time> within, Time base,
+                 bool skip,
+                 const std::unordered_map<Digest, std::size_t, DigestHash>* pending = nullptr) {
+    using Kind = Lookup::Kind;
     const bool idle =
         std::all_of(parts.begin(), parts.end(), [](const Part& p) { return p.group.size() <= 1; });
-    if (idle) return OracleAnswer{};
+    if (idle) return {};
     const Digest digest = structure(parts, e);
     if (auto it = by_structure.find(digest); it != by_structure.end()) {
       ++stats.structural_hits;
-      return it->second;
+      return {.answer = it->second};
+    }
+    if (pending != nullptr) {
+      if (auto it = pending->find(digest); it != pending->end()) {
+        return {.kind = Kind::kPending, .job = it->second, .digest = digest};
+      }
     }
     if (within || skip) {
       Bounded* b = bounded(parts, e, digest);
-      if (b == nullptr) return by_structure.find(digest)->second;
+      if (b == nullptr) return {.answer = by_structure.find(digest)->second};
       if (skip || b->slowest + base > *within) {
         count_avoided(*b);
-        return std::nullopt;
+        return {.kind = Kind::kRuledOut, .digest = digest};
       }
-    }
-    auto bounded_entry = bound_by_structure.find(digest);
-    const bool contended = bounded_entry != bound_by_structure.end();
-    if (contended && bounded_entry->second.counted) {
-      // Counted once: the simulation counts its events itself.
-      stats.events -= bounded_entry->second.events;
-      stats.avoided_events -= bounded_entry->second.avoided;
-      bounded_entry->second.counted = false;
-      bounded_entry->second.avoided = 0;
     }
     // The bound did not rule it out, so within >= base. A structure without a bound (a link
     // without bandwidth: the simulation names it) runs to its end: its events are not known.
+    const auto bounded_entry = bound_by_structure.find(digest);
+    const bool contended = bounded_entry != bound_by_structure.end();
     const bool stoppable = within && contended && bounded_entry->second.events > 0;
-    const Time until = stoppable ? *within - base : Time::max();
-    const std::uint64_t events_before = stats.events;
-    const std::optional<OracleAnswer> result = simulate_parts(parts, e, contended, until);
+    return {.kind = Kind::kRun,
+            .digest = digest,
+            .contended = contended,
+            .until = stoppable ? *within - base : Time::max()};
+  }
+
+  // A structure about to be simulated: the events of its bound, counted when a query was ruled
+  // out by it, are not counted again (its run counts its own).
+  void uncount(const Digest& digest) {
+    const auto it = bound_by_structure.find(digest);
+    if (it == bound_by_structure.end() || !it->second.counted) return;
+    stats.events -= it->second.events;
+    stats.avoided_events -= it->second.avoided;
+    it->second.counted = false;
+    it->second.avoided = 0;
+  }
+
+  // The run of `run` (a kRun lookup) answered `result` after `processed` events: memoized; or,
+  // stopped at its `until` (contended, so bounded above), nullopt, its bound raised past
+  // `until` and its events counted as if it ran to its end.
+  std::optional<OracleAnswer> settle(const Lookup& run, const std::optional<OracleAnswer>& result,
+                                     std::uint64_t processed) {
     if (!result) {
-      // Stopped at `until` (contended, so bounded above): it ends later. Counted as if it ran to
-      // its end.
-      Bounded& b = bound_by_structure.find(digest)->second;
-      b.slowest = std::max(b.slowest, until + Time::picoseconds(1));
-      const std::uint64_t processed = stats.events - events_before;
+      Bounded& b = bound_by_structure.find(run.digest)->second;
+      b.slowest = std::max(b.slowest, run.until + Time::picoseconds(1));
       b.avoided = b.events > processed ? b.events - processed : 0;
       b.counted = true;
       stats.events += b.avoided;
@@ -586,9 +618,20 @@ struct CollectiveOracle::Impl {
       ++stats.stopped;
       return std::nullopt;
     }
-    if (contended) bound_by_structure.erase(digest);
-    by_structure.emplace(digest, *result);
+    if (run.contended) bound_by_structure.erase(run.digest);
+    by_structure.emplace(run.digest, *result);
     return result;
+  }
+
+  std::optional<OracleAnswer> priced_set(std::vector<Part>& parts, Engine& e,
+                                         std::optional<Time> within, Time base, bool skip = false) {
+    const Lookup run = look_up(parts, e, within, base, skip);
+    if (run.kind == Lookup::Kind::kAnswered) return run.answer;
+    if (run.kind == Lookup::Kind::kRuledOut) return std::nullopt;
+    uncount(run.digest);  // before the run: an event limit counts from what is left
+    const std::uint64_t events_before = stats.events;
+    const std::optional<OracleAnswer> result = simulate_parts(parts, e, run.contended, run.until);
+    return settle(run, result, stats.events - events_before);
   }
 
   // The parts in link-connected sets (`link_components`; one set for one part).
@@ -606,6 +649,15 @@ struct CollectiveOracle::Impl {
     auto out = f(set);
     for (std::size_t j = 0; j < set.size(); ++j) parts[members[j]] = std::move(set[j]);
     return out;
+  }
+
+  // What `part_durations` counted in `counts` (a thread's own), added to `stats`.
+  void add_counts(const OracleStats& counts) {
+    stats.simulations += counts.simulations;
+    stats.contention_free += counts.contention_free;
+    stats.private_rings += counts.private_rings;
+    stats.progress_stops += counts.progress_stops;
+    stats.events += counts.events;
   }
 
   // `priced_set` of every set of `sets` in order, as `answer` asks it without threads (each set
@@ -633,24 +685,15 @@ struct CollectiveOracle::Impl {
       std::vector<Part>& parts, const std::vector<std::vector<std::size_t>>& sets, Engine& e,
       std::optional<Time> within, Time base, int workers) {
     struct Job {
-      std::size_t set = 0;
-      Digest digest;
-      bool contended = false;
-      Time until = Time::max();
+      std::size_t set = 0;  // its lookup: state[set]
       std::vector<Part> parts;
       std::optional<OracleAnswer> answer;
       OracleStats counts;
       std::exception_ptr error;
       bool memoized = false;
     };
-    enum class Kind : std::uint8_t { kAnswered, kJob, kDuplicate, kRuledOut };
-    struct SetState {
-      Kind kind = Kind::kAnswered;
-      OracleAnswer answer;  // kAnswered
-      std::size_t job = 0;  // kJob, kDuplicate
-      Digest digest;        // kRuledOut
-    };
-    std::vector<SetState> state(sets.size());
+    // Each set's lookup; a kRun one is a job (`Lookup::job`, the index in `jobs`, set here).
+    std::vector<Lookup> state(sets.size());
     std::vector<Job> jobs;
     std::unordered_map<Digest, std::size_t, DigestHash> pending;
     // Every job's parts go back to `parts` however this returns.
@@ -674,49 +717,15 @@ struct CollectiveOracle::Impl {
     std::exception_ptr lookup_error;
     for (std::size_t s = 0; s < sets.size() && !lookup_error; ++s) {
       try {
-        SetState& st = state[s];
-        const bool to_job = on_set(parts, sets[s], [&](std::vector<Part>& set) {
-          const bool idle = std::all_of(set.begin(), set.end(),
-                                        [](const Part& p) { return p.group.size() <= 1; });
-          if (idle) return false;
-          const Digest digest = structure(set, e);
-          if (auto it = by_structure.find(digest); it != by_structure.end()) {
-            ++stats.structural_hits;
-            st.answer = it->second;
-            return false;
-          }
-          if (auto it = pending.find(digest); it != pending.end()) {
-            st.kind = Kind::kDuplicate;
-            st.job = it->second;
-            return false;
-          }
-          Time until = Time::max();
-          if (within || bound_out) {
-            Bounded* b = bounded(set, e, digest);
-            if (b == nullptr) {
-              st.answer = by_structure.find(digest)->second;
-              return false;
-            }
-            if (bound_out || b->slowest + base > *within) {
-              st.kind = Kind::kRuledOut;
-              st.digest = digest;
-              bound_out = true;
-              return false;
-            }
-            // Stopped at `within` when its events are known (as in `priced_set`).
-            if (b->events > 0) until = *within - base;
-          }
-          st.kind = Kind::kJob;
-          st.job = jobs.size();
-          pending.emplace(digest, jobs.size());
-          jobs.push_back({.set = s,
-                          .digest = digest,
-                          .contended = bound_by_structure.contains(digest),
-                          .until = until});
-          return true;
+        Lookup& st = state[s];
+        st = on_set(parts, sets[s], [&](std::vector<Part>& set) {
+          return look_up(set, e, within, base, bound_out, &pending);
         });
-        if (to_job) {
-          Job& job = jobs.back();
+        if (st.kind == Lookup::Kind::kRuledOut) bound_out = true;
+        if (st.kind == Lookup::Kind::kRun) {
+          st.job = jobs.size();
+          pending.emplace(st.digest, jobs.size());
+          Job& job = jobs.emplace_back(Job{.set = s});
           for (const std::size_t i : sets[s]) job.parts.push_back(std::move(parts[i]));
           for (Part& part : job.parts) lower_part(part);
         }
@@ -737,8 +746,9 @@ struct CollectiveOracle::Impl {
         if (job.set >= looked_up || stopped.load(std::memory_order_relaxed) < j) continue;
         try {
           const Cancel cancel{&stopped, j};
+          const Lookup& run = state[job.set];
           job.answer =
-              simulate_parts(job.parts, engine, job.contended, job.until, job.counts, &cancel);
+              simulate_parts(job.parts, engine, run.contended, run.until, job.counts, &cancel);
           if (!job.answer) {
             std::size_t seen = stopped.load(std::memory_order_relaxed);
             while (j < seen && !stopped.compare_exchange_weak(seen, j)) {
@@ -770,62 +780,36 @@ struct CollectiveOracle::Impl {
     std::vector<OracleAnswer> answers(sets.size());
     bool out = false;
     for (std::size_t s = 0; s < looked_up; ++s) {
-      const SetState& st = state[s];
+      const Lookup& st = state[s];
       switch (st.kind) {
-        case Kind::kAnswered:
+        case Lookup::Kind::kAnswered:
           answers[s] = st.answer;
           break;
-        case Kind::kDuplicate:
+        case Lookup::Kind::kRuledOut:  // counted as avoided by its lookup
+          out = true;
+          break;
+        case Lookup::Kind::kPending:  // met memoized, as one by one would
           if (jobs[st.job].memoized) {
             ++stats.structural_hits;
             answers[s] = *jobs[st.job].answer;
           }
           break;
-        case Kind::kRuledOut:
-          count_avoided(bound_by_structure.find(st.digest)->second);
-          out = true;
-          break;
-        case Kind::kJob: {
+        case Lookup::Kind::kRun: {
           Job& job = jobs[st.job];
           if (out) {  // skipped: its bound is counted instead of its run
-            count_avoided(bound_by_structure.find(job.digest)->second);
+            count_avoided(bound_by_structure.find(st.digest)->second);
             break;
           }
-          if (job.contended) {
-            // Counted once: the simulation counts its events itself.
-            Bounded& b = bound_by_structure.find(job.digest)->second;
-            if (b.counted) {
-              stats.events -= b.events;
-              stats.avoided_events -= b.avoided;
-              b.counted = false;
-              b.avoided = 0;
-            }
-          }
-          // What `part_durations` counts.
-          stats.simulations += job.counts.simulations;
-          stats.contention_free += job.counts.contention_free;
-          stats.private_rings += job.counts.private_rings;
-          stats.progress_stops += job.counts.progress_stops;
-          stats.events += job.counts.events;
+          uncount(st.digest);
+          add_counts(job.counts);
           if (job.error) std::rethrow_exception(job.error);
-          if (!job.answer) {
-            // Stopped at `until` (contended, so bounded above): it ends later. Counted as if it
-            // ran to its end.
-            Bounded& b = bound_by_structure.find(job.digest)->second;
-            b.slowest = std::max(b.slowest, job.until + Time::picoseconds(1));
-            const std::uint64_t processed = job.counts.events;
-            b.avoided = b.events > processed ? b.events - processed : 0;
-            b.counted = true;
-            stats.events += b.avoided;
-            stats.avoided_events += b.avoided;
-            ++stats.stopped;
+          const auto answer = settle(st, job.answer, job.counts.events);
+          if (!answer) {
             out = true;
             break;
           }
-          if (job.contended) bound_by_structure.erase(job.digest);
-          by_structure.emplace(job.digest, *job.answer);
           job.memoized = true;
-          answers[s] = *job.answer;
+          answers[s] = *answer;
           break;
         }
       }
