@@ -81,6 +81,9 @@ enum class RingPhase { kReduceScatter, kAllGather };
 // round k (mod n): every chunk but its own, p; in the all-gather's, chunk p - k: every chunk but
 // p + 1. A chunk's pieces sum to the chunk, so p sends share less that chunk per phase; the
 // least piece is the smaller chunks' last piece. Empty `next` when a piece would be empty.
+// Unsplit chunks (`chunks` = 1) travel: in step s position p sends chunk p - s - 1 (mod n) when
+// the channel starts with the reduce-scatter (its all-gather's round k is step n - 1 + k, and
+// p - k = p - s + n - 1), else p - s, which is what position p - 1 sent in step s - 1.
 BoundingRingPhase bounding_channel(std::uint16_t channel, std::uint32_t steps, Bytes share,
                                    int chunks, bool scatter, bool gather,
                                    std::span<const std::uint32_t> order) {
@@ -99,6 +102,14 @@ BoundingRingPhase bounding_channel(std::uint16_t channel, std::uint32_t steps, B
     out.next[rank] = order[static_cast<std::size_t>((p + 1) % n)];
     out.sent[rank] =
         (scatter ? share.count() - chunk(p) : 0) + (gather ? share.count() - chunk(p + 1) : 0);
+  }
+  if (chunks == 1) {
+    out.carried.resize(order.size());
+    const std::int64_t last = static_cast<std::int64_t>(steps) - 1 + (scatter ? 1 : 0);
+    for (std::int64_t p = 0; p < n; ++p) {
+      out.carried[order[static_cast<std::size_t>(p)]] =
+          chunk(static_cast<std::int64_t>(positive_mod(p - last, n)));
+    }
   }
   return out;
 }

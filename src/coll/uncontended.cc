@@ -96,7 +96,8 @@ std::vector<BoundingRingPhase> bounding_phases(const Program& program, std::size
   std::vector<std::uint16_t> channels;          // in order of first listing
   std::vector<std::uint64_t> steps_of_channel;  // their steps
   for (BoundingRingPhase& p : listed) {
-    if (p.next.size() != n || p.sent.size() != n || p.least.count() <= 0 || p.steps == 0) {
+    if (p.next.size() != n || p.sent.size() != n || p.least.count() <= 0 || p.steps == 0 ||
+        (!p.carried.empty() && p.carried.size() != n)) {
       return {};
     }
     const auto at = std::find(channels.begin(), channels.end(), p.channel);
@@ -113,6 +114,7 @@ std::vector<BoundingRingPhase> bounding_phases(const Program& program, std::size
       last.steps += p.steps;
       last.least = std::min(last.least, p.least);
       for (std::size_t r = 0; r < n; ++r) last.sent[r] += p.sent[r];
+      last.carried.clear();  // pieces that travel within each phase need not across them
       continue;
     }
     phases.push_back(std::move(p));
@@ -132,6 +134,10 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate(topo::Router& route
   begin(router);
   if (derive_rings_) {
     if (auto derived = evaluate_rings(router, groups, salt)) {
+      ++derived_;
+      return derived;
+    }
+    if (auto derived = evaluate_carried_rings(router, groups, salt)) {
       ++derived_;
       return derived;
     }
@@ -748,6 +754,224 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate_rings(
             state.busy += drains[q * n + r] * static_cast<std::int64_t>(p.steps);
             if (!(state.bytes < kExactDouble)) ok = false;
           }
+        }
+      }
+      next_owner += n;
+    }
+    if (ok) run.durations.push_back(end);
+  }
+  for (const topo::LinkId link : owned) owner_[link] = 0;
+  if (!ok) {
+    for (const topo::LinkId link : used_) links_[link] = LinkState{};
+    used_.clear();
+    return std::nullopt;
+  }
+  std::sort(used_.begin(), used_.end());
+  run.links.reserve(used_.size());
+  for (const topo::LinkId link : used_) {
+    run.links.push_back(LinkUse{link, links_[link].bytes, links_[link].busy, 1});
+  }
+  return run;
+}
+
+namespace {
+
+// The sum of the `k` entries of `cycle` ending at each position going backwards (position i and
+// its k - 1 predecessors around the cycle: floor(k / m) laps of its total plus the k mod m
+// nearest), into `out`; false when a sum would reach the horizon. Integer picoseconds: exact.
+bool cyclic_windows(std::span<const std::int64_t> cycle, std::int64_t k,
+                    std::vector<std::int64_t>& out) {
+  const std::int64_t horizon = net::kHorizon.ps();
+  const auto m = cycle.size();
+  std::int64_t total = 0;
+  for (const std::int64_t d : cycle) {
+    if (d > horizon - 1 - total) return false;
+    total += d;
+  }
+  const std::int64_t laps = k / static_cast<std::int64_t>(m);
+  const auto rest = static_cast<std::size_t>(k % static_cast<std::int64_t>(m));
+  if (total > 0 && laps > (horizon - 1) / total) return false;
+  const std::int64_t base = laps * total;
+  // The rest's window ending at position i, slid from the one ending at position m - 1.
+  std::int64_t window = 0;
+  for (std::size_t t = 0; t < rest; ++t) window += cycle[m - 1 - t];
+  out.assign(m, 0);
+  for (std::size_t i = 0; i < m; ++i) {
+    if (rest > 0) window += cycle[i] - cycle[(i + m - rest) % m];
+    if (window > horizon - 1 - base) return false;
+    out[i] = base + window;
+  }
+  return true;
+}
+
+}  // namespace
+
+// Rings that forward on arrival whose pieces differ by a byte (a buffer that does not split
+// evenly into unsplit chunks: `BoundingRingPhase::carried`), derived, one phase per channel, when
+// no two senders share a link (the owner check of `evaluate_rings`). Write K for the phase's
+// steps, s and s + 1 for its two piece sizes, and for rank x d_x(b) = latency + drain(b, slowest
+// link) of its route, Δ_x = drain(s + 1) − drain(s) >= 0 (a drain never shrinks as the piece
+// grows). The pass opens r's gate of step k at its latest receive of the steps before, the
+// arrivals a(q, i), i < k, of its predecessor q's sends (0 for k = 0), and r's send arrives
+// d_r(b) later, b its piece. A piece travels: the one r sends in step k is the one q sent in
+// step k − 1, so along the chain of forwards ending at r's send of step k, every hop carries
+// that piece b and, once arrivals grow with the step (below), a(r, k) = the sum of d_x(b) over r
+// and its k nearest predecessors. Then
+//   a(q, k) − a(q, k − 1) = d_{q^k}(b') + Σ_{i<k} (d_{q^i}(b') − d_{q^i}(b)) >= D − k·Δ,
+// b' and b the two chains' pieces, D = min_x d_x(s), Δ = max_x Δ_x: by induction on k, when
+// D − (K − 1)·Δ > 0 the arrivals of every rank grow with the step, so the gate is the
+// predecessor's last arrival, as assumed. Admission: a link carries one sender's K flows in step
+// order, and r's send of step k + 1 opens a(q, k) − a(q, k − 1) (or a(q, 0), k = 0) after its
+// send of step k, which holds r's links for drain_r(b) <= max_x drain_x(s + 1) = M; so when
+// D − (K − 1)·Δ > M (checked; otherwise the pass answers, which may still admit every flow)
+// every flow is admitted, and the channel's last arrival is the largest a(r, K − 1): over r,
+// the window of K consecutive d_x(carried[r]) going backwards from r. Link sums as the pass
+// adds them: r's route carries sent[r] bytes (an integer below 2^53, exact as a double in any
+// order) and its drains, (sent[r] − K·s) pieces of s + 1 bytes and the rest of s; two events per
+// transfer (pieces are not empty). The group ends at its latest channel.
+std::optional<UncontendedRun> UncontendedEvaluator::evaluate_carried_rings(
+    topo::Router& router, std::span<const GroupProgram> groups, std::uint64_t salt) {
+  std::vector<std::vector<BoundingRingPhase>> rings;
+  rings.reserve(groups.size());
+  for (const GroupProgram& group : groups) {
+    const std::size_t n = group.group.size();
+    if (group.program->waits_for_own_sends()) return std::nullopt;
+    rings.push_back(bounding_phases(*group.program, n));
+    const std::vector<BoundingRingPhase>& phases = rings.back();
+    if (phases.empty()) return std::nullopt;
+    for (std::size_t q = 0; q < phases.size(); ++q) {
+      if (phases[q].carried.size() != n) return std::nullopt;
+      for (std::size_t o = 0; o < q; ++o) {
+        if (phases[o].channel == phases[q].channel) return std::nullopt;  // two phases
+      }
+    }
+  }
+  const auto all = topology_->links();
+  const std::int64_t horizon = net::kHorizon.ps();
+  constexpr double kExactDouble = 9007199254740992.0;  // 2^53
+  std::vector<topo::LinkId> owned;                     // links given an owner, reset on return
+  UncontendedRun run;
+  bool ok = true;
+  std::uint64_t next_owner = 1;
+  struct Sender {
+    std::uint32_t route_at = 0;
+    std::uint32_t hops = 0;
+    std::int64_t small_drain = 0;  // drain(s), picoseconds
+    std::int64_t large_drain = 0;  // drain(s + 1)
+    std::int64_t small_d = 0;      // latency + drain(s)
+    std::int64_t large_d = 0;      // latency + drain(s + 1)
+  };
+  std::vector<Sender> senders;
+  std::vector<bool> seen;
+  std::vector<std::uint32_t> cycle;
+  std::vector<std::int64_t> values;
+  std::vector<std::int64_t> small_windows;
+  std::vector<std::int64_t> large_windows;
+  for (std::size_t g = 0; g < groups.size() && ok; ++g) {
+    const auto& devices = groups[g].group;
+    const std::size_t n = devices.size();
+    Time end;
+    for (const BoundingRingPhase& p : rings[g]) {
+      const std::int64_t k = p.steps;
+      const std::int64_t s = p.least.count();
+      routes_.clear();
+      senders.assign(n, Sender{});
+      std::int64_t least_d = std::numeric_limits<std::int64_t>::max();
+      std::int64_t most_drain = 0;
+      std::int64_t most_gap = 0;  // the largest drain(s + 1) − drain(s)
+      for (std::size_t r = 0; r < n && ok; ++r) {
+        const std::uint64_t owner = next_owner + r;
+        const topo::DeviceId src = devices[r];
+        const topo::DeviceId dst = devices[p.next[r]];
+        router.route_into(src, dst, flow_key(src, dst, p.channel, salt), route_);
+        double rate = std::numeric_limits<double>::infinity();
+        Time latency;
+        for (const topo::LinkId link : route_) {
+          const double bandwidth = all[link].bandwidth.bytes_per_s();
+          if (!(bandwidth > 0)) ok = false;  // the pass reports it
+          rate = std::min(rate, bandwidth);
+          latency += all[link].latency;
+          if (owner_[link] == 0) {
+            owner_[link] = owner;
+            owned.push_back(link);
+          } else if (owner_[link] != owner) {
+            ok = false;  // two senders share a link
+          }
+        }
+        // Drains far from the horizon only (`drain_time` would throw at it; the pass answers).
+        if (!ok || route_.empty() || latency.ps() >= horizon / 4 ||
+            static_cast<double>(s + 1) * 1e12 / rate >= static_cast<double>(horizon / 4)) {
+          ok = false;
+          break;
+        }
+        Sender& x = senders[r];
+        x.route_at = static_cast<std::uint32_t>(routes_.size());
+        x.hops = static_cast<std::uint32_t>(route_.size());
+        routes_.insert(routes_.end(), route_.begin(), route_.end());
+        const Bandwidth slowest = Bandwidth::bytes_per_second(rate);
+        x.small_drain = net::drain_time(p.least, slowest).ps();
+        x.large_drain = net::drain_time(Bytes(s + 1), slowest).ps();
+        x.small_d = latency.ps() + x.small_drain;
+        x.large_d = latency.ps() + x.large_drain;
+        least_d = std::min(least_d, x.small_d);
+        most_drain = std::max(most_drain, x.large_drain);
+        most_gap = std::max(most_gap, x.large_drain - x.small_drain);
+      }
+      if (!ok) break;
+      // Admission and growing arrivals: D − (K − 1)·Δ > M.
+      const std::int64_t slack = least_d - most_drain;
+      if (slack <= 0 || (most_gap > 0 && k - 1 > (slack - 1) / most_gap)) {
+        ok = false;
+        break;
+      }
+      // The last arrivals, cycle by cycle of the successor map.
+      std::int64_t channel_end = 0;
+      seen.assign(n, false);
+      for (std::size_t start = 0; start < n && ok; ++start) {
+        if (seen[start]) continue;
+        cycle.clear();
+        for (std::size_t r = start; !seen[r]; r = p.next[r]) {
+          seen[r] = true;
+          cycle.push_back(static_cast<std::uint32_t>(r));
+        }
+        values.clear();
+        for (const std::uint32_t r : cycle) values.push_back(senders[r].small_d);
+        ok = cyclic_windows(values, k, small_windows);
+        values.clear();
+        for (const std::uint32_t r : cycle) values.push_back(senders[r].large_d);
+        ok = ok && cyclic_windows(values, k, large_windows);
+        for (std::size_t i = 0; i < cycle.size() && ok; ++i) {
+          const std::int64_t piece = p.carried[cycle[i]];
+          if (piece != s && piece != s + 1) ok = false;
+          channel_end = std::max(channel_end, piece == s ? small_windows[i] : large_windows[i]);
+        }
+      }
+      if (!ok) break;
+      end = std::max(end, Time::picoseconds(channel_end));
+      run.events += 2 * static_cast<std::uint64_t>(k) * n;
+      // Every link of rank r's route carries its K pieces, one at a time.
+      for (std::size_t r = 0; r < n && ok; ++r) {
+        const Sender& x = senders[r];
+        if (s > (std::numeric_limits<std::int64_t>::max() - 1) / k) {
+          ok = false;
+          break;
+        }
+        const std::int64_t large = p.sent[r] - k * s;
+        if (large < 0 || large > k) {
+          ok = false;
+          break;
+        }
+        // Below the channel's end (each flow drains after the one before it on the route).
+        const Time busy = Time::picoseconds(x.small_drain * (k - large) + x.large_drain * large);
+        for (std::uint32_t h = x.route_at; h < x.route_at + x.hops; ++h) {
+          LinkState& state = links_[routes_[h]];
+          if (state.busy_until < Time::zero()) {
+            used_.push_back(routes_[h]);
+            state.busy_until = Time::zero();
+          }
+          state.bytes += static_cast<double>(p.sent[r]);
+          state.busy += busy;
+          if (!(state.bytes < kExactDouble)) ok = false;
         }
       }
       next_owner += n;

@@ -22,12 +22,15 @@
 // O(phases · ranks · route hops): rings whose ranks wait for their own sends, and rings that
 // forward on arrival (NCCL's) of one phase per channel in which no rank's send starts before its
 // previous one drained (O(ranks) more for that check): see `evaluate_rings` for
-// the conditions and the proof that the answer is the pass's. The bound's pass over a ring,
-// whether ranks wait for their own sends or forward on arrival, is derived too (`bound_ring`),
-// in O(phases · ranks · route hops): exactly for a uniform ring of one phase per channel; from
-// each phase's least piece for a buffer that does not split evenly (`Program::bounding_ring`)
-// and phase by phase for a hierarchical ring, at most the pass's arrivals (the same link sums
-// and events).
+// the conditions and the proof that the answer is the pass's. Flat forwarding rings whose
+// buffer does not split evenly (chunks of two sizes a byte apart, each forwarded as received:
+// `BoundingRingPhase::carried`) are derived too, in the same time, when a margin shows that no
+// send starts before the previous one drained (`evaluate_carried_rings`). The bound's pass over a
+// ring, whether ranks wait for their own sends or forward on arrival, is derived too
+// (`bound_ring`), in O(phases · ranks · route hops): exactly for a uniform ring of one phase per
+// channel; from each phase's least piece for a buffer that does not split evenly
+// (`Program::bounding_ring`) and phase by phase for a hierarchical ring, at most the pass's
+// arrivals (the same link sums and events).
 
 #include <array>
 #include <cstdint>
@@ -200,6 +203,12 @@ class UncontendedEvaluator {
   std::optional<UncontendedRun> evaluate_rings(topo::Router& router,
                                                std::span<const GroupProgram> groups,
                                                std::uint64_t salt);
+  // The run of groups that are all rings forwarding on arrival whose pieces travel and differ
+  // by a byte (`BoundingRingPhase::carried`), one phase per channel, derived; nullopt when a
+  // condition of the derivation fails (the pass answers then).
+  std::optional<UncontendedRun> evaluate_carried_rings(topo::Router& router,
+                                                       std::span<const GroupProgram> groups,
+                                                       std::uint64_t salt);
   bool admit(std::span<const topo::LinkId> route, Time start, Time drain, Bytes bytes);
   // `bound_only`: adds a route's pending flows to its links.
   void add_pending(SenderRoute& route);

@@ -57,6 +57,12 @@ struct BoundingRingPhase {
   Bytes least;                      ///< > 0, the smallest piece of the phase
   std::vector<std::uint32_t> next;  ///< next[r]: where rank r sends (a permutation, no r -> r)
   std::vector<std::int64_t> sent;   ///< sent[r]: the sum of rank r's pieces
+  /// Empty, or (a flat ring's channel of unsplit chunks) the pieces travel: every piece of the
+  /// phase is `least` or `least` + 1 bytes, and the piece rank r sends in a step after the
+  /// phase's first is the one its predecessor (r' with next[r'] = r) sent in the step before,
+  /// so the pieces of a chain of such sends are all equal; carried[r]: the bytes of rank r's
+  /// send in the phase's last step.
+  std::vector<std::int64_t> carried;
 };
 
 /// Names a gate of a program.

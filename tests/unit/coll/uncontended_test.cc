@@ -352,6 +352,7 @@ BothWays evaluate_both_ways(const topo::Topology& t, std::span<const detail::Gro
 TEST(Uncontended, DerivedRingsEqualThePassAndTheEventSimulation) {
   int derived = 0;
   int derived_forwarding = 0;
+  int derived_uneven = 0;  // forwarding rings whose buffer does not split evenly
   int passed = 0;
   for (const std::string& file : testing::bundled_topology_files()) {
     const topo::Topology t = topo::load_topology(file);
@@ -416,6 +417,7 @@ TEST(Uncontended, DerivedRingsEqualThePassAndTheEventSimulation) {
                       }
                       ++derived;
                       if (forward) ++derived_forwarding;
+                      if (forward && size == 1000003) ++derived_uneven;
                       ASSERT_TRUE(x.has_value());
                       EXPECT_EQ(x->durations, y->durations);
                       EXPECT_EQ(x->events, y->events);
@@ -457,6 +459,7 @@ TEST(Uncontended, DerivedRingsEqualThePassAndTheEventSimulation) {
   // Both ways were exercised, many times, and forwarding rings were derived too.
   EXPECT_GT(derived, 100);
   EXPECT_GT(derived_forwarding, 50);
+  EXPECT_GT(derived_uneven, 10);
   EXPECT_GT(passed, 100);
 }
 
@@ -1192,6 +1195,77 @@ TEST(Uncontended, ForwardingRingsWhoseSendsQueueAreNotDerived) {
     ASSERT_TRUE(both.pass.has_value());
     EXPECT_EQ(both.derived->durations, both.pass->durations);
     EXPECT_EQ(both.derived->durations.front(), Time::picoseconds(c.expected_ps));
+  }
+}
+
+// A forwarding ring whose buffer does not split evenly: its chunks travel (each rank forwards
+// the one it received), so a chain of sends carries one chunk's bytes all along. Ring of 4
+// cables i -> i + 1 (100 ns, 100 GB/s: 10 ps per byte), the cable out of rank 0 at half the
+// rate; 4,002 bytes in chunks of 1,001, 1,001, 1,000 and 1,000 bytes. So d (latency + drain) is
+// 110 ns for a chunk of 1,000 bytes (120 ns out of rank 0) and 10 ps more (20 out of rank 0) for
+// 1,001. All-gather, 3 steps: position p sends chunk p - s in step s, so the last step's chains
+// end at ranks 0..3 carrying chunks 2, 3, 0, 1; rank 2's carries chunk 0 (1,001 bytes) over
+// ranks 0, 1, 2: 120,020 + 110,010 + 110,010 = 340,040 ps, the slowest (rank 0's and rank 1's
+// windows, 1,000 bytes each through rank 0, 340,000). Allreduce, 6 steps (chunk p - s - 1): one
+// lap of every rank's d plus the 2 nearest, chunks 2, 3, 0, 1 again; rank 0's and rank 1's
+// windows hold rank 0 twice, 450,000 + 230,000 = 680,000 ps. Admission: the least d (110 ns)
+// less 5 steps of the largest gap between the two drains (20 ps) exceeds the largest drain
+// (20,020 ps). Both equal the pass and the event simulation. With chunks of 10,000 and 9,999
+// bytes the drain out of rank 0 (200 ns) reaches the others' d (199.99 ns): not derived, and the
+// pass answers as before.
+TEST(Uncontended, UnevenForwardingRingsAreDerivedFromTheChunksTheyCarry) {
+  topo::Topology t("ring4", topo::Family::kExplicit);
+  for (int i = 0; i < 4; ++i) t.add_device("d" + std::to_string(i));
+  const Time latency = Time::nanoseconds(100);
+  for (topo::NodeId a = 0; a < 4; ++a) {
+    const topo::NodeId b = (a + 1) % 4;
+    t.add_link(a, b, a == 0 ? testing::kRate * 0.5 : testing::kRate, latency, testing::kRate,
+               latency);
+  }
+  struct Case {
+    Operation op;
+    std::int64_t size;
+    std::int64_t expected_ps;  // 0: not derived
+  };
+  const std::vector<Case> cases{{Operation::kAllGather, 4002, 340040},
+                                {Operation::kAllReduce, 4002, 680000},
+                                {Operation::kAllGather, 39998, 0},
+                                {Operation::kAllReduce, 39998, 0}};
+  const std::vector<topo::DeviceId> group{0, 1, 2, 3};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(operation_name(c.op)) + " size " + std::to_string(c.size));
+    CollectiveSpec spec{c.op, Algorithm::kRing, Bytes(c.size)};
+    spec.forward_on_arrival = true;
+    const auto program = ring_program(spec, 4);
+    ASSERT_TRUE(program->uniform_ring().empty());
+    const std::vector<detail::GroupProgram> parts{{program.get(), group}};
+    const BothWays both = evaluate_both_ways(t, parts, 0);
+    ASSERT_EQ(both.derived.has_value(), both.pass.has_value());
+    if (c.expected_ps == 0) {
+      EXPECT_EQ(both.rings_derived, 0U);
+      if (both.pass) {
+        EXPECT_EQ(both.derived->durations, both.pass->durations);
+      }
+      continue;
+    }
+    EXPECT_EQ(both.rings_derived, 1U);
+    ASSERT_TRUE(both.derived.has_value());
+    EXPECT_EQ(both.derived->durations.front(), Time::picoseconds(c.expected_ps));
+    EXPECT_EQ(both.derived->durations, both.pass->durations);
+    EXPECT_EQ(both.derived->events, both.pass->events);
+    ASSERT_EQ(both.derived->links.size(), both.pass->links.size());
+    for (std::size_t i = 0; i < both.pass->links.size(); ++i) {
+      EXPECT_EQ(both.derived->links[i].link, both.pass->links[i].link);
+      EXPECT_EQ(both.derived->links[i].bytes, both.pass->links[i].bytes);
+      EXPECT_EQ(both.derived->links[i].busy, both.pass->links[i].busy);
+    }
+    net::Simulator simulator(t);
+    topo::Router router_c(t, 0);
+    Execution run(simulator, router_c, program, group, 0);
+    run.start();
+    simulator.run();
+    EXPECT_EQ(run.duration(), Time::picoseconds(c.expected_ps));
+    EXPECT_EQ(simulator.events_processed(), both.derived->events);
   }
 }
 
