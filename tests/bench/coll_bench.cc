@@ -116,6 +116,24 @@ BENCHMARK(BM_RingAllReduceFatTree)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
+// NCCL's ring (forwarding on arrival) over a buffer that does not split evenly (1 GiB + 1
+// byte: chunks of two sizes a byte apart), contention-free on the fat tree: derived from the
+// chunks the sends carry since 251148c, a pass over its 2(n - 1)n transfers before.
+void BM_UnevenForwardingRingFatTree(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const int k = n <= 1024 ? 16 : n <= 4096 ? 26 : 42;
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing,
+                      Bytes(Bytes::gibibytes(1).count() + 1)};
+  spec.forward_on_arrival = true;
+  run(state, fat_tree(k), spec, n, false);
+}
+BENCHMARK(BM_UnevenForwardingRingFatTree)
+    ->Arg(1024)
+    ->Arg(4096)
+    ->Arg(16384)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
 void BM_PairwiseAllToAll512(benchmark::State& state) {
   const CollectiveSpec spec{Operation::kAllToAll, Algorithm::kPairwise, Bytes::mebibytes(512)};
   run(state, fat_tree(16), spec, 512, false);
