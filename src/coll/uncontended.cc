@@ -664,12 +664,10 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate_rings(
     rings.push_back(group.program->uniform_ring());
     if (rings.back().empty()) return std::nullopt;
   }
-  const auto all = topology_->links();
   std::vector<topo::LinkId> owned;  // links given an owner, reset on return
   UncontendedRun run;
   bool ok = true;
   std::uint64_t next_owner = 1;
-  constexpr double kExactDouble = 9007199254740992.0;  // 2^53
   std::vector<Time> d;
   std::vector<Time> drains;
   for (std::size_t g = 0; g < groups.size() && ok; ++g) {
@@ -697,29 +695,14 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate_rings(
         const std::uint64_t owner = next_owner + r;
         for (std::size_t q = 0; q < mine.size() && ok; ++q) {
           const UniformRingPhase& p = *mine[q];
-          const topo::DeviceId src = devices[r];
-          const topo::DeviceId dst = devices[p.next[r]];
-          router.route_into(src, dst, flow_key(src, dst, c, salt), route_);
-          const auto& route = route_;
-          double rate = std::numeric_limits<double>::infinity();
-          Time latency;
-          for (const topo::LinkId link : route) {
-            const double bandwidth = all[link].bandwidth.bytes_per_s();
-            if (!(bandwidth > 0)) ok = false;
-            rate = std::min(rate, bandwidth);
-            latency += all[link].latency;
-            if (owner_[link] == 0) {
-              owner_[link] = owner;
-              owned.push_back(link);
-            } else if (owner_[link] != owner) {
-              ok = false;  // two senders share a link
-            }
-          }
-          if (!ok || route.empty() || latency <= Time::zero() || p.piece.count() <= 0) {
+          const auto path =
+              claim_route(router, devices[r], devices[p.next[r]], c, salt, owner, owned);
+          if (!path || path->latency <= Time::zero() || p.piece.count() <= 0) {
             ok = false;
             break;
           }
-          const Time drain = net::drain_time(p.piece, Bandwidth::bytes_per_second(rate));
+          const Time latency = path->latency;
+          const Time drain = net::drain_time(p.piece, Bandwidth::bytes_per_second(path->rate));
           drains[q * n + r] = drain;
           d[q * n + r] = net::later(latency, drain);
           top[q] = std::max(top[q], d[q * n + r]);
@@ -743,23 +726,58 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate_rings(
           const topo::DeviceId src = devices[r];
           const topo::DeviceId dst = devices[p.next[r]];
           router.route_into(src, dst, flow_key(src, dst, c, salt), route_);
-          const auto& route = route_;
-          for (const topo::LinkId link : route) {
-            LinkState& state = links_[link];
-            if (state.busy_until < Time::zero()) {
-              used_.push_back(link);
-              state.busy_until = Time::zero();
-            }
-            state.bytes += static_cast<double>(p.piece.count()) * p.steps;
-            state.busy += drains[q * n + r] * static_cast<std::int64_t>(p.steps);
-            if (!(state.bytes < kExactDouble)) ok = false;
-          }
+          ok = ok && add_load(route_, static_cast<double>(p.piece.count()) * p.steps,
+                              drains[q * n + r] * static_cast<std::int64_t>(p.steps));
         }
       }
       next_owner += n;
     }
     if (ok) run.durations.push_back(end);
   }
+  return finish_derived(std::move(run), owned, ok);
+}
+
+std::optional<UncontendedEvaluator::SenderPath> UncontendedEvaluator::claim_route(
+    topo::Router& router, topo::DeviceId src, topo::DeviceId dst, std::uint16_t channel,
+    std::uint64_t salt, std::uint64_t owner, std::vector<topo::LinkId>& owned) {
+  router.route_into(src, dst, flow_key(src, dst, channel, salt), route_);
+  const auto all = topology_->links();
+  SenderPath path{std::numeric_limits<double>::infinity(), Time::zero()};
+  bool ok = !route_.empty();
+  for (const topo::LinkId link : route_) {
+    const double bandwidth = all[link].bandwidth.bytes_per_s();
+    if (!(bandwidth > 0)) ok = false;  // the pass reports it
+    path.rate = std::min(path.rate, bandwidth);
+    path.latency += all[link].latency;
+    if (owner_[link] == 0) {
+      owner_[link] = owner;
+      owned.push_back(link);
+    } else if (owner_[link] != owner) {
+      ok = false;  // two senders share a link
+    }
+  }
+  if (!ok) return std::nullopt;
+  return path;
+}
+
+bool UncontendedEvaluator::add_load(std::span<const topo::LinkId> route, double bytes, Time busy) {
+  constexpr double kExactDouble = 9007199254740992.0;  // 2^53
+  bool ok = true;
+  for (const topo::LinkId link : route) {
+    LinkState& state = links_[link];
+    if (state.busy_until < Time::zero()) {
+      used_.push_back(link);
+      state.busy_until = Time::zero();
+    }
+    state.bytes += bytes;
+    state.busy += busy;
+    if (!(state.bytes < kExactDouble)) ok = false;
+  }
+  return ok;
+}
+
+std::optional<UncontendedRun> UncontendedEvaluator::finish_derived(
+    UncontendedRun run, std::span<const topo::LinkId> owned, bool ok) {
   for (const topo::LinkId link : owned) owner_[link] = 0;
   if (!ok) {
     for (const topo::LinkId link : used_) links_[link] = LinkState{};
@@ -846,10 +864,8 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate_carried_rings(
       }
     }
   }
-  const auto all = topology_->links();
   const std::int64_t horizon = net::kHorizon.ps();
-  constexpr double kExactDouble = 9007199254740992.0;  // 2^53
-  std::vector<topo::LinkId> owned;                     // links given an owner, reset on return
+  std::vector<topo::LinkId> owned;  // links given an owner, reset on return
   UncontendedRun run;
   bool ok = true;
   std::uint64_t next_owner = 1;
@@ -880,30 +896,16 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate_carried_rings(
       std::int64_t most_drain = 0;
       std::int64_t most_gap = 0;  // the largest drain(s + 1) − drain(s)
       for (std::size_t r = 0; r < n && ok; ++r) {
-        const std::uint64_t owner = next_owner + r;
-        const topo::DeviceId src = devices[r];
-        const topo::DeviceId dst = devices[p.next[r]];
-        router.route_into(src, dst, flow_key(src, dst, p.channel, salt), route_);
-        double rate = std::numeric_limits<double>::infinity();
-        Time latency;
-        for (const topo::LinkId link : route_) {
-          const double bandwidth = all[link].bandwidth.bytes_per_s();
-          if (!(bandwidth > 0)) ok = false;  // the pass reports it
-          rate = std::min(rate, bandwidth);
-          latency += all[link].latency;
-          if (owner_[link] == 0) {
-            owner_[link] = owner;
-            owned.push_back(link);
-          } else if (owner_[link] != owner) {
-            ok = false;  // two senders share a link
-          }
-        }
+        const auto path = claim_route(router, devices[r], devices[p.next[r]], p.channel, salt,
+                                      next_owner + r, owned);
         // Drains far from the horizon only (`drain_time` would throw at it; the pass answers).
-        if (!ok || route_.empty() || latency.ps() >= horizon / 4 ||
-            static_cast<double>(s + 1) * 1e12 / rate >= static_cast<double>(horizon / 4)) {
+        if (!path || path->latency.ps() >= horizon / 4 ||
+            static_cast<double>(s + 1) * 1e12 / path->rate >= static_cast<double>(horizon / 4)) {
           ok = false;
           break;
         }
+        const Time latency = path->latency;
+        const double rate = path->rate;
         Sender& x = senders[r];
         x.route_at = static_cast<std::uint32_t>(routes_.size());
         x.hops = static_cast<std::uint32_t>(route_.size());
@@ -963,33 +965,14 @@ std::optional<UncontendedRun> UncontendedEvaluator::evaluate_carried_rings(
         }
         // Below the channel's end (each flow drains after the one before it on the route).
         const Time busy = Time::picoseconds(x.small_drain * (k - large) + x.large_drain * large);
-        for (std::uint32_t h = x.route_at; h < x.route_at + x.hops; ++h) {
-          LinkState& state = links_[routes_[h]];
-          if (state.busy_until < Time::zero()) {
-            used_.push_back(routes_[h]);
-            state.busy_until = Time::zero();
-          }
-          state.bytes += static_cast<double>(p.sent[r]);
-          state.busy += busy;
-          if (!(state.bytes < kExactDouble)) ok = false;
-        }
+        ok = add_load(std::span(routes_).subspan(x.route_at, x.hops),
+                      static_cast<double>(p.sent[r]), busy);
       }
       next_owner += n;
     }
     if (ok) run.durations.push_back(end);
   }
-  for (const topo::LinkId link : owned) owner_[link] = 0;
-  if (!ok) {
-    for (const topo::LinkId link : used_) links_[link] = LinkState{};
-    used_.clear();
-    return std::nullopt;
-  }
-  std::sort(used_.begin(), used_.end());
-  run.links.reserve(used_.size());
-  for (const topo::LinkId link : used_) {
-    run.links.push_back(LinkUse{link, links_[link].bytes, links_[link].busy, 1});
-  }
-  return run;
+  return finish_derived(std::move(run), owned, ok);
 }
 
 bool UncontendedEvaluator::admit(std::span<const topo::LinkId> route, Time start, Time drain,

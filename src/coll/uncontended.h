@@ -209,6 +209,25 @@ class UncontendedEvaluator {
   std::optional<UncontendedRun> evaluate_carried_rings(topo::Router& router,
                                                        std::span<const GroupProgram> groups,
                                                        std::uint64_t salt);
+  // A derived ring's sender: routes src -> dst into `route_` (the flow key of `channel`), claims
+  // its links for `owner` (appended to `owned`, released by `finish_derived`); its slowest rate
+  // and route latency, or nullopt when the route is empty, a link has no bandwidth or is another
+  // sender's (the derivation steps aside).
+  struct SenderPath {
+    double rate;
+    Time latency;
+  };
+  std::optional<SenderPath> claim_route(topo::Router& router, topo::DeviceId src,
+                                        topo::DeviceId dst, std::uint16_t channel,
+                                        std::uint64_t salt, std::uint64_t owner,
+                                        std::vector<topo::LinkId>& owned);
+  // Adds a derived sender's flows to every link of `route`, as the pass adds them: `bytes` and
+  // `busy` in all; false when a link's bytes reach 2^53 (no longer exact as a double).
+  bool add_load(std::span<const topo::LinkId> route, double bytes, Time busy);
+  // Ends a derivation: releases the links in `owned`, and returns `run` with every used link's
+  // sums when `ok`, else clears them and returns nullopt.
+  std::optional<UncontendedRun> finish_derived(UncontendedRun run,
+                                               std::span<const topo::LinkId> owned, bool ok);
   bool admit(std::span<const topo::LinkId> route, Time start, Time drain, Bytes bytes);
   // `bound_only`: adds a route's pending flows to its links.
   void add_pending(SenderRoute& route);

@@ -1269,6 +1269,65 @@ TEST(Uncontended, UnevenForwardingRingsAreDerivedFromTheChunksTheyCarry) {
   }
 }
 
+// Where the carried chunks' offset and the margin's gap term matter. Rings of n cables i -> i + 1
+// (10 ps per byte) with the cable out of rank `slow` at half the rate:
+// - n = 5, 100 ns, the cable out of rank 4 slow, 5,001 bytes (chunk 0 of 1,001 bytes, the rest
+//   1,000): d = 110 ns for 1,000 bytes (120 ns out of rank 4), 10 ps more for 1,001 (20 out of
+//   rank 4). All-gather (4 steps, chunk p - s): chunk 0 ends at rank 3, over ranks 0..3, all
+//   fast: 440,040 ps; the slowest chain holds rank 4 with 1,000 bytes: 450,000 ps (a chunk
+//   offset of the wrong sign would end chunk 0 at rank 2, over rank 4: 450,050).
+//   Reduce-scatter (chunk p - s - 1): chunk 0 ends at rank 4, over ranks 1..4: 450,050 ps (without
+//   the reduce-scatter's extra 1, at rank 3: 450,000).
+// - n = 4, 40 ps, the cable out of rank 0 slow, an allreduce of 5 bytes (chunks 2, 1, 1, 1): the
+//   least d (50 ps) exceeds the largest drain (40 ps), but not by 5 steps of the largest gap
+//   between the drains (20 ps): not derived. The pass refuses the run too (rank 0's send of step
+//   4 opens at 210 ps while its 2-byte send of step 3, started at 180 ps, drains until 220 ps).
+TEST(Uncontended, UnevenForwardingRingsTakeTheirOffsetAndTheirMarginFromTheChunks) {
+  const auto ring = [](int n, topo::NodeId slow, Time latency) {
+    topo::Topology t("ring", topo::Family::kExplicit);
+    for (int i = 0; i < n; ++i) t.add_device("d" + std::to_string(i));
+    for (topo::NodeId a = 0; a < static_cast<topo::NodeId>(n); ++a) {
+      const topo::NodeId b = (a + 1) % static_cast<topo::NodeId>(n);
+      t.add_link(a, b, a == slow ? testing::kRate * 0.5 : testing::kRate, latency, testing::kRate,
+                 latency);
+    }
+    return t;
+  };
+  struct Case {
+    int n;
+    topo::NodeId slow;
+    Time latency;
+    Operation op;
+    std::int64_t size;
+    std::int64_t expected_ps;  // 0: not derived, and refused by the pass
+  };
+  const std::vector<Case> cases{
+      {5, 4, Time::nanoseconds(100), Operation::kAllGather, 5001, 450000},
+      {5, 4, Time::nanoseconds(100), Operation::kReduceScatter, 5001, 450050},
+      {4, 0, Time::picoseconds(40), Operation::kAllReduce, 5, 0}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(operation_name(c.op)) + " n " + std::to_string(c.n));
+    const topo::Topology t = ring(c.n, c.slow, c.latency);
+    CollectiveSpec spec{c.op, Algorithm::kRing, Bytes(c.size)};
+    spec.forward_on_arrival = true;
+    const auto program = ring_program(spec, c.n);
+    const std::vector<topo::DeviceId> group = iota_group(c.n);
+    const std::vector<detail::GroupProgram> parts{{program.get(), group}};
+    const BothWays both = evaluate_both_ways(t, parts, 0);
+    ASSERT_EQ(both.derived.has_value(), both.pass.has_value());
+    if (c.expected_ps == 0) {
+      EXPECT_EQ(both.rings_derived, 0U);
+      EXPECT_FALSE(both.pass.has_value());
+      continue;
+    }
+    EXPECT_EQ(both.rings_derived, 1U);
+    ASSERT_TRUE(both.derived.has_value());
+    EXPECT_EQ(both.derived->durations.front(), Time::picoseconds(c.expected_ps));
+    EXPECT_EQ(both.derived->durations, both.pass->durations);
+    EXPECT_EQ(both.derived->events, both.pass->events);
+  }
+}
+
 // A ring over a link without bandwidth: not derived; the pass finds the link, and there is no
 // bound.
 TEST(Uncontended, DerivedRingBoundStepsAsideForALinkWithoutBandwidth) {
