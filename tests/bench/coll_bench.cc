@@ -180,6 +180,26 @@ nest::topo::Topology bundled(const std::string& name) {
   return nest::topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/" + name + ".yaml");
 }
 
+// The tuner's choice for 1 GiB over all 4,096 GPUs of a rail cluster under the bundled NCCL
+// models, as `nest collective --op allreduce|allgather --size 1GiB` runs it (argument 0:
+// allreduce, 1: all-gather): its candidates simulated in the order of their event-free bounds,
+// each only while it can still win, since 2026-12-04; in turn and to the end before (the
+// 8-channel rings' 537 M events).
+void BM_TunedOnRail4096(benchmark::State& state) {
+  static const nest::topo::Topology rail = nest::bench::h100_rail(512);
+  const nest::coll::CalibratedNetwork network(rail);
+  CollectiveSpec spec{state.range(0) == 0 ? Operation::kAllReduce : Operation::kAllGather,
+                      Algorithm::kRing, Bytes::gibibytes(1), 0};
+  spec.channels = 0;
+  const std::vector<std::vector<DeviceId>> all{first_devices(4096)};
+  std::optional<nest::coll::TunedRun> r;
+  for (auto _ : state) r = nest::coll::simulate_fastest(network, spec, all);
+  state.counters["simulated_ms"] = r->result.makespan.to_milliseconds();
+  state.counters["events"] = static_cast<double>(r->result.events);
+  state.counters["algorithm"] = static_cast<double>(r->spec.algorithm);
+}
+BENCHMARK(BM_TunedOnRail4096)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(1);
+
 void BM_CalibratedSweepDgxH100(benchmark::State& state) {
   const nest::topo::Topology dgx = bundled("dgx_h100");
   const auto sizes = nest::coll::parse_size_sweep("8:4G");

@@ -6,10 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
+#include <optional>
+#include <random>
 #include <set>
 #include <vector>
 
+#include "coll/fastest.h"
 #include "coll_test_util.h"
 #include "nest/coll/schedule.h"
 #include "nest/coll/simulate.h"
@@ -330,6 +334,116 @@ TEST(Calibration, TunerPicksNcclsAlgorithmsOnTheBundledDgx) {
   const double busbw = Bytes::gibibytes(16).as_double() / big.result.makespan.to_seconds() *
                        bus_bandwidth_factor(Operation::kAllReduce, 64);
   EXPECT_NEAR(busbw, 8 * 47.5e9, 0.03 * 8 * 47.5e9);
+}
+
+// The tuner simulates its candidates in the order of their event-free bounds and stops a run
+// once it cannot win (`simulate_fastest`): its choice and result must be those of simulating every
+// candidate to the end in the tuner's order and keeping the first of the fastest. On the bundled
+// topologies, every tuned operation, sizes from 64 KiB to 1 GiB (one that does not split evenly),
+// one group, a strided one and two concurrent ones.
+TEST(Calibration, TunerChoosesAsEveryCandidateSimulatedInTurn) {
+  const std::string dir = std::string(NEST_SOURCE_DIR) + "/topologies/";
+  int cases = 0;
+  int close = 0;  // cases whose two fastest candidates are within 1% (the order matters there)
+  for (const char* file : {"dgx_h100.yaml", "h100_rail_64.yaml", "fat_tree_k16.yaml",
+                           "tpuv4_torus_8x8x16.yaml", "nest_h100_spineleaf.yaml"}) {
+    const topo::Topology t = topo::load_topology(dir + file);
+    const CalibratedNetwork network(t);
+    const auto devices = static_cast<topo::DeviceId>(t.num_devices());
+    std::vector<Groups> layouts{Groups{iota_group(8)}};
+    if (devices >= 64) {
+      layouts.push_back(Groups{iota_group(64)});
+      layouts.push_back(Groups{testing::strided_devices(16, 4)});
+      layouts.push_back(Groups{iota_group(16), iota_group(16, 32)});
+    }
+    for (const Operation op : {Operation::kAllReduce, Operation::kAllGather,
+                               Operation::kReduceScatter, Operation::kBroadcast}) {
+      for (const Bytes size : {Bytes::kibibytes(64), Bytes::mebibytes(4), Bytes::mebibytes(256),
+                               Bytes(Bytes::gibibytes(1).count() + 1)}) {
+        for (const Groups& groups : layouts) {
+          SCOPED_TRACE(std::string(file) + " " + std::string(operation_name(op)) + " " +
+                       std::to_string(size.count()) + " bytes, " + std::to_string(groups.size()) +
+                       " group(s) of " + std::to_string(groups.front().size()));
+          CollectiveSpec spec{op, Algorithm::kRing, size, 0};
+          spec.channels = 0;
+          // Every candidate in turn, to the end (the tuner's rule before its bounds).
+          std::optional<SimulationResult> best;
+          Algorithm chosen = Algorithm::kRing;
+          std::vector<Time> times;
+          for (const Algorithm a : tuner_candidates(network, op, size, groups.front())) {
+            CollectiveSpec c = spec;
+            c.algorithm = a;
+            if (a != Algorithm::kRing) c.channels = std::min(c.channels, 1);
+            if (a != Algorithm::kRing && a != Algorithm::kTree && a != Algorithm::kHierarchical &&
+                a != Algorithm::kTorus) {
+              c.chunks = 1;
+            }
+            SimulationResult r = simulate(network, c, groups);
+            times.push_back(r.makespan);
+            if (!best || r.makespan < best->makespan) {
+              best = std::move(r);
+              chosen = a;
+            }
+          }
+          std::sort(times.begin(), times.end());
+          if (times.size() >= 2 && times[1].ps() - times[0].ps() <= times[0].ps() / 100) ++close;
+          const TunedRun tuned = simulate_fastest(network, spec, groups);
+          ASSERT_TRUE(best.has_value());
+          EXPECT_EQ(tuned.spec.algorithm, chosen);
+          EXPECT_EQ(tuned.result.makespan, best->makespan);
+          EXPECT_EQ(tuned.result.durations, best->durations);
+          EXPECT_EQ(tuned.result.events, best->events);
+          EXPECT_EQ(tuned.result.flows, best->flows);
+          EXPECT_EQ(tuned.result.protocol, best->protocol);
+          EXPECT_EQ(tuned.result.contention_free, best->contention_free);
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 100);
+  EXPECT_GT(close, 5);
+}
+
+// `detail::fastest_candidate` against the rule it keeps (the smallest makespan, ties to the
+// earliest), on random candidates of a few makespans apart (so that ties are common, also between
+// a later candidate whose bound sorts first and an earlier one), bounds anywhere from zero to
+// the makespan and bases (the part a run does not simulate) up to it: a run answers only when its
+// simulated end, makespan - base, is at most `until`.
+TEST(Calibration, FastestCandidateKeepsTheFirstOfTheFastest) {
+  std::mt19937_64 rng(7);
+  int ties = 0;
+  int stopped = 0;
+  for (int trial = 0; trial < 5000; ++trial) {
+    const std::size_t n = 1 + rng() % 5;
+    std::vector<Time> makespans;
+    std::vector<Time> bounds;
+    std::vector<Time> bases;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto m = static_cast<std::int64_t>(10 + rng() % 4);
+      makespans.push_back(Time::picoseconds(m));
+      bounds.push_back(Time::picoseconds(static_cast<std::int64_t>(rng() % (m + 1))));
+      bases.push_back(Time::picoseconds(static_cast<std::int64_t>(rng() % (m + 1))));
+    }
+    std::size_t expected = 0;
+    for (std::size_t i = 1; i < n; ++i) {
+      if (makespans[i] < makespans[expected]) expected = i;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      ties += i != expected && makespans[i] == makespans[expected] ? 1 : 0;
+    }
+    const std::size_t chosen = detail::fastest_candidate(
+        bounds, bases, [&](std::size_t i, Time until) -> std::optional<Time> {
+          if (makespans[i] - bases[i] > until) {
+            ++stopped;
+            return std::nullopt;
+          }
+          return makespans[i];
+        });
+    EXPECT_EQ(chosen, expected) << "trial " << trial;
+  }
+  EXPECT_GT(ties, 1000);
+  EXPECT_GT(stopped, 1000);
 }
 
 }  // namespace
