@@ -225,8 +225,12 @@ struct TunedRun {
 
 /// Simulates `spec` with every algorithm of `tuner_candidates` (spec.algorithm is ignored) on
 /// all `groups` at once and keeps the fastest (smallest makespan; ties: the earlier candidate),
-/// as NCCL's tuner picks the algorithm its model says is fastest. Cost: one simulation per
-/// candidate.
+/// as NCCL's tuner picks the algorithm its model says is fastest. The candidates run in the order
+/// of their event-free lower bounds, each only while it can still win, and one whose bound
+/// already loses not at all (src/coll/fastest.h): the same choice and result as simulating every
+/// one to the end, at the cost of the winner's simulation and what the losers take to lose; an
+/// error only a losing candidate's run would raise (its time past the simulator's horizon) is
+/// not raised.
 [[nodiscard]] TunedRun simulate_fastest(const CalibratedNetwork& network,
                                         const CollectiveSpec& spec,
                                         std::span<const std::vector<topo::DeviceId>> groups,
