@@ -1199,50 +1199,71 @@ TEST(Uncontended, ForwardingRingsWhoseSendsQueueAreNotDerived) {
 }
 
 // A forwarding ring whose buffer does not split evenly: its chunks travel (each rank forwards
-// the one it received), so a chain of sends carries one chunk's bytes all along. Ring of 4
-// cables i -> i + 1 (100 ns, 100 GB/s: 10 ps per byte), the cable out of rank 0 at half the
-// rate; 4,002 bytes in chunks of 1,001, 1,001, 1,000 and 1,000 bytes. So d (latency + drain) is
-// 110 ns for a chunk of 1,000 bytes (120 ns out of rank 0) and 10 ps more (20 out of rank 0) for
-// 1,001. All-gather, 3 steps: position p sends chunk p - s in step s, so the last step's chains
-// end at ranks 0..3 carrying chunks 2, 3, 0, 1; rank 2's carries chunk 0 (1,001 bytes) over
-// ranks 0, 1, 2: 120,020 + 110,010 + 110,010 = 340,040 ps, the slowest (rank 0's and rank 1's
-// windows, 1,000 bytes each through rank 0, 340,000). Allreduce, 6 steps (chunk p - s - 1): one
-// lap of every rank's d plus the 2 nearest, chunks 2, 3, 0, 1 again; rank 0's and rank 1's
-// windows hold rank 0 twice, 450,000 + 230,000 = 680,000 ps. Admission: the least d (110 ns)
-// less 5 steps of the largest gap between the two drains (20 ps) exceeds the largest drain
-// (20,020 ps). Both equal the pass and the event simulation. With chunks of 10,000 and 9,999
-// bytes the drain out of rank 0 (200 ns) reaches the others' d (199.99 ns): not derived, and the
-// pass answers as before.
+// the one it received), so a chain of sends carries one chunk's bytes all along. Rings of n
+// cables i -> i + 1 (10 ps per byte) with the cable out of rank `slow` at half the rate:
+// - n = 4, 100 ns, the cable out of rank 0 slow, 4,002 bytes in chunks of 1,001, 1,001, 1,000
+//   and 1,000: d (latency + drain) is 110 ns for 1,000 bytes (120 ns out of rank 0) and 10 ps
+//   more (20 out of rank 0) for 1,001. All-gather, 3 steps: position p sends chunk p - s in step
+//   s, so the last step's chains end at ranks 0..3 carrying chunks 2, 3, 0, 1; rank 2's carries
+//   chunk 0 (1,001 bytes) over ranks 0, 1, 2: 120,020 + 110,010 + 110,010 = 340,040 ps, the
+//   slowest. Allreduce, 6 steps (chunk p - s - 1): one lap of every rank's d plus the 2 nearest,
+//   chunks 2, 3, 0, 1 again; rank 0's and rank 1's windows hold rank 0 twice, 450,000 + 230,000 =
+//   680,000 ps. With chunks of 10,000 and 9,999 bytes the drain out of rank 0 (200 ns) passes
+//   the others' d (199.99 ns): not derived, and the pass refuses the run too (the event
+//   simulation answers).
+// - n = 5, 100 ns, the cable out of rank 4 slow, 5,001 bytes (chunk 0 of 1,001 bytes, the rest
+//   1,000). All-gather (4 steps): chunk 0 ends at rank 3, over ranks 0..3, all fast: 440,040 ps;
+//   the slowest chain holds rank 4 with 1,000 bytes: 450,000 ps (a chunk offset of the wrong sign
+//   would end chunk 0 at rank 2, over rank 4: 450,050). Reduce-scatter: chunk 0 ends at rank 4,
+//   over ranks 1..4: 450,050 ps (without the reduce-scatter's extra 1, at rank 3: 450,000).
+// - n = 4, 40 ps, the cable out of rank 0 slow, an allreduce of 5 bytes (chunks 2, 1, 1, 1): the
+//   least d (50 ps) exceeds the largest drain (40 ps), but not by 5 steps of the largest gap
+//   between the drains (20 ps): not derived. The pass refuses the run too (rank 0's send of step
+//   4 opens at 210 ps while its 2-byte send of step 3, started at 180 ps, drains until 220 ps).
+// Every derived run equals the pass (durations, events, link sums) and the event simulation.
 TEST(Uncontended, UnevenForwardingRingsAreDerivedFromTheChunksTheyCarry) {
-  topo::Topology t("ring4", topo::Family::kExplicit);
-  for (int i = 0; i < 4; ++i) t.add_device("d" + std::to_string(i));
-  const Time latency = Time::nanoseconds(100);
-  for (topo::NodeId a = 0; a < 4; ++a) {
-    const topo::NodeId b = (a + 1) % 4;
-    t.add_link(a, b, a == 0 ? testing::kRate * 0.5 : testing::kRate, latency, testing::kRate,
-               latency);
-  }
+  const auto ring = [](int n, topo::NodeId slow, Time latency) {
+    topo::Topology t("ring", topo::Family::kExplicit);
+    for (int i = 0; i < n; ++i) t.add_device("d" + std::to_string(i));
+    for (topo::NodeId a = 0; a < static_cast<topo::NodeId>(n); ++a) {
+      const topo::NodeId b = (a + 1) % static_cast<topo::NodeId>(n);
+      t.add_link(a, b, a == slow ? testing::kRate * 0.5 : testing::kRate, latency, testing::kRate,
+                 latency);
+    }
+    return t;
+  };
   struct Case {
+    int n;
+    topo::NodeId slow;
+    Time latency;
     Operation op;
     std::int64_t size;
     std::int64_t expected_ps;  // 0: not derived
+    bool refused = false;      // by the pass too
   };
-  const std::vector<Case> cases{{Operation::kAllGather, 4002, 340040},
-                                {Operation::kAllReduce, 4002, 680000},
-                                {Operation::kAllGather, 39998, 0},
-                                {Operation::kAllReduce, 39998, 0}};
-  const std::vector<topo::DeviceId> group{0, 1, 2, 3};
+  const Time ns100 = Time::nanoseconds(100);
+  const std::vector<Case> cases{{4, 0, ns100, Operation::kAllGather, 4002, 340040},
+                                {4, 0, ns100, Operation::kAllReduce, 4002, 680000},
+                                {4, 0, ns100, Operation::kAllGather, 39998, 0, true},
+                                {4, 0, ns100, Operation::kAllReduce, 39998, 0, true},
+                                {5, 4, ns100, Operation::kAllGather, 5001, 450000},
+                                {5, 4, ns100, Operation::kReduceScatter, 5001, 450050},
+                                {4, 0, Time::picoseconds(40), Operation::kAllReduce, 5, 0, true}};
   for (const Case& c : cases) {
-    SCOPED_TRACE(std::string(operation_name(c.op)) + " size " + std::to_string(c.size));
+    SCOPED_TRACE(std::string(operation_name(c.op)) + " n " + std::to_string(c.n) + " size " +
+                 std::to_string(c.size));
+    const topo::Topology t = ring(c.n, c.slow, c.latency);
     CollectiveSpec spec{c.op, Algorithm::kRing, Bytes(c.size)};
     spec.forward_on_arrival = true;
-    const auto program = ring_program(spec, 4);
+    const auto program = ring_program(spec, c.n);
     ASSERT_TRUE(program->uniform_ring().empty());
+    const std::vector<topo::DeviceId> group = iota_group(c.n);
     const std::vector<detail::GroupProgram> parts{{program.get(), group}};
     const BothWays both = evaluate_both_ways(t, parts, 0);
     ASSERT_EQ(both.derived.has_value(), both.pass.has_value());
     if (c.expected_ps == 0) {
       EXPECT_EQ(both.rings_derived, 0U);
+      EXPECT_EQ(both.pass.has_value(), !c.refused);
       if (both.pass) {
         EXPECT_EQ(both.derived->durations, both.pass->durations);
       }
@@ -1266,65 +1287,6 @@ TEST(Uncontended, UnevenForwardingRingsAreDerivedFromTheChunksTheyCarry) {
     simulator.run();
     EXPECT_EQ(run.duration(), Time::picoseconds(c.expected_ps));
     EXPECT_EQ(simulator.events_processed(), both.derived->events);
-  }
-}
-
-// Where the carried chunks' offset and the margin's gap term matter. Rings of n cables i -> i + 1
-// (10 ps per byte) with the cable out of rank `slow` at half the rate:
-// - n = 5, 100 ns, the cable out of rank 4 slow, 5,001 bytes (chunk 0 of 1,001 bytes, the rest
-//   1,000): d = 110 ns for 1,000 bytes (120 ns out of rank 4), 10 ps more for 1,001 (20 out of
-//   rank 4). All-gather (4 steps, chunk p - s): chunk 0 ends at rank 3, over ranks 0..3, all
-//   fast: 440,040 ps; the slowest chain holds rank 4 with 1,000 bytes: 450,000 ps (a chunk
-//   offset of the wrong sign would end chunk 0 at rank 2, over rank 4: 450,050).
-//   Reduce-scatter (chunk p - s - 1): chunk 0 ends at rank 4, over ranks 1..4: 450,050 ps (without
-//   the reduce-scatter's extra 1, at rank 3: 450,000).
-// - n = 4, 40 ps, the cable out of rank 0 slow, an allreduce of 5 bytes (chunks 2, 1, 1, 1): the
-//   least d (50 ps) exceeds the largest drain (40 ps), but not by 5 steps of the largest gap
-//   between the drains (20 ps): not derived. The pass refuses the run too (rank 0's send of step
-//   4 opens at 210 ps while its 2-byte send of step 3, started at 180 ps, drains until 220 ps).
-TEST(Uncontended, UnevenForwardingRingsTakeTheirOffsetAndTheirMarginFromTheChunks) {
-  const auto ring = [](int n, topo::NodeId slow, Time latency) {
-    topo::Topology t("ring", topo::Family::kExplicit);
-    for (int i = 0; i < n; ++i) t.add_device("d" + std::to_string(i));
-    for (topo::NodeId a = 0; a < static_cast<topo::NodeId>(n); ++a) {
-      const topo::NodeId b = (a + 1) % static_cast<topo::NodeId>(n);
-      t.add_link(a, b, a == slow ? testing::kRate * 0.5 : testing::kRate, latency, testing::kRate,
-                 latency);
-    }
-    return t;
-  };
-  struct Case {
-    int n;
-    topo::NodeId slow;
-    Time latency;
-    Operation op;
-    std::int64_t size;
-    std::int64_t expected_ps;  // 0: not derived, and refused by the pass
-  };
-  const std::vector<Case> cases{
-      {5, 4, Time::nanoseconds(100), Operation::kAllGather, 5001, 450000},
-      {5, 4, Time::nanoseconds(100), Operation::kReduceScatter, 5001, 450050},
-      {4, 0, Time::picoseconds(40), Operation::kAllReduce, 5, 0}};
-  for (const Case& c : cases) {
-    SCOPED_TRACE(std::string(operation_name(c.op)) + " n " + std::to_string(c.n));
-    const topo::Topology t = ring(c.n, c.slow, c.latency);
-    CollectiveSpec spec{c.op, Algorithm::kRing, Bytes(c.size)};
-    spec.forward_on_arrival = true;
-    const auto program = ring_program(spec, c.n);
-    const std::vector<topo::DeviceId> group = iota_group(c.n);
-    const std::vector<detail::GroupProgram> parts{{program.get(), group}};
-    const BothWays both = evaluate_both_ways(t, parts, 0);
-    ASSERT_EQ(both.derived.has_value(), both.pass.has_value());
-    if (c.expected_ps == 0) {
-      EXPECT_EQ(both.rings_derived, 0U);
-      EXPECT_FALSE(both.pass.has_value());
-      continue;
-    }
-    EXPECT_EQ(both.rings_derived, 1U);
-    ASSERT_TRUE(both.derived.has_value());
-    EXPECT_EQ(both.derived->durations.front(), Time::picoseconds(c.expected_ps));
-    EXPECT_EQ(both.derived->durations, both.pass->durations);
-    EXPECT_EQ(both.derived->events, both.pass->events);
   }
 }
 
