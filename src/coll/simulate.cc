@@ -530,9 +530,13 @@ TunedRun simulate_fastest(const CalibratedNetwork& network, const CollectiveSpec
     Time bound;  // <= its makespan
   };
   std::vector<Candidate> candidates;
-  const bool bounded = std::all_of(groups.begin(), groups.end(),
-                                   [](const auto& group) { return group.size() >= 2; });
-  for (const Algorithm a : tuner_candidates(network, spec.op, spec.size, groups.front())) {
+  const std::vector<Algorithm> algorithms =
+      tuner_candidates(network, spec.op, spec.size, groups.front());
+  // A lone candidate runs in full whatever its bound: none is priced.
+  const bool bounded =
+      algorithms.size() > 1 && std::all_of(groups.begin(), groups.end(),
+                                           [](const auto& group) { return group.size() >= 2; });
+  for (const Algorithm a : algorithms) {
     Candidate c{.spec = spec, .lowered = {}, .bound = Time::zero()};
     c.spec.algorithm = a;
     c.spec.levels.clear();
