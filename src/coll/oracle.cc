@@ -7,7 +7,9 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -132,6 +134,55 @@ struct Cancel {
 
 }  // namespace
 
+struct OracleFacts::Impl {
+  // What an oracle proved of a structure: its answer (without the base), or a time it ends
+  // after (zero: none).
+  struct Fact {
+    std::optional<OracleAnswer> answer;
+    Time after;
+  };
+  mutable std::shared_mutex mutex;
+  std::unordered_map<Digest, Fact, DigestHash> facts;
+  // The topology and settings of the oracles that share these facts (set by the first).
+  const topo::Topology* topology = nullptr;
+  std::uint64_t seed = 0;
+  bool ideal = false;
+
+  void attach(const topo::Topology& t, std::uint64_t s, bool i) {
+    const std::unique_lock lock(mutex);
+    if (topology == nullptr) {
+      topology = &t;
+      seed = s;
+      ideal = i;
+    } else if (topology != &t || seed != s || ideal != i) {
+      throw Error::internal("oracle: facts of another topology or other settings");
+    }
+  }
+  void record_answer(const Digest& digest, const OracleAnswer& answer) {
+    const std::unique_lock lock(mutex);
+    facts[digest].answer = answer;
+  }
+  void record_after(const Digest& digest, Time after) {
+    const std::unique_lock lock(mutex);
+    Fact& f = facts[digest];
+    f.after = std::max(f.after, after);
+  }
+  [[nodiscard]] std::optional<Fact> find(const Digest& digest) const {
+    const std::shared_lock lock(mutex);
+    const auto it = facts.find(digest);
+    if (it == facts.end()) return std::nullopt;
+    return it->second;
+  }
+};
+
+OracleFacts::OracleFacts() : impl_(std::make_unique<Impl>()) {}
+OracleFacts::~OracleFacts() = default;
+
+std::size_t OracleFacts::size() const {
+  const std::shared_lock lock(impl_->mutex);
+  return impl_->facts.size();
+}
+
 struct CollectiveOracle::Impl {
   Impl(const topo::Topology& t, OracleSettings s)
       : topology(t),
@@ -182,6 +233,9 @@ struct CollectiveOracle::Impl {
   std::uint64_t lowered_weight = 0;
   // Grouped transfers (`waited`) by structure, without the base latency.
   std::unordered_map<Digest, Time, DigestHash> waited_by_structure;
+  // `publish_to`, `consult`.
+  std::shared_ptr<OracleFacts> published;
+  std::shared_ptr<const OracleFacts> consulted;
 
   Engine& engine(topo::Protocol protocol, bool nvls) {
     const std::size_t slot = !network.calibrated() ? 0
@@ -568,6 +622,7 @@ struct CollectiveOracle::Impl {
       ++stats.structural_hits;
       return {.answer = it->second};
     }
+    if (const OracleAnswer* answer = consulted_answer(digest)) return {.answer = *answer};
     if (pending != nullptr) {
       if (auto it = pending->find(digest); it != pending->end()) {
         return {.kind = Kind::kPending, .job = it->second, .digest = digest};
@@ -576,6 +631,10 @@ struct CollectiveOracle::Impl {
     if (within || skip) {
       Bounded* b = bounded(parts, e, digest);
       if (b == nullptr) return {.answer = by_structure.find(digest)->second};
+      if (!skip && b->slowest + base <= *within) {
+        // A run that a consulted oracle stopped may show that the structure ends later.
+        if (raise_from_facts(digest, *b) && b->slowest + base > *within) ++stats.consulted;
+      }
       if (skip || b->slowest + base > *within) {
         count_avoided(*b);
         return {.kind = Kind::kRuledOut, .digest = digest};
@@ -611,6 +670,7 @@ struct CollectiveOracle::Impl {
     if (!result) {
       Bounded& b = bound_by_structure.find(run.digest)->second;
       b.slowest = std::max(b.slowest, run.until + Time::picoseconds(1));
+      if (published) published->impl_->record_after(run.digest, b.slowest);
       b.avoided = b.events > processed ? b.events - processed : 0;
       b.counted = true;
       stats.events += b.avoided;
@@ -620,7 +680,28 @@ struct CollectiveOracle::Impl {
     }
     if (run.contended) bound_by_structure.erase(run.digest);
     by_structure.emplace(run.digest, *result);
+    if (published) published->impl_->record_answer(run.digest, *result);
     return result;
+  }
+
+  // The answer of a structure not memoized here that a consulted oracle published (`consult`),
+  // memoized here; nullptr when none is known or an event limit is set.
+  const OracleAnswer* consulted_answer(const Digest& digest) {
+    if (!consulted || event_limit != 0) return nullptr;
+    const auto fact = consulted->impl_->find(digest);
+    if (!fact || !fact->answer) return nullptr;
+    ++stats.consulted;
+    return &by_structure.emplace(digest, *fact->answer).first->second;
+  }
+
+  // Raises `b`, the bound of the structure `digest`, to a time a consulted oracle showed it
+  // to end after (`consult`); true when that raised it.
+  bool raise_from_facts(const Digest& digest, Bounded& b) const {
+    if (!consulted || event_limit != 0) return false;
+    const auto fact = consulted->impl_->find(digest);
+    if (!fact || fact->after <= b.slowest) return false;
+    b.slowest = fact->after;
+    return true;
   }
 
   std::optional<OracleAnswer> priced_set(std::vector<Part>& parts, Engine& e,
@@ -920,8 +1001,11 @@ struct CollectiveOracle::Impl {
     if (idle) return Time::zero();
     const Digest digest = structure(parts, e);
     if (auto it = by_structure.find(digest); it != by_structure.end()) return it->second.slowest;
-    const Bounded* b = bounded(parts, e, digest);
-    return b == nullptr ? by_structure.find(digest)->second.slowest : b->slowest;
+    if (const OracleAnswer* answer = consulted_answer(digest)) return answer->slowest;
+    Bounded* b = bounded(parts, e, digest);
+    if (b == nullptr) return by_structure.find(digest)->second.slowest;
+    raise_from_facts(digest, *b);
+    return b->slowest;
   }
 
   static bool trivial(const CollectiveSpec& spec,
@@ -1222,6 +1306,18 @@ void CollectiveOracle::limit_events(std::uint64_t total) noexcept { impl_->event
 
 void CollectiveOracle::set_threads(int threads) {
   impl_->threads.store(Impl::checked_threads(threads), std::memory_order_relaxed);
+}
+
+void CollectiveOracle::publish_to(std::shared_ptr<OracleFacts> facts) {
+  if (!facts) throw Error::internal("oracle: no facts to publish to");
+  facts->impl_->attach(impl_->topology, impl_->seed, impl_->ideal);
+  impl_->published = std::move(facts);
+}
+
+void CollectiveOracle::consult(std::shared_ptr<const OracleFacts> facts) {
+  if (!facts) throw Error::internal("oracle: no facts to consult");
+  facts->impl_->attach(impl_->topology, impl_->seed, impl_->ideal);
+  impl_->consulted = std::move(facts);
 }
 
 void CollectiveOracle::clear() {

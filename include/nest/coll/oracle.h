@@ -23,8 +23,11 @@
 /// first tried without events, as in `simulate` (exact when every link carries its flows one after
 /// another).
 ///
-/// Not thread-safe (owns a router and memo tables); use one oracle per thread.
+/// Not thread-safe (owns a router and memo tables); use one oracle per thread. Oracles of the
+/// same topology and settings on different threads may share what they simulate through an
+/// `OracleFacts` (`publish_to`, `consult`).
 
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -76,8 +79,10 @@ struct OracleStats {
                                      ///< after that time (`detail::progress_bound`)
   std::uint64_t lower_bounds = 0;    ///< event-free bounds asked (`lower_bound`, and one per
                                      ///< candidate of `fastest_lower_bound`)
-  std::uint64_t lowered = 0;  ///< programs lowered: once per (resolved spec, size, group size)
-                              ///< while the oracle keeps it, shared by every group of that kind
+  std::uint64_t lowered = 0;    ///< programs lowered: once per (resolved spec, size, group size)
+                                ///< while the oracle keeps it, shared by every group of that kind
+  std::uint64_t consulted = 0;  ///< structures answered, or ruled out, by what another oracle
+                                ///< published (`CollectiveOracle::consult`; not simulated here)
 };
 
 /// Thrown by a query whose event simulation reached `CollectiveOracle::limit_events`: the query
@@ -100,6 +105,29 @@ struct OracleSettings {
   /// simulator of its own thread). The same answers with any count, and the same counters but
   /// after a run that throws and for `lowered` (see `priced_sets` in the source).
   int threads = 1;
+};
+
+/// Exact facts that collective oracles of one topology and settings share across threads: the
+/// answer of every structure an oracle simulated to its end, and for a simulation stopped at a
+/// time to beat, that its structure ends after that time (`CollectiveOracle::publish_to`,
+/// `CollectiveOracle::consult`). Both are facts of the structure alone (its routes, link rates
+/// and latencies, the programs of its groups), whoever simulated it, so an oracle that reads
+/// them answers as if it had simulated them itself. Thread-safe: one oracle may publish while
+/// others consult. Grows by one entry per structure published, never shrinks.
+class OracleFacts {
+ public:
+  OracleFacts();
+  ~OracleFacts();
+  OracleFacts(const OracleFacts&) = delete;
+  OracleFacts& operator=(const OracleFacts&) = delete;
+
+  /// Structures recorded so far.
+  [[nodiscard]] std::size_t size() const;
+
+ private:
+  friend class CollectiveOracle;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 /// What `fastest` chose.
@@ -220,6 +248,23 @@ class CollectiveOracle {
   /// do not depend on it (see `OracleSettings::threads`). Throws `Error` (internal) outside
   /// 1..64.
   void set_threads(int threads);
+  /// From now on every structure this oracle event-simulates is also recorded in `facts`: its
+  /// answer, or, when the run stopped at its time to beat, that it ends after that time.
+  /// Nothing else of this oracle changes (its answers, memo and counters are those it would
+  /// have without). Throws `Error` (internal) when `facts` holds facts of another topology or
+  /// other settings (`answers_as`).
+  void publish_to(std::shared_ptr<OracleFacts> facts);
+  /// From now on a structure that this oracle's memo does not hold is first looked up in
+  /// `facts`: a recorded answer answers it (as the structural memo would, and is memoized
+  /// here), a recorded time it ends after raises its event-free bound (so a query that must
+  /// beat that time is ruled out unsimulated, as if this oracle had stopped that run itself).
+  /// The answers are those without `facts` (both exact); what changes is the work and the
+  /// counters (`OracleStats::consulted`), which then depend on what the publisher had recorded
+  /// by then: an oracle whose counters are reported (a search's) must not consult. While an
+  /// event limit is set (`limit_events`) the facts are not read: the budget counts what this
+  /// oracle simulates. Throws as `publish_to`.
+  void consult(std::shared_ptr<const OracleFacts> facts);
+
   /// Forgets every memoized answer (the counters stay).
   void clear();
 

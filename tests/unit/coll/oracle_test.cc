@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "coll_test_util.h"
@@ -631,6 +633,7 @@ void expect_same_stats(const OracleStats& a, const OracleStats& b) {
   EXPECT_EQ(a.progress_stops, b.progress_stops);
   EXPECT_EQ(a.lower_bounds, b.lower_bounds);
   EXPECT_EQ(a.lowered, b.lowered);
+  EXPECT_EQ(a.consulted, b.consulted);
 }
 
 // An oracle that simulates a query's link-disjoint sets on threads answers, memoizes and counts
@@ -710,6 +713,174 @@ TEST(Oracle, ThreadsAnswerMemoizeAndCountAsOneThread) {
   EXPECT_GT(two.stats().avoided_events, 0U);
   EXPECT_GT(two.stats().structural_hits, 0U);
   EXPECT_GT(two.stats().simulations, two.stats().contention_free);
+}
+
+// The queries of the facts tests below: on the 4:1 rail cluster under its NCCL model, a double
+// binary tree on each of the 8 rails (contended, event-simulated) and 4 pipeline stages' groups on
+// every rail; each within times that its bound rules out, that stop its run part way, and around
+// its answer, then in full, and the tuner in full and within its answer. Every answer in order.
+std::vector<std::optional<OracleAnswer>> facts_queries(CollectiveOracle& o,
+                                                       const topo::Topology& t) {
+  std::vector<std::optional<OracleAnswer>> out;
+  const CollectiveSpec tree{Operation::kAllReduce, Algorithm::kTree, Bytes::mebibytes(64), 16};
+  for (const Groups& groups : {rail_groups(16, 8), stage_groups(16)}) {
+    const OracleAnswer exact = CollectiveOracle(t, 3).collective(tree, groups);
+    const Time lower = CollectiveOracle(t, 3).lower_bound(tree, groups);
+    for (const Time within :
+         {lower - Time::picoseconds(1), lower + Time::picoseconds((exact.slowest - lower).ps() / 2),
+          exact.slowest - Time::picoseconds(1), exact.slowest}) {
+      out.push_back(o.collective_within(tree, groups, within));
+    }
+    out.push_back(o.collective(tree, groups));
+    CollectiveSpec tuned{Operation::kAllReduce, Algorithm::kRing, Bytes::mebibytes(256)};
+    tuned.chunks = 0;
+    tuned.channels = 0;
+    const OracleChoice c = o.fastest(tuned, groups);
+    out.push_back(c.answer);
+    const auto late = o.fastest_within(tuned, groups, c.answer.slowest - Time::picoseconds(1));
+    out.push_back(late ? std::optional<OracleAnswer>(late->answer) : std::nullopt);
+  }
+  return out;
+}
+
+void expect_same_answers(const std::vector<std::optional<OracleAnswer>>& a,
+                         const std::vector<std::optional<OracleAnswer>>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_EQ(a[i].has_value(), b[i].has_value());
+    if (!a[i]) continue;
+    EXPECT_EQ(a[i]->slowest, b[i]->slowest);
+    EXPECT_EQ(a[i]->first, b[i]->first);
+  }
+}
+
+// An oracle that publishes what it simulates answers and counts as one that does not; an oracle
+// that consults those facts answers as a fresh one without simulating a single event: every
+// structure the publisher ran to its end (event-simulated, or contention-free where no bound was
+// asked first) is answered from the facts, each once (then from its own memo), and every run
+// the publisher stopped at a time to beat rules the same query out, or is answered by the run
+// that later went to the end.
+TEST(Oracle, ConsultedFactsAnswerAsTheOracleWouldItself) {
+  const topo::Topology t =
+      topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_1024_4to1.yaml");
+  CollectiveOracle alone(t, OracleSettings{.seed = 3});
+  const auto expected = facts_queries(alone, t);
+  auto facts = std::make_shared<OracleFacts>();
+  CollectiveOracle publisher(t, OracleSettings{.seed = 3});
+  publisher.publish_to(facts);
+  expect_same_answers(facts_queries(publisher, t), expected);
+  expect_same_stats(publisher.stats(), alone.stats());
+  // The calls took the paths that publish: runs to the end and runs stopped part way.
+  const OracleStats& p = publisher.stats();
+  ASSERT_GT(p.simulations, p.contention_free);
+  ASSERT_GT(p.stopped, 0U);
+  EXPECT_GT(facts->size(), 0U);
+
+  CollectiveOracle reader(t, OracleSettings{.seed = 3});
+  reader.consult(facts);
+  expect_same_answers(facts_queries(reader, t), expected);
+  const OracleStats& r = reader.stats();
+  EXPECT_EQ(r.simulations, r.contention_free);  // no event simulation
+  EXPECT_EQ(r.stopped, 0U);
+  EXPECT_EQ(r.consulted, facts->size());
+  EXPECT_EQ(r.events, r.avoided_events);  // only those of queries ruled out
+
+  // Under an event limit the facts are not read: the budget counts this oracle's own runs.
+  CollectiveOracle budgeted(t, OracleSettings{.seed = 3});
+  budgeted.consult(facts);
+  budgeted.limit_events(std::uint64_t{1} << 62);
+  expect_same_answers(facts_queries(budgeted, t), expected);
+  expect_same_stats(budgeted.stats(), alone.stats());
+}
+
+// A run stopped at its time to beat, published: the same query of a consulting oracle is ruled
+// out without a run (its events counted as avoided, as the publisher counted them), while a
+// later time to beat, which that fact does not settle (even a picosecond later), is simulated by
+// the reader itself. The
+// contended double binary tree of `AQueryWithinATimeStopsOnceItsLinksShowItLoses`.
+TEST(Oracle, APublishedStopRulesOutTheSameQueryOfAConsultingOracle) {
+  const topo::Topology t = spine_leaf();
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTree, Bytes(std::int64_t{1} << 26), 64};
+  std::vector<topo::DeviceId> all(16);
+  std::iota(all.begin(), all.end(), 0);
+  const Groups one{all};
+  CollectiveOracle fresh(t, 5);
+  const OracleAnswer exact = fresh.collective(spec, one);
+  const Time lower = CollectiveOracle(t, 5).lower_bound(spec, one);
+  const Time half = lower + Time::picoseconds((exact.slowest - lower).ps() / 2);
+  auto facts = std::make_shared<OracleFacts>();
+  CollectiveOracle publisher(t, 5);
+  publisher.publish_to(facts);
+  ASSERT_FALSE(publisher.collective_within(spec, one, half).has_value());
+  ASSERT_EQ(publisher.stats().stopped, 1U);
+  EXPECT_EQ(facts->size(), 1U);
+
+  CollectiveOracle reader(t, 5);
+  reader.consult(facts);
+  EXPECT_FALSE(reader.collective_within(spec, one, half).has_value());
+  EXPECT_FALSE(reader.collective_within(spec, one, lower).has_value());  // its own bound
+  EXPECT_EQ(reader.stats().consulted, 1U);
+  EXPECT_EQ(reader.stats().simulations, 0U);
+  EXPECT_EQ(reader.stats().stopped, 0U);
+  EXPECT_EQ(reader.stats().bounded, 2U);
+  EXPECT_EQ(reader.stats().events, fresh.stats().events);  // counted once, as avoided
+  EXPECT_EQ(reader.stats().avoided_events, fresh.stats().events);
+  // A picosecond past the published time (the fact is that it ends after `half`): the reader's
+  // own run, stopped there; then to the answer.
+  EXPECT_FALSE(reader.collective_within(spec, one, half + Time::picoseconds(1)).has_value());
+  EXPECT_EQ(reader.stats().stopped, 1U);
+  const auto got = reader.collective_within(spec, one, exact.slowest);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->slowest, exact.slowest);
+  EXPECT_EQ(got->first, exact.first);
+  EXPECT_EQ(reader.stats().simulations, 1U);
+  EXPECT_EQ(reader.stats().consulted, 1U);
+}
+
+// A reader on its own thread while the publisher runs: the same answers whichever got there first.
+TEST(Oracle, ConsultedFactsAnswerTheSameWhileTheyArePublished) {
+  const topo::Topology t =
+      topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_1024_4to1.yaml");
+  CollectiveOracle alone(t, OracleSettings{.seed = 3});
+  const auto expected = facts_queries(alone, t);
+  auto facts = std::make_shared<OracleFacts>();
+  CollectiveOracle publisher(t, OracleSettings{.seed = 3});
+  publisher.publish_to(facts);
+  CollectiveOracle reader(t, OracleSettings{.seed = 3});
+  reader.consult(facts);
+  std::vector<std::optional<OracleAnswer>> published;
+  std::thread other([&] { published = facts_queries(publisher, t); });
+  const auto read = facts_queries(reader, t);
+  other.join();
+  expect_same_answers(published, expected);
+  expect_same_answers(read, expected);
+  expect_same_stats(publisher.stats(), alone.stats());
+}
+
+// Facts are shared only by oracles of one topology and the same settings: the structure's
+// digest does not name the seed's routes' origin or the calibration, so another topology
+// object, seed or ideal network is refused.
+TEST(Oracle, FactsOfAnotherTopologyOrOtherSettingsAreRefused) {
+  const topo::Topology t = spine_leaf();
+  const topo::Topology other = spine_leaf();
+  auto facts = std::make_shared<OracleFacts>();
+  CollectiveOracle first(t, OracleSettings{.seed = 5});
+  first.publish_to(facts);
+  CollectiveOracle same(t, OracleSettings{.seed = 5});
+  EXPECT_NO_THROW(same.consult(facts));
+  const auto refused = [&](CollectiveOracle o) {
+    try {
+      o.consult(facts);
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInternal);
+      EXPECT_STREQ(e.what(), "internal error: oracle: facts of another topology or other settings");
+    }
+  };
+  refused(CollectiveOracle(t, OracleSettings{.seed = 6}));
+  refused(CollectiveOracle(t, OracleSettings{.seed = 5, .ideal = true}));
+  refused(CollectiveOracle(other, OracleSettings{.seed = 5}));
 }
 
 }  // namespace
