@@ -92,10 +92,11 @@ void log_oracle_stats(Logger* log, std::string_view phase, const coll::OracleSta
             "oracle after {}: {} queries, {} exact hits, {} structural hits, {} simulations ({} "
             "contention-free, {} of private rings, {} events), {} trivial, {} candidates ruled "
             "out by their bound ({} of the events not simulated; {} simulations stopped part "
-            "way, {} of them by their links' progress), {} event-free bounds, {} programs lowered",
+            "way, {} of them by their links' progress), {} event-free bounds, {} programs "
+            "lowered, {} structures known from the search's oracle",
             phase, s.queries, s.exact_hits, s.structural_hits, s.simulations, s.contention_free,
             s.private_rings, s.events, s.trivial, s.bounded, s.avoided_events, s.stopped,
-            s.progress_stops, s.lower_bounds, s.lowered);
+            s.progress_stops, s.lower_bounds, s.lowered, s.consulted);
 }
 
 // A baseline priced on an oracle of its own (topology-agnostic, anneal), and what that took.
@@ -189,6 +190,9 @@ struct Job::Impl {
   std::unique_ptr<placer::FlatCommCost> flat;  // the flat network, or the topology-agnostic one
   std::unique_ptr<placer::CommCost> comm;
   placer::OracleCommCost* oracle = nullptr;  // comm, when it is the oracle
+  // What the job's oracle simulates, for the topology-agnostic baseline's oracle to read
+  // (`own_task`); null without the oracle.
+  std::shared_ptr<coll::OracleFacts> facts;
   // Who holds the job's threads; shared with the baselines' thread (which outlives no member:
   // `background` is destroyed first and waits for it).
   std::shared_ptr<ThreadShare> thread_share = std::make_shared<ThreadShare>();
@@ -546,6 +550,8 @@ struct Job::Impl {
         options.threads = spec.threads;
         auto o = std::make_unique<placer::OracleCommCost>(*topology, options);
         oracle = o.get();
+        facts = std::make_shared<coll::OracleFacts>();
+        oracle->collective_oracle().publish_to(facts);
         thread_share->oracle = &oracle->collective_oracle();
         thread_share->threads = spec.threads;
         comm = std::move(o);
@@ -596,7 +602,11 @@ struct Job::Impl {
   // oracle (the same options, so the same exact prices as the job's) and, for the
   // topology-agnostic one, its own flat network; the topology and the profile are immutable
   // and shared. So it can run beside the search, and it leaves the job's oracle as the other
-  // baselines find it.
+  // baselines find it. The topology-agnostic baseline's oracle also reads what the job's oracle
+  // has simulated by then (`coll::CollectiveOracle::consult`: the same exact prices, less
+  // work; its plan is priced in full, so only its counters depend on how far the search got).
+  // The anneal's does not: its walk reads its oracle's bounds, which would then depend on
+  // the search's progress.
   // The task of baseline `name` on an oracle of its own: queued (`OwnTasks`, which sets the
   // oracle's threads), or in line (nullptr: the job's threads).
   std::function<OwnRun(OwnTasks*)> own_task(const std::string& name) const {
@@ -604,10 +614,12 @@ struct Job::Impl {
         [name, topology = topology, profile = profile, options = oracle_options(),
          bandwidth = flat ? flat->bandwidth() : Bandwidth{},
          latency = flat ? flat->latency() : Time{}, scale_up = scale_up, search = search,
+         facts = name == "topology-agnostic" ? facts : nullptr,
          anneal = placer::AnnealOptions{.seed = spec.anneal_seed, .iterations = spec.anneal_steps},
          threads = spec.threads](OwnTasks* queue) {
           const auto start = Clock::now();
           placer::OracleCommCost own(*topology, options);
+          if (facts) own.collective_oracle().consult(facts);
           struct Enter {
             OwnTasks* queue;
             coll::CollectiveOracle& oracle;
@@ -781,7 +793,8 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
   // list order. The first replay dispatched (the largest) chooses its buckets' algorithms on the
   // job's oracle, which the search filled (the same answers as a fresh oracle's), whichever
   // thread takes it: no other thread touches that oracle meanwhile, and its counters come out the
-  // same on every run. The other replays tune on oracles of their own.
+  // same on every run. The other replays tune on oracles of their own, which read what the job's
+  // oracle has published (`coll::CollectiveOracle::consult`: less work, the same choices).
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (take[i]) order.push_back(i);
@@ -811,7 +824,18 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
       Replayed& r = replayed[j];
       try {
         const auto began = Clock::now();
-        replay::RunRecord run = impl_->replay(all[order[j]], light, n == 0 ? job_oracle : nullptr);
+        // The others tune on oracles of their own that read what the job's has published (the
+        // same answers as a fresh oracle's).
+        std::optional<coll::CollectiveOracle> own;
+        if (n != 0 && job_oracle != nullptr) {
+          own.emplace(*impl_->topology,
+                      coll::OracleSettings{.seed = impl_->spec.seed, .ideal = impl_->spec.ideal});
+          own->consult(impl_->facts);
+        }
+        replay::RunRecord run = impl_->replay(all[order[j]], light,
+                                              n == 0 ? job_oracle
+                                              : own  ? &*own
+                                                     : nullptr);
         r.seconds = seconds_since(began);
         r.time = run.summary.iteration_time;
         if (!options.keep_replay) continue;

@@ -496,7 +496,9 @@ TEST(Job, BaselinesListedOrAskedTwiceAreTheSame) {
 // `start_baselines` queues the topology-agnostic and anneal baselines for a thread, each on an
 // oracle of its own: every baseline is what `baselines()` computes in line, and the job's own
 // oracle does the same work both ways (the anneal's walk reads bounds that an oracle answers
-// from what it already holds, so each must meet the same memo either way).
+// from what it already holds, so each must meet the same memo either way; the topology-agnostic
+// one's oracle reads what the job's has published by then, which changes its work, not its
+// plan or price).
 TEST(Job, BaselinesStartedBesideTheSearchAreTheBaselinesInLine) {
   JobSpec spec = baselines_spec({"manual", "topology-agnostic", "anneal"});
   Job in_line(spec, kCatalog);
