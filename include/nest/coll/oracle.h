@@ -251,8 +251,8 @@ class CollectiveOracle {
   /// From now on every structure this oracle event-simulates is also recorded in `facts`: its
   /// answer, or, when the run stopped at its time to beat, that it ends after that time.
   /// Nothing else of this oracle changes (its answers, memo and counters are those it would
-  /// have without). Throws `Error` (internal) when `facts` holds facts of another topology or
-  /// other settings (`answers_as`).
+  /// have without). Throws `Error` (internal) when `facts` holds facts of another topology
+  /// object, seed or `ideal` setting.
   void publish_to(std::shared_ptr<OracleFacts> facts);
   /// From now on a structure that this oracle's memo does not hold is first looked up in
   /// `facts`: a recorded answer answers it (as the structural memo would, and is memoized
@@ -261,8 +261,10 @@ class CollectiveOracle {
   /// The answers are those without `facts` (both exact); what changes is the work and the
   /// counters (`OracleStats::consulted`), which then depend on what the publisher had recorded
   /// by then: an oracle whose counters are reported (a search's) must not consult. While an
-  /// event limit is set (`limit_events`) the facts are not read: the budget counts what this
-  /// oracle simulates. Throws as `publish_to`.
+  /// event limit is set (`limit_events`) the facts are not read, so that the budget counts what
+  /// this oracle simulates; what was read before the limit stays memoized here like the
+  /// oracle's own answers (a budget set later counts from what the oracle holds, as it always
+  /// does). Throws as `publish_to`.
   void consult(std::shared_ptr<const OracleFacts> facts);
 
   /// Forgets every memoized answer (the counters stay).

@@ -347,6 +347,11 @@ TEST(Oracle, ClearForgetsAnswers) {
 namespace nest::coll {
 namespace {
 
+// The bundled 1,024-GPU rail cluster at 4:1, under its NCCL model.
+topo::Topology rail_4to1() {
+  return topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_1024_4to1.yaml");
+}
+
 // On the 8-GPU nodes of a rail cluster: one group per rail of `nodes` nodes `stride` nodes apart
 // (node n of rail r is device 8n + r).
 Groups rail_groups(topo::DeviceId nodes, topo::DeviceId stride) {
@@ -378,8 +383,7 @@ Groups stage_groups(topo::DeviceId stride) {
 // a pipeline reducing together, from 1 MiB to 1 GiB; each answer against a fresh oracle's
 // `priced` for every tuner candidate (the same rule: slowest, then first, then the earlier).
 TEST(Oracle, FastestRulesOutCandidatesByTheirBoundWithTheSameChoice) {
-  const topo::Topology t =
-      topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_1024_4to1.yaml");
+  const topo::Topology t = rail_4to1();
   const CalibratedNetwork network(t);
   std::vector<Groups> layouts;
   // 16 nodes x rail 0; 8 rails x 16 nodes; 4 stages (node blocks of 32) x 8 rails x 8 nodes.
@@ -493,8 +497,7 @@ TEST(Oracle, AQueryWithinATimeStopsItsSimulationThere) {
 // rings inside a leaf and across leaves, answered without events, trees simulated) and the
 // spine-leaf network above (four rings that share the uplinks: contended).
 TEST(Oracle, LowerBoundsRunNoEventsNeverExceedTheAnswerAndEqualItOnceKnown) {
-  const topo::Topology rail =
-      topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_1024_4to1.yaml");
+  const topo::Topology rail = rail_4to1();
   const topo::Topology shared = spine_leaf();
   struct Case {
     const topo::Topology* topology;
@@ -646,8 +649,7 @@ void expect_same_stats(const OracleStats& a, const OracleStats& b) {
 // skips the sets after it, or answered), the tuner in full and within its answer, and every call
 // again (memoized).
 TEST(Oracle, ThreadsAnswerMemoizeAndCountAsOneThread) {
-  const topo::Topology t =
-      topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_1024_4to1.yaml");
+  const topo::Topology t = rail_4to1();
   std::vector<Groups> layouts;
   layouts.push_back(rail_groups(16, 8));
   layouts.push_back(stage_groups(16));
@@ -762,8 +764,7 @@ void expect_same_answers(const std::vector<std::optional<OracleAnswer>>& a,
 // the publisher stopped at a time to beat rules the same query out, or is answered by the run
 // that later went to the end.
 TEST(Oracle, ConsultedFactsAnswerAsTheOracleWouldItself) {
-  const topo::Topology t =
-      topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_1024_4to1.yaml");
+  const topo::Topology t = rail_4to1();
   CollectiveOracle alone(t, OracleSettings{.seed = 3});
   const auto expected = facts_queries(alone, t);
   auto facts = std::make_shared<OracleFacts>();
@@ -785,6 +786,15 @@ TEST(Oracle, ConsultedFactsAnswerAsTheOracleWouldItself) {
   EXPECT_EQ(r.stopped, 0U);
   EXPECT_EQ(r.consulted, facts->size());
   EXPECT_EQ(r.events, r.avoided_events);  // only those of queries ruled out
+
+  // The same with a query's link-disjoint sets on two threads (`priced_sets`: the lookups on the
+  // asking thread, the runs on others).
+  CollectiveOracle threaded(t, OracleSettings{.seed = 3, .threads = 2});
+  threaded.consult(facts);
+  expect_same_answers(facts_queries(threaded, t), expected);
+  EXPECT_EQ(threaded.stats().simulations, threaded.stats().contention_free);
+  EXPECT_EQ(threaded.stats().stopped, 0U);
+  EXPECT_EQ(threaded.stats().consulted, facts->size());
 
   // Under an event limit the facts are not read: the budget counts this oracle's own runs.
   CollectiveOracle budgeted(t, OracleSettings{.seed = 3});
@@ -819,13 +829,23 @@ TEST(Oracle, APublishedStopRulesOutTheSameQueryOfAConsultingOracle) {
   CollectiveOracle reader(t, 5);
   reader.consult(facts);
   EXPECT_FALSE(reader.collective_within(spec, one, half).has_value());
-  EXPECT_FALSE(reader.collective_within(spec, one, lower).has_value());  // its own bound
+  // The bound that fact raised rules out an earlier time too, now without the facts.
+  EXPECT_FALSE(reader.collective_within(spec, one, lower).has_value());
   EXPECT_EQ(reader.stats().consulted, 1U);
   EXPECT_EQ(reader.stats().simulations, 0U);
   EXPECT_EQ(reader.stats().stopped, 0U);
   EXPECT_EQ(reader.stats().bounded, 2U);
   EXPECT_EQ(reader.stats().events, fresh.stats().events);  // counted once, as avoided
   EXPECT_EQ(reader.stats().avoided_events, fresh.stats().events);
+  // Its lower bound is the raised one: a picosecond past `half` (the fact), where a fresh
+  // oracle's is the event-free bound; a consulting oracle that meets the structure first in a
+  // bound query raises it there.
+  EXPECT_EQ(reader.lower_bound(spec, one), half + Time::picoseconds(1));
+  EXPECT_EQ(fresh.lower_bound(spec, one), exact.slowest);  // fresh holds the answer
+  CollectiveOracle bounder(t, 5);
+  bounder.consult(facts);
+  EXPECT_EQ(bounder.lower_bound(spec, one), half + Time::picoseconds(1));
+  EXPECT_EQ(bounder.stats().simulations, 0U);
   // A picosecond past the published time (the fact is that it ends after `half`): the reader's
   // own run, stopped there; then to the answer.
   EXPECT_FALSE(reader.collective_within(spec, one, half + Time::picoseconds(1)).has_value());
@@ -840,8 +860,7 @@ TEST(Oracle, APublishedStopRulesOutTheSameQueryOfAConsultingOracle) {
 
 // A reader on its own thread while the publisher runs: the same answers whichever got there first.
 TEST(Oracle, ConsultedFactsAnswerTheSameWhileTheyArePublished) {
-  const topo::Topology t =
-      topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_1024_4to1.yaml");
+  const topo::Topology t = rail_4to1();
   CollectiveOracle alone(t, OracleSettings{.seed = 3});
   const auto expected = facts_queries(alone, t);
   auto facts = std::make_shared<OracleFacts>();
