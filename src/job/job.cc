@@ -190,8 +190,9 @@ struct Job::Impl {
   std::unique_ptr<placer::FlatCommCost> flat;  // the flat network, or the topology-agnostic one
   std::unique_ptr<placer::CommCost> comm;
   placer::OracleCommCost* oracle = nullptr;  // comm, when it is the oracle
-  // What the job's oracle simulates, for the topology-agnostic baseline's oracle to read
-  // (`own_task`); null without the oracle.
+  // What the job's oracle simulates, for the oracles of the topology-agnostic baseline
+  // (`own_task`) and of the verification's other replays (`Job::verify`) to read; null without
+  // the oracle.
   std::shared_ptr<coll::OracleFacts> facts;
   // Who holds the job's threads; shared with the baselines' thread (which outlives no member:
   // `background` is destroyed first and waits for it).
@@ -826,16 +827,15 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
         const auto began = Clock::now();
         // The others tune on oracles of their own that read what the job's has published (the
         // same answers as a fresh oracle's).
+        coll::CollectiveOracle* tuner = n == 0 ? job_oracle : nullptr;
         std::optional<coll::CollectiveOracle> own;
         if (n != 0 && job_oracle != nullptr) {
           own.emplace(*impl_->topology,
                       coll::OracleSettings{.seed = impl_->spec.seed, .ideal = impl_->spec.ideal});
           own->consult(impl_->facts);
+          tuner = &*own;
         }
-        replay::RunRecord run = impl_->replay(all[order[j]], light,
-                                              n == 0 ? job_oracle
-                                              : own  ? &*own
-                                                     : nullptr);
+        replay::RunRecord run = impl_->replay(all[order[j]], light, tuner);
         r.seconds = seconds_since(began);
         r.time = run.summary.iteration_time;
         if (!options.keep_replay) continue;
