@@ -556,6 +556,18 @@ TEST(Oracle, LowerBoundsRunNoEventsNeverExceedTheAnswerAndEqualItOnceKnown) {
   EXPECT_EQ(contended, 4);  // the four rings over shared uplinks
 }
 
+// The contended double binary tree of the progress and facts tests below: 64 MiB in 64 chunks
+// (thousands of transfers, enough for the progress check), run over all 16 hosts of `spine_leaf`,
+// whose flows share the leaves' uplinks.
+CollectiveSpec contended_tree() {
+  return {Operation::kAllReduce, Algorithm::kTree, Bytes(std::int64_t{1} << 26), 64};
+}
+std::vector<topo::DeviceId> every_host(topo::DeviceId n) {
+  std::vector<topo::DeviceId> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
+
 // A contended run stopped by its links' progress: a double binary tree over all 16 hosts of
 // `spine_leaf` in 64 chunks (thousands of transfers, enough for the check), whose flows share
 // the leaves' uplinks. Within a time its event-free bound does not rule out, the bytes its
@@ -567,10 +579,8 @@ TEST(Oracle, LowerBoundsRunNoEventsNeverExceedTheAnswerAndEqualItOnceKnown) {
 // nullopt: stopping early never changes an answer.
 TEST(Oracle, AQueryWithinATimeStopsOnceItsLinksShowItLoses) {
   const topo::Topology t = spine_leaf();
-  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTree, Bytes(std::int64_t{1} << 26), 64};
-  std::vector<topo::DeviceId> all(16);
-  std::iota(all.begin(), all.end(), 0);
-  const Groups one{all};
+  const CollectiveSpec spec = contended_tree();
+  const Groups one{every_host(16)};
   CollectiveOracle fresh(t, 5);
   const OracleAnswer exact = fresh.collective(spec, one);
   const std::uint64_t events = fresh.stats().events;
@@ -807,14 +817,11 @@ TEST(Oracle, ConsultedFactsAnswerAsTheOracleWouldItself) {
 // A run stopped at its time to beat, published: the same query of a consulting oracle is ruled
 // out without a run (its events counted as avoided, as the publisher counted them), while a
 // later time to beat, which that fact does not settle (even a picosecond later), is simulated by
-// the reader itself. The
-// contended double binary tree of `AQueryWithinATimeStopsOnceItsLinksShowItLoses`.
+// the reader itself.
 TEST(Oracle, APublishedStopRulesOutTheSameQueryOfAConsultingOracle) {
   const topo::Topology t = spine_leaf();
-  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTree, Bytes(std::int64_t{1} << 26), 64};
-  std::vector<topo::DeviceId> all(16);
-  std::iota(all.begin(), all.end(), 0);
-  const Groups one{all};
+  const CollectiveSpec spec = contended_tree();
+  const Groups one{every_host(16)};
   CollectiveOracle fresh(t, 5);
   const OracleAnswer exact = fresh.collective(spec, one);
   const Time lower = CollectiveOracle(t, 5).lower_bound(spec, one);
