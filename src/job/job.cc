@@ -93,7 +93,7 @@ void log_oracle_stats(Logger* log, std::string_view phase, const coll::OracleSta
             "contention-free, {} of private rings, {} events), {} trivial, {} candidates ruled "
             "out by their bound ({} of the events not simulated; {} simulations stopped part "
             "way, {} of them by their links' progress), {} event-free bounds, {} programs "
-            "lowered, {} structures known from the search's oracle",
+            "lowered, {} structures read from another oracle's facts",
             phase, s.queries, s.exact_hits, s.structural_hits, s.simulations, s.contention_free,
             s.private_rings, s.events, s.trivial, s.bounded, s.avoided_events, s.stopped,
             s.progress_stops, s.lower_bounds, s.lowered, s.consulted);
