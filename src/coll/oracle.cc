@@ -230,6 +230,10 @@ struct CollectiveOracle::Impl {
   std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const Program>,
                      PairHash>
       lowered;
+  // The last explicit schedule lowered per shape (any size), kept in `lowered`: a part of the
+  // same shape at another size is lowered like it (`lower_program`'s `like`, which checks that
+  // its transfers match and shares its dependencies: the same schedule, built in one pass).
+  std::unordered_map<std::uint64_t, std::shared_ptr<const Program>> like_by_shape;
   std::uint64_t lowered_weight = 0;
   // Grouped transfers (`waited`) by structure, without the base latency.
   std::unordered_map<Digest, Time, DigestHash> waited_by_structure;
@@ -275,19 +279,23 @@ struct CollectiveOracle::Impl {
       part.schedule = it->second;
       return;
     }
-    part.schedule = lower_program(part.spec, static_cast<int>(part.group.size()));
+    const auto like = like_by_shape.find(part.shape);
+    part.schedule = lower_program(part.spec, static_cast<int>(part.group.size()), kImplicitAbove,
+                                  like != like_by_shape.end() ? like->second.get() : nullptr);
     ++stats.lowered;
     // Explicit schedules hold their transfers; implicit programs a rank order per channel.
+    const bool stored = dynamic_cast<const Schedule*>(part.schedule.get()) != nullptr;
     const std::uint64_t weight =
-        dynamic_cast<const Schedule*>(part.schedule.get()) != nullptr
-            ? part.schedule->transfer_count()
-            : part.group.size() * static_cast<std::uint64_t>(std::max(1, part.spec.channels));
+        stored ? part.schedule->transfer_count()
+               : part.group.size() * static_cast<std::uint64_t>(std::max(1, part.spec.channels));
     if (weight > kLoweredWeight) return;  // not kept, and nothing dropped for it
     if (lowered_weight + weight > kLoweredWeight) {
       lowered.clear();
+      like_by_shape.clear();
       lowered_weight = 0;
     }
     lowered.emplace(key, part.schedule);
+    if (stored) like_by_shape.insert_or_assign(part.shape, part.schedule);
     lowered_weight += weight;
   }
 
@@ -1327,6 +1335,7 @@ void CollectiveOracle::clear() {
   impl_->pairs_by_shape.clear();
   impl_->waited_by_structure.clear();
   impl_->lowered.clear();
+  impl_->like_by_shape.clear();
   impl_->lowered_weight = 0;
 }
 

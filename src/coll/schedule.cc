@@ -1033,50 +1033,88 @@ bool ring_family(const CollectiveSpec& spec) {
 
 }  // namespace
 
-Schedule::Schedule(int ranks, std::vector<Transfer> transfers)
-    : ranks_(ranks), transfers_(std::move(transfers)) {
-  const auto n = static_cast<std::uint32_t>(ranks);
+Schedule::Schedule(int ranks, std::vector<Transfer> transfers) : ranks_(ranks) {
+  build(std::move(transfers));
+}
+
+Schedule::Schedule(int ranks, std::vector<Transfer> transfers, const Schedule& like)
+    : ranks_(ranks) {
+  const std::vector<std::uint32_t>& order = like.deps_->order;
+  bool alike = ranks == like.ranks_ && transfers.size() == like.transfers_.size();
+  std::vector<Transfer> placed;
+  if (alike) placed.resize(transfers.size());
+  Bytes total;
+  for (std::size_t i = 0; alike && i < placed.size(); ++i) {
+    const Transfer& t = transfers[order[i]];
+    const Transfer& u = like.transfers_[i];
+    alike = t.src == u.src && t.dst == u.dst && t.step == u.step && t.channel == u.channel &&
+            t.bytes.count() >= 0;
+    placed[i] = t;
+    total += t.bytes;
+  }
+  if (!alike) {
+    build(std::move(transfers));
+    return;
+  }
+  transfers_ = std::move(placed);
+  deps_ = like.deps_;
+  total_bytes_ = total;
+}
+
+void Schedule::build(std::vector<Transfer> given) {
+  auto deps = std::make_shared<Dependencies>();
+  std::vector<Gate>& gates = deps->gates;
+  std::uint32_t& steps = deps->steps;
+  const auto n = static_cast<std::uint32_t>(ranks_);
   int channels = 0;
-  for (const Transfer& t : transfers_) {
+  for (const Transfer& t : given) {
     if (t.src >= n || t.dst >= n || t.src == t.dst || t.bytes.count() < 0) {
       throw Error::internal("bad transfer " + std::to_string(t.src) + "->" + std::to_string(t.dst) +
-                            " in a schedule of " + std::to_string(ranks) + " ranks");
+                            " in a schedule of " + std::to_string(ranks_) + " ranks");
     }
     channels = std::max(channels, t.channel + 1);
-    steps_ = std::max(steps_, t.step + 1);
+    steps = std::max(steps, t.step + 1);
     total_bytes_ += t.bytes;
   }
   // Step-major order: a run touches the transfers of one step at a time, so memory is read
   // nearly in order. Bucket by step in linear time (stable), then order each step by (channel,
-  // src, dst); the lowerings emit most steps already in that order.
-  std::vector<std::size_t> offset(static_cast<std::size_t>(steps_) + 1, 0);
-  for (const Transfer& t : transfers_) ++offset[t.step + 1];
-  for (std::uint32_t k = 0; k < steps_; ++k) offset[k + 1] += offset[k];
+  // src, dst); the lowerings emit most steps already in that order. Positions are ordered, not
+  // transfers, so that a schedule lowered alike can be placed the same way (`order`).
+  std::vector<std::size_t> offset(static_cast<std::size_t>(steps) + 1, 0);
+  for (const Transfer& t : given) ++offset[t.step + 1];
+  for (std::uint32_t k = 0; k < steps; ++k) offset[k + 1] += offset[k];
+  std::vector<std::uint32_t>& order = deps->order;
+  order.resize(given.size());
   {
-    std::vector<Transfer> sorted(transfers_.size());
     std::vector<std::size_t> fill(offset.begin(), offset.end() - 1);
-    for (const Transfer& t : transfers_) sorted[fill[t.step]++] = t;
-    transfers_ = std::move(sorted);
+    for (std::size_t i = 0; i < given.size(); ++i) {
+      order[fill[given[i].step]++] = static_cast<std::uint32_t>(i);
+    }
   }
-  const auto by_sender = [](const Transfer& a, const Transfer& b) {
-    return std::tie(a.channel, a.src, a.dst) < std::tie(b.channel, b.src, b.dst);
+  const auto by_sender = [&given](std::uint32_t a, std::uint32_t b) {
+    const Transfer& x = given[a];
+    const Transfer& y = given[b];
+    return std::tie(x.channel, x.src, x.dst) < std::tie(y.channel, y.src, y.dst);
   };
-  for (std::uint32_t k = 0; k < steps_; ++k) {
-    const auto first = transfers_.begin() + static_cast<std::ptrdiff_t>(offset[k]);
-    const auto last = transfers_.begin() + static_cast<std::ptrdiff_t>(offset[k + 1]);
+  for (std::uint32_t k = 0; k < steps; ++k) {
+    const auto first = order.begin() + static_cast<std::ptrdiff_t>(offset[k]);
+    const auto last = order.begin() + static_cast<std::ptrdiff_t>(offset[k + 1]);
     if (!std::is_sorted(first, last, by_sender)) std::sort(first, last, by_sender);
   }
+  transfers_.resize(given.size());
+  for (std::size_t i = 0; i < given.size(); ++i) transfers_[i] = given[order[i]];
+  given = {};
 
   // Gates: runs of equal (step, channel, src).
   std::vector<std::uint32_t> gate_of(transfers_.size());
   for (std::size_t i = 0; i < transfers_.size(); ++i) {
     const Transfer& t = transfers_[i];
-    if (gates_.empty() || gates_.back().rank != t.src || gates_.back().step != t.step ||
-        gates_.back().channel != t.channel) {
-      gates_.push_back(Gate{static_cast<std::uint32_t>(i), 0, 0, t.src, t.step, t.channel});
+    if (gates.empty() || gates.back().rank != t.src || gates.back().step != t.step ||
+        gates.back().channel != t.channel) {
+      gates.push_back(Gate{static_cast<std::uint32_t>(i), 0, 0, t.src, t.step, t.channel});
     }
-    ++gates_.back().count;
-    gate_of[i] = static_cast<std::uint32_t>(gates_.size() - 1);
+    ++gates.back().count;
+    gate_of[i] = static_cast<std::uint32_t>(gates.size() - 1);
   }
 
   // Each (channel, rank)'s gates in step order (CSR), and each gate's place in its list.
@@ -1085,17 +1123,17 @@ Schedule::Schedule(int ranks, std::vector<Transfer> transfers)
     return static_cast<std::size_t>(channel) * n + rank;
   };
   std::vector<std::uint32_t> list_start(lists + 1, 0);
-  for (const Gate& g : gates_) ++list_start[list_of(g.channel, g.rank) + 1];
+  for (const Gate& g : gates) ++list_start[list_of(g.channel, g.rank) + 1];
   for (std::size_t l = 0; l < lists; ++l) list_start[l + 1] += list_start[l];
-  std::vector<std::uint32_t> list(gates_.size());
-  std::vector<std::uint32_t> list_step(gates_.size());  // gates_[list[i]].step, contiguous
-  std::vector<std::uint32_t> place(gates_.size());
+  std::vector<std::uint32_t> list(gates.size());
+  std::vector<std::uint32_t> list_step(gates.size());  // gates[list[i]].step, contiguous
+  std::vector<std::uint32_t> place(gates.size());
   {
     std::vector<std::uint32_t> fill(list_start.begin(), list_start.end() - 1);
-    for (std::size_t g = 0; g < gates_.size(); ++g) {
-      const std::size_t l = list_of(gates_[g].channel, gates_[g].rank);
+    for (std::size_t g = 0; g < gates.size(); ++g) {
+      const std::size_t l = list_of(gates[g].channel, gates[g].rank);
       place[g] = fill[l];
-      list_step[fill[l]] = gates_[g].step;
+      list_step[fill[l]] = gates[g].step;
       list[fill[l]++] = static_cast<std::uint32_t>(g);
     }
   }
@@ -1109,18 +1147,20 @@ Schedule::Schedule(int ranks, std::vector<Transfer> transfers)
     while (c < list_start[l + 1] && list_step[c] <= step) ++c;
     return c < list_start[l + 1] ? list[c] : kNoGate;
   };
-  successors_.resize(2 * transfers_.size());
+  std::vector<std::uint32_t>& successors = deps->successors;
+  successors.resize(2 * transfers_.size());
   for (std::size_t i = 0; i < transfers_.size(); ++i) {
     const Transfer& t = transfers_[i];
     const std::uint32_t at = place[gate_of[i]] + 1;
     const std::uint32_t sender =
         at < list_start[list_of(t.channel, t.src) + 1] ? list[at] : kNoGate;
     const std::uint32_t receiver = next_gate(t.channel, t.dst, t.step);
-    successors_[2 * i] = sender;
-    successors_[2 * i + 1] = receiver;
-    if (sender != kNoGate) ++gates_[sender].waits;
-    if (receiver != kNoGate) ++gates_[receiver].waits;
+    successors[2 * i] = sender;
+    successors[2 * i + 1] = receiver;
+    if (sender != kNoGate) ++gates[sender].waits;
+    if (receiver != kNoGate) ++gates[receiver].waits;
   }
+  deps_ = std::move(deps);
 }
 
 namespace {
@@ -1139,7 +1179,7 @@ void check_count(const CollectiveSpec& spec, int ranks, std::uint64_t count, con
 
 }  // namespace
 
-Schedule lower(const CollectiveSpec& spec, int ranks) {
+Schedule lower(const CollectiveSpec& spec, int ranks, const Schedule* like) {
   if (spec.forward_on_arrival && ranks > 1) {
     throw Error::internal("lower: a ring that forwards on arrival has no stored schedule");
   }
@@ -1153,7 +1193,8 @@ Schedule lower(const CollectiveSpec& spec, int ranks) {
     std::vector<Transfer> transfers;
     transfers.reserve(count);
     program->for_each_transfer([&](const Transfer& t) { transfers.push_back(t); });
-    return Schedule(ranks, std::move(transfers));
+    return like != nullptr ? Schedule(ranks, std::move(transfers), *like)
+                           : Schedule(ranks, std::move(transfers));
   }
   switch (spec.algorithm) {
     case Algorithm::kRing:
@@ -1187,17 +1228,18 @@ Schedule lower(const CollectiveSpec& spec, int ranks) {
       lower_nvls(b, spec, ranks);
       break;
   }
-  return Schedule(ranks, b.take());
+  return like != nullptr ? Schedule(ranks, b.take(), *like) : Schedule(ranks, b.take());
 }
 
 void Schedule::initial_gates(std::vector<GateId>& out) const {
-  for (std::size_t g = 0; g < gates_.size(); ++g) {
-    if (gates_[g].waits == 0) out.push_back(g);
+  const std::vector<Gate>& gates = deps_->gates;
+  for (std::size_t g = 0; g < gates.size(); ++g) {
+    if (gates[g].waits == 0) out.push_back(g);
   }
 }
 
 void Schedule::sends(GateId gate, std::vector<TransferId>& out) const {
-  const Gate& g = gates_[gate];
+  const Gate& g = deps_->gates[gate];
   for (std::uint32_t i = g.first; i < g.first + g.count; ++i) out.push_back(i);
 }
 
@@ -1225,7 +1267,7 @@ std::shared_ptr<const Program> ring_program(const CollectiveSpec& spec, int rank
 }
 
 std::shared_ptr<const Program> lower_program(const CollectiveSpec& spec, int ranks,
-                                             std::uint64_t implicit_above) {
+                                             std::uint64_t implicit_above, const Program* like) {
   if (ranks > 1 && ring_family(spec)) {
     // Every rank sends once per step in the ring family: steps = transfers / ranks.
     const std::uint64_t count = count_transfers_of(spec, ranks);
@@ -1237,7 +1279,7 @@ std::shared_ptr<const Program> lower_program(const CollectiveSpec& spec, int ran
   if (ranks > 1 && plain_pairwise(spec) && count_transfers_of(spec, ranks) > implicit_above) {
     return pairwise_program(spec, ranks);
   }
-  return std::make_shared<const Schedule>(lower(spec, ranks));
+  return std::make_shared<const Schedule>(lower(spec, ranks, dynamic_cast<const Schedule*>(like)));
 }
 
 std::shared_ptr<const Program> pairwise_program(const CollectiveSpec& spec, int ranks) {

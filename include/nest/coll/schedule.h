@@ -55,8 +55,9 @@ struct Gate {
 inline constexpr std::uint32_t kNoGate = 0xffffffffU;
 
 /// An immutable lowered collective. Transfers are sorted by (step, channel, src, dst); build it
-/// with `lower` or from any list of transfers. Memory: about 60 bytes per transfer while
-/// building, 32 bytes per transfer plus 24 per gate after.
+/// with `lower` or from any list of transfers. Memory: about 64 bytes per transfer while
+/// building, 36 bytes per transfer plus 24 per gate after (24 per transfer for one that shares
+/// its dependencies, see below).
 class Schedule final : public Program {
  public:
   /// A schedule of `ranks` ranks over `transfers` (any order; each src != dst, both < ranks).
@@ -65,22 +66,42 @@ class Schedule final : public Program {
   /// transfer.
   Schedule(int ranks, std::vector<Transfer> transfers);
 
+  /// The same schedule as `Schedule(ranks, transfers)`, transfer for transfer and gate for gate,
+  /// in one pass without sorting when `like` has `ranks` ranks and was built from transfers
+  /// with the same (src, dst, step, channel) in the same order as `transfers` (their bytes may
+  /// differ, e.g. one collective lowered at two sizes): then it shares `like`'s gates and
+  /// successors (`shares_dependencies_with`). Whether they match is checked transfer by
+  /// transfer; when they do not, it is built as above.
+  ///
+  /// Why it is the same: the constructor above orders, groups and links transfers by their
+  /// (step, channel, src, dst) alone (a stable bucketing by step, then `std::sort` of each step
+  /// that is not in order, whose moves depend only on its comparisons), so transfers given with
+  /// the same such keys in the same order land in the same places and make the same gates and
+  /// successors; only the bytes and their total depend on the bytes.
+  Schedule(int ranks, std::vector<Transfer> transfers, const Schedule& like);
+
+  /// Whether this schedule and `other` share their gates and successors (one was built `like`
+  /// the other, or both like a third).
+  [[nodiscard]] bool shares_dependencies_with(const Schedule& other) const noexcept {
+    return deps_ == other.deps_;
+  }
+
   /// Number of ranks n.
   [[nodiscard]] int ranks() const noexcept override { return ranks_; }
   /// All transfers, sorted by (step, channel, src, dst).
   [[nodiscard]] std::span<const Transfer> transfers() const noexcept { return transfers_; }
   /// All gates, sorted by (step, channel, rank); a gate's sends are contiguous transfers.
-  [[nodiscard]] std::span<const Gate> gates() const noexcept { return gates_; }
+  [[nodiscard]] std::span<const Gate> gates() const noexcept { return deps_->gates; }
   /// Number of distinct steps (1 + the largest step; 0 when there are no transfers).
-  [[nodiscard]] std::uint32_t steps() const noexcept override { return steps_; }
+  [[nodiscard]] std::uint32_t steps() const noexcept override { return deps_->steps; }
   /// Total bytes of all transfers.
   [[nodiscard]] Bytes total_bytes() const noexcept { return total_bytes_; }
 
   // Program: gate ids are indices into gates(), transfer ids indices into transfers().
   [[nodiscard]] std::uint64_t transfer_count() const noexcept override { return transfers_.size(); }
-  [[nodiscard]] std::uint64_t dense_gates() const noexcept override { return gates_.size(); }
+  [[nodiscard]] std::uint64_t dense_gates() const noexcept override { return deps_->gates.size(); }
   void initial_gates(std::vector<GateId>& out) const override;
-  [[nodiscard]] std::uint32_t waits(GateId gate) const override { return gates_[gate].waits; }
+  [[nodiscard]] std::uint32_t waits(GateId gate) const override { return deps_->gates[gate].waits; }
   void sends(GateId gate, std::vector<TransferId>& out) const override;
   [[nodiscard]] Transfer transfer(TransferId id) const override { return transfers_[id]; }
   void transfers(TransferId first, std::span<Transfer> out) const override {
@@ -89,18 +110,26 @@ class Schedule final : public Program {
   /// For transfer `id`: the gates its arrival counts towards (sender's, receiver's), or
   /// kNoGateId.
   [[nodiscard]] std::array<GateId, 2> successors(TransferId id) const override {
-    const std::uint32_t a = successors_[2 * id];
-    const std::uint32_t b = successors_[2 * id + 1];
+    const std::uint32_t a = deps_->successors[2 * id];
+    const std::uint32_t b = deps_->successors[2 * id + 1];
     return {a == kNoGate ? kNoGateId : a, b == kNoGate ? kNoGateId : b};
   }
   void for_each_transfer(const std::function<void(const Transfer&)>& visit) const override;
 
  private:
+  // What depends only on the transfers' (step, channel, src, dst) in the order given.
+  struct Dependencies {
+    std::vector<Gate> gates;
+    std::vector<std::uint32_t> successors;  // 2 per transfer
+    std::vector<std::uint32_t> order;       // transfer i was given at position order[i]
+    std::uint32_t steps = 0;
+  };
+  // Orders `given` into `transfers_` and builds the dependencies.
+  void build(std::vector<Transfer> given);
+
   int ranks_;
   std::vector<Transfer> transfers_;
-  std::vector<Gate> gates_;
-  std::vector<std::uint32_t> successors_;  // 2 per transfer
-  std::uint32_t steps_ = 0;
+  std::shared_ptr<const Dependencies> deps_;
   Bytes total_bytes_;
 };
 
@@ -118,7 +147,10 @@ class Schedule final : public Program {
 /// Throws `Error` (input) when the schedule would exceed 2^32 - 1 transfers.
 /// A ring with `forward_on_arrival` has no stored form (its gates wait for one transfer, which a
 /// `Schedule`'s rule does not express): throws `Error` (internal); `lower_program` gives it.
-[[nodiscard]] Schedule lower(const CollectiveSpec& spec, int ranks);
+/// With `like` (a schedule lowered from an alike spec, e.g. the same at another size), the
+/// result may share its dependencies (`Schedule(ranks, transfers, like)`): the same schedule,
+/// built faster.
+[[nodiscard]] Schedule lower(const CollectiveSpec& spec, int ranks, const Schedule* like = nullptr);
 
 /// The ring family (ring, hierarchical and torus allreduce, reduce-scatter and all-gather; rings
 /// of several channels) as an implicit program: transfers and gates are computed from their ids, so
@@ -136,13 +168,18 @@ class Schedule final : public Program {
 [[nodiscard]] std::shared_ptr<const Program> pairwise_program(const CollectiveSpec& spec,
                                                               int ranks);
 
+/// `lower_program`'s default: collectives of more transfers have no stored schedule.
+inline constexpr std::uint64_t kImplicitAbove = 100'000;
+
 /// `lower`, or `ring_program` for ring-family collectives of more than `implicit_above`
 /// transfers or that forward on arrival, or `pairwise_program` for pairwise all-to-alls of more
 /// than `implicit_above` transfers (memory O(ranks) instead of ~60 bytes per transfer; also
 /// faster end to end at that size: building and reading a stored schedule of 2.1M transfers cost
-/// ~30% of a 1,024-rank ring allreduce's simulation, see results/coll_bench.md).
-[[nodiscard]] std::shared_ptr<const Program> lower_program(const CollectiveSpec& spec, int ranks,
-                                                           std::uint64_t implicit_above = 100'000);
+/// ~30% of a 1,024-rank ring allreduce's simulation, see results/coll_bench.md). A stored
+/// schedule is lowered `like` the given one when that is a `Schedule` (see `lower`).
+[[nodiscard]] std::shared_ptr<const Program> lower_program(
+    const CollectiveSpec& spec, int ranks, std::uint64_t implicit_above = kImplicitAbove,
+    const Program* like = nullptr);
 
 /// Number of transfers `lower(spec, ranks)` makes, without making them. O(levels).
 [[nodiscard]] std::uint64_t transfer_count(const CollectiveSpec& spec, int ranks);

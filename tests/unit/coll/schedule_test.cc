@@ -534,3 +534,132 @@ TEST(Program, RingsListTheirDistinctPairsInOrderOfFirstUse) {
 
 }  // namespace
 }  // namespace nest::coll
+
+namespace nest::coll {
+namespace {
+
+// Everything of a schedule that a run reads: ranks, steps, total bytes, every transfer, gate
+// and successor, field by field.
+void expect_same_schedule(const Schedule& got, const Schedule& want, const std::string& what) {
+  ASSERT_EQ(got.ranks(), want.ranks()) << what;
+  ASSERT_EQ(got.steps(), want.steps()) << what;
+  ASSERT_EQ(got.total_bytes(), want.total_bytes()) << what;
+  ASSERT_EQ(got.transfer_count(), want.transfer_count()) << what;
+  ASSERT_EQ(got.gates().size(), want.gates().size()) << what;
+  for (TransferId id = 0; id < want.transfer_count(); ++id) {
+    const Transfer a = got.transfer(id);
+    const Transfer b = want.transfer(id);
+    ASSERT_EQ(std::tuple(a.src, a.dst, a.step, a.channel, a.bytes.count()),
+              std::tuple(b.src, b.dst, b.step, b.channel, b.bytes.count()))
+        << what << " transfer " << id;
+    ASSERT_EQ(got.successors(id), want.successors(id)) << what << " transfer " << id;
+  }
+  for (std::size_t g = 0; g < want.gates().size(); ++g) {
+    const Gate& a = got.gates()[g];
+    const Gate& b = want.gates()[g];
+    ASSERT_EQ(std::tuple(a.first, a.count, a.waits, a.rank, a.step, a.channel),
+              std::tuple(b.first, b.count, b.waits, b.rank, b.step, b.channel))
+        << what << " gate " << g;
+  }
+}
+
+// A collective lowered like the same collective at another size (the oracle's probes and
+// walks lower one shape at many sizes) is the schedule lowered afresh, transfer for transfer,
+// gate for gate, and shares the other's dependencies: every algorithm and operation, odd and
+// even groups, one and three pieces, sizes with remainders and sizes smaller than the pieces
+// (zero-byte transfers), several channels along rails.
+TEST(Schedule, LoweredLikeAnotherSizeIsTheSameSchedule) {
+  int shared = 0;
+  for (Operation op : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather,
+                       Operation::kAllToAll, Operation::kBroadcast, Operation::kReduce,
+                       Operation::kGather, Operation::kScatter, Operation::kSend}) {
+    for (Algorithm a : algorithms_for(op)) {
+      for (const int n : {2, 5, 6}) {
+        for (const int chunks : {1, 3}) {
+          CollectiveSpec spec{op, a, Bytes(1003), chunks};
+          if (a == Algorithm::kHierarchical || a == Algorithm::kTorus) {
+            if (n != 6) continue;
+            spec.levels = {2, 3};
+          }
+          try {
+            validate(spec, n);
+          } catch (const Error&) {
+            continue;
+          }
+          for (const auto& [from, to] : {std::pair<std::int64_t, std::int64_t>{1003, 64 << 20},
+                                         {64 << 20, 1003},
+                                         {2, 100'003}}) {
+            CollectiveSpec at_from = spec;
+            at_from.size = Bytes(from);
+            CollectiveSpec at_to = spec;
+            at_to.size = Bytes(to);
+            const std::string what = std::string(operation_name(op)) + " " +
+                                     std::string(algorithm_name(a)) + " n " + std::to_string(n) +
+                                     " chunks " + std::to_string(chunks) + " " +
+                                     std::to_string(from) + " -> " + std::to_string(to);
+            const Schedule like = lower(at_from, n);
+            const Schedule got = lower(at_to, n, &like);
+            expect_same_schedule(got, lower(at_to, n), what);
+            EXPECT_TRUE(got.shares_dependencies_with(like)) << what;
+            ++shared;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GE(shared, 150);
+  // Rings of several channels along rails (stored from the implicit program's transfers).
+  CollectiveSpec rails{Operation::kAllGather, Algorithm::kRing, Bytes(100'003), 2};
+  rails.channels = 2;
+  rails.ranks_per_node = 2;
+  const Schedule like = lower(rails, 8);
+  rails.size = Bytes(1 << 30);
+  const Schedule got = lower(rails, 8, &like);
+  expect_same_schedule(got, lower(rails, 8), "channel rings");
+  EXPECT_TRUE(got.shares_dependencies_with(like));
+  // The shared path through `lower_program`, as the oracle calls it.
+  const auto program = lower_program(rails, 8, kImplicitAbove, &like);
+  const auto* stored = dynamic_cast<const Schedule*>(program.get());
+  ASSERT_NE(stored, nullptr);
+  EXPECT_TRUE(stored->shares_dependencies_with(like));
+  expect_same_schedule(*stored, got, "channel rings through lower_program");
+}
+
+// A `like` that does not match (another rank count, algorithm or order of transfers) is not
+// shared: the schedule is built afresh, the same as without it; a bad transfer still throws.
+TEST(Schedule, UnlikeSchedulesAreBuiltAfresh) {
+  const CollectiveSpec tree{Operation::kAllReduce, Algorithm::kTree, Bytes(1 << 20), 4};
+  const CollectiveSpec ring{Operation::kAllReduce, Algorithm::kRing, Bytes(1 << 20)};
+  const Schedule tree6 = lower(tree, 6);
+  const Schedule tree5 = lower(tree, 5, &tree6);
+  EXPECT_FALSE(tree5.shares_dependencies_with(tree6));
+  expect_same_schedule(tree5, lower(tree, 5), "tree of 5 like one of 6");
+  const Schedule ring6 = lower(ring, 6, &tree6);
+  EXPECT_FALSE(ring6.shares_dependencies_with(tree6));
+  expect_same_schedule(ring6, lower(ring, 6), "ring like a tree");
+
+  // The same transfers given in another order: another placement, so not shared.
+  const std::vector<Transfer> given{{0, 1, 1, 0, Bytes(5)},
+                                    {1, 2, 0, 0, Bytes(6)},
+                                    {2, 0, 0, 0, Bytes(7)},
+                                    {0, 2, 1, 0, Bytes(8)}};
+  std::vector<Transfer> swapped = given;
+  std::swap(swapped[1], swapped[2]);
+  const Schedule first(3, given);
+  const Schedule second(3, swapped, first);
+  EXPECT_FALSE(second.shares_dependencies_with(first));
+  expect_same_schedule(second, Schedule(3, swapped), "reordered transfers");
+  // New bytes at the same places: shared, with the new bytes and total.
+  std::vector<Transfer> resized = given;
+  for (Transfer& t : resized) t.bytes = Bytes(t.bytes.count() * 10);
+  const Schedule third(3, resized, first);
+  EXPECT_TRUE(third.shares_dependencies_with(first));
+  EXPECT_EQ(third.total_bytes(), Bytes(260));
+  expect_same_schedule(third, Schedule(3, resized), "resized transfers");
+  // Negative bytes are refused on either path.
+  resized[3].bytes = Bytes(-1);
+  EXPECT_THROW(Schedule(3, resized, first), Error);
+}
+
+}  // namespace
+}  // namespace nest::coll
