@@ -26,6 +26,7 @@ struct PrivateRingSimulator::Sender {
   Time busy;
   std::uint32_t peak = 0;
   double bytes = 0;
+  std::uint64_t copies = 1;  // senders of the whole ring it stands for (see `reduce`)
 };
 
 namespace {
@@ -59,6 +60,7 @@ bool PrivateRingSimulator::load(topo::Router& router, std::span<const GroupProgr
   senders_.clear();
   routes_.clear();
   left_.clear();
+  rings_.clear();
   if (groups.empty()) return false;
   std::vector<std::vector<UniformRingPhase>> rings;
   for (const GroupProgram& group : groups) {                 // the cheap checks first
@@ -74,6 +76,7 @@ bool PrivateRingSimulator::load(topo::Router& router, std::span<const GroupProgr
     const auto& devices = groups[g].group;
     for (const UniformRingPhase& phase : rings[g]) {
       const auto first = static_cast<std::uint32_t>(senders_.size());
+      rings_.push_back({first, static_cast<std::uint32_t>(devices.size())});
       for (std::size_t r = 0; r < devices.size() && ok; ++r) {
         const topo::DeviceId src = devices[r];
         const topo::DeviceId dst = devices[phase.next[r]];
@@ -103,7 +106,79 @@ bool PrivateRingSimulator::load(topo::Router& router, std::span<const GroupProgr
     }
   }
   for (const topo::LinkId link : routes_) owner_[link] = kFree;
+  if (ok) reduce(groups);
   return ok;
+}
+
+// Why one period of a ring runs as the whole ring. Take one ring of n senders s_0 .. s_{n-1}
+// in order along it (s_k's pieces go to s_{k+1 mod n}) whose routes have the same capacity and
+// latency as those P places further, P dividing n. All of them start at time zero with the same
+// piece and steps (a uniform ring phase), and in this run a sender's flows are rated, drained
+// and delivered by its own capacity and latency alone (no link is shared; see `run`), its next
+// piece starting when its predecessor's arrives. What happens at a timestamp does not depend
+// on the order in which its events are taken: each drain or delivery changes its own sender's
+// bundle (or starts one flow at the successor), and the rating after the timestamp gives every
+// flow of a bundle c / k whatever the order; events are counted one by one. So rotating the
+// ring by P places maps the run onto itself: by induction over the timestamps, s_k and s_{k+P}
+// start, rate, drain and deliver the same flows at the same picoseconds. In particular s_0's
+// predecessor s_{n-1} delivers what s_{P-1} delivers, at the same times, so s_0 .. s_{P-1} with
+// s_{P-1} feeding s_0 run exactly as they do in the whole ring. Every event of theirs stands
+// for n / P events of the whole ring at the same timestamp (so the budget, checked between
+// timestamps, stops after the same one), every sender's link statistics are those of the one
+// P·j places before it, and a group's last delivery is the last of its rings' periods.
+// Rings that are not one cycle, or have no period below n, run whole.
+void PrivateRingSimulator::reduce(std::span<const GroupProgram> groups) {
+  simulated_.clear();
+  of_.assign(senders_.size(), 0);
+  simulated_left_.assign(groups.size(), 0);
+  const auto alike = [this](std::uint32_t a, std::uint32_t b) {
+    return senders_[a].capacity == senders_[b].capacity &&
+           senders_[a].latency == senders_[b].latency;
+  };
+  std::vector<std::uint32_t> along;
+  for (const Ring& ring : rings_) {
+    along.clear();
+    std::uint32_t at = ring.first;
+    do {
+      along.push_back(at);
+      at = senders_[at].next;
+    } while (at != ring.first && along.size() < ring.n);
+    std::uint32_t period = ring.n;
+    if (at == ring.first && along.size() == ring.n) {
+      for (std::uint32_t p = 1; p < ring.n; ++p) {
+        if (ring.n % p != 0) continue;
+        bool repeats = true;
+        for (std::uint32_t k = p; k < ring.n && repeats; ++k)
+          repeats = alike(along[k], along[k - p]);
+        if (repeats) {
+          period = p;
+          break;
+        }
+      }
+    } else {
+      along.resize(ring.n);  // the ring runs whole, its senders by rank
+      for (std::uint32_t r = 0; r < ring.n; ++r) along[r] = ring.first + r;
+    }
+    const auto base = static_cast<std::uint32_t>(simulated_.size());
+    for (std::uint32_t k = 0; k < ring.n; ++k) of_[along[k]] = base + k % period;
+    for (std::uint32_t k = 0; k < period; ++k) {
+      Sender s = senders_[along[k]];
+      s.next = period < ring.n ? base + (k + 1) % period : base + (s.next - ring.first);
+      s.copies = ring.n / period;
+      simulated_left_[s.group] += static_cast<std::uint64_t>(s.steps);
+      simulated_.push_back(std::move(s));
+    }
+  }
+  // The periods cover the groups' transfers (`one_phase_per_channel`'s phases do); otherwise,
+  // every ring whole.
+  std::vector<std::uint64_t> whole(groups.size(), 0);
+  for (const Sender& s : simulated_)
+    whole[s.group] += s.copies * static_cast<std::uint64_t>(s.steps);
+  if (whole != left_) {
+    simulated_ = senders_;
+    for (std::uint32_t i = 0; i < senders_.size(); ++i) of_[i] = i;
+    simulated_left_ = left_;
+  }
 }
 
 // Why the bundles' rates are the simulator's. No two senders share a link, so every link of
@@ -144,7 +219,7 @@ std::optional<PrivateRingRun> PrivateRingSimulator::run(topo::Router& router,
       slot = free_slots.back();
       free_slots.pop_back();
     }
-    Sender& s = senders_[sender];
+    Sender& s = simulated_[sender];
     Flow& f = flows[slot];
     f.size = s.piece;
     f.remaining = s.piece;
@@ -165,7 +240,7 @@ std::optional<PrivateRingRun> PrivateRingSimulator::run(topo::Router& router,
   // What the simulator's rate update does to the bundles changed at `now` (see above).
   const auto rate_dirty = [&] {
     for (const std::uint32_t sender : dirty) {
-      Sender& s = senders_[sender];
+      Sender& s = simulated_[sender];
       s.dirty = false;
       if (s.flows.empty()) continue;
       const double rate = s.capacity / static_cast<double>(s.flows.size());
@@ -189,9 +264,9 @@ std::optional<PrivateRingRun> PrivateRingSimulator::run(topo::Router& router,
   PrivateRingRun out;
   std::vector<Time> ends(groups.size());
   std::size_t finished = 0;
-  for (const std::uint64_t left : left_) finished += left == 0 ? 1 : 0;
-  for (std::uint32_t i = 0; i < senders_.size(); ++i) {
-    if (senders_[i].steps > 0) start(i, 0);
+  for (const std::uint64_t left : simulated_left_) finished += left == 0 ? 1 : 0;
+  for (std::uint32_t i = 0; i < simulated_.size(); ++i) {
+    if (simulated_[i].steps > 0) start(i, 0);
   }
   for (;;) {
     if (!dirty.empty()) rate_dirty();
@@ -201,9 +276,9 @@ std::optional<PrivateRingRun> PrivateRingSimulator::run(topo::Router& router,
     do {
       const net::QueuedEvent e = queue.pop();
       if (stale(e)) continue;
-      ++out.events;
       Flow& f = flows[e.target];
-      Sender& s = senders_[f.sender];
+      Sender& s = simulated_[f.sender];
+      out.events += s.copies;
       if (e.kind == kDrain) {
         // Leaves its bundle; delivered a route latency later.
         const std::uint32_t last = s.flows.back();
@@ -228,16 +303,23 @@ std::optional<PrivateRingRun> PrivateRingSimulator::run(topo::Router& router,
       const bool more = step < s.steps;
       free_slots.push_back(e.target);
       if (more) start(next, step);
-      if (--left_[group] == 0) {
+      if (--simulated_left_[group] == 0) {
         ends[group] = now;
         ++finished;
       }
     } while (!queue.empty() && queue.next_time() == now);
   }
   out.finished = finished == groups.size();
+  out.senders = senders_.size();
+  out.simulated = simulated_.size();
   if (!out.finished) return out;
   out.durations = std::move(ends);
-  for (const Sender& s : senders_) {
+  for (std::uint32_t i = 0; i < senders_.size(); ++i) {
+    Sender& s = senders_[i];
+    const Sender& like = simulated_[of_[i]];
+    s.bytes = like.bytes;
+    s.busy = like.busy;
+    s.peak = like.peak;
     for (std::uint32_t h = 0; h < s.hops; ++h) {
       out.links.push_back(LinkUse{routes_[s.route_at + h], s.bytes, s.busy, s.peak});
     }

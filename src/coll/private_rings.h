@@ -35,6 +35,8 @@ struct PrivateRingRun {
   std::vector<Time> durations;  // per group, its last arrival (when finished)
   std::uint64_t events = 0;     // events processed, as `net::Simulator::events_processed`
   std::vector<LinkUse> links;   // every link a flow crossed, by increasing id (when finished)
+  std::size_t senders = 0;      // senders of the rings (group, channel, rank)
+  std::size_t simulated = 0;    // of them simulated: one period of each ring (see `run`)
 };
 
 /// The event simulation of rings whose senders share no link. Reusable, one per thread (e.g.
@@ -56,6 +58,11 @@ class PrivateRingSimulator {
   /// after the last timestamp at or before `until`, or after the timestamp at which the events
   /// processed reach `max_events`. Throws as the simulator does past its horizon. `router` must
   /// route the topology given at construction.
+  ///
+  /// A ring whose senders repeat with a period along it (every sender's route of the same
+  /// capacity and latency as the one P places further, P dividing the ring's n ranks: rail
+  /// fabrics' leaves and node orders) is simulated over one period, its last sender feeding its
+  /// first; the run is the same (proof at `reduce`), each of its events counted n / P times.
   [[nodiscard]] std::optional<PrivateRingRun> run(
       topo::Router& router, std::span<const GroupProgram> groups, std::uint64_t salt,
       Time until = Time::max(),
@@ -65,13 +72,23 @@ class PrivateRingSimulator {
   struct Sender;
   // The groups' senders and their routes, or false when a condition fails.
   bool load(topo::Router& router, std::span<const GroupProgram> groups, std::uint64_t salt);
+  // One period of every ring (`simulated_`, `of_`), from `senders_` and `rings_`.
+  void reduce(std::span<const GroupProgram> groups);
 
   const topo::Topology* topology_;
   std::vector<std::uint32_t> owner_;  // per link: the sender routed over it, or max; reset
   std::vector<Sender> senders_;       // of the last `run`
-  std::vector<topo::LinkId> routes_;  // their routes, one after another
-  std::vector<std::uint64_t> left_;   // per group: transfers not yet arrived
-  std::vector<topo::LinkId> route_;   // scratch
+  struct Ring {
+    std::uint32_t first = 0;  // its senders: senders_[first, first + n), by rank
+    std::uint32_t n = 0;
+  };
+  std::vector<Ring> rings_;                    // one per group and channel
+  std::vector<Sender> simulated_;              // one period of each ring, in order along it
+  std::vector<std::uint32_t> of_;              // per sender: the one of `simulated_` it repeats
+  std::vector<std::uint64_t> simulated_left_;  // per group: transfers of `simulated_`
+  std::vector<topo::LinkId> routes_;           // their routes, one after another
+  std::vector<std::uint64_t> left_;            // per group: transfers not yet arrived
+  std::vector<topo::LinkId> route_;            // scratch
 };
 
 }  // namespace nest::coll::detail

@@ -88,6 +88,7 @@ TEST(PrivateRings, EqualTheEventSimulationOnEveryBundledTopology) {
   int answered = 0;
   int queued = 0;
   int aside = 0;
+  int reduced = 0;  // simulated over one period of each ring
   for (const std::string& file : testing::bundled_topology_files()) {
     const topo::Topology t = topo::load_topology(file);
     const int devices = static_cast<int>(t.num_devices());
@@ -147,6 +148,8 @@ TEST(PrivateRings, EqualTheEventSimulationOnEveryBundledTopology) {
                     for (const net::LinkStats& s : slow.links) used += s.bytes > 0 ? 1 : 0;
                     EXPECT_EQ(fast->links.size(), used);
                     queued += peak >= 2 ? 1 : 0;
+                    reduced += fast->simulated < fast->senders ? 1 : 0;
+                    EXPECT_EQ(fast->senders, static_cast<std::size_t>(count * n * channels));
                   }
                 }
               }
@@ -158,6 +161,7 @@ TEST(PrivateRings, EqualTheEventSimulationOnEveryBundledTopology) {
   }
   EXPECT_GT(answered, 300);
   EXPECT_GT(queued, 100);
+  EXPECT_GT(reduced, 100);
   EXPECT_GT(aside, 20);  // rings whose channels or groups share links
 }
 
@@ -190,9 +194,74 @@ TEST(PrivateRings, StopWhereTheSimulatorStops) {
         EXPECT_EQ(fast->durations, slow.durations);
       }
       stopped += fast->finished ? 0 : 1;
+      EXPECT_LT(fast->simulated, fast->senders);  // one period of each ring
     }
   }
   EXPECT_GT(stopped, 10);
+}
+
+// At the placer's scale: the data-parallel rings of a 1,024-GPU rail cluster (GPUs r and r + 4
+// of each of its 128 nodes, as t = 4 places them; leaves of 32 nodes, so a ring's senders repeat
+// every 64 ranks), all-gather and reduce-scatter, pieces split evenly and a size that leaves
+// one-byte remainders per channel (not a uniform ring: the simulator runs it). The private run
+// simulates one period (128 of 512 senders) and equals the event simulation in every number,
+// also stopped at a third and two thirds of its events and of its time.
+TEST(PrivateRings, OnePeriodOfARailRingIsTheWholeRing) {
+  const topo::Topology t =
+      topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/h100_rail_1024.yaml");
+  std::vector<topo::DeviceId> group;
+  for (topo::DeviceId node = 0; node < 128; ++node) {
+    group.push_back(node * 8 + 1);
+    group.push_back(node * 8 + 5);
+  }
+  const Groups groups{group};
+  for (const Operation op : {Operation::kAllGather, Operation::kReduceScatter}) {
+    for (const std::int64_t size : {std::int64_t{1} << 30, (std::int64_t{1} << 30) + 3}) {
+      SCOPED_TRACE(std::string(operation_name(op)) + " " + std::to_string(size));
+      const auto program = ring_program(testing::nccl_rail_rings(op, Bytes(size)), 256);
+      const auto fast = private_run(t, program, groups, 3);
+      if (size % 512 != 0) {
+        EXPECT_FALSE(fast.has_value());
+        continue;
+      }
+      ASSERT_TRUE(fast.has_value());
+      ASSERT_TRUE(fast->finished);
+      EXPECT_EQ(fast->senders, 512U);
+      EXPECT_EQ(fast->simulated, 128U);
+      const Simulated slow = simulate(t, program, groups, 3);
+      ASSERT_TRUE(slow.finished);
+      EXPECT_EQ(fast->durations, slow.durations);
+      EXPECT_EQ(fast->events, slow.events);
+      std::uint32_t peak = 0;
+      for (const LinkUse& use : fast->links) {
+        const net::LinkStats& s = slow.links[use.link];
+        EXPECT_EQ(use.bytes, s.bytes) << "link " << use.link;
+        EXPECT_EQ(use.busy, s.busy) << "link " << use.link;
+        EXPECT_EQ(use.peak_flows, s.peak_flows) << "link " << use.link;
+        peak = std::max(peak, use.peak_flows);
+      }
+      std::size_t used = 0;
+      for (const net::LinkStats& s : slow.links) used += s.bytes > 0 ? 1 : 0;
+      EXPECT_EQ(fast->links.size(), used);
+      EXPECT_GE(peak, 2U);  // pieces queue on the NICs
+      const Time end = fast->durations.front();
+      for (const std::uint64_t limit : {fast->events / 3, 2 * fast->events / 3}) {
+        const auto part = private_run(t, program, groups, 3, Time::max(), limit);
+        const Simulated whole = simulate(t, program, groups, 3, Time::max(), limit);
+        ASSERT_TRUE(part.has_value());
+        EXPECT_FALSE(part->finished);
+        EXPECT_EQ(part->events, whole.events) << "limit " << limit;
+      }
+      for (const Time until :
+           {Time::picoseconds(end.ps() / 3), Time::picoseconds(2 * end.ps() / 3)}) {
+        const auto part = private_run(t, program, groups, 3, until);
+        const Simulated whole = simulate(t, program, groups, 3, until);
+        ASSERT_TRUE(part.has_value());
+        EXPECT_FALSE(part->finished);
+        EXPECT_EQ(part->events, whole.events) << "until " << until.ps();
+      }
+    }
+  }
 }
 
 // The simulator rates a bundle's flows the same in each of its paths (the verified refilling,
