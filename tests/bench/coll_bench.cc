@@ -20,7 +20,9 @@
 // - NCCL's rings whose pieces queue on their own routes, 1,024 of 4,096 rail GPUs, by the
 //   private rings' run and by the event simulator (BM_QueuedForwardingRingOnRail4096);
 // - a stage's data-parallel trees on the 8 rails of 16,384 rail GPUs, the oracle's 8 sets
-//   simulated on 1 or 2 threads (BM_OracleRailsOnThreads16384, wall time).
+//   simulated on 1 or 2 threads (BM_OracleRailsOnThreads16384, wall time);
+// - lowering one double binary tree of 96 or 1,024 ranks to a stored schedule, afresh and like
+//   the same tree at another size (BM_LowerTree).
 // 400 Gb/s links, 1 us per cable, ECMP seed 0. Counters: flows, simulator events, flows per
 // second of CPU time, the simulated time (ms), the process's peak resident memory so far (MB)
 // and whether the contention-free evaluation answered (1) or the event simulation (0); the
@@ -427,6 +429,32 @@ BENCHMARK(BM_QueuedForwardingRingOnRail4096)
     ->Arg(1)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2);
+
+// Lowering the placer's single-stage sync, a double binary tree allreduce of 256 MiB in 16
+// pieces over n ranks, to a stored schedule: afresh (second argument 0), or like the same tree
+// lowered at 64 MiB (1: `lower`'s `like`, the placer's two probe sizes of one shape), which
+// shares the other's gates and successors. Counter: transfers.
+void BM_LowerTree(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTree, Bytes::mebibytes(256), 16};
+  CollectiveSpec probe = spec;
+  probe.size = Bytes::mebibytes(64);
+  const nest::coll::Schedule like = nest::coll::lower(probe, n);
+  std::uint64_t transfers = 0;
+  for (auto _ : state) {
+    const nest::coll::Schedule s =
+        state.range(1) == 1 ? nest::coll::lower(spec, n, &like) : nest::coll::lower(spec, n);
+    transfers = s.transfer_count();
+    benchmark::DoNotOptimize(s.total_bytes());
+  }
+  state.counters["transfers"] = static_cast<double>(transfers);
+}
+BENCHMARK(BM_LowerTree)
+    ->Args({96, 0})
+    ->Args({96, 1})
+    ->Args({1024, 0})
+    ->Args({1024, 1})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
