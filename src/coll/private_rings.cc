@@ -144,7 +144,8 @@ void PrivateRingSimulator::reduce(std::span<const GroupProgram> groups) {
       at = senders_[at].next;
     } while (at != ring.first && along.size() < ring.n);
     std::uint32_t period = ring.n;
-    if (at == ring.first && along.size() == ring.n) {
+    const bool cycle = at == ring.first && along.size() == ring.n;
+    if (cycle) {
       for (std::uint32_t p = 1; p < ring.n; ++p) {
         if (ring.n % p != 0) continue;
         bool repeats = true;
@@ -163,22 +164,20 @@ void PrivateRingSimulator::reduce(std::span<const GroupProgram> groups) {
     for (std::uint32_t k = 0; k < ring.n; ++k) of_[along[k]] = base + k % period;
     for (std::uint32_t k = 0; k < period; ++k) {
       Sender s = senders_[along[k]];
-      s.next = period < ring.n ? base + (k + 1) % period : base + (s.next - ring.first);
+      // Along the ring, its period's last feeding its first (the whole ring when P = n);
+      // otherwise by rank, as loaded.
+      s.next = cycle ? base + (k + 1) % period : base + (s.next - ring.first);
       s.copies = ring.n / period;
       simulated_left_[s.group] += static_cast<std::uint64_t>(s.steps);
       simulated_.push_back(std::move(s));
     }
   }
-  // The periods cover the groups' transfers (`one_phase_per_channel`'s phases do); otherwise,
-  // every ring whole.
+  // Every group ends at its last transfer: the phases cover them (`one_phase_per_channel`).
   std::vector<std::uint64_t> whole(groups.size(), 0);
-  for (const Sender& s : simulated_)
+  for (const Sender& s : simulated_) {
     whole[s.group] += s.copies * static_cast<std::uint64_t>(s.steps);
-  if (whole != left_) {
-    simulated_ = senders_;
-    for (std::uint32_t i = 0; i < senders_.size(); ++i) of_[i] = i;
-    simulated_left_ = left_;
   }
+  if (whole != left_) throw Error::internal("private rings: phases that miss transfers");
 }
 
 // Why the bundles' rates are the simulator's. No two senders share a link, so every link of

@@ -301,6 +301,59 @@ TEST(PrivateRings, EqualEveryRatingPathOfTheSimulator) {
   EXPECT_GT(queued, 0);
 }
 
+// NCCL's rail rings over GPUs 1 and 5 of a few nodes (rail orders: the ring visits ranks out of
+// rank order), with and without a period along the ring: odd counts of nodes, nodes in
+// different leaves of the 1,024-GPU cluster, several leaves' worth. Whether one period runs or
+// the whole ring, the private run equals the event simulation in durations, events and every
+// link; both kinds occur.
+TEST(PrivateRings, RailRingsWithAndWithoutAPeriodEqualTheSimulation) {
+  int whole = 0;
+  int reduced = 0;
+  for (const std::string name : {"h100_rail_64", "h100_rail_1024"}) {
+    const topo::Topology t =
+        topo::load_topology(std::string(NEST_SOURCE_DIR) + "/topologies/" + name + ".yaml");
+    const auto nodes_of_cluster = static_cast<topo::DeviceId>(t.num_devices() / 8);
+    for (const std::vector<topo::DeviceId>& nodes :
+         std::vector<std::vector<topo::DeviceId>>{{1, 3, 5},
+                                                  {0, 1, 2, 3, 4},
+                                                  {2, 3, 6, 7},
+                                                  {0, 40, 70},
+                                                  {5, 33, 64, 100, 127},
+                                                  {0, 1, 32, 33, 64, 65, 96, 97}}) {
+      if (*std::max_element(nodes.begin(), nodes.end()) >= nodes_of_cluster) continue;
+      std::vector<topo::DeviceId> group;
+      for (const topo::DeviceId node : nodes) {
+        group.push_back(node * 8 + 1);
+        group.push_back(node * 8 + 5);
+      }
+      const auto n = static_cast<std::int64_t>(group.size());
+      for (const Operation op : {Operation::kAllGather, Operation::kAllReduce}) {
+        SCOPED_TRACE(name + " " + std::string(operation_name(op)) + " over " +
+                     std::to_string(nodes.size()) + " nodes from " + std::to_string(nodes[0]));
+        const auto program =
+            ring_program(testing::nccl_rail_rings(op, Bytes(n * 2 * 1000003)), static_cast<int>(n));
+        const Groups groups{group};
+        const auto fast = private_run(t, program, groups, 7);
+        if (!fast) continue;
+        const Simulated slow = simulate(t, program, groups, 7);
+        ASSERT_TRUE(fast->finished);
+        ASSERT_TRUE(slow.finished);
+        EXPECT_EQ(fast->durations, slow.durations);
+        EXPECT_EQ(fast->events, slow.events);
+        for (const LinkUse& use : fast->links) {
+          const net::LinkStats& s = slow.links[use.link];
+          EXPECT_EQ(use.bytes, s.bytes) << "link " << use.link;
+          EXPECT_EQ(use.busy, s.busy) << "link " << use.link;
+          EXPECT_EQ(use.peak_flows, s.peak_flows) << "link " << use.link;
+        }
+        (fast->simulated < fast->senders ? reduced : whole) += 1;
+      }
+    }
+  }
+  EXPECT_GE(whole, 4);
+  EXPECT_GE(reduced, 2);
+}
+
 // Where its conditions fail it steps aside (nullopt): rings that wait for their own sends (the
 // contention-free evaluation derives those), hierarchical rings (two phases per channel), and
 // two rings over the same devices' links.

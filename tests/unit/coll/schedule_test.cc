@@ -656,6 +656,18 @@ TEST(Schedule, UnlikeSchedulesAreBuiltAfresh) {
   EXPECT_TRUE(third.shares_dependencies_with(first));
   EXPECT_EQ(third.total_bytes(), Bytes(260));
   expect_same_schedule(third, Schedule(3, resized), "resized transfers");
+  // Transfers whose places differ only in their step, or only in their channel: not shared.
+  for (const bool by_step : {true, false}) {
+    const std::vector<Transfer> two{
+        {0, 1, 0, 0, Bytes(5)},
+        {0, 1, by_step ? 1U : 0U, static_cast<std::uint16_t>(by_step ? 0 : 1), Bytes(6)}};
+    const std::vector<Transfer> turned{two[1], two[0]};
+    const Schedule like(2, two);
+    const Schedule other(2, turned, like);
+    EXPECT_FALSE(other.shares_dependencies_with(like)) << (by_step ? "step" : "channel");
+    expect_same_schedule(other, Schedule(2, turned),
+                         by_step ? "steps swapped" : "channels swapped");
+  }
   // Negative bytes are refused on either path.
   resized[3].bytes = Bytes(-1);
   EXPECT_THROW(Schedule(3, resized, first), Error);
