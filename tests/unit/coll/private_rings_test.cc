@@ -78,6 +78,28 @@ std::optional<detail::PrivateRingRun> private_run(const topo::Topology& t,
   return simulator.run(router, parts, seed, until, max_events);
 }
 
+// The private run `fast` against the simulator's `slow`, both finished: every group's duration,
+// the events, and every link's bytes, busy time and peak flows (and exactly the links the
+// simulation used). Returns the largest peak.
+std::uint32_t expect_same_run(const detail::PrivateRingRun& fast, const Simulated& slow) {
+  EXPECT_TRUE(fast.finished);
+  EXPECT_TRUE(slow.finished);
+  EXPECT_EQ(fast.durations, slow.durations);
+  EXPECT_EQ(fast.events, slow.events);
+  std::uint32_t peak = 0;
+  for (const LinkUse& use : fast.links) {
+    const net::LinkStats& s = slow.links[use.link];
+    EXPECT_EQ(use.bytes, s.bytes) << "link " << use.link;
+    EXPECT_EQ(use.busy, s.busy) << "link " << use.link;
+    EXPECT_EQ(use.peak_flows, s.peak_flows) << "link " << use.link;
+    peak = std::max(peak, use.peak_flows);
+  }
+  std::size_t used = 0;
+  for (const net::LinkStats& s : slow.links) used += s.bytes > 0 ? 1 : 0;
+  EXPECT_EQ(fast.links.size(), used);
+  return peak;
+}
+
 // NCCL's rings (forwarding on arrival) on every bundled topology, one and two channels (rail
 // orders too), one and two chunks, even and odd sizes, groups packed and strided, one group and
 // two apart: wherever the private run answers, it equals the event simulation to the picosecond
@@ -131,22 +153,8 @@ TEST(PrivateRings, EqualTheEventSimulationOnEveryBundledTopology) {
                       continue;
                     }
                     ++answered;
-                    const Simulated slow = simulate(t, program, groups, 5);
-                    ASSERT_TRUE(fast->finished);
-                    ASSERT_TRUE(slow.finished);
-                    EXPECT_EQ(fast->durations, slow.durations);
-                    EXPECT_EQ(fast->events, slow.events);
-                    std::uint32_t peak = 0;
-                    for (const LinkUse& use : fast->links) {
-                      const net::LinkStats& s = slow.links[use.link];
-                      EXPECT_EQ(use.bytes, s.bytes) << "link " << use.link;
-                      EXPECT_EQ(use.busy, s.busy) << "link " << use.link;
-                      EXPECT_EQ(use.peak_flows, s.peak_flows) << "link " << use.link;
-                      peak = std::max(peak, use.peak_flows);
-                    }
-                    std::size_t used = 0;
-                    for (const net::LinkStats& s : slow.links) used += s.bytes > 0 ? 1 : 0;
-                    EXPECT_EQ(fast->links.size(), used);
+                    const std::uint32_t peak =
+                        expect_same_run(*fast, simulate(t, program, groups, 5));
                     queued += peak >= 2 ? 1 : 0;
                     reduced += fast->simulated < fast->senders ? 1 : 0;
                     EXPECT_EQ(fast->senders, static_cast<std::size_t>(count * n * channels));
@@ -228,21 +236,7 @@ TEST(PrivateRings, OnePeriodOfARailRingIsTheWholeRing) {
       ASSERT_TRUE(fast->finished);
       EXPECT_EQ(fast->senders, 512U);
       EXPECT_EQ(fast->simulated, 128U);
-      const Simulated slow = simulate(t, program, groups, 3);
-      ASSERT_TRUE(slow.finished);
-      EXPECT_EQ(fast->durations, slow.durations);
-      EXPECT_EQ(fast->events, slow.events);
-      std::uint32_t peak = 0;
-      for (const LinkUse& use : fast->links) {
-        const net::LinkStats& s = slow.links[use.link];
-        EXPECT_EQ(use.bytes, s.bytes) << "link " << use.link;
-        EXPECT_EQ(use.busy, s.busy) << "link " << use.link;
-        EXPECT_EQ(use.peak_flows, s.peak_flows) << "link " << use.link;
-        peak = std::max(peak, use.peak_flows);
-      }
-      std::size_t used = 0;
-      for (const net::LinkStats& s : slow.links) used += s.bytes > 0 ? 1 : 0;
-      EXPECT_EQ(fast->links.size(), used);
+      const std::uint32_t peak = expect_same_run(*fast, simulate(t, program, groups, 3));
       EXPECT_GE(peak, 2U);  // pieces queue on the NICs
       const Time end = fast->durations.front();
       for (const std::uint64_t limit : {fast->events / 3, 2 * fast->events / 3}) {
@@ -335,17 +329,7 @@ TEST(PrivateRings, RailRingsWithAndWithoutAPeriodEqualTheSimulation) {
         const Groups groups{group};
         const auto fast = private_run(t, program, groups, 7);
         if (!fast) continue;
-        const Simulated slow = simulate(t, program, groups, 7);
-        ASSERT_TRUE(fast->finished);
-        ASSERT_TRUE(slow.finished);
-        EXPECT_EQ(fast->durations, slow.durations);
-        EXPECT_EQ(fast->events, slow.events);
-        for (const LinkUse& use : fast->links) {
-          const net::LinkStats& s = slow.links[use.link];
-          EXPECT_EQ(use.bytes, s.bytes) << "link " << use.link;
-          EXPECT_EQ(use.busy, s.busy) << "link " << use.link;
-          EXPECT_EQ(use.peak_flows, s.peak_flows) << "link " << use.link;
-        }
+        expect_same_run(*fast, simulate(t, program, groups, 7));
         (fast->simulated < fast->senders ? reduced : whole) += 1;
       }
     }
