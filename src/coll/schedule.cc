@@ -1085,24 +1085,32 @@ void Schedule::build(std::vector<Transfer> given) {
   for (std::uint32_t k = 0; k < steps; ++k) offset[k + 1] += offset[k];
   std::vector<std::uint32_t>& order = deps->order;
   order.resize(given.size());
+  transfers_.resize(given.size());
   {
     std::vector<std::size_t> fill(offset.begin(), offset.end() - 1);
     for (std::size_t i = 0; i < given.size(); ++i) {
-      order[fill[given[i].step]++] = static_cast<std::uint32_t>(i);
+      const std::size_t at = fill[given[i].step]++;
+      transfers_[at] = given[i];
+      order[at] = static_cast<std::uint32_t>(i);
     }
   }
-  const auto by_sender = [&given](std::uint32_t a, std::uint32_t b) {
-    const Transfer& x = given[a];
-    const Transfer& y = given[b];
-    return std::tie(x.channel, x.src, x.dst) < std::tie(y.channel, y.src, y.dst);
+  const auto by_sender = [](const Transfer& a, const Transfer& b) {
+    return std::tie(a.channel, a.src, a.dst) < std::tie(b.channel, b.src, b.dst);
+  };
+  const auto by_sender_at = [&given, &by_sender](std::uint32_t a, std::uint32_t b) {
+    return by_sender(given[a], given[b]);
   };
   for (std::uint32_t k = 0; k < steps; ++k) {
-    const auto first = order.begin() + static_cast<std::ptrdiff_t>(offset[k]);
-    const auto last = order.begin() + static_cast<std::ptrdiff_t>(offset[k + 1]);
-    if (!std::is_sorted(first, last, by_sender)) std::sort(first, last, by_sender);
+    const auto first = static_cast<std::ptrdiff_t>(offset[k]);
+    const auto last = static_cast<std::ptrdiff_t>(offset[k + 1]);
+    if (std::is_sorted(transfers_.begin() + first, transfers_.begin() + last, by_sender)) continue;
+    // The positions are sorted (the same moves as sorting the transfers: they depend only on
+    // the comparisons), then the step's transfers placed by them.
+    std::sort(order.begin() + first, order.begin() + last, by_sender_at);
+    for (auto i = first; i < last; ++i) {
+      transfers_[static_cast<std::size_t>(i)] = given[order[static_cast<std::size_t>(i)]];
+    }
   }
-  transfers_.resize(given.size());
-  for (std::size_t i = 0; i < given.size(); ++i) transfers_[i] = given[order[i]];
   given = {};
 
   // Gates: runs of equal (step, channel, src).
