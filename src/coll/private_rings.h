@@ -82,12 +82,13 @@ class PrivateRingSimulator {
     std::uint32_t first = 0;  // its senders: senders_[first, first + n), by rank
     std::uint32_t n = 0;
   };
-  std::vector<Ring> rings_;                    // one per group and channel
-  std::vector<Sender> simulated_;              // one period of each ring, in order along it
+  std::vector<Ring> rings_;  // one per group and channel
+  // One period of each ring in order along it (a ring of several cycles whole, by rank).
+  std::vector<Sender> simulated_;
   std::vector<std::uint32_t> of_;              // per sender: the one of `simulated_` it repeats
-  std::vector<std::uint64_t> simulated_left_;  // per group: transfers of `simulated_`
+  std::vector<std::uint64_t> simulated_left_;  // per group: `simulated_`'s transfers not arrived
   std::vector<topo::LinkId> routes_;           // their routes, one after another
-  std::vector<std::uint64_t> left_;            // per group: transfers not yet arrived
+  std::vector<std::uint64_t> left_;            // per group: its program's transfers
   std::vector<topo::LinkId> route_;            // scratch
 };
 
