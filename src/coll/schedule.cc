@@ -1061,6 +1061,29 @@ Schedule::Schedule(int ranks, std::vector<Transfer> transfers, const Schedule& l
   total_bytes_ = total;
 }
 
+Schedule::Schedule(Schedule&& other) noexcept
+    : ranks_(other.ranks_),
+      transfers_(std::move(other.transfers_)),
+      deps_(std::exchange(other.deps_, empty_dependencies())),
+      total_bytes_(std::exchange(other.total_bytes_, Bytes(0))) {
+  other.transfers_.clear();
+}
+
+Schedule& Schedule::operator=(Schedule&& other) noexcept {
+  if (this == &other) return *this;
+  ranks_ = other.ranks_;
+  transfers_ = std::move(other.transfers_);
+  other.transfers_.clear();
+  deps_ = std::exchange(other.deps_, empty_dependencies());
+  total_bytes_ = std::exchange(other.total_bytes_, Bytes(0));
+  return *this;
+}
+
+const std::shared_ptr<const Schedule::Dependencies>& Schedule::empty_dependencies() noexcept {
+  static const std::shared_ptr<const Dependencies> empty = std::make_shared<const Dependencies>();
+  return empty;
+}
+
 void Schedule::build(std::vector<Transfer> given) {
   auto deps = std::make_shared<Dependencies>();
   std::vector<Gate>& gates = deps->gates;

@@ -80,6 +80,13 @@ class Schedule final : public Program {
   /// successors; only the bytes and their total depend on the bytes.
   Schedule(int ranks, std::vector<Transfer> transfers, const Schedule& like);
 
+  Schedule(const Schedule&) = default;
+  Schedule& operator=(const Schedule&) = default;
+  /// A moved-from schedule has no transfers and no gates (its dependencies are not null).
+  Schedule(Schedule&& other) noexcept;
+  Schedule& operator=(Schedule&& other) noexcept;
+  ~Schedule() override = default;
+
   /// Whether this schedule and `other` share their gates and successors (one was built `like`
   /// the other, or both like a third).
   [[nodiscard]] bool shares_dependencies_with(const Schedule& other) const noexcept {
@@ -126,6 +133,8 @@ class Schedule final : public Program {
   };
   // Orders `given` into `transfers_` and builds the dependencies.
   void build(std::vector<Transfer> given);
+  // A moved-from schedule's: no gates, successors or steps (immutable, shared).
+  static const std::shared_ptr<const Dependencies>& empty_dependencies() noexcept;
 
   int ranks_;
   std::vector<Transfer> transfers_;

@@ -668,6 +668,20 @@ TEST(Schedule, UnlikeSchedulesAreBuiltAfresh) {
     expect_same_schedule(other, Schedule(2, turned),
                          by_step ? "steps swapped" : "channels swapped");
   }
+  // Moved: the schedule moves whole, and the one moved from has no transfers, gates or steps.
+  Schedule moved_from = lower(tree, 6);
+  const Schedule moved = std::move(moved_from);
+  expect_same_schedule(moved, tree6, "moved");
+  // NOLINTBEGIN(bugprone-use-after-move): what a moved-from schedule holds is specified
+  EXPECT_EQ(moved_from.transfer_count(), 0U);
+  EXPECT_TRUE(moved_from.gates().empty());
+  EXPECT_EQ(moved_from.steps(), 0U);
+  EXPECT_EQ(moved_from.total_bytes(), Bytes(0));
+  Schedule assigned = lower(ring, 6);
+  assigned = std::move(moved_from);
+  EXPECT_EQ(assigned.transfer_count(), 0U);
+  EXPECT_TRUE(assigned.gates().empty());
+  // NOLINTEND(bugprone-use-after-move)
   // Negative bytes are refused on either path.
   resized[3].bytes = Bytes(-1);
   EXPECT_THROW(Schedule(3, resized, first), Error);
