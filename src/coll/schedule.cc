@@ -1101,8 +1101,8 @@ void Schedule::build(std::vector<Transfer> given) {
   }
   // Step-major order: a run touches the transfers of one step at a time, so memory is read
   // nearly in order. Bucket by step in linear time (stable), then order each step by (channel,
-  // src, dst); the lowerings emit most steps already in that order. Positions are ordered, not
-  // transfers, so that a schedule lowered alike can be placed the same way (`order`).
+  // src, dst); the lowerings emit most steps already in that order. Each transfer's position as
+  // given is kept (`order`), so that a schedule lowered alike can be placed the same way.
   std::vector<std::size_t> offset(static_cast<std::size_t>(steps) + 1, 0);
   for (const Transfer& t : given) ++offset[t.step + 1];
   for (std::uint32_t k = 0; k < steps; ++k) offset[k + 1] += offset[k];
