@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <bit>
+#include <condition_variable>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -141,8 +142,16 @@ struct OracleFacts::Impl {
     std::optional<OracleAnswer> answer;
     Time after;
   };
+  // A structure an oracle that publishes here is simulating (`claim`), to time `until`.
+  struct Claim {
+    const void* by;
+    Time until;
+  };
   mutable std::shared_mutex mutex;
   std::unordered_map<Digest, Fact, DigestHash> facts;
+  std::unordered_map<Digest, std::vector<Claim>, DigestHash> claims;
+  // Notified whenever a claim is dropped.
+  mutable std::condition_variable_any dropped;
   // The topology and settings of the oracles that share these facts (set by the first).
   const topo::Topology* topology = nullptr;
   std::uint64_t seed = 0;
@@ -167,6 +176,40 @@ struct OracleFacts::Impl {
     Fact& f = facts[digest];
     f.after = std::max(f.after, after);
   }
+  // Oracle `by` simulates `digest` to `until` and will record what it shows (`drop` after).
+  void claim(const Digest& digest, const void* by, Time until) {
+    const std::unique_lock lock(mutex);
+    claims[digest].push_back({by, until});
+  }
+  // `by`'s claim of `digest` is over: what its run showed is recorded, or nothing will be.
+  void drop(const Digest& digest, const void* by) {
+    {
+      const std::unique_lock lock(mutex);
+      const auto it = claims.find(digest);
+      if (it == claims.end()) return;
+      auto& list = it->second;
+      const auto at =
+          std::find_if(list.begin(), list.end(), [&](const Claim& c) { return c.by == by; });
+      if (at == list.end()) return;
+      list.erase(at);
+      if (list.empty()) claims.erase(it);
+    }
+    dropped.notify_all();
+  }
+  // Waits while another oracle than `by` simulates `digest` to `until` or later (what it
+  // records then settles a run to `until`); true when it waited.
+  bool wait_for(const Digest& digest, const void* by, Time until) const {
+    std::unique_lock lock(mutex);
+    const auto busy = [&] {
+      const auto it = claims.find(digest);
+      return it != claims.end() &&
+             std::any_of(it->second.begin(), it->second.end(),
+                         [&](const Claim& c) { return c.by != by && c.until >= until; });
+    };
+    if (!busy()) return false;
+    dropped.wait(lock, [&] { return !busy(); });
+    return true;
+  }
   [[nodiscard]] std::optional<Fact> find(const Digest& digest) const {
     const std::shared_lock lock(mutex);
     const auto it = facts.find(digest);
@@ -177,6 +220,11 @@ struct OracleFacts::Impl {
 
 OracleFacts::OracleFacts() : impl_(std::make_unique<Impl>()) {}
 OracleFacts::~OracleFacts() = default;
+
+std::size_t OracleFacts::claimed() const {
+  const std::shared_lock lock(impl_->mutex);
+  return impl_->claims.size();
+}
 
 std::size_t OracleFacts::size() const {
   const std::shared_lock lock(impl_->mutex);
@@ -653,11 +701,41 @@ struct CollectiveOracle::Impl {
     const auto bounded_entry = bound_by_structure.find(digest);
     const bool contended = bounded_entry != bound_by_structure.end();
     const bool stoppable = within && contended && bounded_entry->second.events > 0;
-    return {.kind = Kind::kRun,
-            .digest = digest,
-            .contended = contended,
-            .until = stoppable ? *within - base : Time::max()};
+    const Time until = stoppable ? *within - base : Time::max();
+    if (consulted && event_limit == 0 && consulted->impl_->wait_for(digest, this, until)) {
+      // The consulted oracle was simulating it to `until` or later: what it recorded answers
+      // the run, or shows it to end after `until`; nothing, when its run did not settle.
+      if (const OracleAnswer* answer = consulted_answer(digest)) return {.answer = *answer};
+      if (contended && within && raise_from_facts(digest, bounded_entry->second) &&
+          bounded_entry->second.slowest + base > *within) {
+        ++stats.consulted;
+        count_avoided(bounded_entry->second);
+        return {.kind = Kind::kRuledOut, .digest = digest};
+      }
+    }
+    return {.kind = Kind::kRun, .digest = digest, .contended = contended, .until = until};
   }
+
+  // The structures this oracle simulates while it lives, claimed in the facts it publishes
+  // (`OracleFacts::Impl::claim`): a consulting oracle about to simulate one waits for what its
+  // run records instead (`look_up`). Dropped on the way out, after `settle` has recorded them.
+  struct Claims {
+    OracleFacts::Impl* facts;
+    const void* by;
+    std::vector<Digest> held;
+    void add(const Digest& digest, Time until) {
+      if (facts == nullptr) return;
+      held.push_back(digest);
+      facts->claim(digest, by, until);
+    }
+    ~Claims() {
+      for (const Digest& digest : held) facts->drop(digest, by);
+    }
+    Claims(OracleFacts::Impl* f, const void* b) : facts(f), by(b) {}
+    Claims(const Claims&) = delete;
+    Claims& operator=(const Claims&) = delete;
+  };
+  Claims claims() { return Claims(published ? published->impl_.get() : nullptr, this); }
 
   // A structure about to be simulated: the events of its bound, counted when a query was ruled
   // out by it, are not counted again (its run counts its own).
@@ -718,6 +796,8 @@ struct CollectiveOracle::Impl {
     if (run.kind == Lookup::Kind::kAnswered) return run.answer;
     if (run.kind == Lookup::Kind::kRuledOut) return std::nullopt;
     uncount(run.digest);  // before the run: an event limit counts from what is left
+    Claims claimed = claims();
+    claimed.add(run.digest, run.until);
     const std::uint64_t events_before = stats.events;
     const std::optional<OracleAnswer> result = simulate_parts(parts, e, run.contended, run.until);
     return settle(run, result, stats.events - events_before);
@@ -785,6 +865,7 @@ struct CollectiveOracle::Impl {
     std::vector<Lookup> state(sets.size());
     std::vector<Job> jobs;
     std::unordered_map<Digest, std::size_t, DigestHash> pending;
+    Claims claimed = claims();
     // Every job's parts go back to `parts` however this returns.
     struct GiveBack {
       std::vector<Job>& jobs;
@@ -822,6 +903,9 @@ struct CollectiveOracle::Impl {
         lookup_error = std::current_exception();
         looked_up = s;
       }
+    }
+    for (const Job& job : jobs) {
+      if (job.set < looked_up) claimed.add(state[job.set].digest, state[job.set].until);
     }
     // Jobs start in set order; none starts, and a running one ends at its next progress check,
     // once a job before it has stopped at its time to beat (the query is ruled out there: the

@@ -112,8 +112,13 @@ struct OracleSettings {
 /// time to beat, that its structure ends after that time (`CollectiveOracle::publish_to`,
 /// `CollectiveOracle::consult`). Both are facts of the structure alone (its routes, link rates
 /// and latencies, the programs of its groups), whoever simulated it, so an oracle that reads
-/// them answers as if it had simulated them itself. Thread-safe: one oracle may publish while
-/// others consult. Grows by one entry per structure published, never shrinks.
+/// them answers as if it had simulated them itself. Thread-safe: oracles may publish while
+/// others consult, and an oracle may do both. While a publishing oracle simulates a structure
+/// it claims it here: a consulting oracle about to simulate a structure that another oracle
+/// is simulating to the same time to beat or a later one waits for what that run records
+/// instead, and simulates it only when nothing settles its query (the run stopped earlier, or
+/// threw). No wait can close a cycle: an oracle waits only before its runs start, never while
+/// it holds a claim. Grows by one entry per structure published, never shrinks.
 class OracleFacts {
  public:
   OracleFacts();
@@ -123,6 +128,8 @@ class OracleFacts {
 
   /// Structures recorded so far.
   [[nodiscard]] std::size_t size() const;
+  /// Structures that oracles publishing here are simulating now.
+  [[nodiscard]] std::size_t claimed() const;
 
  private:
   friend class CollectiveOracle;
@@ -249,7 +256,8 @@ class CollectiveOracle {
   /// 1..64.
   void set_threads(int threads);
   /// From now on every structure this oracle event-simulates is also recorded in `facts`: its
-  /// answer, or, when the run stopped at its time to beat, that it ends after that time.
+  /// answer, or, when the run stopped at its time to beat, that it ends after that time; while
+  /// it runs, the structure is claimed there (see `OracleFacts`).
   /// Nothing else of this oracle changes (its answers, memo and counters are those it would
   /// have without). Throws `Error` (internal) when `facts` holds facts of another topology
   /// object, seed or `ideal` setting.
@@ -258,9 +266,11 @@ class CollectiveOracle {
   /// `facts`: a recorded answer answers it (as the structural memo would, and is memoized
   /// here), a recorded time it ends after raises its event-free bound (so a query that must
   /// beat that time is ruled out unsimulated, as if this oracle had stopped that run itself).
+  /// A structure that another oracle publishing to `facts` is simulating at that moment is
+  /// waited for (see `OracleFacts`).
   /// The answers are those without `facts` (both exact); what changes is the work and the
   /// counters (`OracleStats::consulted`), which then depend on what the publisher had recorded
-  /// by then: an oracle whose counters are reported (a search's) must not consult. While an
+  /// by then: an oracle whose counters must not depend on timing does not consult. While an
   /// event limit is set (`limit_events`) the facts are not read, so that the budget counts what
   /// this oracle simulates; what was read before the limit stays memoized here like the
   /// oracle's own answers (a budget set later counts from what the oracle holds, as it always

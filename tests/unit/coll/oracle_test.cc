@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -907,6 +908,85 @@ TEST(Oracle, FactsOfAnotherTopologyOrOtherSettingsAreRefused) {
   refused(CollectiveOracle(t, OracleSettings{.seed = 6}));
   refused(CollectiveOracle(t, OracleSettings{.seed = 5, .ideal = true}));
   refused(CollectiveOracle(other, OracleSettings{.seed = 5}));
+}
+
+}  // namespace
+}  // namespace nest::coll
+
+namespace nest::coll {
+namespace {
+
+// One group of a rail's GPUs on every node of the bundled 4:1 rail cluster, for a double
+// binary tree of 256 MiB in 512 chunks: one contended structure whose event simulation takes
+// long enough (half a million events) for another thread to meet it running.
+Groups one_rail_of_every_node() {
+  Groups g(1);
+  for (topo::DeviceId n = 0; n < 128; ++n) g.front().push_back(8 * n);
+  return g;
+}
+
+// A consulting oracle that meets a structure another oracle is simulating (to the same time to
+// beat or a later one) waits for what that run records instead of running it too: it answers
+// as a fresh oracle does, having simulated nothing. Polls until the publisher has claimed the
+// structure (or settled it) before asking, so the reader never starts first; without the wait
+// the reader would run the structure itself (its event simulation is the long part of the
+// publisher's query).
+TEST(Oracle, AConsultingOracleWaitsForAStructureBeingSimulated) {
+  const topo::Topology t = rail_4to1();
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTree, Bytes::mebibytes(256), 512};
+  const Groups groups = one_rail_of_every_node();
+  CollectiveOracle fresh(t, OracleSettings{.seed = 3});
+  const OracleAnswer expected = fresh.collective(spec, groups);
+  ASSERT_EQ(fresh.stats().simulations, 1U);
+  ASSERT_EQ(fresh.stats().contention_free, 0U);  // event-simulated
+  ASSERT_GT(fresh.stats().events, 400'000U);
+
+  auto facts = std::make_shared<OracleFacts>();
+  CollectiveOracle publisher(t, OracleSettings{.seed = 3});
+  publisher.publish_to(facts);
+  CollectiveOracle reader(t, OracleSettings{.seed = 3});
+  reader.consult(facts);
+  std::atomic<bool> done{false};
+  OracleAnswer published;
+  std::thread other([&] {
+    published = publisher.collective(spec, groups);
+    done = true;
+  });
+  while (facts->claimed() == 0 && facts->size() == 0 && !done) std::this_thread::yield();
+  const OracleAnswer read = reader.collective(spec, groups);
+  other.join();
+  EXPECT_EQ(facts->claimed(), 0U);  // dropped once settled
+  EXPECT_EQ(facts->size(), 1U);
+  EXPECT_EQ(published.slowest, expected.slowest);
+  EXPECT_EQ(read.slowest, expected.slowest);
+  EXPECT_EQ(read.first, expected.first);
+  EXPECT_EQ(reader.stats().simulations, 0U);
+  EXPECT_EQ(reader.stats().events, 0U);
+  EXPECT_EQ(reader.stats().consulted, 1U);
+  expect_same_stats(publisher.stats(), fresh.stats());
+}
+
+// Two oracles that each publish and consult the same facts, asking the same queries at once on
+// threads of their own (each simulating a query's link-disjoint sets on two threads): no wait
+// closes a cycle (the test would hang), and both answer as an oracle alone does.
+TEST(Oracle, OraclesThatPublishAndConsultEachOtherAnswerAsAlone) {
+  const topo::Topology t = rail_4to1();
+  CollectiveOracle alone(t, OracleSettings{.seed = 3});
+  const auto expected = facts_queries(alone, t);
+  auto facts = std::make_shared<OracleFacts>();
+  CollectiveOracle a(t, OracleSettings{.seed = 3, .threads = 2});
+  CollectiveOracle b(t, OracleSettings{.seed = 3, .threads = 2});
+  for (CollectiveOracle* o : {&a, &b}) {
+    o->publish_to(facts);
+    o->consult(facts);
+  }
+  std::vector<std::optional<OracleAnswer>> from_a;
+  std::thread other([&] { from_a = facts_queries(a, t); });
+  const auto from_b = facts_queries(b, t);
+  other.join();
+  expect_same_answers(from_a, expected);
+  expect_same_answers(from_b, expected);
+  EXPECT_EQ(facts->claimed(), 0U);
 }
 
 }  // namespace
