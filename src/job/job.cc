@@ -605,9 +605,11 @@ struct Job::Impl {
   // and shared. So it can run beside the search, and it leaves the job's oracle as the other
   // baselines find it. The topology-agnostic baseline's oracle also reads what the job's oracle
   // has simulated by then (`coll::CollectiveOracle::consult`: the same exact prices, less
-  // work; its plan is priced in full, so only its counters depend on how far the search got).
-  // The anneal's does not: its walk reads its oracle's bounds, which would then depend on
-  // the search's progress.
+  // work; its plan is priced in full, so only its counters depend on how far the search got),
+  // and records what it simulates for the job's oracle to read while it runs beside the search
+  // (`Job::start_baselines`; each waits for a structure the other is simulating rather than
+  // simulate it twice). The anneal's does neither: its walk reads its oracle's bounds, which
+  // would then depend on the search's progress.
   // The task of baseline `name` on an oracle of its own: queued (`OwnTasks`, which sets the
   // oracle's threads), or in line (nullptr: the job's threads).
   std::function<OwnRun(OwnTasks*)> own_task(const std::string& name) const {
@@ -620,7 +622,10 @@ struct Job::Impl {
          threads = spec.threads](OwnTasks* queue) {
           const auto start = Clock::now();
           placer::OracleCommCost own(*topology, options);
-          if (facts) own.collective_oracle().consult(facts);
+          if (facts) {
+            own.collective_oracle().consult(facts);
+            own.collective_oracle().publish_to(facts);
+          }
           struct Enter {
             OwnTasks* queue;
             coll::CollectiveOracle& oracle;
@@ -912,6 +917,14 @@ void Job::start_baselines() {
     own->tasks.push_back(m.own_task(name));
   }
   if (own->tasks.empty()) return;
+  // The search reads what the topology-agnostic baseline simulates beside it (`own_task`): both
+  // price the same large collectives (Llama-3.1-405B on 16,384 rail GPUs: its ZeRO-3 plan's
+  // all-gathers over 2,048 ranks, 0.4-1 s each), and whichever gets there first saves the
+  // other the run. The same exact answers, so the same plan; only the search's oracle
+  // counters then depend on timing, as the baseline's do.
+  const bool agnostic =
+      std::find(own->names.begin(), own->names.end(), "topology-agnostic") != own->names.end();
+  if (agnostic && m.oracle != nullptr) m.oracle->collective_oracle().consult(m.facts);
   own->runs.resize(own->tasks.size());
   // The queue holds a thread while it runs: the job's oracle runs its sets on what is left until
   // the queue is empty (or a task throws).

@@ -494,11 +494,13 @@ TEST(Job, BaselinesListedOrAskedTwiceAreTheSame) {
 }
 
 // `start_baselines` queues the topology-agnostic and anneal baselines for a thread, each on an
-// oracle of its own: every baseline is what `baselines()` computes in line, and the job's own
-// oracle does the same work both ways (the anneal's walk reads bounds that an oracle answers
-// from what it already holds, so each must meet the same memo either way; the topology-agnostic
-// one's oracle reads what the job's has published by then, which changes its work, not its
-// plan or price).
+// oracle of its own: every baseline is what `baselines()` computes in line (the anneal's walk
+// reads bounds that an oracle answers from what it already holds, so it must meet the same memo
+// either way), and so is the search's plan. The topology-agnostic baseline's oracle and the
+// job's read what the other has simulated by then (`coll::OracleFacts`), which changes their
+// work, not their plans or prices: the job's oracle simulates no more than in line (what it
+// reads it would have run; a time the baseline showed a structure to end after only rules out
+// more), nor more events.
 TEST(Job, BaselinesStartedBesideTheSearchAreTheBaselinesInLine) {
   JobSpec spec = baselines_spec({"manual", "topology-agnostic", "anneal"});
   Job in_line(spec, kCatalog);
@@ -518,9 +520,10 @@ TEST(Job, BaselinesStartedBesideTheSearchAreTheBaselinesInLine) {
   const coll::OracleStats x = in_line.oracle_stats();
   const coll::OracleStats y = beside.oracle_stats();
   EXPECT_GT(x.queries, 0u);
-  EXPECT_EQ(x.queries, y.queries);
-  EXPECT_EQ(x.simulations, y.simulations);
-  EXPECT_EQ(x.events, y.events);
+  EXPECT_GT(x.simulations, 0u);
+  EXPECT_EQ(x.consulted, 0u);  // in line: nothing to read
+  EXPECT_LE(y.simulations, x.simulations);
+  EXPECT_LE(y.events, x.events);
 
   // One thread: started in line by baselines(), the same again.
   spec.threads = 1;
