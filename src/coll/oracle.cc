@@ -197,7 +197,8 @@ struct OracleFacts::Impl {
     dropped.notify_all();
   }
   // Waits while another oracle than `by` simulates `digest` to `until` or later (what it
-  // records then settles a run to `until`); true when it waited.
+  // records then settles a run to `until`); true when it waited, or when a fact of `digest`
+  // is recorded (one may have been since the caller last looked).
   bool wait_for(const Digest& digest, const void* by, Time until) const {
     std::unique_lock lock(mutex);
     const auto busy = [&] {
@@ -206,7 +207,7 @@ struct OracleFacts::Impl {
              std::any_of(it->second.begin(), it->second.end(),
                          [&](const Claim& c) { return c.by != by && c.until >= until; });
     };
-    if (!busy()) return false;
+    if (!busy()) return facts.contains(digest);
     dropped.wait(lock, [&] { return !busy(); });
     return true;
   }
@@ -703,8 +704,9 @@ struct CollectiveOracle::Impl {
     const bool stoppable = within && contended && bounded_entry->second.events > 0;
     const Time until = stoppable ? *within - base : Time::max();
     if (consulted && event_limit == 0 && consulted->impl_->wait_for(digest, this, until)) {
-      // The consulted oracle was simulating it to `until` or later: what it recorded answers
-      // the run, or shows it to end after `until`; nothing, when its run did not settle.
+      // Another oracle was simulating it to `until` or later, or has recorded it since the
+      // lookup above: what it recorded answers the run, or shows it to end after `until`;
+      // nothing, when its run did not settle.
       if (const OracleAnswer* answer = consulted_answer(digest)) return {.answer = *answer};
       if (contended && within && raise_from_facts(digest, bounded_entry->second) &&
           bounded_entry->second.slowest + base > *within) {

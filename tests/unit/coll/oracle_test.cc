@@ -966,6 +966,78 @@ TEST(Oracle, AConsultingOracleWaitsForAStructureBeingSimulated) {
   expect_same_stats(publisher.stats(), fresh.stats());
 }
 
+// The same while the publisher's run is stopped at the reader's time to beat (within 7/8 of the
+// way from the event-free bound to the end): the reader waits for its fact, that the structure
+// ends after that time, and rules its query out unsimulated, its events counted as avoided
+// as a fresh oracle counts its own stopped run's.
+TEST(Oracle, AConsultingOracleWaitsForARunStoppedAtItsTimeToBeat) {
+  const topo::Topology t = rail_4to1();
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTree, Bytes::mebibytes(256), 512};
+  const Groups groups = one_rail_of_every_node();
+  const OracleAnswer exact = CollectiveOracle(t, 3).collective(spec, groups);
+  const Time lower = CollectiveOracle(t, 3).lower_bound(spec, groups);
+  const Time within = lower + Time::picoseconds((exact.slowest - lower).ps() * 7 / 8);
+  CollectiveOracle fresh(t, OracleSettings{.seed = 3});
+  ASSERT_FALSE(fresh.collective_within(spec, groups, within).has_value());
+  ASSERT_EQ(fresh.stats().stopped, 1U);
+
+  auto facts = std::make_shared<OracleFacts>();
+  CollectiveOracle publisher(t, OracleSettings{.seed = 3});
+  publisher.publish_to(facts);
+  CollectiveOracle reader(t, OracleSettings{.seed = 3});
+  reader.consult(facts);
+  std::atomic<bool> done{false};
+  std::thread other([&] {
+    (void)publisher.collective_within(spec, groups, within);
+    done = true;
+  });
+  while (facts->claimed() == 0 && facts->size() == 0 && !done) std::this_thread::yield();
+  EXPECT_FALSE(reader.collective_within(spec, groups, within).has_value());
+  other.join();
+  EXPECT_EQ(reader.stats().simulations, 0U);
+  EXPECT_EQ(reader.stats().stopped, 0U);
+  EXPECT_EQ(reader.stats().bounded, 1U);
+  EXPECT_EQ(reader.stats().consulted, 1U);
+  EXPECT_EQ(reader.stats().events, fresh.stats().events);
+  EXPECT_EQ(reader.stats().avoided_events, reader.stats().events);
+  EXPECT_GT(reader.lower_bound(spec, groups), within);
+}
+
+// A claim whose run throws (the publisher's event limit) records nothing: the waiting reader
+// then simulates the structure itself, to the exact answer.
+TEST(Oracle, AConsultingOracleRunsWhatAThrowingClaimantLeft) {
+  const topo::Topology t = rail_4to1();
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTree, Bytes::mebibytes(256), 512};
+  const Groups groups = one_rail_of_every_node();
+  const OracleAnswer exact = CollectiveOracle(t, 3).collective(spec, groups);
+  auto facts = std::make_shared<OracleFacts>();
+  CollectiveOracle publisher(t, OracleSettings{.seed = 3});
+  publisher.publish_to(facts);
+  publisher.limit_events(300'000);
+  CollectiveOracle reader(t, OracleSettings{.seed = 3});
+  reader.consult(facts);
+  std::atomic<bool> done{false};
+  bool threw = false;
+  std::thread other([&] {
+    try {
+      (void)publisher.collective(spec, groups);
+    } catch (const EventLimitReached&) {
+      threw = true;
+    }
+    done = true;
+  });
+  while (facts->claimed() == 0 && !done) std::this_thread::yield();
+  const OracleAnswer read = reader.collective(spec, groups);
+  other.join();
+  EXPECT_TRUE(threw);
+  EXPECT_EQ(read.slowest, exact.slowest);
+  EXPECT_EQ(read.first, exact.first);
+  EXPECT_EQ(reader.stats().simulations, 1U);
+  EXPECT_EQ(reader.stats().consulted, 0U);
+  EXPECT_EQ(facts->claimed(), 0U);
+  EXPECT_EQ(facts->size(), 0U);
+}
+
 // Two oracles that each publish and consult the same facts, asking the same queries at once on
 // threads of their own (each simulating a query's link-disjoint sets on two threads): no wait
 // closes a cycle (the test would hang), and both answer as an oracle alone does.
