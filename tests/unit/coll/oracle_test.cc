@@ -917,12 +917,29 @@ namespace nest::coll {
 namespace {
 
 // One group of a rail's GPUs on every node of the bundled 4:1 rail cluster, for a double
-// binary tree of 256 MiB in 512 chunks: one contended structure whose event simulation takes
-// long enough (half a million events) for another thread to meet it running.
+// binary tree of 256 MiB in 512 chunks (`long_tree`): one contended structure whose event
+// simulation takes long enough (half a million events) for another thread to meet it running.
 Groups one_rail_of_every_node() {
   Groups g(1);
   for (topo::DeviceId n = 0; n < 128; ++n) g.front().push_back(8 * n);
   return g;
+}
+CollectiveSpec long_tree() {
+  return {Operation::kAllReduce, Algorithm::kTree, Bytes::mebibytes(256), 512};
+}
+
+// Runs `publish` on another thread and, once its oracle has claimed a structure in `facts` (or
+// recorded one, or `publish` has ended), `read` on this one: the reader never starts first.
+template <class Publish, class Read>
+void read_while_publishing(const OracleFacts& facts, Publish publish, Read read) {
+  std::atomic<bool> done{false};
+  std::thread other([&] {
+    publish();
+    done = true;
+  });
+  while (facts.claimed() == 0 && facts.size() == 0 && !done) std::this_thread::yield();
+  read();
+  other.join();
 }
 
 // A consulting oracle that meets a structure another oracle is simulating (to the same time to
@@ -933,7 +950,7 @@ Groups one_rail_of_every_node() {
 // publisher's query).
 TEST(Oracle, AConsultingOracleWaitsForAStructureBeingSimulated) {
   const topo::Topology t = rail_4to1();
-  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTree, Bytes::mebibytes(256), 512};
+  const CollectiveSpec spec = long_tree();
   const Groups groups = one_rail_of_every_node();
   CollectiveOracle fresh(t, OracleSettings{.seed = 3});
   const OracleAnswer expected = fresh.collective(spec, groups);
@@ -946,15 +963,11 @@ TEST(Oracle, AConsultingOracleWaitsForAStructureBeingSimulated) {
   publisher.publish_to(facts);
   CollectiveOracle reader(t, OracleSettings{.seed = 3});
   reader.consult(facts);
-  std::atomic<bool> done{false};
   OracleAnswer published;
-  std::thread other([&] {
-    published = publisher.collective(spec, groups);
-    done = true;
-  });
-  while (facts->claimed() == 0 && facts->size() == 0 && !done) std::this_thread::yield();
-  const OracleAnswer read = reader.collective(spec, groups);
-  other.join();
+  OracleAnswer read;
+  read_while_publishing(
+      *facts, [&] { published = publisher.collective(spec, groups); },
+      [&] { read = reader.collective(spec, groups); });
   EXPECT_EQ(facts->claimed(), 0U);  // dropped once settled
   EXPECT_EQ(facts->size(), 1U);
   EXPECT_EQ(published.slowest, expected.slowest);
@@ -972,7 +985,7 @@ TEST(Oracle, AConsultingOracleWaitsForAStructureBeingSimulated) {
 // as a fresh oracle counts its own stopped run's.
 TEST(Oracle, AConsultingOracleWaitsForARunStoppedAtItsTimeToBeat) {
   const topo::Topology t = rail_4to1();
-  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTree, Bytes::mebibytes(256), 512};
+  const CollectiveSpec spec = long_tree();
   const Groups groups = one_rail_of_every_node();
   const OracleAnswer exact = CollectiveOracle(t, 3).collective(spec, groups);
   const Time lower = CollectiveOracle(t, 3).lower_bound(spec, groups);
@@ -986,14 +999,9 @@ TEST(Oracle, AConsultingOracleWaitsForARunStoppedAtItsTimeToBeat) {
   publisher.publish_to(facts);
   CollectiveOracle reader(t, OracleSettings{.seed = 3});
   reader.consult(facts);
-  std::atomic<bool> done{false};
-  std::thread other([&] {
-    (void)publisher.collective_within(spec, groups, within);
-    done = true;
-  });
-  while (facts->claimed() == 0 && facts->size() == 0 && !done) std::this_thread::yield();
-  EXPECT_FALSE(reader.collective_within(spec, groups, within).has_value());
-  other.join();
+  read_while_publishing(
+      *facts, [&] { (void)publisher.collective_within(spec, groups, within); },
+      [&] { EXPECT_FALSE(reader.collective_within(spec, groups, within).has_value()); });
   EXPECT_EQ(reader.stats().simulations, 0U);
   EXPECT_EQ(reader.stats().stopped, 0U);
   EXPECT_EQ(reader.stats().bounded, 1U);
@@ -1007,7 +1015,7 @@ TEST(Oracle, AConsultingOracleWaitsForARunStoppedAtItsTimeToBeat) {
 // then simulates the structure itself, to the exact answer.
 TEST(Oracle, AConsultingOracleRunsWhatAThrowingClaimantLeft) {
   const topo::Topology t = rail_4to1();
-  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTree, Bytes::mebibytes(256), 512};
+  const CollectiveSpec spec = long_tree();
   const Groups groups = one_rail_of_every_node();
   const OracleAnswer exact = CollectiveOracle(t, 3).collective(spec, groups);
   auto facts = std::make_shared<OracleFacts>();
@@ -1016,19 +1024,18 @@ TEST(Oracle, AConsultingOracleRunsWhatAThrowingClaimantLeft) {
   publisher.limit_events(300'000);
   CollectiveOracle reader(t, OracleSettings{.seed = 3});
   reader.consult(facts);
-  std::atomic<bool> done{false};
   bool threw = false;
-  std::thread other([&] {
-    try {
-      (void)publisher.collective(spec, groups);
-    } catch (const EventLimitReached&) {
-      threw = true;
-    }
-    done = true;
-  });
-  while (facts->claimed() == 0 && !done) std::this_thread::yield();
-  const OracleAnswer read = reader.collective(spec, groups);
-  other.join();
+  OracleAnswer read;
+  read_while_publishing(
+      *facts,
+      [&] {
+        try {
+          (void)publisher.collective(spec, groups);
+        } catch (const EventLimitReached&) {
+          threw = true;
+        }
+      },
+      [&] { read = reader.collective(spec, groups); });
   EXPECT_TRUE(threw);
   EXPECT_EQ(read.slowest, exact.slowest);
   EXPECT_EQ(read.first, exact.first);
