@@ -920,8 +920,9 @@ void Job::start_baselines() {
   // The search reads what the topology-agnostic baseline simulates beside it (`own_task`): both
   // price the same large collectives (Llama-3.1-405B on 16,384 rail GPUs: its ZeRO-3 plan's
   // all-gathers over 2,048 ranks, 0.4-1 s each), and whichever gets there first saves the
-  // other the run. The same exact answers, so the same plan; only the search's oracle
-  // counters then depend on timing, as the baseline's do.
+  // other the run. The same exact answers, so the same plan; only counters then depend on
+  // timing, as the baseline's do: the job's oracle's, and the search's counts of what its
+  // bounds ruled out (sharper bounds rule out more).
   const bool agnostic =
       std::find(own->names.begin(), own->names.end(), "topology-agnostic") != own->names.end();
   if (agnostic && m.oracle != nullptr) m.oracle->collective_oracle().consult(m.facts);
