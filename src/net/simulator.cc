@@ -320,6 +320,8 @@ struct Simulator::Impl {
   EventQueue queue;
   Time now;
   std::uint64_t events = 0;
+  const std::atomic<bool>* stop_flag = nullptr;  // `stop_when`
+  std::uint64_t next_stop_check = 0;             // events at which it is read next
   std::uint64_t updates = 0;
   std::uint64_t rated = 0;  // flows rated, summed over components
   std::size_t stale = 0;    // superseded records still in the queue
@@ -456,6 +458,10 @@ void Simulator::Impl::run_events(Time until, std::uint64_t max_events) {
       dispatch(event);
     } while (!queue.empty() && queue.next_time() == now);
     if (stale > kCompactionThreshold && stale * 2 > queue.size()) compact_queue();
+    if (stop_flag != nullptr && events >= next_stop_check) {
+      next_stop_check = events + kStopCheckEvents;
+      if (stop_flag->load(std::memory_order_relaxed)) throw Stopped{};
+    }
   }
 }
 
@@ -1136,6 +1142,7 @@ void Simulator::Impl::reset() {
   queue.clear();
   now = Time::zero();
   events = 0;
+  next_stop_check = 0;
   updates = 0;
   rated = 0;
   stale = 0;
@@ -1310,6 +1317,13 @@ void Simulator::run_until(Time until) {
   impl_->now = until;
   impl_->publish_stats();
 }
+
+void Simulator::stop_when(const std::atomic<bool>* flag) noexcept {
+  impl_->stop_flag = flag;
+  impl_->next_stop_check = impl_->events;
+}
+
+const char* Stopped::what() const noexcept { return "simulation stopped by its caller"; }
 
 void Simulator::reset() { impl_->reset(); }
 

@@ -42,8 +42,10 @@
 /// One simulator owns its event queue and all its state: two simulators in one process (in two
 /// threads) never interact. A simulator itself is not thread-safe.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <span>
@@ -52,6 +54,12 @@
 #include "nest/topo/topology.h"
 
 namespace nest::net {
+
+/// Thrown by `Simulator::run`, `run_within` and `run_until` once the flag given to
+/// `Simulator::stop_when` reads true: the run was abandoned part way.
+struct Stopped : std::exception {
+  [[nodiscard]] const char* what() const noexcept override;
+};
 
 /// A scheduled event; lets its owner cancel it.
 struct EventHandle {
@@ -157,6 +165,13 @@ class Simulator {
   /// when `until` < now(). Besides the events, each call (and `run`) costs O(links + flows in
   /// flight) to bring the link statistics up to date.
   void run_until(Time until);
+  /// From now on the runs above read `*flag` (relaxed) between timestamps, once per
+  /// `kStopCheckEvents` events run, and throw `Stopped` when it is true; null: never (the
+  /// default). For a caller on another thread that no longer needs the run (`Job::placement`'s
+  /// replays ahead of the search's end); a run whose flag stays false is the run without it.
+  /// After `Stopped` the simulator may only be reset or destroyed. `flag` must outlive its use.
+  void stop_when(const std::atomic<bool>* flag) noexcept;
+  static constexpr std::uint64_t kStopCheckEvents = std::uint64_t{1} << 16;
 
   /// Forgets every flow, pending event, statistic and utilization sample and sets now() to zero,
   /// keeping the settings and the memory of the link table and queues: what follows runs exactly

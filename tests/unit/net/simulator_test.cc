@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -332,6 +333,64 @@ TEST(Simulator, HandlesFromBeforeAResetCancelNothing) {
   sim.cancel(old);
   sim.run();
   EXPECT_TRUE(ran);
+}
+
+// A stop flag that stays false leaves the run as it is; once it is true, the run throws
+// `Stopped` at the next check: after the first timestamp, then every kStopCheckEvents events
+// (here one event per timestamp, so at events 1, 65,537, 131,073, ...).
+TEST(Simulator, StopWhenStopsAtTheNextCheckAndOtherwiseChangesNothing) {
+  const topo::Topology t = line({100}, us(1));
+  const std::vector<LinkId> route{0};
+  constexpr int kEvents = 150'000;
+  // kEvents one-event timestamps (the one at 100,000 ps raises `raise`, if any) beside a flow of
+  // 1 MB (10 us at 100 GB/s, 1 us latency).
+  const auto load = [&](Simulator& sim, std::atomic<bool>* raise, Completions& done) {
+    for (int i = 1; i <= kEvents; ++i) {
+      sim.schedule(ps(i), [raise, i] {
+        if (raise != nullptr && i == 100'000) *raise = true;
+      });
+    }
+    return sim.start_flow(route, Bytes(1'000'000), done.callback());
+  };
+  Simulator plain(t);
+  Completions plain_done;
+  const FlowId f = load(plain, nullptr, plain_done);
+  plain.run();
+
+  std::atomic<bool> never{false};
+  Simulator kept_on(t);
+  kept_on.stop_when(&never);
+  Completions kept_done;
+  const FlowId g = load(kept_on, nullptr, kept_done);
+  kept_on.run();
+  EXPECT_EQ(kept_done.at.at(g), plain_done.at.at(f));
+  EXPECT_EQ(kept_done.at.at(g), us(11));
+  EXPECT_EQ(kept_on.events_processed(), plain.events_processed());
+  EXPECT_EQ(kept_on.link_stats(0).bytes, plain.link_stats(0).bytes);
+
+  std::atomic<bool> raised{false};
+  Simulator stopped(t);
+  stopped.stop_when(&raised);
+  Completions stopped_done;
+  (void)load(stopped, &raised, stopped_done);
+  EXPECT_THROW(stopped.run(), Stopped);
+  EXPECT_EQ(stopped.events_processed(), 1 + 2 * Simulator::kStopCheckEvents);
+  EXPECT_TRUE(stopped_done.at.empty());
+
+  std::atomic<bool> already{true};
+  Simulator at_once(t);
+  at_once.stop_when(&already);
+  Completions at_once_done;
+  (void)load(at_once, nullptr, at_once_done);
+  EXPECT_THROW(at_once.run(), Stopped);
+  EXPECT_EQ(at_once.events_processed(), 1u);
+  // A reset simulator runs again as new, the flag cleared.
+  at_once.reset();
+  already = false;
+  const FlowId h = load(at_once, nullptr, at_once_done);
+  at_once.run();
+  EXPECT_EQ(at_once_done.at.at(h), us(11));
+  EXPECT_EQ(at_once.events_processed(), plain.events_processed());
 }
 
 TEST(Simulator, ParkingLotSharesByMaxMin) {
