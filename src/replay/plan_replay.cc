@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <deque>
 #include <functional>
@@ -522,12 +523,13 @@ class PlaneCheck {
 
 RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& profile,
                       const topo::Topology& topology, const PlanReplayOptions& options,
-                      coll::CollectiveOracle* shared_tuner) {
+                      coll::CollectiveOracle* shared_tuner, const std::atomic<bool>* stop) {
   const ReplayInput input = replay_input(plan, profile, options);
   const coll::CalibratedNetwork network(topology, options.ideal);
   // The replay's network: the Simple protocol's calibrated copy (the topology when ideal).
   const topo::Topology& fabric = network.topology(topo::Protocol::kSimple);
   net::Simulator sim(fabric);
+  sim.stop_when(stop);
   topo::Router router(fabric, options.seed);
   const coll::OracleSettings settings{.seed = options.seed, .ideal = options.ideal};
   std::optional<coll::CollectiveOracle> own_tuner;
@@ -544,6 +546,7 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
     std::vector<topo::DeviceId> devices(group.begin(), group.end());
     auto [it, fresh] = buckets.try_emplace({devices, size.count()});
     if (!fresh) return it->second;
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) throw net::Stopped{};
     coll::CollectiveSpec spec;
     spec.op = coll::Operation::kAllReduce;
     spec.size = size;

@@ -5,6 +5,7 @@
 /// the placer used, so the replay differs from the estimate only where the network and the
 /// schedule make it differ.
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 
@@ -103,10 +104,15 @@ void validate(const PlanReplayOptions& options);
 /// priced the plan, answers what it already simulated), which must answer as a fresh
 /// `coll::CollectiveOracle(topology, {seed, ideal})` of `options` (`answers_as`; else `Error`,
 /// internal); nullptr: a fresh one. The record is the same either way.
+///
+/// `stop`: when not null, the replay reads it as it goes (its simulator every
+/// `net::Simulator::kStopCheckEvents` events, and before each bucket's algorithm is chosen) and
+/// throws `net::Stopped` once it is true; while it stays false the record is the one without it.
 [[nodiscard]] RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& profile,
                                     const topo::Topology& topology,
                                     const PlanReplayOptions& options,
-                                    coll::CollectiveOracle* tuner = nullptr);
+                                    coll::CollectiveOracle* tuner = nullptr,
+                                    const std::atomic<bool>* stop = nullptr);
 
 /// Sets `run.link_series` to the series of the `options.utilization_links` busiest links of `run`
 /// (replacing `options.series_links`, if any)

@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 
 #include "nest/core/error.h"
+#include "nest/net/simulator.h"
 #include "nest/placer/baselines.h"
 #include "nest/placer/comm_cost.h"
 #include "nest/placer/cost_model.h"
@@ -162,6 +164,32 @@ TEST(PlanReplay, TransfersAndReductionsOnARealNetworkCostTime) {
     EXPECT_EQ(col.group.size(), 2u);
     EXPECT_GE(col.end - col.start, col.closed_form);
   }
+}
+
+// A replay given a stop flag that stays false is the replay without one; a raised flag stops it
+// with `net::Stopped` (what `Job::search(verify_with)` does to a candidate that drops out).
+TEST(PlanReplay, AStopFlagStopsTheReplayAndOtherwiseChangesNothing) {
+  const auto profile = uniform_profile(Bytes(4'000'000), 16);
+  placer::PlanChoice c;
+  c.boundaries = {0, 4, 8};
+  c.data_parallel = 2;
+  const auto topology = hierarchy(4);
+  placer::OracleCommCost oracle(topology);
+  placer::CostOptions o;
+  o.devices = 4;
+  const placer::Plan plan = placer::evaluate(profile, c, oracle, o);
+  const RunRecord plain = replay_plan(plan, profile, topology, {});
+  std::atomic<bool> stop{false};
+  const RunRecord watched = replay_plan(plan, profile, topology, {}, nullptr, &stop);
+  EXPECT_EQ(watched.summary.iteration_time, plain.summary.iteration_time);
+  EXPECT_EQ(watched.timeline.size(), plain.timeline.size());
+  ASSERT_EQ(watched.links.size(), plain.links.size());
+  for (std::size_t i = 0; i < plain.links.size(); ++i) {
+    EXPECT_EQ(watched.links[i].bytes, plain.links[i].bytes);
+    EXPECT_EQ(watched.links[i].busy, plain.links[i].busy);
+  }
+  stop = true;
+  EXPECT_THROW((void)replay_plan(plan, profile, topology, {}, nullptr, &stop), net::Stopped);
 }
 
 // Under a collective model each gradient bucket runs the tuner's algorithm for its group: four
