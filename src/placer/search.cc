@@ -747,6 +747,11 @@ SyncCheck syncs_rule_out(const workload::LayerProfile& profile, const PlanChoice
 
 SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
                     const SearchOptions& options) {
+  return search(profile, comm, options, {});
+}
+
+SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
+                    const SearchOptions& options, const std::function<void(const Plan&)>& on_kept) {
   if (profile.variants.empty()) throw Error::input("the profile has no variants");
   if (options.cost.devices <= 0) {
     throw Error::input("no devices to place on", {.key = "devices",
@@ -881,7 +886,10 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
                                    [](std::int64_t x, const KeptPlan& k) { return x < k.time; });
         list.insert(at, KeptPlan{t, found++, plan});
         if (list.size() > keep) list.pop_back();
-        if (verifying) update_verify_cuts();
+        if (verifying) {
+          update_verify_cuts();
+          if (on_kept) on_kept(plan);
+        }
       }
     }
     if (t < best.time) {

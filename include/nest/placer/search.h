@@ -41,6 +41,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -270,5 +271,12 @@ struct SyncCheck {
 /// in the given order, d descending, S ascending).
 [[nodiscard]] SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
                                   const SearchOptions& options);
+/// `search`, calling `on_kept(plan)` on the caller's thread with every plan that a search for
+/// `replay_candidates` keeps, as it keeps it (in a later pass the same plan again): what a
+/// caller may replay before the search ends (`Job::placement`). Every plan of the final
+/// candidates is among them. The search and its result are those without `on_kept`.
+[[nodiscard]] SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
+                                  const SearchOptions& options,
+                                  const std::function<void(const Plan&)>& on_kept);
 
 }  // namespace nest::placer

@@ -197,6 +197,49 @@ TEST(ReplaySelection, TakesTheFirstOfEachOrderThenTheRestUpToK) {
   EXPECT_TRUE(replay_selection({}, 4).empty());
 }
 
+// `search(..., on_kept)` tells of every plan it keeps, as it keeps it: the search is the one
+// without it, every final candidate is among the plans told, and the verification's selection
+// of the distinct plans told (by time, then first told) is the final candidates, which is what
+// `job::Job::search(verify_with)` replays before the search ends.
+TEST_F(NetworkAwareness, TheKeptPlansToldAheadHoldTheCandidates) {
+  const topo::Topology over = rail(2);
+  for (const int k : {1, 2, 4, 6}) {
+    OracleCommCost network(over);
+    SearchOptions replay = options_;
+    replay.replay_candidates = k;
+    const SearchResult plain = search(profile_, network, replay);
+    std::vector<Plan> told;
+    const SearchResult watched =
+        search(profile_, network, replay, [&told](const Plan& p) { told.push_back(p); });
+    ASSERT_TRUE(plain.best && watched.best);
+    EXPECT_EQ(watched.best->choice, plain.best->choice);
+    ASSERT_EQ(watched.candidates.size(), plain.candidates.size()) << "K = " << k;
+    EXPECT_GE(told.size(), plain.candidates.size());
+    std::vector<Plan> distinct;
+    for (const Plan& p : told) {
+      const bool again = std::any_of(distinct.begin(), distinct.end(), [&](const Plan& q) {
+        return q.choice == p.choice && q.iteration_time == p.iteration_time;
+      });
+      if (!again) distinct.push_back(p);
+    }
+    std::stable_sort(distinct.begin(), distinct.end(), [](const Plan& a, const Plan& b) {
+      return a.iteration_time < b.iteration_time;
+    });
+    const std::vector<bool> take = replay_selection(distinct, static_cast<std::size_t>(k));
+    std::vector<Plan> selected;
+    for (std::size_t i = 0; i < distinct.size(); ++i) {
+      if (take[i]) selected.push_back(distinct[i]);
+    }
+    ASSERT_EQ(selected.size(), plain.candidates.size()) << "K = " << k;
+    for (std::size_t i = 0; i < selected.size(); ++i) {
+      EXPECT_EQ(watched.candidates[i].choice, plain.candidates[i].choice) << "K = " << k;
+      EXPECT_EQ(watched.candidates[i].iteration_time, plain.candidates[i].iteration_time);
+      EXPECT_EQ(selected[i].choice, plain.candidates[i].choice) << "K = " << k << ", #" << i;
+      EXPECT_EQ(selected[i].iteration_time, plain.candidates[i].iteration_time);
+    }
+  }
+}
+
 // replay_candidates K (nest place --verify K): the search keeps exactly the plans the
 // verification replays (the best of each order, then the best of the rest up to K), the set
 // that the K best plans of each order yield, and prices no more plans than keep_per_order K.
