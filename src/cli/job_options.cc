@@ -255,7 +255,7 @@ job::JobSpec job_spec(JobArgs& a) {
 }
 
 job::Placement place(job::Job& job, const job::SimulateOptions& options) {
-  placer::SearchResult result = job.search();
+  placer::SearchResult result = job.search(options);  // candidates replayed beside it
   if (result.best) return job.verify(std::move(result), options);
   std::string reason = result.infeasible_reason;
   const std::string library = "(ignore_memory prices it anyway)";

@@ -14,8 +14,10 @@
 #include <system_error>
 #include <utility>
 
+#include "job/early_replays.h"
 #include "nest/core/error.h"
 #include "nest/core/unit_parse.h"
+#include "nest/net/simulator.h"
 #include "nest/placer/baselines.h"
 #include "nest/placer/cost_model.h"
 #include "nest/placer/oracle_comm_cost.h"
@@ -27,6 +29,9 @@
 
 namespace nest::job {
 namespace {
+
+using detail::EarlyReplays;
+using detail::ThreadShare;
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -153,31 +158,6 @@ struct OwnTasks {
   }
 };
 
-// The job's threads beside the search's own and who holds them: the baselines' queue (one)
-// and the verification's replays (their helpers). The job's oracle simulates a query's sets on
-// what is left, at least one (`CollectiveOracle::set_threads`).
-struct ThreadShare {
-  std::mutex mutex;
-  coll::CollectiveOracle* oracle = nullptr;  // the job's, if it prices on one
-  int threads = 1;                           // JobSpec::threads
-  int held = 0;
-  // `n` threads more held (less, when negative).
-  void hold(int n) {
-    const std::lock_guard lock(mutex);
-    held += n;
-    if (oracle != nullptr) oracle->set_threads(std::max(1, threads - held));
-  }
-  // Holds `n` threads for its life.
-  struct Held {
-    ThreadShare& share;
-    int n;
-    Held(ThreadShare& s, int count) : share(s), n(count) { share.hold(n); }
-    ~Held() { share.hold(-n); }
-    Held(const Held&) = delete;
-    Held& operator=(const Held&) = delete;
-  };
-};
-
 struct Job::Impl {
   JobSpec spec;
   Catalog catalog;
@@ -202,6 +182,10 @@ struct Job::Impl {
   // of their own and, once the search is done, by `baselines()` too.
   std::shared_ptr<OwnTasks> own_tasks;
   std::future<void> background;
+  // The verification's replays begun beside the search (`Job::search(verify_with)`), until
+  // `Job::verify` takes them. Last: destroyed first (it stops and joins its thread, which
+  // replays on the members above).
+  std::unique_ptr<EarlyReplays> early;
 
   // A job dropped before `baselines()` lets the thread finish the task it runs, not the queue.
   ~Impl() {
@@ -533,6 +517,7 @@ struct Job::Impl {
   }
 
   void build_network() {
+    thread_share->threads = spec.threads;
     if (spec.flat_bandwidth) {
       if (spec.flat_bandwidth->bytes_per_s() <= 0) {
         throw Error::input("must be positive", {.key = "flat_bandwidth"});
@@ -554,7 +539,6 @@ struct Job::Impl {
         facts = std::make_shared<coll::OracleFacts>();
         oracle->collective_oracle().publish_to(facts);
         thread_share->oracle = &oracle->collective_oracle();
-        thread_share->threads = spec.threads;
         comm = std::move(o);
         nest::log(log, LogLevel::kDebug,
                   "oracle: one collective oracle on {} (routing seed {}, {})", topology_name,
@@ -661,7 +645,8 @@ struct Job::Impl {
   // `tuner`, an oracle for the buckets' algorithms (`replay::replay_plan`) that only the calling
   // thread may use.
   replay::RunRecord replay(const placer::Plan& plan, const SimulateOptions& options,
-                           coll::CollectiveOracle* tuner = nullptr) const {
+                           coll::CollectiveOracle* tuner = nullptr,
+                           const std::atomic<bool>* stop = nullptr) const {
     if (!topology) {
       throw Error::input("a replay needs a topology", {.key = "topology",
                                                        .expected = "a plan made with a topology, "
@@ -679,7 +664,28 @@ struct Job::Impl {
                       format_bytes(plan.stages[s].memory.total()), format_bytes(plan.capacity)),
           {.key = fmt::format("partition[{}]", s)});
     }
-    return replay::replay_plan(plan, *profile, *topology, replay_options(options), tuner);
+    return replay::replay_plan(plan, *profile, *topology, replay_options(options), tuner, stop);
+  }
+
+  // How the verification replays its candidates: only their times are needed, so no busiest
+  // links' series (a second pass that leaves the replay as it is), no metadata.
+  static SimulateOptions candidates_replay(const SimulateOptions& options) {
+    SimulateOptions light{.replay = options.replay};
+    light.replay.utilization_links = 0;
+    return light;
+  }
+
+  // `replay` on an oracle of its own that reads what the job's oracle has simulated
+  // (`coll::CollectiveOracle::consult`: the same choices, less work), so that any thread may
+  // run it, also while the search prices on the job's oracle (the verification's replays).
+  replay::RunRecord replay_apart(const placer::Plan& plan, const SimulateOptions& options,
+                                 const std::atomic<bool>* stop = nullptr) const {
+    std::optional<coll::CollectiveOracle> own;
+    if (oracle != nullptr) {
+      own.emplace(*topology, coll::OracleSettings{.seed = spec.seed, .ideal = spec.ideal});
+      own->consult(facts);
+    }
+    return replay(plan, options, own ? &*own : nullptr, stop);
   }
 
   // The replay's options as the job runs them: its seed and network, and the reduction and the
@@ -733,9 +739,12 @@ coll::OracleStats Job::oracle_stats() const noexcept {
   return impl_->oracle != nullptr ? impl_->oracle->stats() : coll::OracleStats{};
 }
 
-placer::SearchResult Job::search() {
+placer::SearchResult Job::search() { return search(std::function<void(const placer::Plan&)>()); }
+
+placer::SearchResult Job::search(const std::function<void(const placer::Plan&)>& on_kept) {
   const auto start = Clock::now();
-  placer::SearchResult result = placer::search(*impl_->profile, *impl_->comm, impl_->search);
+  placer::SearchResult result =
+      placer::search(*impl_->profile, *impl_->comm, impl_->search, on_kept);
   nest::log(impl_->log, LogLevel::kInfo,
             "search: {} tables, {} candidates ({} ruled out by event-free bounds, {} by their "
             "syncs, {} of them before every sync was priced), {} network queries, {} "
@@ -771,9 +780,31 @@ double replay_flows(const placer::Plan& plan, int buckets) {
 
 placer::Plan Job::place() { return placement().plan; }
 
-Placement Job::placement(const SimulateOptions& options) { return verify(search(), options); }
+Placement Job::placement(const SimulateOptions& options) {
+  return verify(search(options), options);
+}
+
+placer::SearchResult Job::search(const SimulateOptions& verify_with) {
+  Impl& m = *impl_;
+  m.early.reset();
+  const int k = m.spec.verify.value_or(0);
+  if (k == 0 || m.spec.threads < 2 || !m.topology) return search();
+  const SimulateOptions light = m.candidates_replay(verify_with);
+  m.early = std::make_unique<EarlyReplays>(
+      *m.thread_share, static_cast<std::size_t>(k), light.replay, verify_with.keep_replay,
+      [&m, light](const placer::Plan& plan, const std::atomic<bool>& stop) {
+        return m.replay_apart(plan, light, &stop);
+      });
+  EarlyReplays& early = *m.early;
+  return search([&early](const placer::Plan& p) { early.kept(p); });
+}
 
 Placement Job::verify(placer::SearchResult result, const SimulateOptions& options) {
+  // The replays begun beside the search, if they are this verification's.
+  std::unique_ptr<EarlyReplays> early_owned = std::move(impl_->early);
+  const SimulateOptions light = impl_->candidates_replay(options);
+  if (early_owned && !early_owned->replays(light.replay, options.keep_replay)) early_owned.reset();
+  EarlyReplays* const early = early_owned.get();
   if (!result.best) throw Error::input(result.infeasible_reason);
   const int k = impl_->spec.verify.value_or(0);
   if (k == 0 || result.candidates.empty()) return {.plan = std::move(*result.best)};
@@ -786,27 +817,32 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
   if (taken == 0) return {.plan = std::move(*result.best)};
   placer::Verification v;
   v.requested = k;
-  // Only the candidates' times are needed: no busiest links' series (a second pass that leaves
-  // the replay as it is), no metadata.
-  SimulateOptions light{.replay = options.replay};
-  light.replay.utilization_links = 0;
   // The candidates replayed on up to `threads` threads, each taking the next one, the largest
   // replays first (`replay_flows`, so that the longest does not start last): a replay reads only
   // the plan and the job's immutable parts, so every time is the one thread would get, and the
   // run kept is the first in list order of the least time, as one thread keeps it. After an
   // error, the candidates before it in list order still run, so that the error thrown is the
   // first in list order, as one thread in list order would throw it. The log's lines follow, in
-  // list order. The first replay dispatched (the largest) chooses its buckets' algorithms on the
-  // job's oracle, which the search filled (the same answers as a fresh oracle's), whichever
-  // thread takes it: no other thread touches that oracle meanwhile, and its counters come out the
-  // same on every run. The other replays tune on oracles of their own, which read what the job's
-  // oracle has published (`coll::CollectiveOracle::consult`: less work, the same choices).
+  // list order. Each replay chooses its buckets' algorithms on an oracle of its own that reads
+  // what the job's oracle has published (`Impl::replay_apart`: the same choices), so the job's
+  // oracle counters are the search's on any number of threads. The candidates that `early`
+  // replayed or is replaying beside the search are taken from it instead (waiting for the one
+  // running), and the others run on the threads it leaves.
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (take[i]) order.push_back(i);
   }
-  std::vector<std::size_t> dispatch(order.size());
-  for (std::size_t j = 0; j < dispatch.size(); ++j) dispatch[j] = j;
+  std::vector<char> ahead(order.size(), 0);  // replayed (or being replayed) by `early`
+  if (early != nullptr) {
+    std::vector<const placer::Plan*> finals;
+    for (const std::size_t i : order) finals.push_back(&all[i]);
+    early->settle(finals);
+    for (std::size_t j = 0; j < order.size(); ++j) ahead[j] = early->owns(all[order[j]]) ? 1 : 0;
+  }
+  std::vector<std::size_t> dispatch;
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    if (ahead[j] == 0) dispatch.push_back(j);
+  }
   const int buckets = options.replay.gradient_buckets;
   std::stable_sort(dispatch.begin(), dispatch.end(), [&](std::size_t a, std::size_t b) {
     return replay_flows(all[order[a]], buckets) > replay_flows(all[order[b]], buckets);
@@ -820,49 +856,45 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
   std::optional<replay::RunRecord> chosen_run;
   std::size_t chosen_at = order.size();
   std::mutex keeping;  // chosen_run, chosen_at
+  // Keeps `run` (candidate j's replay) when it is the first in list order of the least time.
+  const auto offer = [&](std::size_t j, replay::RunRecord&& run) {
+    const std::lock_guard lock(keeping);
+    if (chosen_at == order.size() || replayed[j].time < replayed[chosen_at].time ||
+        (replayed[j].time == replayed[chosen_at].time && j < chosen_at)) {
+      chosen_at = j;
+      chosen_run = std::move(run);
+    }
+  };
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> failed_at{order.size()};  // the least list index that failed
-  coll::CollectiveOracle* const job_oracle = impl_->collective_oracle();
-  const auto work = [&] {
-    for (std::size_t n = next++; n < dispatch.size(); n = next++) {
-      const std::size_t j = dispatch[n];
-      if (j > failed_at) continue;
-      Replayed& r = replayed[j];
-      try {
-        const auto began = Clock::now();
-        // The others tune on oracles of their own that read what the job's has published (the
-        // same answers as a fresh oracle's).
-        coll::CollectiveOracle* tuner = n == 0 ? job_oracle : nullptr;
-        std::optional<coll::CollectiveOracle> own;
-        if (n != 0 && job_oracle != nullptr) {
-          own.emplace(*impl_->topology,
-                      coll::OracleSettings{.seed = impl_->spec.seed, .ideal = impl_->spec.ideal});
-          own->consult(impl_->facts);
-          tuner = &*own;
-        }
-        replay::RunRecord run = impl_->replay(all[order[j]], light, tuner);
-        r.seconds = seconds_since(began);
-        r.time = run.summary.iteration_time;
-        if (!options.keep_replay) continue;
-        const std::lock_guard lock(keeping);
-        if (chosen_at == order.size() || r.time < replayed[chosen_at].time ||
-            (r.time == replayed[chosen_at].time && j < chosen_at)) {
-          chosen_at = j;
-          chosen_run = std::move(run);
-        }
-      } catch (...) {
-        r.error = std::current_exception();
-        std::size_t seen = failed_at;
-        while (j < seen && !failed_at.compare_exchange_weak(seen, j)) {
-        }
+  const auto replay_one = [&](std::size_t j) {
+    Replayed& r = replayed[j];
+    try {
+      const auto began = Clock::now();
+      replay::RunRecord run = impl_->replay_apart(all[order[j]], light);
+      r.seconds = seconds_since(began);
+      r.time = run.summary.iteration_time;
+      if (options.keep_replay) offer(j, std::move(run));
+    } catch (...) {
+      r.error = std::current_exception();
+      std::size_t seen = failed_at;
+      while (j < seen && !failed_at.compare_exchange_weak(seen, j)) {
       }
     }
   };
+  const auto work = [&] {
+    for (std::size_t n = next++; n < dispatch.size(); n = next++) {
+      if (dispatch[n] <= failed_at) replay_one(dispatch[n]);
+    }
+  };
   {
-    const auto helpers_wanted =
-        std::min<std::size_t>(order.size(), static_cast<std::size_t>(impl_->spec.threads)) - 1;
-    // The replays' helpers hold their threads: the job's oracle, which the first replay tunes
-    // on, runs its sets on what is left meanwhile.
+    // A thread still replaying for `early` takes from the queue once that replay ends, as one
+    // of the `threads`.
+    const int lent = early != nullptr && !dispatch.empty() && early->lend(work) ? 1 : 0;
+    const auto free_threads = static_cast<std::size_t>(std::max(1, impl_->spec.threads - lent));
+    const std::size_t helpers_wanted =
+        dispatch.empty() ? 0 : std::min(dispatch.size(), free_threads) - 1;
+    // The replays' helpers hold their threads (so does `early`'s, while it replays).
     const ThreadShare::Held held(*impl_->thread_share, static_cast<int>(helpers_wanted));
     std::vector<std::future<void>> helpers;
     for (std::size_t t = 0; t < helpers_wanted; ++t) {
@@ -870,12 +902,26 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
     }
     work();
     for (auto& h : helpers) h.get();
+    if (lent != 0) early->wait_lent();
+  }
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    if (ahead[j] == 0) continue;
+    std::optional<EarlyReplays::Outcome> out = early->take(all[order[j]]);
+    if (!out) {  // not expected: `owns` said it ran or was running
+      replay_one(j);
+      continue;
+    }
+    Replayed& r = replayed[j];
+    r.time = out->time;
+    r.seconds = out->seconds;
+    r.error = out->error;
+    if (out->run) offer(j, std::move(*out->run));
   }
   for (std::size_t j = 0; j < order.size(); ++j) {
     const Replayed& r = replayed[j];
     if (r.error) std::rethrow_exception(r.error);
-    nest::log(impl_->log, LogLevel::kInfo, "verify: candidate {} replayed in {:.3f} s", j + 1,
-              r.seconds);
+    nest::log(impl_->log, LogLevel::kInfo, "verify: candidate {} replayed in {:.3f} s{}", j + 1,
+              r.seconds, ahead[j] != 0 ? " (begun beside the search)" : "");
     v.candidates.push_back({.plan = std::move(all[order[j]]),
                             .replayed = r.time,
                             .estimate_rank = static_cast<int>(v.candidates.size()) + 1});
@@ -889,6 +935,13 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
     v.candidates[by_replay[r]].replay_rank = static_cast<int>(r) + 1;
   }
   v.chosen = by_replay.front();
+  if (early != nullptr) {
+    const auto [begun, wasted] = early->counts();
+    nest::log(impl_->log, LogLevel::kInfo,
+              "verify: {} replays begun beside the search, {} of them of plans that then left the "
+              "candidates (stopped or dropped)",
+              begun, wasted);
+  }
   nest::log(impl_->log, LogLevel::kInfo,
             "verify: {} candidates replayed in {:.3f} s; chosen: estimate rank {}", taken,
             seconds_since(start), v.candidates[v.chosen].estimate_rank);

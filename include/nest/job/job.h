@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -212,6 +213,16 @@ class Job {
   /// The NEST search. `best` is empty when nothing fits (`infeasible_reason` says why); on the
   /// collective oracle it carries the collectives of its groups (`placer::plan_collectives`).
   [[nodiscard]] placer::SearchResult search();
+  /// `search()`, with the verification's replays begun beside it as `verify(result,
+  /// verify_with)` would run them, on a thread of their own while no other task of the job holds
+  /// the second one (with `verify` K > 0 and `threads` >= 2; `job::detail::EarlyReplays` in
+  /// src/job/early_replays.h): the plans the search keeps are replayed as it keeps them, best
+  /// estimate first, and a replay whose plan drops out of the candidates stops. The next
+  /// `verify` with the same replay options (and keeping) takes them; another drops them. The
+  /// result, candidates' times, choice and kept run are those of `verify(search(),
+  /// verify_with)`, sooner when the search keeps its candidates before it ends. `placement`
+  /// calls it.
+  [[nodiscard]] placer::SearchResult search(const SimulateOptions& verify_with);
   /// The search's plan; throws `Error` (input) with the reason when nothing fits. With
   /// `JobSpec::verify` K > 0, the plan of the least replayed time of the K candidates (see
   /// `placement`).
@@ -275,6 +286,8 @@ class Job {
 
  private:
   struct Impl;
+  // `search()`, telling `on_kept` of every plan the search keeps as a candidate.
+  placer::SearchResult search(const std::function<void(const placer::Plan&)>& on_kept);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -367,10 +367,12 @@ JobSpec verify_spec(int verify, int threads) {
   return spec;
 }
 
-// The verification's replays on several threads: the same candidates, times, ranks, choice
-// and kept run as on one (each replay reads only the plan and the job's immutable parts), and
-// the same counters of the job's oracle (the first replay dispatched tunes on it, on whichever
-// thread takes it; the search's queries simulate their link-disjoint sets on the job's threads).
+// The verification's replays on several threads, begun as the search keeps its candidates
+// (`Job::search(verify_with)`, which `placement` calls): the same candidates, times, ranks,
+// choice and kept run as on one (each replay reads only the plan and the job's immutable
+// parts), and the same counters of the job's oracle (the replays tune on oracles of their own,
+// which read its facts; the search's queries simulate their link-disjoint sets on the job's
+// threads).
 TEST(Job, VerificationOnThreadsIsTheVerificationInLine) {
   JobSpec spec = verify_spec(5, 1);
   Job one(spec, kCatalog);
@@ -398,6 +400,40 @@ TEST(Job, VerificationOnThreadsIsTheVerificationInLine) {
   EXPECT_EQ(one.oracle_stats().queries, three.oracle_stats().queries);
   EXPECT_EQ(one.oracle_stats().simulations, three.oracle_stats().simulations);
   EXPECT_EQ(one.oracle_stats().events, three.oracle_stats().events);
+}
+
+// Replays begun beside the search serve the verification with the same replay options (and
+// keeping), and one with other options drops them and replays anew: either way the verification
+// is the one in line (one gradient bucket here; the replays begun with four time otherwise).
+TEST(Job, ReplaysBegunBesideTheSearchServeOnlyTheirOwnVerification) {
+  JobSpec spec = verify_spec(3, 1);
+  const SimulateOptions one_bucket{.replay = {.gradient_buckets = 1}, .keep_replay = true};
+  Job in_line(spec, kCatalog);
+  const Placement want = in_line.verify(in_line.search(), one_bucket);
+  spec.threads = 2;
+  Job same(spec, kCatalog);
+  const Placement taken = same.verify(same.search(one_bucket), one_bucket);
+  Job other(spec, kCatalog);
+  const Placement dropped = other.verify(other.search(SimulateOptions{}), one_bucket);
+  ASSERT_TRUE(want.verification && want.replay);
+  ASSERT_EQ(want.verification->candidates.size(), 3u);
+  for (const Placement* p : {&taken, &dropped}) {
+    ASSERT_TRUE(p->verification && p->replay);
+    ASSERT_EQ(p->verification->candidates.size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(p->verification->candidates[i].plan.choice,
+                want.verification->candidates[i].plan.choice);
+      EXPECT_EQ(p->verification->candidates[i].replayed, want.verification->candidates[i].replayed);
+    }
+    EXPECT_EQ(p->verification->chosen, want.verification->chosen);
+    EXPECT_EQ(run_digest(*p->replay), run_digest(*want.replay));
+  }
+  // One bucket's times are not four's: a verification that took the others would differ.
+  Job one_f_one_b(spec, kCatalog);
+  const Placement default_schedule = one_f_one_b.placement({.keep_replay = true});
+  ASSERT_TRUE(default_schedule.verification);
+  EXPECT_NE(default_schedule.verification->candidates[0].replayed,
+            want.verification->candidates[0].replayed);
 }
 
 // The verification's replays on threads report the first failing candidate in list order

@@ -1,0 +1,161 @@
+#pragma once
+/// \file
+/// The job's threads (internal to src/job/): who holds the threads beside the search's
+/// (`ThreadShare`) and the verification's replays begun while the search still runs
+/// (`EarlyReplays`). Not part of the installed API; tests include it.
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "nest/core/units.h"
+#include "nest/placer/plan.h"
+#include "nest/replay/plan_replay.h"
+#include "nest/replay/run_record.h"
+
+namespace nest::coll {
+class CollectiveOracle;
+}
+
+namespace nest::job::detail {
+
+// The job's threads beside the search's own and who holds them: the baselines' queue (one)
+// and the verification's replays (their helpers). The job's oracle simulates a query's sets on
+// what is left, at least one (`CollectiveOracle::set_threads`).
+struct ThreadShare {
+  std::mutex mutex;
+  std::condition_variable changed;           // notified when `held` changes
+  coll::CollectiveOracle* oracle = nullptr;  // the job's, if it prices on one
+  int threads = 1;                           // JobSpec::threads
+  int held = 0;
+  // `n` threads more held (less, when negative).
+  void hold(int n) {
+    const std::lock_guard lock(mutex);
+    hold_locked(n);
+  }
+  // `hold`, with `mutex` held by the caller.
+  void hold_locked(int n);
+  // True when a thread beside the search's is free (`mutex` held).
+  [[nodiscard]] bool spare() const noexcept { return held < threads - 1; }
+  // Holds `n` threads for its life.
+  struct Held {
+    ThreadShare& share;
+    int n;
+    Held(ThreadShare& s, int count) : share(s), n(count) { share.hold(n); }
+    ~Held() { share.hold(-n); }
+    Held(const Held&) = delete;
+    Held& operator=(const Held&) = delete;
+  };
+};
+
+// The verification's replays begun before the search ends (`Job::placement` with K > 0 and two
+// threads or more). The search tells of every plan it keeps (`placer::search`'s `on_kept`, its
+// thread); the plans ever kept, distinct as the search counts them, ordered by (estimate, first
+// kept), stand for the candidates so far, and `placer::replay_selection` of them is the set
+// worth replaying. A thread of its own replays the first plan of that set not yet replayed,
+// one at a time, and only while a thread beside the search's is free (`ThreadShare::spare`: the
+// baselines' queue goes first), so the search keeps its core. A plan that leaves the set stops
+// its replay (`net::Stopped`) and never returns to it: adding a plan to the set's input can
+// only push others out (an order's displaced best joins the rest, which then has no more room
+// than before). When the search is over, `settle` names the final candidates: what is not one
+// is stopped, nothing new begins, and the verification takes the replays of the others (their
+// times, errors and, with `keep_runs`, records are those of a replay at the end: the same plan,
+// options and oracle answers) and replays the rest itself. So the choice, the times and the run
+// kept are the verification's without it; only the work is done earlier, on a core the search
+// leaves idle (GPT-3 175B on 16,384 rail GPUs, --verify 4: the 19 s replay of the tp-pp-dp
+// candidate, kept 17 s before the search's end).
+class EarlyReplays {
+ public:
+  using Replay = std::function<replay::RunRecord(const placer::Plan&, const std::atomic<bool>&)>;
+  struct Outcome {
+    Time time;
+    double seconds = 0;
+    std::optional<replay::RunRecord> run;  // with `keep_runs`
+    std::exception_ptr error;
+  };
+
+  EarlyReplays(ThreadShare& share, std::size_t k, replay::PlanReplayOptions options, bool keep_runs,
+               Replay replay);
+  ~EarlyReplays();
+  EarlyReplays(const EarlyReplays&) = delete;
+  EarlyReplays& operator=(const EarlyReplays&) = delete;
+
+  // Whether these are the replays of a verification with `options` (keeping runs or not).
+  [[nodiscard]] bool replays(const replay::PlanReplayOptions& options, bool keep_runs) const {
+    return options == options_ && keep_runs == keep_runs_;
+  }
+
+  // A plan the search keeps (its thread).
+  void kept(const placer::Plan& plan);
+
+  // The search is over and `finals` are the candidates: other replays stop, none begins.
+  void settle(std::span<const placer::Plan* const> finals);
+
+  // The outcome of `plan`'s replay ahead, waiting while it runs; nullopt when there is none (not
+  // begun, or stopped). After `settle`, for a final candidate.
+  std::optional<Outcome> take(const placer::Plan& plan);
+
+  // True when `plan`'s replay ahead has run or runs (after `settle`: `take` then has it).
+  [[nodiscard]] bool owns(const placer::Plan& plan);
+
+  // Replays begun so far, and of those the ones stopped or dropped (their plan left the set).
+  [[nodiscard]] std::pair<int, int> counts() {
+    const std::lock_guard lock(share_.mutex);
+    return {begun_, wasted_};
+  }
+
+  // After `settle`: when a replay still runs, its thread runs `work` (the verification's queue)
+  // once it ends, and this returns true (then `wait_lent` waits for `work`); false when none runs.
+  [[nodiscard]] bool lend(std::function<void()> work);
+  void wait_lent();
+
+  // True while a replay runs (after `settle`: one the verification will take).
+  [[nodiscard]] bool running() {
+    const std::lock_guard lock(share_.mutex);
+    return std::any_of(entries_.begin(), entries_.end(),
+                       [](const auto& e) { return e->state == State::kRunning; });
+  }
+
+ private:
+  enum class State { kWaiting, kRunning, kDone, kStopped, kTaken };
+  struct Entry {
+    bool selected = false;
+    State state = State::kWaiting;
+    std::atomic<bool> stop{false};
+    Outcome outcome;
+  };
+
+  // Marks `e` in or out of the set (`share_.mutex` held): out, its replay stops or is dropped.
+  void select(Entry& e, bool in);
+
+  void work();
+
+  ThreadShare& share_;
+  std::size_t k_;
+  replay::PlanReplayOptions options_;
+  bool keep_runs_;
+  Replay replay_;
+  // Every distinct plan kept so far, by (estimate, first kept), and its replay's state; guarded
+  // by `share_.mutex`, whose condition variable tells of every change.
+  std::vector<placer::Plan> plans_;
+  std::vector<std::unique_ptr<Entry>> entries_;
+  bool settled_ = false;
+  bool closing_ = false;
+  std::function<void()> lent_;  // `lend`
+  bool lent_done_ = true;
+  int begun_ = 0;
+  int wasted_ = 0;
+  std::thread worker_;
+};
+
+}  // namespace nest::job::detail
