@@ -23,12 +23,14 @@ void ThreadShare::hold_locked(int n) {
 }
 
 EarlyReplays::EarlyReplays(ThreadShare& share, std::size_t k, replay::PlanReplayOptions options,
-                           bool keep_runs, Replay replay)
+                           bool keep_runs, Replay replay, int series_links, AddSeries add_series)
     : share_(share),
       k_(k),
       options_(std::move(options)),
       keep_runs_(keep_runs),
-      replay_(std::move(replay)) {
+      replay_(std::move(replay)),
+      series_links_(keep_runs && add_series ? series_links : 0),
+      add_series_(std::move(add_series)) {
   worker_ = std::thread([this] { work(); });
 }
 
@@ -45,18 +47,19 @@ EarlyReplays::~EarlyReplays() {
 void EarlyReplays::kept(const placer::Plan& plan) {
   const std::lock_guard lock(share_.mutex);
   if (settled_ || closing_) return;
-  const auto same = [&](const placer::Plan& p) {
-    placer::PlanChoice c = p.choice;
-    c.zero_stage = plan.choice.zero_stage;
-    return c == plan.choice && (p.iteration_time == plan.iteration_time || p.choice == plan.choice);
-  };
-  if (std::any_of(plans_.begin(), plans_.end(), same)) return;
+  if (std::any_of(plans_.begin(), plans_.end(),
+                  [&](const placer::Plan& p) { return placer::same_candidate(p, plan); })) {
+    return;
+  }
   const auto at =
       std::upper_bound(plans_.begin(), plans_.end(), plan.iteration_time,
                        [](Time t, const placer::Plan& p) { return t < p.iteration_time; });
-  const auto i = static_cast<std::size_t>(at - plans_.begin());
+  const auto i = static_cast<std::ptrdiff_t>(at - plans_.begin());
+  // Whatever throws, before both vectors grow alike.
+  auto entry = std::make_unique<Entry>();
+  entries_.reserve(entries_.size() + 1);
   plans_.insert(at, plan);
-  entries_.insert(entries_.begin() + static_cast<std::ptrdiff_t>(i), std::make_unique<Entry>());
+  entries_.insert(entries_.begin() + i, std::move(entry));
   const std::vector<bool> take = placer::replay_selection(plans_, k_);
   for (std::size_t j = 0; j < entries_.size(); ++j) select(*entries_[j], take[j]);
   share_.changed.notify_all();
@@ -66,9 +69,8 @@ void EarlyReplays::settle(std::span<const placer::Plan* const> finals) {
   const std::lock_guard lock(share_.mutex);
   settled_ = true;
   for (std::size_t j = 0; j < plans_.size(); ++j) {
-    const bool final = std::any_of(finals.begin(), finals.end(), [&](const placer::Plan* p) {
-      return p->choice == plans_[j].choice && p->iteration_time == plans_[j].iteration_time;
-    });
+    const bool final = std::any_of(finals.begin(), finals.end(),
+                                   [&](const placer::Plan* p) { return *p == plans_[j]; });
     select(*entries_[j], final);
   }
   share_.changed.notify_all();
@@ -77,11 +79,10 @@ void EarlyReplays::settle(std::span<const placer::Plan* const> finals) {
 std::optional<EarlyReplays::Outcome> EarlyReplays::take(const placer::Plan& plan) {
   std::unique_lock lock(share_.mutex);
   for (std::size_t j = 0; j < plans_.size(); ++j) {
-    if (plans_[j].choice != plan.choice || plans_[j].iteration_time != plan.iteration_time) {
-      continue;
-    }
+    if (plans_[j] != plan) continue;
     Entry& e = *entries_[j];
-    share_.changed.wait(lock, [&] { return e.state != State::kRunning; });
+    share_.changed.wait(lock,
+                        [&] { return e.state != State::kRunning && e.state != State::kSeries; });
     if (e.state != State::kDone) return std::nullopt;
     e.state = State::kTaken;
     return std::move(e.outcome);
@@ -92,10 +93,9 @@ std::optional<EarlyReplays::Outcome> EarlyReplays::take(const placer::Plan& plan
 bool EarlyReplays::owns(const placer::Plan& plan) {
   const std::lock_guard lock(share_.mutex);
   for (std::size_t j = 0; j < plans_.size(); ++j) {
-    if (plans_[j].choice != plan.choice || plans_[j].iteration_time != plan.iteration_time) {
-      continue;
-    }
-    return entries_[j]->state == State::kRunning || entries_[j]->state == State::kDone;
+    if (plans_[j] != plan) continue;
+    const State s = entries_[j]->state;
+    return s == State::kRunning || s == State::kSeries || s == State::kDone;
   }
   return false;
 }
@@ -103,7 +103,7 @@ bool EarlyReplays::owns(const placer::Plan& plan) {
 void EarlyReplays::select(Entry& e, bool in) {
   e.selected = in;
   if (in) return;
-  if (e.state == State::kRunning) e.stop = true;
+  if (e.state == State::kRunning || e.state == State::kSeries) e.stop = true;
   if (e.state == State::kDone) {
     e.outcome = {};
     e.state = State::kStopped;
@@ -115,13 +115,15 @@ void EarlyReplays::work() {
   std::unique_lock lock(share_.mutex);
   for (;;) {
     std::size_t j = 0;
+    std::optional<std::size_t> series;
     share_.changed.wait(lock, [&] {
       if (closing_ || settled_) return true;
       if (!share_.spare()) return false;
       for (j = 0; j < entries_.size(); ++j) {
         if (entries_[j]->selected && entries_[j]->state == State::kWaiting) return true;
       }
-      return false;
+      series = series_next();
+      return series.has_value();
     });
     if (closing_ || settled_) {
       if (!closing_ && lent_) {  // the verification's queue, after the replay it waited for
@@ -135,17 +137,28 @@ void EarlyReplays::work() {
       }
       return;
     }
+    if (series) {
+      add_series(lock, *series);
+      continue;
+    }
     Entry& e = *entries_[j];
     e.state = State::kRunning;
     ++begun_;
-    const placer::Plan plan = plans_[j];
+    std::optional<placer::Plan> plan;  // a copy: `plans_` may move while the lock is released
+    try {
+      plan.emplace(plans_[j]);
+    } catch (...) {  // out of memory: the verification replays it, if it is a candidate
+      e.state = State::kStopped;
+      ++wasted_;
+      continue;
+    }
     share_.hold_locked(1);
     lock.unlock();
     Outcome out;
     bool stopped = false;
     const auto began = std::chrono::steady_clock::now();
     try {
-      replay::RunRecord run = replay_(plan, e.stop);
+      replay::RunRecord run = replay_(*plan, e.stop);
       out.time = run.summary.iteration_time;
       if (keep_runs_) out.run = std::move(run);
     } catch (const net::Stopped&) {
@@ -166,11 +179,51 @@ void EarlyReplays::work() {
   }
 }
 
+std::optional<std::size_t> EarlyReplays::series_next() const {
+  if (series_links_ <= 0) return std::nullopt;
+  std::optional<std::size_t> best;
+  for (std::size_t j = 0; j < entries_.size(); ++j) {
+    const Entry& e = *entries_[j];
+    if (e.state == State::kWaiting && e.selected) return std::nullopt;  // replays come first
+    if (!e.selected || e.state != State::kDone || !e.outcome.run || e.outcome.error) continue;
+    if (!best || e.outcome.time < entries_[*best]->outcome.time) best = j;
+  }
+  if (!best || entries_[*best]->series_tried) return std::nullopt;
+  return best;
+}
+
+void EarlyReplays::add_series(std::unique_lock<std::mutex>& lock, std::size_t j) {
+  Entry& e = *entries_[j];
+  e.series_tried = true;
+  std::optional<placer::Plan> plan;  // a copy: `plans_` may move while the lock is released
+  try {
+    plan.emplace(plans_[j]);
+  } catch (...) {  // out of memory: `Job::simulate` adds them as it would have
+    return;
+  }
+  e.state = State::kSeries;
+  replay::RunRecord& run = *e.outcome.run;  // this thread's while the state is kSeries
+  share_.hold_locked(1);
+  lock.unlock();
+  bool added = false;
+  try {
+    add_series_(run, *plan, e.stop);
+    added = true;
+  } catch (...) {  // stopped, or failed: `Job::simulate` adds them as it would have
+  }
+  lock.lock();
+  share_.hold_locked(-1);  // notifies
+  e.state = State::kDone;
+  e.outcome.series = added ? series_links_ : 0;
+  if (!e.selected) select(e, false);
+}
+
 bool EarlyReplays::lend(std::function<void()> work) {
   const std::lock_guard lock(share_.mutex);
   if (!settled_ || closing_) return false;
-  const bool replaying = std::any_of(entries_.begin(), entries_.end(),
-                                     [](const auto& e) { return e->state == State::kRunning; });
+  const bool replaying = std::any_of(entries_.begin(), entries_.end(), [](const auto& e) {
+    return e->state == State::kRunning || e->state == State::kSeries;
+  });
   if (!replaying) return false;
   lent_ = std::move(work);
   lent_done_ = false;

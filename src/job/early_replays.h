@@ -77,15 +77,24 @@ struct ThreadShare {
 class EarlyReplays {
  public:
   using Replay = std::function<replay::RunRecord(const placer::Plan&, const std::atomic<bool>&)>;
+  // Adds the busiest links' series to a plan's kept replay (`replay::add_busiest_series` with the
+  // verification's options and their `utilization_links`).
+  using AddSeries =
+      std::function<void(replay::RunRecord&, const placer::Plan&, const std::atomic<bool>&)>;
   struct Outcome {
     Time time;
     double seconds = 0;
     std::optional<replay::RunRecord> run;  // with `keep_runs`
+    int series = 0;  // `run` holds the series of its `series` busiest links (`add_series`)
     std::exception_ptr error;
   };
 
+  // `series_links` > 0 (with `keep_runs`): once every plan of the set has been replayed and the
+  // thread is still free, `add_series` adds the series of the `series_links` busiest links to
+  // the replay of the least time so far (ties: the better estimate), the run `nest run` writes if
+  // that plan is chosen (`Placement::replay_series`).
   EarlyReplays(ThreadShare& share, std::size_t k, replay::PlanReplayOptions options, bool keep_runs,
-               Replay replay);
+               Replay replay, int series_links = 0, AddSeries add_series = {});
   ~EarlyReplays();
   EarlyReplays(const EarlyReplays&) = delete;
   EarlyReplays& operator=(const EarlyReplays&) = delete;
@@ -122,29 +131,38 @@ class EarlyReplays {
   // True while a replay runs (after `settle`: one the verification will take).
   [[nodiscard]] bool running() {
     const std::lock_guard lock(share_.mutex);
-    return std::any_of(entries_.begin(), entries_.end(),
-                       [](const auto& e) { return e->state == State::kRunning; });
+    return std::any_of(entries_.begin(), entries_.end(), [](const auto& e) {
+      return e->state == State::kRunning || e->state == State::kSeries;
+    });
   }
 
  private:
-  enum class State { kWaiting, kRunning, kDone, kStopped, kTaken };
+  // kSeries: done, its series being added (the thread holds its run).
+  enum class State { kWaiting, kRunning, kDone, kSeries, kStopped, kTaken };
   struct Entry {
     bool selected = false;
     State state = State::kWaiting;
     std::atomic<bool> stop{false};
     Outcome outcome;
+    bool series_tried = false;  // the series pass took it (once)
   };
 
   // Marks `e` in or out of the set (`share_.mutex` held): out, its replay stops or is dropped.
   void select(Entry& e, bool in);
 
   void work();
+  // The entry whose replay the series pass should take next, if any (`share_.mutex` held).
+  [[nodiscard]] std::optional<std::size_t> series_next() const;
+  // Runs `add_series_` on entry `j` (`lock` held on entry and exit, released meanwhile).
+  void add_series(std::unique_lock<std::mutex>& lock, std::size_t j);
 
   ThreadShare& share_;
   std::size_t k_;
   replay::PlanReplayOptions options_;
   bool keep_runs_;
   Replay replay_;
+  int series_links_;
+  AddSeries add_series_;
   // Every distinct plan kept so far, by (estimate, first kept), and its replay's state; guarded
   // by `share_.mutex`, whose condition variable tells of every change.
   std::vector<placer::Plan> plans_;

@@ -186,6 +186,7 @@ struct Job::Impl {
   // `Job::verify` takes them. Last: destroyed first (it stops and joins its thread, which
   // replays on the members above).
   std::unique_ptr<EarlyReplays> early;
+  int taken_beside = 0;  // `Job::replays_taken_beside_search`
 
   // A job dropped before `baselines()` lets the thread finish the task it runs, not the queue.
   ~Impl() {
@@ -735,6 +736,8 @@ const placer::CommCost& Job::network() const noexcept { return *impl_->comm; }
 NetworkModel Job::network_model() const noexcept { return impl_->network; }
 const placer::SearchOptions& Job::search_options() const noexcept { return impl_->search; }
 
+int Job::replays_taken_beside_search() const noexcept { return impl_->taken_beside; }
+
 coll::OracleStats Job::oracle_stats() const noexcept {
   return impl_->oracle != nullptr ? impl_->oracle->stats() : coll::OracleStats{};
 }
@@ -794,14 +797,27 @@ placer::SearchResult Job::search(const SimulateOptions& verify_with) {
       *m.thread_share, static_cast<std::size_t>(k), light.replay, verify_with.keep_replay,
       [&m, light](const placer::Plan& plan, const std::atomic<bool>& stop) {
         return m.replay_apart(plan, light, &stop);
+      },
+      verify_with.replay.utilization_links,
+      [&m, options = m.replay_options(verify_with)](
+          replay::RunRecord& run, const placer::Plan& plan, const std::atomic<bool>& stop) {
+        replay::add_busiest_series(run, plan, *m.profile, *m.topology, options, &stop);
       });
   EarlyReplays& early = *m.early;
-  return search([&early](const placer::Plan& p) { early.kept(p); });
+  try {
+    placer::SearchResult result = search([&early](const placer::Plan& p) { early.kept(p); });
+    if (!result.best) m.early.reset();  // nothing to verify
+    return result;
+  } catch (...) {
+    m.early.reset();  // stops its replay and gives the thread back
+    throw;
+  }
 }
 
 Placement Job::verify(placer::SearchResult result, const SimulateOptions& options) {
   // The replays begun beside the search, if they are this verification's.
   std::unique_ptr<EarlyReplays> early_owned = std::move(impl_->early);
+  impl_->taken_beside = 0;
   const SimulateOptions light = impl_->candidates_replay(options);
   if (early_owned && !early_owned->replays(light.replay, options.keep_replay)) early_owned.reset();
   EarlyReplays* const early = early_owned.get();
@@ -855,14 +871,16 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
   std::vector<Replayed> replayed(order.size());
   std::optional<replay::RunRecord> chosen_run;
   std::size_t chosen_at = order.size();
-  std::mutex keeping;  // chosen_run, chosen_at
+  int chosen_series = 0;  // the busiest links' series `chosen_run` holds (`EarlyReplays`)
+  std::mutex keeping;     // chosen_run, chosen_at, chosen_series
   // Keeps `run` (candidate j's replay) when it is the first in list order of the least time.
-  const auto offer = [&](std::size_t j, replay::RunRecord&& run) {
+  const auto offer = [&](std::size_t j, replay::RunRecord&& run, int series = 0) {
     const std::lock_guard lock(keeping);
     if (chosen_at == order.size() || replayed[j].time < replayed[chosen_at].time ||
         (replayed[j].time == replayed[chosen_at].time && j < chosen_at)) {
       chosen_at = j;
       chosen_run = std::move(run);
+      chosen_series = series;
     }
   };
   std::atomic<std::size_t> next{0};
@@ -891,6 +909,13 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
     // A thread still replaying for `early` takes from the queue once that replay ends, as one
     // of the `threads`.
     const int lent = early != nullptr && !dispatch.empty() && early->lend(work) ? 1 : 0;
+    // The lent `work` reads this frame: whatever throws below, it ends before the frame does.
+    struct WaitLent {
+      EarlyReplays* early;
+      ~WaitLent() {
+        if (early != nullptr) early->wait_lent();
+      }
+    } wait_lent{lent != 0 ? early : nullptr};
     const auto free_threads = static_cast<std::size_t>(std::max(1, impl_->spec.threads - lent));
     const std::size_t helpers_wanted =
         dispatch.empty() ? 0 : std::min(dispatch.size(), free_threads) - 1;
@@ -902,7 +927,6 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
     }
     work();
     for (auto& h : helpers) h.get();
-    if (lent != 0) early->wait_lent();
   }
   for (std::size_t j = 0; j < order.size(); ++j) {
     if (ahead[j] == 0) continue;
@@ -911,11 +935,12 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
       replay_one(j);
       continue;
     }
+    ++impl_->taken_beside;
     Replayed& r = replayed[j];
     r.time = out->time;
     r.seconds = out->seconds;
     r.error = out->error;
-    if (out->run) offer(j, std::move(*out->run));
+    if (out->run) offer(j, std::move(*out->run), out->series);
   }
   for (std::size_t j = 0; j < order.size(); ++j) {
     const Replayed& r = replayed[j];
@@ -953,7 +978,8 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
   return {.plan = std::move(chosen),
           .verification = std::move(v),
           .replay = std::move(chosen_run),
-          .replayed_with = light.replay};
+          .replayed_with = light.replay,
+          .replay_series = chosen_series};
 }
 
 void Job::start_baselines() {
@@ -1111,7 +1137,12 @@ replay::RunRecord Job::simulate(Placement& placed, const SimulateOptions& option
     return simulate(placed.plan, options);
   }
   nest::log(impl_->log, LogLevel::kInfo, "replay: the verification's replay of the chosen plan");
-  if (options.replay.utilization_links > 0) {
+  if (options.replay.utilization_links > 0 &&
+      placed.replay_series == options.replay.utilization_links) {
+    nest::log(impl_->log, LogLevel::kInfo,
+              "replay: the {} busiest links' series, added beside the search",
+              placed.replay->link_series.size());
+  } else if (options.replay.utilization_links > 0) {
     const auto start = Clock::now();
     replay::add_busiest_series(*placed.replay, placed.plan, *impl_->profile, *impl_->topology,
                                impl_->replay_options(options));

@@ -107,6 +107,12 @@ GroupLayout DeviceMap::stage_layout(int stage) const noexcept {
                      .groups = {{{data_parallel, replica_stride}, {1, 0}, {1, 0}}}};
 }
 
+bool same_candidate(const Plan& a, const Plan& b) {
+  PlanChoice c = a.choice;
+  c.zero_stage = b.choice.zero_stage;
+  return c == b.choice && (a.iteration_time == b.iteration_time || a.choice == b.choice);
+}
+
 bool Plan::fits() const noexcept {
   return std::all_of(stages.begin(), stages.end(),
                      [this](const StageReport& s) { return s.fits(capacity); });

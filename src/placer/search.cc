@@ -877,9 +877,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       // Distinct: not the same choice, nor one that differs only in its ZeRO stage at the
       // same price (the replay times them alike).
       const bool duplicate = std::any_of(list.begin(), list.end(), [&](const KeptPlan& k) {
-        PlanChoice same = k.plan.choice;
-        same.zero_stage = plan.choice.zero_stage;
-        return same == plan.choice && (k.time == t || k.plan.choice == plan.choice);
+        return same_candidate(k.plan, plan);
       });
       if (!duplicate) {
         auto at = std::upper_bound(list.begin(), list.end(), t,

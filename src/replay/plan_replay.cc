@@ -828,7 +828,7 @@ RunRecord replay_plan(const placer::Plan& plan, const workload::LayerProfile& pr
 // order, with the simulator's byte counts, so the busiest are those of the run's statistics.
 void add_busiest_series(RunRecord& run, const placer::Plan& plan,
                         const workload::LayerProfile& profile, const topo::Topology& topology,
-                        const PlanReplayOptions& options) {
+                        const PlanReplayOptions& options, const std::atomic<bool>* stop) {
   if (options.utilization_links <= 0) return;
   std::vector<std::pair<double, topo::LinkId>> used;
   for (const LinkRow& row : run.links) {
@@ -845,7 +845,7 @@ void add_busiest_series(RunRecord& run, const placer::Plan& plan,
     again.series_links.push_back(used[i].second);
   }
   if (again.series_links.empty()) return;
-  run.link_series = replay_plan(plan, profile, topology, again).link_series;
+  run.link_series = replay_plan(plan, profile, topology, again, nullptr, stop).link_series;
 }
 
 }  // namespace nest::replay

@@ -157,6 +157,9 @@ struct Placement {
   /// filled), made with `replayed_with`; `Job::simulate(Placement&, ...)` reuses it.
   std::optional<replay::RunRecord> replay;
   replay::PlanReplayOptions replayed_with;  ///< the options of `replay`, as given to the job
+  /// `replay` already holds the series of its `replay_series` busiest links (added beside the
+  /// search, `Job::search(verify_with)`; 0: none), which `simulate` then need not add.
+  int replay_series = 0;
 };
 
 /// Parts a caller already has, so that a Job need not load them again (a sweep builds each
@@ -207,6 +210,9 @@ class Job {
   [[nodiscard]] NetworkModel network_model() const noexcept;
   /// The search options with the cost options of this job.
   [[nodiscard]] const placer::SearchOptions& search_options() const noexcept;
+  /// Candidates of the last `verify` whose replays it took from those begun beside the search
+  /// (`search(verify_with)`; 0 without). For tests and reports.
+  [[nodiscard]] int replays_taken_beside_search() const noexcept;
   /// Oracle counters (zero for the flat and zero networks).
   [[nodiscard]] coll::OracleStats oracle_stats() const noexcept;
 

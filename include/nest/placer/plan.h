@@ -113,6 +113,7 @@ struct StageTime {
   Time collectives;  ///< intra-layer collectives (TP/SP/CP/EP, ZeRO-3 gathers)
   Time transfer;     ///< activations to the next stage and their gradients back
   [[nodiscard]] Time total() const noexcept { return compute + collectives + transfer; }
+  friend bool operator==(const StageTime&, const StageTime&) = default;
 };
 
 /// One model chunk of a stage.
@@ -122,6 +123,7 @@ struct ChunkReport {
   /// Per microbatch; `transfer` is the chunk's output to the next chunk's stage and its gradient
   /// back (zero for the model's last chunk).
   StageTime time;
+  friend bool operator==(const ChunkReport&, const ChunkReport&) = default;
 };
 
 /// One stage of an evaluated plan.
@@ -142,6 +144,7 @@ struct StageReport {
   Time optimizer;                ///< optimizer step, per iteration
   workload::StageMemory memory;  ///< per device
   [[nodiscard]] bool fits(Bytes capacity) const noexcept { return memory.total() <= capacity; }
+  friend bool operator==(const StageReport&, const StageReport&) = default;
 };
 
 /// The iteration time split so that the parts add up to it: with b the stage of the most work
@@ -160,6 +163,7 @@ struct Breakdown {
   [[nodiscard]] Time total() const noexcept {
     return compute + bubble + collectives + transfers + data_parallel_sync + optimizer;
   }
+  friend bool operator==(const Breakdown&, const Breakdown&) = default;
 };
 
 /// An evaluated plan.
@@ -209,7 +213,14 @@ struct Plan {
     return DeviceMap::make(choice.order, choice.stages(), choice.data_parallel,
                            degrees.devices_per_replica);
   }
+  /// Field by field (doubles by value).
+  friend bool operator==(const Plan&, const Plan&) = default;
 };
+
+/// True when a verification counts `a` and `b` as one candidate (`nest place --verify`): the
+/// same choice, or choices that differ only in their ZeRO stage at the same price (the replay
+/// times them alike).
+[[nodiscard]] bool same_candidate(const Plan& a, const Plan& b);
 
 /// A baseline's outcome beside the chosen plan: its plan, or why it has none.
 struct BaselineResult {

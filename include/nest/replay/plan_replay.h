@@ -120,9 +120,10 @@ void validate(const PlanReplayOptions& options);
 /// records those links only: what `replay_plan(plan, ..., options)` adds to its record. `run`
 /// must be a `replay_plan` of the same plan, profile, topology and options but
 /// `utilization_links` (whose figures do not depend on it), e.g. a verification's replay
-/// kept for reuse. Nothing happens with `utilization_links` 0.
+/// kept for reuse. Nothing happens with `utilization_links` 0. `stop` as for `replay_plan` (a
+/// stopped call leaves `run` as it was).
 void add_busiest_series(RunRecord& run, const placer::Plan& plan,
                         const workload::LayerProfile& profile, const topo::Topology& topology,
-                        const PlanReplayOptions& options);
+                        const PlanReplayOptions& options, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace nest::replay

@@ -46,6 +46,7 @@ struct StageMemory {
   [[nodiscard]] Bytes total() const noexcept {
     return weights + gradients + optimizer + activations;
   }
+  friend bool operator==(const StageMemory&, const StageMemory&) = default;
 };
 
 /// Peak memory of a device running layers [first, last) of `variant` as the stage that holds

@@ -56,6 +56,21 @@ class Replays {
       return r;
     };
   }
+  // Adds one series (of link 7) to a run and records the plan's depth.
+  EarlyReplays::AddSeries add_series() {
+    return [this](replay::RunRecord& run, const placer::Plan& p, const std::atomic<bool>&) {
+      run.link_series.emplace_back().link = 7;
+      const std::lock_guard lock(mutex_);
+      series_.push_back(p.choice.stages());
+      changed_.notify_all();
+    };
+  }
+  // Waits until `n` series passes have run; their plans' depths in order.
+  std::vector<int> series(std::size_t n) {
+    std::unique_lock lock(mutex_);
+    wait(lock, [&] { return series_.size() >= n; });
+    return series_;
+  }
   // Lets the replay of the plan of `depth` stages end.
   void finish(int depth) {
     const std::lock_guard lock(mutex_);
@@ -65,21 +80,29 @@ class Replays {
   // Waits until `n` replays have begun; their depths in order.
   std::vector<int> begun(std::size_t n) {
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return begun_.size() >= n; });
+    wait(lock, [&] { return begun_.size() >= n; });
     return begun_;
   }
   // Waits until `n` replays have been stopped; their depths in order.
   std::vector<int> stopped(std::size_t n) {
     std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return stopped_.size() >= n; });
+    wait(lock, [&] { return stopped_.size() >= n; });
     return stopped_;
   }
 
  private:
+  // Waits for `done`, failing the test after 60 s (a bug shows as a failure, not a hang).
+  template <class Done>
+  void wait(std::unique_lock<std::mutex>& lock, Done done) {
+    if (!changed_.wait_for(lock, std::chrono::seconds(60), done)) {
+      ADD_FAILURE() << "timed out";
+    }
+  }
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<int> begun_;
   std::vector<int> stopped_;
+  std::vector<int> series_;
   std::set<int> finished_;
 };
 
@@ -205,6 +228,34 @@ TEST(EarlyReplays, ARunningReplaysThreadTakesTheVerificationsQueueAfterIt) {
   ASSERT_TRUE(out.has_value());
   EXPECT_EQ(out->time, Time::milliseconds(101));
   EXPECT_FALSE(early.lend([] {}));
+}
+
+// Once every plan of the set has been replayed, the free thread adds the busiest links' series
+// to the replay of the least time (for `nest run`), once; the verification takes it with them.
+TEST(EarlyReplays, TheLeastReplayGetsItsSeriesOnceEveryPlanIsReplayed) {
+  ThreadShare share;
+  share.threads = 2;
+  Replays fake;
+  EarlyReplays early(share, 2, {}, true, fake.replay(), 8, fake.add_series());
+  const placer::Plan p = plan(4, 100);
+  const placer::Plan q = plan(6, 120);
+  early.kept(p);
+  early.kept(q);
+  fake.finish(4);
+  EXPECT_EQ(fake.begun(2), (std::vector<int>{4, 6}));  // q before any series
+  fake.finish(6);
+  EXPECT_EQ(fake.series(1), std::vector<int>{4});
+  early.settle(std::vector<const placer::Plan*>{&p, &q});
+  const auto best = early.take(p);
+  ASSERT_TRUE(best.has_value() && best->run.has_value());
+  EXPECT_EQ(best->series, 8);
+  ASSERT_EQ(best->run->link_series.size(), 1u);
+  EXPECT_EQ(best->run->link_series[0].link, 7u);
+  const auto other = early.take(q);
+  ASSERT_TRUE(other.has_value() && other->run.has_value());
+  EXPECT_EQ(other->series, 0);
+  EXPECT_TRUE(other->run->link_series.empty());
+  EXPECT_EQ(fake.series(1).size(), 1u);
 }
 
 // Dropping the replays while one runs stops it (the job's destructor, or an error in the

@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nest/core/error.h"
@@ -402,6 +404,65 @@ TEST(Job, VerificationOnThreadsIsTheVerificationInLine) {
   EXPECT_EQ(one.oracle_stats().events, three.oracle_stats().events);
 }
 
+// `nest run`'s flow with the busiest links' series: beside the search (two threads) the series
+// may be added to the kept replay before the verification ends; the run is the one in line
+// either way. A placement whose kept replay already holds the series asked for
+// (`Placement::replay_series`) is not replayed again for them; one holding another count is.
+TEST(Job, SeriesAddedBesideTheSearchAreTheSeriesInLine) {
+  JobSpec spec = verify_spec(3, 1);
+  const SimulateOptions two_series{.replay = {.utilization_links = 2}, .keep_replay = true};
+  Job in_line(spec, kCatalog);
+  Placement a = in_line.placement(two_series);
+  EXPECT_EQ(a.replay_series, 0);
+  const replay::RunRecord want = in_line.simulate(a, two_series);
+  ASSERT_EQ(want.link_series.size(), 2u);
+  spec.threads = 2;
+  Job beside(spec, kCatalog);
+  Placement b = beside.placement(two_series);
+  EXPECT_TRUE(b.replay_series == 0 || b.replay_series == 2);
+  const replay::RunRecord got = beside.simulate(b, two_series);
+  EXPECT_EQ(run_digest(got), run_digest(want));
+  ASSERT_EQ(got.link_series.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(got.link_series[i].link, want.link_series[i].link);
+    ASSERT_EQ(got.link_series[i].points.size(), want.link_series[i].points.size());
+    for (std::size_t k = 0; k < want.link_series[i].points.size(); ++k) {
+      EXPECT_EQ(got.link_series[i].points[k].at, want.link_series[i].points[k].at);
+      EXPECT_EQ(got.link_series[i].points[k].utilization,
+                want.link_series[i].points[k].utilization);
+    }
+  }
+  // The count decides: series held for 2 links stand; for 3 they are made again.
+  Job marked(verify_spec(3, 1), kCatalog);
+  Placement c = marked.placement(two_series);
+  ASSERT_TRUE(c.replay);
+  c.replay->link_series.assign(1, replay::LinkSeries{.link = 12345});
+  c.replay_series = 2;
+  Placement d = c;
+  EXPECT_EQ(marked.simulate(c, two_series).link_series.at(0).link, 12345u);
+  d.replay_series = 3;
+  EXPECT_EQ(run_digest(marked.simulate(d, two_series)), run_digest(want));
+}
+
+// A verification given candidates that differ from the plans replayed beside the search (here
+// every field but the choice and the estimate) replays them itself: it fails as in line (a
+// reviewer's probe).
+TEST(Job, ReplaysBesideTheSearchServeOnlyTheSamePlans) {
+  Job beside(verify_spec(3, 2), kCatalog);
+  placer::SearchResult result = beside.search(SimulateOptions{});
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_FALSE(result.candidates.empty());
+  for (placer::Plan& p : result.candidates) p.devices_used = 100'000;
+  try {
+    (void)beside.verify(std::move(result));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the plan needs 100000 devices"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(beside.replays_taken_beside_search(), 0);
+}
+
 // Replays begun beside the search serve the verification with the same replay options (and
 // keeping), and one with other options drops them and replays anew: either way the verification
 // is the one in line (one gradient bucket here; the replays begun with four time otherwise).
@@ -428,6 +489,21 @@ TEST(Job, ReplaysBegunBesideTheSearchServeOnlyTheirOwnVerification) {
     EXPECT_EQ(p->verification->chosen, want.verification->chosen);
     EXPECT_EQ(run_digest(*p->replay), run_digest(*want.replay));
   }
+  // Given time before the verification, it takes every candidate's replay from beside the
+  // search (three tries, for a loaded machine).
+  int taken_ahead = 0;
+  for (int attempt = 0; attempt < 3 && taken_ahead < 3; ++attempt) {
+    Job waited(spec, kCatalog);
+    placer::SearchResult result = waited.search(one_bucket);
+    std::this_thread::sleep_for(std::chrono::seconds(1 + attempt));
+    const Placement p = waited.verify(std::move(result), one_bucket);
+    taken_ahead = waited.replays_taken_beside_search();
+    ASSERT_TRUE(p.verification && p.replay);
+    EXPECT_EQ(run_digest(*p.replay), run_digest(*want.replay));
+  }
+  EXPECT_EQ(taken_ahead, 3);
+  EXPECT_EQ(other.replays_taken_beside_search(), 0);  // dropped: other options
+  EXPECT_EQ(in_line.replays_taken_beside_search(), 0);
   // One bucket's times are not four's: a verification that took the others would differ.
   Job one_f_one_b(spec, kCatalog);
   const Placement default_schedule = one_f_one_b.placement({.keep_replay = true});

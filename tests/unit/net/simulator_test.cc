@@ -384,7 +384,7 @@ TEST(Simulator, StopWhenStopsAtTheNextCheckAndOtherwiseChangesNothing) {
   (void)load(at_once, nullptr, at_once_done);
   EXPECT_THROW(at_once.run(), Stopped);
   EXPECT_EQ(at_once.events_processed(), 1u);
-  // A reset simulator runs again as new, the flag cleared.
+  // A reset simulator runs again as new (it keeps the flag, lowered here).
   at_once.reset();
   already = false;
   const FlowId h = load(at_once, nullptr, at_once_done);
