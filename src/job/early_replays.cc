@@ -134,6 +134,11 @@ void EarlyReplays::work() {
         lock.lock();
         lent_done_ = true;
         share_.changed.notify_all();
+        // Still one of the verification's threads: the series of the least replay so far, while
+        // the others finish (the verification waits for them only to take that replay).
+        if (const std::optional<std::size_t> best = series_next(); best && !closing_) {
+          add_series(lock, *best);
+        }
       }
       return;
     }
@@ -184,7 +189,8 @@ std::optional<std::size_t> EarlyReplays::series_next() const {
   std::optional<std::size_t> best;
   for (std::size_t j = 0; j < entries_.size(); ++j) {
     const Entry& e = *entries_[j];
-    if (e.state == State::kWaiting && e.selected) return std::nullopt;  // replays come first
+    // Replays come first (after `settle` the verification's threads run those never begun).
+    if (e.state == State::kWaiting && e.selected && !settled_) return std::nullopt;
     if (!e.selected || e.state != State::kDone || !e.outcome.run || e.outcome.error) continue;
     if (!best || e.outcome.time < entries_[*best]->outcome.time) best = j;
   }

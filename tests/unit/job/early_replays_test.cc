@@ -258,6 +258,36 @@ TEST(EarlyReplays, TheLeastReplayGetsItsSeriesOnceEveryPlanIsReplayed) {
   EXPECT_EQ(fake.series(1).size(), 1u);
 }
 
+// After `settle` the lent thread, once the verification's queue is empty, adds the series to
+// the least replay of the final candidates, though a final one is left for the verification.
+TEST(EarlyReplays, TheLentThreadAddsTheSeriesAfterTheQueue) {
+  ThreadShare share;
+  share.threads = 2;
+  Replays fake;
+  EarlyReplays early(share, 3, {}, true, fake.replay(), 8, fake.add_series());
+  const placer::Plan p = plan(4, 100);
+  const placer::Plan q = plan(6, 120);
+  const placer::Plan r = plan(8, 130);
+  early.kept(p);
+  early.kept(q);
+  early.kept(r);
+  fake.finish(4);
+  EXPECT_EQ(fake.begun(2), (std::vector<int>{4, 6}));
+  early.settle(std::vector<const placer::Plan*>{&p, &q, &r});
+  ASSERT_TRUE(early.lend([] {}));
+  fake.finish(6);
+  early.wait_lent();
+  const auto best = early.take(p);  // waits for the series
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->series, 8);
+  EXPECT_EQ(fake.series(1), std::vector<int>{4});
+  const auto second = early.take(q);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->series, 0);
+  EXPECT_FALSE(early.take(r).has_value());  // never begun: the verification replays it
+  EXPECT_EQ(fake.begun(2).size(), 2u);
+}
+
 // Dropping the replays while one runs stops it (the job's destructor, or an error in the
 // search): no thread is left behind.
 TEST(EarlyReplays, DroppedWhileReplayingStopsTheReplay) {
