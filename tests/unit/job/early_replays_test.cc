@@ -106,11 +106,15 @@ class Replays {
   std::set<int> finished_;
 };
 
+// The job's threads when it has two: the search's and one beside it.
+struct TwoThreads : ThreadShare {
+  TwoThreads() { threads = 2; }
+};
+
 // K = 1 keeps the best plan of each order: a better plan of the same order displaces the one
 // being replayed, whose replay stops; the verification then takes the finished replay.
 TEST(EarlyReplays, APlanThatLeavesTheCandidatesStopsItsReplay) {
-  ThreadShare share;
-  share.threads = 2;
+  TwoThreads share;
   Replays fake;
   EarlyReplays early(share, 1, {}, true, fake.replay());
   early.kept(plan(4, 100));
@@ -137,8 +141,7 @@ TEST(EarlyReplays, APlanThatLeavesTheCandidatesStopsItsReplay) {
 // by estimate. After `settle`, a final candidate not yet begun is not begun (the verification
 // replays it), a running non-final one stops, and a running final one is waited for.
 TEST(EarlyReplays, SettleKeepsTheFinalCandidatesAndStopsTheRest) {
-  ThreadShare share;
-  share.threads = 2;
+  TwoThreads share;
   Replays fake;
   EarlyReplays early(share, 2, {}, false, fake.replay());
   const placer::Plan a = plan(4, 100, PlacementOrder::kTensorDataPipeline);
@@ -171,8 +174,7 @@ TEST(EarlyReplays, SettleKeepsTheFinalCandidatesAndStopsTheRest) {
 // candidate of K = 2 is the 60 ms plan, not the ZeRO-2 copy), and keeps a replay's error for the
 // verification to throw.
 TEST(EarlyReplays, WaitsForASpareThreadCountsPlansOnceAndKeepsErrors) {
-  ThreadShare share;
-  share.threads = 2;
+  TwoThreads share;
   share.hold(1);  // the baselines' queue
   Replays fake;
   EarlyReplays early(share, 2, {}, false, fake.replay());
@@ -205,8 +207,7 @@ TEST(EarlyReplays, WaitsForASpareThreadCountsPlansOnceAndKeepsErrors) {
 // After `settle`, the thread of a replay still running takes the verification's queue once that
 // replay ends (`lend`); with no replay running there is no thread to lend.
 TEST(EarlyReplays, ARunningReplaysThreadTakesTheVerificationsQueueAfterIt) {
-  ThreadShare share;
-  share.threads = 2;
+  TwoThreads share;
   Replays fake;
   EarlyReplays early(share, 1, {}, false, fake.replay());
   const placer::Plan p = plan(4, 100);
@@ -233,8 +234,7 @@ TEST(EarlyReplays, ARunningReplaysThreadTakesTheVerificationsQueueAfterIt) {
 // Once every plan of the set has been replayed, the free thread adds the busiest links' series
 // to the replay of the least time (for `nest run`), once; the verification takes it with them.
 TEST(EarlyReplays, TheLeastReplayGetsItsSeriesOnceEveryPlanIsReplayed) {
-  ThreadShare share;
-  share.threads = 2;
+  TwoThreads share;
   Replays fake;
   EarlyReplays early(share, 2, {}, true, fake.replay(), 8, fake.add_series());
   const placer::Plan p = plan(4, 100);
@@ -261,8 +261,7 @@ TEST(EarlyReplays, TheLeastReplayGetsItsSeriesOnceEveryPlanIsReplayed) {
 // After `settle` the lent thread, once the verification's queue is empty, adds the series to
 // the least replay of the final candidates, though a final one is left for the verification.
 TEST(EarlyReplays, TheLentThreadAddsTheSeriesAfterTheQueue) {
-  ThreadShare share;
-  share.threads = 2;
+  TwoThreads share;
   Replays fake;
   EarlyReplays early(share, 3, {}, true, fake.replay(), 8, fake.add_series());
   const placer::Plan p = plan(4, 100);
@@ -291,8 +290,7 @@ TEST(EarlyReplays, TheLentThreadAddsTheSeriesAfterTheQueue) {
 // Dropping the replays while one runs stops it (the job's destructor, or an error in the
 // search): no thread is left behind.
 TEST(EarlyReplays, DroppedWhileReplayingStopsTheReplay) {
-  ThreadShare share;
-  share.threads = 2;
+  TwoThreads share;
   Replays fake;
   {
     EarlyReplays early(share, 1, {}, false, fake.replay());

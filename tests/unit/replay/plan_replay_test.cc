@@ -54,6 +54,25 @@ topo::Topology hierarchy(int devices) {
   return topo::build_hierarchical(h);
 }
 
+// Two stages of four layers, two replicas, 4 MB boundary transfers, on a 4-device hierarchy,
+// priced on the collective oracle.
+struct TwoStagesTwoReplicas {
+  workload::LayerProfile profile = uniform_profile(Bytes(4'000'000), 16);
+  topo::Topology topology = hierarchy(4);
+  placer::Plan plan = priced();
+
+ private:
+  placer::Plan priced() const {
+    placer::PlanChoice c;
+    c.boundaries = {0, 4, 8};
+    c.data_parallel = 2;
+    placer::OracleCommCost oracle(topology);
+    placer::CostOptions o;
+    o.devices = 4;
+    return placer::evaluate(profile, c, oracle, o);
+  }
+};
+
 TEST(PlanReplay, UniformStagesOnAZeroCostNetworkMatchTheEstimateExactly) {
   const auto profile = uniform_profile(Bytes(0), 16);
   placer::PlanChoice c;
@@ -83,15 +102,8 @@ TEST(PlanReplay, UniformStagesOnAZeroCostNetworkMatchTheEstimateExactly) {
 }
 
 TEST(PlanReplay, BusiestLinksSeriesCarryTheirBytesAndLeaveTheRecordAsItWas) {
-  const auto profile = uniform_profile(Bytes(4'000'000), 16);
-  placer::PlanChoice c;
-  c.boundaries = {0, 4, 8};
-  c.data_parallel = 2;
-  const auto topology = hierarchy(4);
-  placer::OracleCommCost oracle(topology);
-  placer::CostOptions o;
-  o.devices = 4;
-  const placer::Plan plan = placer::evaluate(profile, c, oracle, o);
+  const TwoStagesTwoReplicas setup;
+  const auto& [profile, topology, plan] = setup;
   const RunRecord plain = replay_plan(plan, profile, topology, {});
   PlanReplayOptions options;
   options.utilization_links = 3;
@@ -141,15 +153,8 @@ TEST(PlanReplay, BusiestLinksSeriesCarryTheirBytesAndLeaveTheRecordAsItWas) {
 }
 
 TEST(PlanReplay, TransfersAndReductionsOnARealNetworkCostTime) {
-  const auto profile = uniform_profile(Bytes(4'000'000), 16);
-  placer::PlanChoice c;
-  c.boundaries = {0, 4, 8};
-  c.data_parallel = 2;
-  const auto topology = hierarchy(4);
-  placer::OracleCommCost oracle(topology);
-  placer::CostOptions o;
-  o.devices = 4;
-  const placer::Plan plan = placer::evaluate(profile, c, oracle, o);
+  const TwoStagesTwoReplicas setup;
+  const auto& [profile, topology, plan] = setup;
   const RunRecord r = replay_plan(plan, profile, topology, {});
   // Lower bound: the pipeline's compute alone, 8 microbatches per replica over 2 stages of
   // 4 x 300 us; the transfers (4 MB at 100 GB/s = 40 us + latency) add to it.
@@ -169,15 +174,8 @@ TEST(PlanReplay, TransfersAndReductionsOnARealNetworkCostTime) {
 // A replay given a stop flag that stays false is the replay without one; a raised flag stops it
 // with `net::Stopped` (what `Job::search(verify_with)` does to a candidate that drops out).
 TEST(PlanReplay, AStopFlagStopsTheReplayAndOtherwiseChangesNothing) {
-  const auto profile = uniform_profile(Bytes(4'000'000), 16);
-  placer::PlanChoice c;
-  c.boundaries = {0, 4, 8};
-  c.data_parallel = 2;
-  const auto topology = hierarchy(4);
-  placer::OracleCommCost oracle(topology);
-  placer::CostOptions o;
-  o.devices = 4;
-  const placer::Plan plan = placer::evaluate(profile, c, oracle, o);
+  const TwoStagesTwoReplicas setup;
+  const auto& [profile, topology, plan] = setup;
   const RunRecord plain = replay_plan(plan, profile, topology, {});
   std::atomic<bool> stop{false};
   const RunRecord watched = replay_plan(plan, profile, topology, {}, nullptr, &stop);
