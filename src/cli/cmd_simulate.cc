@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -183,14 +184,30 @@ void add_trace_options(Options& o, io::TraceOptions& t) {
 
 // Writes the run's files; every one is complete on disk before any is put in place, so a failure
 // (a full disk) leaves all of the previous ones. Returns the names written.
+// The trace is written and finished on a thread of its own while the HDF5 file is (they read
+// the same record and write their own files; only this thread calls HDF5).
 std::vector<std::string> write_outputs(const replay::RunRecord& run, const Outputs& out) {
   std::vector<OutputFile> files;
+  files.reserve(3);
   files.emplace_back(out.hdf5);
-  io::write_hdf5(run, files.back(), {.all_devices = out.trace_options.all_devices});
+  std::future<void> trace;
   if (!out.trace.empty()) {
-    files.emplace_back(out.trace);
-    io::write_trace_json(run, files.back(), out.trace_options);
+    OutputFile& file = files.emplace_back(out.trace);
+    trace = std::async(std::launch::async, [&run, &file, &options = out.trace_options] {
+      io::write_trace_json(run, file, options);
+      file.finish();
+    });
   }
+  // Whatever throws here, the trace's thread ends before the files it writes go.
+  struct Join {
+    std::future<void>& trace;
+    ~Join() {
+      if (trace.valid()) trace.wait();
+    }
+  } join{trace};
+  io::write_hdf5(run, files.front(), {.all_devices = out.trace_options.all_devices});
+  files.front().finish();
+  if (trace.valid()) trace.get();
   if (!out.csv.empty()) {
     files.emplace_back(out.csv);
     io::write_summary_csv(run.summary, files.back());
