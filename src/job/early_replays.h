@@ -4,7 +4,9 @@
 /// (`ThreadShare`) and the verification's replays begun while the search still runs
 /// (`EarlyReplays`). Not part of the installed API; tests include it.
 
+#include <sys/types.h>
 #include <algorithm>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -124,7 +126,8 @@ class EarlyReplays {
   }
 
   // After `settle`: when a replay still runs, its thread runs `work` (the verification's queue)
-  // once it ends, and this returns true (then `wait_lent` waits for `work`); false when none runs.
+  // once it ends, from now on at the lowest priority (`kLentNice`), and this returns true (then
+  // `wait_lent` waits for `work`); false when none runs.
   [[nodiscard]] bool lend(std::function<void()> work);
   void wait_lent();
 
@@ -170,6 +173,9 @@ class EarlyReplays {
   bool settled_ = false;
   bool closing_ = false;
   std::function<void()> lent_;  // `lend`
+  // The worker's thread id (Linux), for `lend` to lower its priority; the nice value it gets.
+  std::atomic<pid_t> worker_tid_{0};
+  static constexpr int kLentNice = 19;
   bool lent_done_ = true;
   int begun_ = 0;
   int wasted_ = 0;

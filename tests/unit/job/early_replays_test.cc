@@ -1,6 +1,7 @@
 #include "job/early_replays.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -205,7 +206,7 @@ TEST(EarlyReplays, WaitsForASpareThreadCountsPlansOnceAndKeepsErrors) {
 }
 
 // After `settle`, the thread of a replay still running takes the verification's queue once that
-// replay ends (`lend`); with no replay running there is no thread to lend.
+// replay ends (`lend`), at the lowest priority; with no replay running there is no thread to lend.
 TEST(EarlyReplays, ARunningReplaysThreadTakesTheVerificationsQueueAfterIt) {
   TwoThreads share;
   Replays fake;
@@ -216,8 +217,10 @@ TEST(EarlyReplays, ARunningReplaysThreadTakesTheVerificationsQueueAfterIt) {
   early.settle(std::vector<const placer::Plan*>{&p});
   std::atomic<bool> ran{false};
   std::thread::id on;
+  int nice = 0;
   ASSERT_TRUE(early.lend([&] {
     on = std::this_thread::get_id();
+    nice = getpriority(PRIO_PROCESS, 0);  // Linux: the calling thread's
     ran = true;
   }));
   EXPECT_FALSE(ran);  // not before the replay has ended
@@ -225,6 +228,7 @@ TEST(EarlyReplays, ARunningReplaysThreadTakesTheVerificationsQueueAfterIt) {
   early.wait_lent();
   EXPECT_TRUE(ran);
   EXPECT_NE(on, std::this_thread::get_id());
+  EXPECT_EQ(nice, 19);  // the verification's own threads keep the cores
   const auto out = early.take(p);
   ASSERT_TRUE(out.has_value());
   EXPECT_EQ(out->time, Time::milliseconds(101));
