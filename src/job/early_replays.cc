@@ -81,26 +81,44 @@ void EarlyReplays::settle(std::span<const placer::Plan* const> finals) {
 
 std::optional<EarlyReplays::Outcome> EarlyReplays::take(const placer::Plan& plan) {
   std::unique_lock lock(share_.mutex);
-  for (std::size_t j = 0; j < plans_.size(); ++j) {
-    if (plans_[j] != plan) continue;
-    Entry& e = *entries_[j];
-    share_.changed.wait(lock,
-                        [&] { return e.state != State::kRunning && e.state != State::kSeries; });
-    if (e.state != State::kDone) return std::nullopt;
-    e.state = State::kTaken;
-    return std::move(e.outcome);
-  }
-  return std::nullopt;
+  const std::optional<std::size_t> j = index_of(plan);
+  if (!j) return std::nullopt;
+  Entry& e = *entries_[*j];
+  share_.changed.wait(lock,
+                      [&] { return e.state != State::kRunning && e.state != State::kSeries; });
+  if (e.state != State::kDone) return std::nullopt;
+  e.state = State::kTaken;
+  return std::move(e.outcome);
 }
 
 bool EarlyReplays::owns(const placer::Plan& plan) {
   const std::lock_guard lock(share_.mutex);
-  for (std::size_t j = 0; j < plans_.size(); ++j) {
-    if (plans_[j] != plan) continue;
-    const State s = entries_[j]->state;
-    return s == State::kRunning || s == State::kSeries || s == State::kDone;
+  const std::optional<std::size_t> j = index_of(plan);
+  if (!j) return false;
+  const State s = entries_[*j]->state;
+  return s == State::kRunning || s == State::kSeries || s == State::kDone;
+}
+
+std::optional<std::size_t> EarlyReplays::index_of(const placer::Plan& plan) const {
+  const auto at = std::find(plans_.begin(), plans_.end(), plan);
+  if (at == plans_.end()) return std::nullopt;
+  return static_cast<std::size_t>(at - plans_.begin());
+}
+
+template <class Run>
+bool EarlyReplays::run_apart(std::unique_lock<std::mutex>& lock, std::size_t j, Run run) {
+  std::optional<placer::Plan> plan;  // a copy: `plans_` may move while the lock is released
+  try {
+    plan.emplace(plans_[j]);
+  } catch (...) {
+    return false;
   }
-  return false;
+  share_.hold_locked(1);
+  lock.unlock();
+  run(*plan);
+  lock.lock();
+  share_.hold_locked(-1);  // notifies
+  return true;
 }
 
 void EarlyReplays::select(Entry& e, bool in) {
@@ -153,32 +171,23 @@ void EarlyReplays::work() {
     Entry& e = *entries_[j];
     e.state = State::kRunning;
     ++begun_;
-    std::optional<placer::Plan> plan;  // a copy: `plans_` may move while the lock is released
-    try {
-      plan.emplace(plans_[j]);
-    } catch (...) {  // out of memory: the verification replays it, if it is a candidate
-      e.state = State::kStopped;
-      ++wasted_;
-      continue;
-    }
-    share_.hold_locked(1);
-    lock.unlock();
     Outcome out;
     bool stopped = false;
-    const auto began = std::chrono::steady_clock::now();
-    try {
-      replay::RunRecord run = replay_(*plan, e.stop);
-      out.time = run.summary.iteration_time;
-      if (keep_runs_) out.run = std::move(run);
-    } catch (const net::Stopped&) {
-      stopped = true;
-    } catch (...) {
-      out.error = std::current_exception();
-    }
-    out.seconds = seconds_since(began);
-    lock.lock();
-    share_.hold_locked(-1);  // notifies
-    if (stopped || !e.selected) {
+    const bool ran = run_apart(lock, j, [&](const placer::Plan& plan) {
+      const auto began = std::chrono::steady_clock::now();
+      try {
+        replay::RunRecord run = replay_(plan, e.stop);
+        out.time = run.summary.iteration_time;
+        if (keep_runs_) out.run = std::move(run);
+      } catch (const net::Stopped&) {
+        stopped = true;
+      } catch (...) {
+        out.error = std::current_exception();
+      }
+      out.seconds = seconds_since(began);
+    });
+    // Not run (out of memory for the copy): the verification replays it, if it is a candidate.
+    if (!ran || stopped || !e.selected) {
       e.state = State::kStopped;
       ++wasted_;
     } else {
@@ -205,24 +214,16 @@ std::optional<std::size_t> EarlyReplays::series_next() const {
 void EarlyReplays::add_series(std::unique_lock<std::mutex>& lock, std::size_t j) {
   Entry& e = *entries_[j];
   e.series_tried = true;
-  std::optional<placer::Plan> plan;  // a copy: `plans_` may move while the lock is released
-  try {
-    plan.emplace(plans_[j]);
-  } catch (...) {  // out of memory: `Job::simulate` adds them as it would have
-    return;
-  }
-  e.state = State::kSeries;
-  replay::RunRecord& run = *e.outcome.run;  // this thread's while the state is kSeries
-  share_.hold_locked(1);
-  lock.unlock();
+  e.state = State::kSeries;  // its run is this thread's meanwhile
   bool added = false;
-  try {
-    add_series_(run, *plan, e.stop);
-    added = true;
-  } catch (...) {  // stopped, or failed: `Job::simulate` adds them as it would have
-  }
-  lock.lock();
-  share_.hold_locked(-1);  // notifies
+  // Not added (stopped, failed, or no copy of the plan): `Job::simulate` adds them as it would.
+  (void)run_apart(lock, j, [&](const placer::Plan& plan) {
+    try {
+      add_series_(*e.outcome.run, plan, e.stop);
+      added = true;
+    } catch (...) {
+    }
+  });
   e.state = State::kDone;
   e.outcome.series = added ? series_links_ : 0;
   if (!e.selected) select(e, false);

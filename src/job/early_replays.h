@@ -5,7 +5,6 @@
 /// (`EarlyReplays`). Not part of the installed API; tests include it.
 
 #include <sys/types.h>
-#include <algorithm>
 
 #include <atomic>
 #include <condition_variable>
@@ -131,14 +130,6 @@ class EarlyReplays {
   [[nodiscard]] bool lend(std::function<void()> work);
   void wait_lent();
 
-  // True while a replay runs (after `settle`: one the verification will take).
-  [[nodiscard]] bool running() {
-    const std::lock_guard lock(share_.mutex);
-    return std::any_of(entries_.begin(), entries_.end(), [](const auto& e) {
-      return e->state == State::kRunning || e->state == State::kSeries;
-    });
-  }
-
  private:
   // kSeries: done, its series being added (the thread holds its run).
   enum class State { kWaiting, kRunning, kDone, kSeries, kStopped, kTaken };
@@ -154,6 +145,12 @@ class EarlyReplays {
   void select(Entry& e, bool in);
 
   void work();
+  // The index of `plan` in `plans_` (equal field for field), if kept (`share_.mutex` held).
+  [[nodiscard]] std::optional<std::size_t> index_of(const placer::Plan& plan) const;
+  // Runs `run(plan)` (which must not throw) on a copy of `plans_[j]` with `lock` released and
+  // a thread held; false, and nothing run, when the copy cannot be made.
+  template <class Run>
+  bool run_apart(std::unique_lock<std::mutex>& lock, std::size_t j, Run run);
   // The entry whose replay the series pass should take next, if any (`share_.mutex` held).
   [[nodiscard]] std::optional<std::size_t> series_next() const;
   // Runs `add_series_` on entry `j` (`lock` held on entry and exit, released meanwhile).

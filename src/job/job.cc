@@ -17,7 +17,6 @@
 #include "job/early_replays.h"
 #include "nest/core/error.h"
 #include "nest/core/unit_parse.h"
-#include "nest/net/simulator.h"
 #include "nest/placer/baselines.h"
 #include "nest/placer/cost_model.h"
 #include "nest/placer/oracle_comm_cost.h"
