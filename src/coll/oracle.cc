@@ -51,6 +51,10 @@ struct PairHash {
   }
 };
 
+// Layouts whose routes `structure` keeps per engine (~64 bytes each): 32 MB at most. A search
+// on 16,384 GPUs meets ~240,000 (GPT-3 175B, --verify 4).
+constexpr std::size_t kLayoutsKept = std::size_t{1} << 19;
+
 // What the oracle keeps of lowered programs for reuse, in transfers of explicit schedules (24
 // bytes each, and their gates) and ranks x channels of implicit ones: tens of MB at most.
 constexpr std::uint64_t kLoweredWeight = std::uint64_t{1} << 20;
@@ -108,6 +112,8 @@ struct Engine {
   // routed afresh into it rather than through the router's cache of every pair ever asked,
   // which at 8,192 GPUs had grown past the caches (13.6% of a search in its lookups).
   std::vector<topo::LinkId> route;
+  // `structure`'s routes part by layout (see there), emptied past kLayoutsKept entries.
+  std::unordered_map<Digest, Digest, DigestHash> routes_by_layout;
   std::vector<detail::LinkLoad> loads;  // the link loads of a run stopped by its progress bound
   // Engines of the same topology for the other threads of `CollectiveOracle::Impl::priced_sets`.
   std::vector<std::unique_ptr<Engine>> twins;
@@ -349,8 +355,33 @@ struct CollectiveOracle::Impl {
   }
 
   // The layout as the simulator sees it: schedules, routes with links renamed in order of first
-  // use, and the renamed links' rates and latencies.
+  // use, the renamed links' rates and latencies, and the parts' sizes. All but the sizes is a
+  // function of the parts' shapes and devices and the engine (its topology, router and seed),
+  // so it is kept by those (`Engine::routes_by_layout`): a layout met again, at any size, is not
+  // routed again. Every shape kept there was met by `pairs` since the last `clear` (which
+  // empties it), and `pairs` keeps a shape's pairs until then, so skipping `pairs` on a kept
+  // layout skips no lowering: the oracle's counters are as if it were routed.
   Digest structure(std::vector<Part>& parts, Engine& e) {
+    Digest layout;
+    layout.add(parts.size());
+    for (const Part& part : parts) {
+      layout.add(part.shape);
+      layout.add(part.group.size());
+      for (const topo::DeviceId d : part.group) layout.add(d);
+    }
+    auto it = e.routes_by_layout.find(layout);
+    if (it == e.routes_by_layout.end()) {
+      if (e.routes_by_layout.size() >= kLayoutsKept) e.routes_by_layout.clear();
+      it = e.routes_by_layout.emplace(layout, routes_of(parts, e)).first;
+    }
+    Digest d = it->second;
+    for (const Part& part : parts) d.add(part.size);
+    return d;
+  }
+
+  // `structure` but for the sizes: the parts' shapes, routes with links renamed in order of
+  // first use, and the renamed links' rates and latencies.
+  Digest routes_of(std::vector<Part>& parts, Engine& e) {
     if (e.label.size() != e.topology.num_links()) {
       e.label.assign(e.topology.num_links(), std::numeric_limits<std::uint32_t>::max());
     }
@@ -359,7 +390,6 @@ struct CollectiveOracle::Impl {
     d.add(parts.size());
     for (Part& part : parts) {
       d.add(part.shape);
-      d.add(part.size);
       for (const Pair& p : pairs(part)) {
         const topo::DeviceId src = part.group[p.src];
         const topo::DeviceId dst = part.group[p.dst];
@@ -1419,6 +1449,9 @@ void CollectiveOracle::clear() {
   impl_->by_structure.clear();
   impl_->bound_by_structure.clear();
   impl_->pairs_by_shape.clear();
+  for (const auto& e : impl_->engines) {
+    if (e) e->routes_by_layout.clear();
+  }
   impl_->waited_by_structure.clear();
   impl_->lowered.clear();
   impl_->like_by_shape.clear();

@@ -185,6 +185,34 @@ TEST(Oracle, ShiftedLayoutsWithIdenticalRoutesShareOneSimulation) {
   EXPECT_EQ(oracle.stats().simulations, 2U);
 }
 
+// A layout's routes are kept by its shapes and devices, its sizes added after: the same groups
+// at another size, in another rank order, or under another algorithm are each priced as the
+// event simulation says, never as the layout met first; the first query asked again hits the
+// memo.
+TEST(Oracle, ALayoutMetAgainIsPricedForItsSizeOrderAndAlgorithm) {
+  const topo::Topology t = spine_leaf();
+  CollectiveOracle oracle(t, 5);
+  // Two hops inside a leaf per ring, and none once reordered.
+  const Groups rings{{0, 1, 4, 5}, {8, 9, 12, 13}};
+  const Groups reordered{{0, 4, 1, 5}, {8, 12, 9, 13}};
+  const CollectiveSpec ring{Operation::kAllReduce, Algorithm::kRing, Bytes(1000003)};
+  CollectiveSpec other_size = ring;
+  other_size.size = Bytes(250001);
+  CollectiveSpec tree = ring;
+  tree.algorithm = Algorithm::kTree;
+  const OracleAnswer first = oracle.collective(ring, rings);
+  EXPECT_EQ(first.slowest, simulate(t, ring, rings, {.seed = 5}).makespan);
+  EXPECT_EQ(oracle.collective(other_size, rings).slowest,
+            simulate(t, other_size, rings, {.seed = 5}).makespan);
+  EXPECT_EQ(oracle.collective(ring, reordered).slowest,
+            simulate(t, ring, reordered, {.seed = 5}).makespan);
+  EXPECT_EQ(oracle.collective(tree, rings).slowest, simulate(t, tree, rings, {.seed = 5}).makespan);
+  EXPECT_EQ(oracle.stats().simulations, 4U);
+  EXPECT_EQ(oracle.stats().structural_hits, 4U);  // each query's second ring, apart from its first
+  EXPECT_EQ(oracle.collective(ring, rings).slowest, first.slowest);
+  EXPECT_EQ(oracle.stats().exact_hits, 1U);
+}
+
 // Groups inside their own leaf share no link: 1, 2 and 4 such groups (one per leaf) are one
 // simulation, each answer the direct simulation's. Groups across leaves share the spine: the
 // query is simulated whole, as `simulate` does.
