@@ -51,8 +51,10 @@ struct PairHash {
   }
 };
 
-// Layouts whose routes `structure` keeps per engine (~64 bytes each): 32 MB at most. A search
-// on 16,384 GPUs meets ~240,000 (GPT-3 175B, --verify 4).
+// Layouts whose routes `structure` keeps per engine (~58 bytes each with the map's buckets):
+// ~30 MB at most per engine, and an oracle of a calibrated network has up to four engines (its
+// protocols and NVLS). A search on 16,384 GPUs meets ~240,000 layouts (GPT-3 175B, --verify 4),
+// nearly all on one engine.
 constexpr std::size_t kLayoutsKept = std::size_t{1} << 19;
 
 // What the oracle keeps of lowered programs for reuse, in transfers of explicit schedules (24

@@ -211,6 +211,32 @@ TEST(Oracle, ALayoutMetAgainIsPricedForItsSizeOrderAndAlgorithm) {
   EXPECT_EQ(oracle.stats().structural_hits, 4U);  // each query's second ring, apart from its first
   EXPECT_EQ(oracle.collective(ring, rings).slowest, first.slowest);
   EXPECT_EQ(oracle.stats().exact_hits, 1U);
+  EXPECT_EQ(oracle.stats().lowered, 3U);  // ring at two sizes, tree: routing kept lowers nothing
+}
+
+// `clear` forgets the layouts' routes too: a structure answered by another oracle's facts is
+// routed again after it, and its program lowered again (as before the routes were kept).
+TEST(Oracle, ClearForgetsTheLayoutsRoutes) {
+  const topo::Topology t = spine_leaf();
+  // One group (several are routed again by `link_components` anyway) whose two trees share
+  // its leaves' up-links: simulated with events, and published.
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kTree, Bytes(1000003)};
+  const Groups trees{{0, 4, 8, 12}};
+  auto facts = std::make_shared<OracleFacts>();
+  CollectiveOracle publisher(t, 5);
+  publisher.publish_to(facts);
+  const OracleAnswer published = publisher.collective(spec, trees);
+  ASSERT_EQ(facts->size(), 1U);
+  CollectiveOracle reader(t, 5);
+  reader.consult(facts);
+  EXPECT_EQ(reader.collective(spec, trees).slowest, published.slowest);
+  EXPECT_EQ(reader.stats().consulted, 1U);
+  EXPECT_EQ(reader.stats().lowered, 1U);  // routing the structure lowered its program
+  reader.clear();
+  EXPECT_EQ(reader.collective(spec, trees).slowest, published.slowest);
+  EXPECT_EQ(reader.stats().consulted, 2U);
+  EXPECT_EQ(reader.stats().lowered, 2U);
+  EXPECT_EQ(reader.stats().simulations, 0U);
 }
 
 // Groups inside their own leaf share no link: 1, 2 and 4 such groups (one per leaf) are one
