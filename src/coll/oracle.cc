@@ -450,7 +450,8 @@ struct CollectiveOracle::Impl {
     std::vector<detail::GroupProgram> programs;
     for (Part& part : parts) {
       lower_part(part);
-      programs.push_back({part.schedule.get(), part.group});
+      programs.push_back(
+          {part.schedule.get(), part.group, detail::ProgramKey{part.shape, part.size}});
     }
     if (auto run = contended ? std::nullopt : e.evaluator.evaluate(e.router, programs, seed)) {
       ++counts.simulations;
@@ -646,7 +647,8 @@ struct CollectiveOracle::Impl {
     std::vector<detail::GroupProgram> programs;
     for (Part& part : parts) {
       lower_part(part);
-      programs.push_back({part.schedule.get(), part.group});
+      programs.push_back(
+          {part.schedule.get(), part.group, detail::ProgramKey{part.shape, part.size}});
     }
     if (const auto run = e.evaluator.evaluate(e.router, programs, seed)) {
       // Contention-free: exact without events, as `simulate_parts` would answer.

@@ -179,8 +179,30 @@ std::optional<RunBound> UncontendedEvaluator::lower_bound(topo::Router& router,
   std::int64_t margin = 0;
   for (const GroupProgram& group : groups) {
     const bool derived = derive_rings_ && bound_ring(router, group, salt, run);
-    if (!derived && !evaluate_group(router, group, salt, run, true)) {
-      return std::nullopt;
+    if (!derived && !repeat_pass(router, group, salt, run)) {
+      PassMemo* memo = nullptr;
+      if (group.key) {
+        memo = find_pass(group);
+        if (memo == nullptr) {
+          memo = &passes_[next_pass_];
+          next_pass_ = (next_pass_ + 1) % passes_.size();
+        }
+        memo->program = nullptr;  // incomplete until the pass ends
+        memo->key = *group.key;
+        memo->ranks = group.group.size();
+        memo->fills.clear();
+        memo->stints.clear();
+        recording_ = memo;
+      }
+      const std::uint64_t events = run.events;
+      const bool ok = evaluate_group(router, group, salt, run, true);
+      recording_ = nullptr;
+      if (!ok) return std::nullopt;
+      if (memo != nullptr) {
+        memo->program = group.program;  // complete: usable from now on
+        memo->end = run.durations.back();
+        memo->events = run.events - events;
+      }
     }
     const auto own = static_cast<std::int64_t>(4 * group.program->transfer_count());
     margin = std::max(margin, own);
@@ -461,6 +483,15 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
         slot.rate = Bandwidth::bytes_per_second(rate);
         slot.latency = latency;
         slot.last_bytes = -1;
+        if (recording_ != nullptr) {
+          slot.fill = static_cast<std::uint32_t>(recording_->fills.size());
+          recording_->fills.push_back(PassFill{.src = t.src,
+                                               .dst = t.dst,
+                                               .channel = t.channel,
+                                               .empty = route_.empty(),
+                                               .rate = slot.rate,
+                                               .latency = latency});
+        }
       }
     }
     SenderRoute& via = sender.routes[sender.current];
@@ -512,6 +543,10 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
 // the links are visited once per route kept.
 void UncontendedEvaluator::add_pending(SenderRoute& route) {
   if (route.pending_open == Time::max()) return;
+  if (recording_ != nullptr) {
+    recording_->stints.push_back(
+        PassStint{.fill = route.fill, .bytes = route.pending_bytes, .open = route.pending_open});
+  }
   for (std::uint32_t h = route.at; h < route.at + route.hops; ++h) {
     const topo::LinkId link = routes_[h];
     LinkState& state = links_[link];
@@ -527,6 +562,69 @@ void UncontendedEvaluator::add_pending(SenderRoute& route) {
   }
   route.pending_bytes = 0;
   route.pending_open = Time::max();
+}
+
+UncontendedEvaluator::PassMemo* UncontendedEvaluator::find_pass(const GroupProgram& group) {
+  for (PassMemo& memo : passes_) {
+    if (memo.program == group.program && memo.key == *group.key &&
+        memo.ranks == group.group.size()) {
+      return &memo;
+    }
+  }
+  return nullptr;
+}
+
+bool UncontendedEvaluator::repeat_pass(topo::Router& router, const GroupProgram& group,
+                                       std::uint64_t salt, UncontendedRun& run) {
+  if (!group.key) return false;
+  const PassMemo* kept = find_pass(group);
+  if (kept == nullptr) return false;
+  const PassMemo& memo = *kept;
+  // This group's routes in the pass's order, each with the values the pass read.
+  const auto all = topology_->links();
+  fill_at_.clear();
+  fill_links_.clear();
+  for (const PassFill& fill : memo.fills) {
+    const topo::DeviceId src = group.group[fill.src];
+    const topo::DeviceId dst = group.group[fill.dst];
+    router.route_into(src, dst, flow_key(src, dst, fill.channel, salt), route_);
+    double rate = std::numeric_limits<double>::infinity();
+    Time latency;
+    for (const topo::LinkId link : route_) {
+      const double bandwidth = all[link].bandwidth.bytes_per_s();
+      if (!(bandwidth > 0)) return false;  // the pass reports it
+      rate = std::min(rate, bandwidth);
+      latency += all[link].latency;
+    }
+    if (route_.empty() != fill.empty || Bandwidth::bytes_per_second(rate) != fill.rate ||
+        latency != fill.latency) {
+      return false;
+    }
+    fill_at_.push_back(static_cast<std::uint32_t>(fill_links_.size()));
+    fill_links_.insert(fill_links_.end(), route_.begin(), route_.end());
+  }
+  fill_at_.push_back(static_cast<std::uint32_t>(fill_links_.size()));
+  // The same arrivals and events; the same sums, as `add_pending` adds them, on these routes.
+  for (const PassStint& stint : memo.stints) {
+    const Time latency = memo.fills[stint.fill].latency;
+    for (std::uint32_t h = fill_at_[stint.fill]; h < fill_at_[stint.fill + 1]; ++h) {
+      const topo::LinkId link = fill_links_[h];
+      LinkState& state = links_[link];
+      if (state.busy_until < Time::zero()) {
+        used_.push_back(link);
+        state.busy_until = Time::zero();
+        state.first_open = stint.open;
+        state.min_latency = latency;
+      }
+      state.first_open = std::min(state.first_open, stint.open);
+      state.min_latency = std::min(state.min_latency, latency);
+      state.bytes += stint.bytes;
+    }
+  }
+  run.durations.push_back(memo.end);
+  run.events += memo.events;
+  ++repeated_passes_;
+  return true;
 }
 
 namespace {

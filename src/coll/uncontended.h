@@ -50,10 +50,22 @@ class Simulator;
 
 namespace nest::coll::detail {
 
-/// One group's collective: its program and the device of each rank.
+/// What a program is, for `UncontendedEvaluator::lower_bound` to take the pass of a group of
+/// the same program as another's: the oracle's key of its lowered programs (the shape, the
+/// schedule in rank space, and the size in bytes).
+struct ProgramKey {
+  std::uint64_t shape = 0;
+  std::uint64_t size = 0;
+  friend bool operator==(const ProgramKey&, const ProgramKey&) = default;
+};
+
+/// One group's collective: its program and the device of each rank. With `key`, the group's
+/// devices are distinct and every program at this address with this key is the same program
+/// (`lower_bound` may reuse the pass of an earlier group of it).
 struct GroupProgram {
   const Program* program = nullptr;
   std::span<const topo::DeviceId> group;
+  std::optional<ProgramKey> key;
 };
 
 /// What the simulator would have reported for a contention-free run started at time zero.
@@ -139,6 +151,9 @@ class UncontendedEvaluator {
   [[nodiscard]] std::uint64_t derived() const noexcept { return derived_; }
   /// How many groups of `lower_bound` calls were answered by the ring derivation.
   [[nodiscard]] std::uint64_t derived_bounds() const noexcept { return derived_bounds_; }
+  /// How many groups of `lower_bound` calls took the pass of an earlier group of the same
+  /// program (`repeat_pass`).
+  [[nodiscard]] std::uint64_t repeated_passes() const noexcept { return repeated_passes_; }
 
  private:
   // Checks that `router` routes this evaluator's topology and clears the previous run's links.
@@ -168,6 +183,7 @@ class UncontendedEvaluator {
     Time last_drain;
     double pending_bytes = 0;
     Time pending_open = Time::max();
+    std::uint32_t fill = kNone;  // while a pass is recorded: its index in `PassMemo::fills`
   };
   // Routes a sender keeps: a double binary tree's interior rank sends to its parent and two
   // children in turn while its pieces go up and down at once.
@@ -232,6 +248,42 @@ class UncontendedEvaluator {
   // `bound_only`: adds a route's pending flows to its links.
   void add_pending(SenderRoute& route);
 
+  // The bound's pass over a keyed group (`GroupProgram::key`), kept for the next groups of the
+  // same program. The pass reads of a group's devices only, for each route it computes (when a
+  // sender meets a destination it does not hold), that route's slowest rate, latency and
+  // whether it is empty, in an order that the program and the ranks fix: so a group of the same
+  // program whose routes, computed in that order, have the same values has the same arrivals
+  // and events, and its flows put the same bytes, from the same openings, on its own routes.
+  struct PassFill {  // a route computed: sender and destination ranks, channel, and its values
+    std::uint32_t src = 0;
+    std::uint32_t dst = 0;
+    std::uint16_t channel = 0;
+    bool empty = false;
+    Bandwidth rate;
+    Time latency;
+  };
+  struct PassStint {  // an `add_pending` of the route of fill `fill`
+    std::uint32_t fill = 0;
+    double bytes = 0;
+    Time open;
+  };
+  struct PassMemo {
+    const Program* program = nullptr;  // nullptr: unused
+    ProgramKey key;
+    std::size_t ranks = 0;
+    std::vector<PassFill> fills;
+    std::vector<PassStint> stints;
+    Time end;
+    std::uint64_t events = 0;
+  };
+  // The pass of a group of the program of a kept pass whose routes have its values: its
+  // arrivals, events and link sums, as `evaluate_group(bound_only)` would add them. False:
+  // none kept, or a route differs (nothing was changed, and the pass answers).
+  bool repeat_pass(topo::Router& router, const GroupProgram& group, std::uint64_t salt,
+                   UncontendedRun& run);
+  // The kept pass of `group`'s program (with `group.key`), or nullptr.
+  PassMemo* find_pass(const GroupProgram& group);
+
   const topo::Topology* topology_;
   bool derive_rings_ = true;
   std::uint64_t derived_ = 0;
@@ -254,6 +306,14 @@ class UncontendedEvaluator {
     Time step;
   };
   std::vector<RingSender> ring_;
+  // Kept passes (a few programs: the groups of one query come one after another), the one
+  // being recorded, and `repeat_pass`'s routes, fill by fill.
+  std::array<PassMemo, 4> passes_;
+  std::size_t next_pass_ = 0;
+  PassMemo* recording_ = nullptr;
+  std::uint64_t repeated_passes_ = 0;
+  std::vector<std::uint32_t> fill_at_;
+  std::vector<topo::LinkId> fill_links_;
 };
 
 }  // namespace nest::coll::detail

@@ -1318,5 +1318,116 @@ TEST(Uncontended, LowerBoundStepsAsideForALinkWithoutBandwidth) {
   EXPECT_FALSE(evaluator.lower_bound(router, parts, 0).has_value());
 }
 
+// The bound's pass of a keyed group (`GroupProgram::key`) taken from an earlier group of the same
+// program (`repeat_pass`): the pass's bound, events and link loads, to the picosecond and the
+// byte, whether the groups are asked one per call (as the oracle's sets are) or all in one call.
+// Trees, rings (not derived), direct all-to-alls and hierarchical rings; sizes that leave some
+// pieces empty; groups placed alike (whose routes have the same rates and latencies) and not.
+TEST(Uncontended, RepeatedPassesEqualTheirOwnPass) {
+  std::vector<TopologyCase> cases = ring_bound_topologies();
+  cases.push_back({"fat-tree k=4", fat_tree(4, 1)});
+  cases.push_back(bundled("h100_rail_64.yaml"));
+  std::uint64_t repeated = 0;
+  int checked = 0;
+  for (const TopologyCase& c : cases) {
+    const int devices = static_cast<int>(c.topology.num_devices());
+    for (Algorithm a :
+         {Algorithm::kTree, Algorithm::kRing, Algorithm::kDirect, Algorithm::kHierarchical}) {
+      for (int n : {4, 8}) {
+        for (std::int64_t size : {std::int64_t{3}, std::int64_t{1} << 20}) {
+          const Operation op =
+              a == Algorithm::kDirect ? Operation::kAllToAll : Operation::kAllReduce;
+          CollectiveSpec spec{op, a, Bytes(size), 4};
+          if (a == Algorithm::kHierarchical) spec.levels = {2, n / 2};
+          const auto program = lower_program(spec, n);
+          const int count = std::min(4, devices / n);
+          // Strided groups, then the same groups shifted by one device (other routes).
+          Groups groups = strided_groups(count, n, devices);
+          for (int g = 0; g < count; ++g) {
+            std::vector<topo::DeviceId> shifted;
+            for (const topo::DeviceId d : groups[static_cast<std::size_t>(g)]) {
+              shifted.push_back(static_cast<topo::DeviceId>((d + 1) % devices));
+            }
+            groups.push_back(shifted);
+          }
+          SCOPED_TRACE(c.name + " " + std::string(algorithm_name(a)) + " n=" + std::to_string(n) +
+                       " size=" + std::to_string(size));
+          const detail::ProgramKey key{.shape = 7, .size = static_cast<std::uint64_t>(size)};
+          detail::UncontendedEvaluator keyed(c.topology, false);
+          detail::UncontendedEvaluator plain(c.topology, false);
+          topo::Router router_a(c.topology, 5);
+          topo::Router router_b(c.topology, 5);
+          std::vector<detail::GroupProgram> all_keyed;
+          std::vector<detail::GroupProgram> all_plain;
+          for (const auto& g : groups) {
+            const detail::GroupProgram one_keyed{program.get(), g, key};
+            const detail::GroupProgram one_plain{program.get(), g};
+            all_keyed.push_back(one_keyed);
+            all_plain.push_back(one_plain);
+            std::vector<detail::LinkLoad> keyed_loads;
+            std::vector<detail::LinkLoad> plain_loads;
+            const auto got = keyed.lower_bound(router_a, std::span(&one_keyed, 1), 5, &keyed_loads);
+            const auto want =
+                plain.lower_bound(router_b, std::span(&one_plain, 1), 5, &plain_loads);
+            ASSERT_TRUE(got.has_value());
+            ASSERT_TRUE(want.has_value());
+            EXPECT_EQ(got->slowest, want->slowest);
+            EXPECT_EQ(got->events, want->events);
+            expect_same_loads(keyed_loads, plain_loads);
+            ++checked;
+          }
+          std::vector<detail::LinkLoad> keyed_loads;
+          std::vector<detail::LinkLoad> plain_loads;
+          const auto got = keyed.lower_bound(router_a, all_keyed, 5, &keyed_loads);
+          const auto want = plain.lower_bound(router_b, all_plain, 5, &plain_loads);
+          ASSERT_TRUE(got.has_value());
+          ASSERT_TRUE(want.has_value());
+          EXPECT_EQ(got->slowest, want->slowest);
+          EXPECT_EQ(got->events, want->events);
+          expect_same_loads(keyed_loads, plain_loads);
+          EXPECT_EQ(plain.repeated_passes(), 0U);
+          repeated += keyed.repeated_passes();
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 300);
+  EXPECT_GT(repeated, 300U);
+}
+
+// By hand, on the star whose cables have latencies of 1, 2, 3 and 4 us: a send from rank 0 to 1
+// over devices {0, 1} (3 us of route), again over {0, 1} (taken from the first), then over
+// {1, 0} (3 us as well: taken, its bytes on the other cables) and {2, 3} (7 us: a pass of its
+// own, 4 us later). Each bound is the pass's: the route's latency plus 1 MB at 2 GB/s (500 us),
+// less the relative margin of 1e-6.
+TEST(Uncontended, RepeatedPassesByHand) {
+  const topo::Topology t = staggered_star();
+  const auto program =
+      lower_program(CollectiveSpec{Operation::kSend, Algorithm::kDirect, Bytes(1'000'000)}, 2);
+  topo::Router router(t, 0);
+  detail::UncontendedEvaluator evaluator(t, false);
+  const detail::ProgramKey key{.shape = 1, .size = 1'000'000};
+  const auto bound = [&](std::vector<topo::DeviceId> group, std::vector<detail::LinkLoad>& loads) {
+    const std::vector<detail::GroupProgram> parts{{program.get(), group, key}};
+    const auto b = evaluator.lower_bound(router, parts, 0, &loads);
+    if (!b) throw std::logic_error("no bound");
+    return b->slowest;
+  };
+  const auto expected = [](std::int64_t ps) {
+    return Time::picoseconds(static_cast<std::int64_t>(static_cast<double>(ps) * (1 - 1e-6)));
+  };
+  std::vector<detail::LinkLoad> loads;
+  EXPECT_EQ(bound({0, 1}, loads), expected(503'000'000 - 4));
+  EXPECT_EQ(evaluator.repeated_passes(), 0U);
+  EXPECT_EQ(bound({0, 1}, loads), expected(503'000'000 - 4));
+  EXPECT_EQ(evaluator.repeated_passes(), 1U);
+  EXPECT_EQ(bound({1, 0}, loads), expected(503'000'000 - 4));
+  EXPECT_EQ(evaluator.repeated_passes(), 2U);
+  ASSERT_EQ(loads.size(), 2U);  // device 1's up-link and device 0's down-link
+  EXPECT_EQ(loads[0].bytes, 1e6);
+  EXPECT_EQ(loads[1].bytes, 1e6);
+  EXPECT_EQ(bound({2, 3}, loads), expected(507'000'000 - 4));
+  EXPECT_EQ(evaluator.repeated_passes(), 2U);
+}
 }  // namespace
 }  // namespace nest::coll
