@@ -195,7 +195,13 @@ std::optional<RunBound> UncontendedEvaluator::lower_bound(topo::Router& router,
         recording_ = memo;
       }
       const std::uint64_t events = run.events;
-      const bool ok = evaluate_group(router, group, salt, run, true);
+      bool ok = false;
+      try {
+        ok = evaluate_group(router, group, salt, run, true);
+      } catch (...) {
+        recording_ = nullptr;  // the slot stays incomplete: never taken
+        throw;
+      }
       recording_ = nullptr;
       if (!ok) return std::nullopt;
       if (memo != nullptr) {
