@@ -315,7 +315,6 @@ bool UncontendedEvaluator::bound_ring(topo::Router& router, const GroupProgram& 
   const std::vector<BoundingRingPhase> phases = bounding_phases(program, n);
   if (phases.empty()) return false;
   const bool own = program.waits_for_own_sends();
-  const auto all = topology_->links();
   const std::int64_t horizon = net::kHorizon.ps();
   routes_.clear();
   ring_.clear();  // phase q's senders at q·n
@@ -323,17 +322,10 @@ bool UncontendedEvaluator::bound_ring(topo::Router& router, const GroupProgram& 
     for (std::size_t r = 0; r < n; ++r) {
       const topo::DeviceId src = group.group[r];
       const topo::DeviceId dst = group.group[phase.next[r]];
-      router.route_into(src, dst, flow_key(src, dst, phase.channel, salt), route_);
-      if (route_.empty()) return false;
-      double rate = std::numeric_limits<double>::infinity();
-      Time latency;
-      for (const topo::LinkId link : route_) {
-        const double bandwidth = all[link].bandwidth.bytes_per_s();
-        if (!(bandwidth > 0)) return false;  // the pass reports it
-        rate = std::min(rate, bandwidth);
-        latency += all[link].latency;
-      }
-      const Time drain = net::drain_time(phase.least, Bandwidth::bytes_per_second(rate));
+      const std::optional<SenderPath> path = route_path(router, src, dst, phase.channel, salt);
+      if (!path || route_.empty()) return false;  // the pass reports a link without bandwidth
+      const Time latency = path->latency;
+      const Time drain = net::drain_time(phase.least, Bandwidth::bytes_per_second(path->rate));
       if (latency.ps() >= horizon || drain.ps() >= horizon - latency.ps()) {
         return false;
       }
@@ -467,8 +459,9 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
         sender.victim = static_cast<std::uint8_t>((sender.victim + 1) % kSenderRoutes);
         SenderRoute& slot = sender.routes[sender.current];
         if (bound_only) add_pending(slot);
-        const topo::DeviceId src = group.group[t.src];
-        router.route_into(src, dst, flow_key(src, dst, t.channel, salt), route_);
+        const std::optional<SenderPath> path =
+            route_path(router, group.group[t.src], dst, t.channel, salt);
+        if (!path) return false;  // a link without bandwidth: the simulator reports it
         if (route_.size() > slot.room) {
           slot.at = static_cast<std::uint32_t>(routes_.size());
           slot.room = static_cast<std::uint32_t>(route_.size());
@@ -476,18 +469,9 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
         }
         std::copy(route_.begin(), route_.end(), routes_.begin() + slot.at);
         slot.hops = static_cast<std::uint32_t>(route_.size());
-        const auto all = topology_->links();
-        double rate = std::numeric_limits<double>::infinity();
-        Time latency;
-        for (const topo::LinkId link : route_) {
-          const double bandwidth = all[link].bandwidth.bytes_per_s();
-          if (!(bandwidth > 0)) return false;  // the simulator reports the link
-          rate = std::min(rate, bandwidth);
-          latency += all[link].latency;
-        }
         slot.peer = dst;
-        slot.rate = Bandwidth::bytes_per_second(rate);
-        slot.latency = latency;
+        slot.rate = Bandwidth::bytes_per_second(path->rate);
+        slot.latency = path->latency;
         slot.last_bytes = -1;
         if (recording_ != nullptr) {
           slot.fill = static_cast<std::uint32_t>(recording_->fills.size());
@@ -496,7 +480,7 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
                                                .channel = t.channel,
                                                .empty = route_.empty(),
                                                .rate = slot.rate,
-                                               .latency = latency});
+                                               .latency = slot.latency});
         }
       }
     }
@@ -553,21 +537,41 @@ void UncontendedEvaluator::add_pending(SenderRoute& route) {
     recording_->stints.push_back(
         PassStint{.fill = route.fill, .bytes = route.pending_bytes, .open = route.pending_open});
   }
-  for (std::uint32_t h = route.at; h < route.at + route.hops; ++h) {
-    const topo::LinkId link = routes_[h];
+  add_flows(std::span<const topo::LinkId>(routes_.data() + route.at, route.hops),
+            route.pending_bytes, route.pending_open, route.latency);
+  route.pending_bytes = 0;
+  route.pending_open = Time::max();
+}
+
+void UncontendedEvaluator::add_flows(std::span<const topo::LinkId> route, double bytes, Time open,
+                                     Time latency) {
+  for (const topo::LinkId link : route) {
     LinkState& state = links_[link];
     if (state.busy_until < Time::zero()) {
       used_.push_back(link);
       state.busy_until = Time::zero();
-      state.first_open = route.pending_open;
-      state.min_latency = route.latency;
+      state.first_open = open;
+      state.min_latency = latency;
     }
-    state.first_open = std::min(state.first_open, route.pending_open);
-    state.min_latency = std::min(state.min_latency, route.latency);
-    state.bytes += route.pending_bytes;
+    state.first_open = std::min(state.first_open, open);
+    state.min_latency = std::min(state.min_latency, latency);
+    state.bytes += bytes;
   }
-  route.pending_bytes = 0;
-  route.pending_open = Time::max();
+}
+
+std::optional<UncontendedEvaluator::SenderPath> UncontendedEvaluator::route_path(
+    topo::Router& router, topo::DeviceId src, topo::DeviceId dst, std::uint16_t channel,
+    std::uint64_t salt) {
+  router.route_into(src, dst, flow_key(src, dst, channel, salt), route_);
+  const auto all = topology_->links();
+  SenderPath path{std::numeric_limits<double>::infinity(), Time::zero()};
+  for (const topo::LinkId link : route_) {
+    const double bandwidth = all[link].bandwidth.bytes_per_s();
+    if (!(bandwidth > 0)) return std::nullopt;
+    path.rate = std::min(path.rate, bandwidth);
+    path.latency += all[link].latency;
+  }
+  return path;
 }
 
 UncontendedEvaluator::PassMemo* UncontendedEvaluator::find_pass(const GroupProgram& group) {
@@ -587,24 +591,15 @@ bool UncontendedEvaluator::repeat_pass(topo::Router& router, const GroupProgram&
   if (kept == nullptr) return false;
   const PassMemo& memo = *kept;
   // This group's routes in the pass's order, each with the values the pass read.
-  const auto all = topology_->links();
   fill_at_.clear();
   fill_links_.clear();
   for (const PassFill& fill : memo.fills) {
     const topo::DeviceId src = group.group[fill.src];
     const topo::DeviceId dst = group.group[fill.dst];
-    router.route_into(src, dst, flow_key(src, dst, fill.channel, salt), route_);
-    double rate = std::numeric_limits<double>::infinity();
-    Time latency;
-    for (const topo::LinkId link : route_) {
-      const double bandwidth = all[link].bandwidth.bytes_per_s();
-      if (!(bandwidth > 0)) return false;  // the pass reports it
-      rate = std::min(rate, bandwidth);
-      latency += all[link].latency;
-    }
-    if (route_.empty() != fill.empty || Bandwidth::bytes_per_second(rate) != fill.rate ||
-        latency != fill.latency) {
-      return false;
+    const std::optional<SenderPath> path = route_path(router, src, dst, fill.channel, salt);
+    if (!path || route_.empty() != fill.empty ||
+        Bandwidth::bytes_per_second(path->rate) != fill.rate || path->latency != fill.latency) {
+      return false;  // the pass answers (and reports a link without bandwidth)
     }
     fill_at_.push_back(static_cast<std::uint32_t>(fill_links_.size()));
     fill_links_.insert(fill_links_.end(), route_.begin(), route_.end());
@@ -612,20 +607,9 @@ bool UncontendedEvaluator::repeat_pass(topo::Router& router, const GroupProgram&
   fill_at_.push_back(static_cast<std::uint32_t>(fill_links_.size()));
   // The same arrivals and events; the same sums, as `add_pending` adds them, on these routes.
   for (const PassStint& stint : memo.stints) {
-    const Time latency = memo.fills[stint.fill].latency;
-    for (std::uint32_t h = fill_at_[stint.fill]; h < fill_at_[stint.fill + 1]; ++h) {
-      const topo::LinkId link = fill_links_[h];
-      LinkState& state = links_[link];
-      if (state.busy_until < Time::zero()) {
-        used_.push_back(link);
-        state.busy_until = Time::zero();
-        state.first_open = stint.open;
-        state.min_latency = latency;
-      }
-      state.first_open = std::min(state.first_open, stint.open);
-      state.min_latency = std::min(state.min_latency, latency);
-      state.bytes += stint.bytes;
-    }
+    const std::span<const topo::LinkId> links(fill_links_.data() + fill_at_[stint.fill],
+                                              fill_at_[stint.fill + 1] - fill_at_[stint.fill]);
+    add_flows(links, stint.bytes, stint.open, memo.fills[stint.fill].latency);
   }
   run.durations.push_back(memo.end);
   run.events += memo.events;

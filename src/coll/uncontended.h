@@ -247,6 +247,13 @@ class UncontendedEvaluator {
   bool admit(std::span<const topo::LinkId> route, Time start, Time drain, Bytes bytes);
   // `bound_only`: adds a route's pending flows to its links.
   void add_pending(SenderRoute& route);
+  // Adds flows of `bytes` in all, the first opening at `open`, over `route` of latency
+  // `latency` to its links' sums (earliest opening, shortest latency, bytes).
+  void add_flows(std::span<const topo::LinkId> route, double bytes, Time open, Time latency);
+  // Routes src -> dst (the flow key of `channel`) into `route_`: its slowest rate and latency
+  // (infinity and zero when empty), or nullopt when a link has no bandwidth.
+  std::optional<SenderPath> route_path(topo::Router& router, topo::DeviceId src, topo::DeviceId dst,
+                                       std::uint16_t channel, std::uint64_t salt);
 
   // The bound's pass over a keyed group (`GroupProgram::key`), kept for the next groups of the
   // same program. The pass reads of a group's devices only, for each route it computes (when a
