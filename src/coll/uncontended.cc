@@ -193,6 +193,7 @@ std::optional<RunBound> UncontendedEvaluator::lower_bound(topo::Router& router,
         memo->fills.clear();
         memo->stints.clear();
         recording_ = memo;
+        record_limit_ = group.program->transfer_count() / 4 + 16;
       }
       const std::uint64_t events = run.events;
       bool ok = false;
@@ -202,9 +203,10 @@ std::optional<RunBound> UncontendedEvaluator::lower_bound(topo::Router& router,
         recording_ = nullptr;  // the slot stays incomplete: never taken
         throw;
       }
+      const bool recorded = recording_ != nullptr;
       recording_ = nullptr;
       if (!ok) return std::nullopt;
-      if (memo != nullptr) {
+      if (memo != nullptr && recorded) {
         memo->program = group.program;  // complete: usable from now on
         memo->end = run.durations.back();
         memo->events = run.events - events;
@@ -473,6 +475,13 @@ bool UncontendedEvaluator::evaluate_group(topo::Router& router, const GroupProgr
         slot.rate = Bandwidth::bytes_per_second(path->rate);
         slot.latency = path->latency;
         slot.last_bytes = -1;
+        if (recording_ != nullptr && recording_->fills.size() >= record_limit_) {
+          // Too many routes for a repeat to pay: the slot stays incomplete (never taken), and
+          // its memory is given back.
+          recording_->fills = {};
+          recording_->stints = {};
+          recording_ = nullptr;
+        }
         if (recording_ != nullptr) {
           slot.fill = static_cast<std::uint32_t>(recording_->fills.size());
           recording_->fills.push_back(PassFill{.src = t.src,

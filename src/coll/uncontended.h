@@ -15,6 +15,9 @@
 // overlap but starts before an earlier-visited one on its link abandons too), never wrong.
 //
 // Cost: O(transfers + route hops), no events, no rate computation; memory O(ranks + links).
+// `lower_bound` keeps, between calls, the passes of a few programs (`GroupProgram::key`) whose
+// routes are few against their transfers (a tree's, not an all-to-all's): a later group of one of
+// them costs O(routes · hops) instead of its transfers (see `repeat_pass`).
 //
 // Uniform rings (`Program::uniform_ring`: every rank sends one piece per step to its successor
 // of the phase, waiting for its predecessor's send of the step before and, in most rings, for
@@ -51,8 +54,9 @@ class Simulator;
 namespace nest::coll::detail {
 
 /// What a program is, for `UncontendedEvaluator::lower_bound` to take the pass of a group of
-/// the same program as another's: the oracle's key of its lowered programs (the shape, the
-/// schedule in rank space, and the size in bytes).
+/// the same program as another's: the oracle's key of its lowered programs, the shape (a 64-bit
+/// digest of the schedule in rank space) and the size in bytes. Programs of equal keys are taken
+/// to be the same, as the oracle's caches of lowered programs take them.
 struct ProgramKey {
   std::uint64_t shape = 0;
   std::uint64_t size = 0;
@@ -141,7 +145,8 @@ class UncontendedEvaluator {
   /// shortest route latency among them;
   /// each less a margin for rounding (see the definition for the proof). nullopt when a route has a
   /// link without bandwidth. With `loads`, also each link's load, by increasing link id (for
-  /// `progress_bound`).
+  /// `progress_bound`). Keeps the passes of keyed groups for later calls: a group of a kept
+  /// program whose routes have the pass's rates and latencies costs O(routes · hops).
   [[nodiscard]] std::optional<RunBound> lower_bound(topo::Router& router,
                                                     std::span<const GroupProgram> groups,
                                                     std::uint64_t salt,
@@ -257,10 +262,14 @@ class UncontendedEvaluator {
 
   // The bound's pass over a keyed group (`GroupProgram::key`), kept for the next groups of the
   // same program. The pass reads of a group's devices only, for each route it computes (when a
-  // sender meets a destination it does not hold), that route's slowest rate, latency and
-  // whether it is empty, in an order that the program and the ranks fix: so a group of the same
-  // program whose routes, computed in that order, have the same values has the same arrivals
-  // and events, and its flows put the same bytes, from the same openings, on its own routes.
+  // sender meets a destination it does not hold: devices compared, so ranks compared, since a
+  // keyed group's devices are distinct), that route's slowest rate, latency and whether it is
+  // empty, in an order that the program and the ranks fix: so a group of the same program whose
+  // routes, computed in that order, have the same values has the same arrivals and events, and
+  // its flows put the same bytes, from the same openings, on its own routes. Not kept for a
+  // program that computes more than a quarter as many routes as it has transfers (an all-to-all
+  // meets a new destination at every step): a repeat would cost about the pass, and the record
+  // 56 bytes per transfer.
   struct PassFill {  // a route computed: sender and destination ranks, channel, and its values
     std::uint32_t src = 0;
     std::uint32_t dst = 0;
@@ -318,6 +327,7 @@ class UncontendedEvaluator {
   std::array<PassMemo, 4> passes_;
   std::size_t next_pass_ = 0;
   PassMemo* recording_ = nullptr;
+  std::uint64_t record_limit_ = 0;  // routes past which the recording stops
   std::uint64_t repeated_passes_ = 0;
   std::vector<std::uint32_t> fill_at_;
   std::vector<topo::LinkId> fill_links_;

@@ -1319,10 +1319,11 @@ TEST(Uncontended, LowerBoundStepsAsideForALinkWithoutBandwidth) {
 }
 
 // The bound's pass of a keyed group (`GroupProgram::key`) taken from an earlier group of the same
-// program (`repeat_pass`): the pass's bound, events and link loads, to the picosecond and the
-// byte, whether the groups are asked one per call (as the oracle's sets are) or all in one call.
-// Trees, rings (not derived), direct all-to-alls and hierarchical rings; sizes that leave some
-// pieces empty; groups placed alike (whose routes have the same rates and latencies) and not.
+// program (`repeat_pass`): the pass's bound, events and link loads (bytes and shortest latencies;
+// the openings show in the bound), to the picosecond and the byte, whether the groups are asked one
+// per call (as the oracle's sets are) or all in one call. Trees, rings (not derived), direct
+// all-to-alls and hierarchical rings; sizes that leave some pieces empty; groups placed alike
+// (whose routes have the same rates and latencies) and not.
 TEST(Uncontended, RepeatedPassesEqualTheirOwnPass) {
   std::vector<TopologyCase> cases = ring_bound_topologies();
   cases.push_back({"fat-tree k=4", fat_tree(4, 1)});
@@ -1428,6 +1429,97 @@ TEST(Uncontended, RepeatedPassesByHand) {
   EXPECT_EQ(loads[1].bytes, 1e6);
   EXPECT_EQ(bound({2, 3}, loads), expected(507'000'000 - 4));
   EXPECT_EQ(evaluator.repeated_passes(), 2U);
+}
+
+// Four devices on one switch, cables of 1 us: devices 0 and 1 at 2 GB/s, 2 and 3 at 1 GB/s.
+topo::Topology two_speed_star() {
+  topo::Topology t("two-speed star", topo::Family::kExplicit);
+  for (int i = 0; i < 4; ++i) t.add_device("d" + std::to_string(i));
+  const auto sw = t.add_switch("s", 1);
+  for (topo::DeviceId d = 0; d < 4; ++d) {
+    t.add_link(d, sw, Bandwidth::bytes_per_second(d < 2 ? 2e9 : 1e9), Time::microseconds(1));
+  }
+  return t;
+}
+
+// A chain of three sends of 1 MB between ranks 0 and 1 (0 -> 1, 1 -> 0, 0 -> 1), one per step.
+std::shared_ptr<const Program> chain_of_sends() {
+  std::vector<Transfer> list{Transfer{0, 1, 0, 0, Bytes(1'000'000)},
+                             Transfer{1, 0, 1, 0, Bytes(1'000'000)},
+                             Transfer{0, 1, 2, 0, Bytes(1'000'000)}};
+  return std::make_shared<const Schedule>(2, std::move(list));
+}
+
+// `lower_bound` of `groups` (each a group of `program` under `key`, or unkeyed) on `evaluator`.
+Time bound_of(detail::UncontendedEvaluator& evaluator, const topo::Topology& t,
+              const Program& program, const std::vector<std::vector<topo::DeviceId>>& groups,
+              std::optional<detail::ProgramKey> key) {
+  std::vector<detail::GroupProgram> parts;
+  for (const auto& g : groups) parts.push_back({&program, g, key});
+  topo::Router router(t, 0);
+  const auto b = evaluator.lower_bound(router, parts, 0);
+  if (!b) throw std::logic_error("no bound");
+  return b->slowest;
+}
+
+// Routes of the same latency but another rate are not taken from the pass: the chain over the
+// 1 GB/s devices takes 3 ms of drains, not the 1.5 ms of the first group's (whose link loads,
+// recomputed, would not show it: each link carries 1 or 2 MB).
+TEST(Uncontended, RepeatedPassesCompareRates) {
+  const topo::Topology t = two_speed_star();
+  const auto program = chain_of_sends();
+  const detail::ProgramKey key{.shape = 3, .size = 3};
+  detail::UncontendedEvaluator keyed(t, false);
+  detail::UncontendedEvaluator plain(t, false);
+  EXPECT_EQ(bound_of(keyed, t, *program, {{0, 1}}, key),
+            bound_of(plain, t, *program, {{0, 1}}, std::nullopt));
+  const Time slow = bound_of(keyed, t, *program, {{2, 3}}, key);
+  EXPECT_EQ(slow, bound_of(plain, t, *program, {{2, 3}}, std::nullopt));
+  EXPECT_GT(slow, Time::milliseconds(3));
+  EXPECT_EQ(keyed.repeated_passes(), 0U);
+}
+
+// A pass recorded after another group of the same call keeps its own last arrival; a program
+// under another key is another program; a pass that throws leaves nothing to take.
+TEST(Uncontended, RepeatedPassesKeepTheirOwnGroupAndKey) {
+  const topo::Topology t = staggered_star();
+  const auto program = chain_of_sends();
+  const detail::ProgramKey key{.shape = 3, .size = 3};
+  detail::UncontendedEvaluator keyed(t, false);
+  detail::UncontendedEvaluator plain(t, false);
+  // {0, 1} recorded, then {2, 3} (other latencies) recorded in its place, then taken.
+  (void)bound_of(keyed, t, *program, {{0, 1}, {2, 3}}, key);
+  EXPECT_EQ(keyed.repeated_passes(), 0U);
+  EXPECT_EQ(bound_of(keyed, t, *program, {{2, 3}}, key),
+            bound_of(plain, t, *program, {{2, 3}}, std::nullopt));
+  EXPECT_EQ(keyed.repeated_passes(), 1U);
+  // Another key: not taken.
+  (void)bound_of(keyed, t, *program, {{2, 3}}, detail::ProgramKey{.shape = 4, .size = 3});
+  EXPECT_EQ(keyed.repeated_passes(), 1U);
+  // A device out of range throws inside the pass; nothing of it is taken afterwards.
+  detail::UncontendedEvaluator fresh(t, false);
+  EXPECT_ANY_THROW((void)bound_of(fresh, t, *program, {{0, 9}}, key));
+  EXPECT_EQ(bound_of(fresh, t, *program, {{0, 1}}, key),
+            bound_of(plain, t, *program, {{0, 1}}, std::nullopt));
+  EXPECT_EQ(fresh.repeated_passes(), 0U);
+}
+
+// An all-to-all meets a new destination at every step: its pass is not kept (a repeat would
+// cost about the pass, the record 56 bytes per transfer), and the bound is the pass's.
+TEST(Uncontended, AllToAllPassesAreNotKept) {
+  const topo::Topology t = fat_tree(4, 1);
+  const auto program =
+      lower_program(CollectiveSpec{Operation::kAllToAll, Algorithm::kDirect, Bytes(1 << 20)}, 16);
+  const detail::ProgramKey key{.shape = 5, .size = 1 << 20};
+  std::vector<topo::DeviceId> group(16);
+  std::iota(group.begin(), group.end(), 0);
+  detail::UncontendedEvaluator keyed(t, false);
+  detail::UncontendedEvaluator plain(t, false);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(bound_of(keyed, t, *program, {group}, key),
+              bound_of(plain, t, *program, {group}, std::nullopt));
+  }
+  EXPECT_EQ(keyed.repeated_passes(), 0U);
 }
 }  // namespace
 }  // namespace nest::coll
