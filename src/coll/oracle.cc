@@ -369,7 +369,12 @@ struct CollectiveOracle::Impl {
     for (const Part& part : parts) {
       layout.add(part.shape);
       layout.add(part.group.size());
-      for (const topo::DeviceId d : part.group) layout.add(d);
+      // Two devices per word (the group's size fixes how many words follow).
+      const std::size_t n = part.group.size();
+      for (std::size_t i = 0; i + 1 < n; i += 2) {
+        layout.add(std::uint64_t{part.group[i]} | std::uint64_t{part.group[i + 1]} << 32U);
+      }
+      if (n % 2 == 1) layout.add(part.group[n - 1]);
     }
     auto it = e.routes_by_layout.find(layout);
     if (it == e.routes_by_layout.end()) {

@@ -214,6 +214,22 @@ TEST(Oracle, ALayoutMetAgainIsPricedForItsSizeOrderAndAlgorithm) {
   EXPECT_EQ(oracle.stats().lowered, 3U);  // ring at two sizes, tree: routing kept lowers nothing
 }
 
+// The layout's key holds every device, two to a word and the odd one last: groups of three
+// that differ only in their last device (in the first leaf, or behind the spine) are each priced
+// as the event simulation says.
+TEST(Oracle, ALayoutsLastDeviceDecidesItsRoutes) {
+  const topo::Topology t = spine_leaf();
+  CollectiveOracle oracle(t, 5);
+  const CollectiveSpec ring{Operation::kAllReduce, Algorithm::kRing, Bytes(1000003)};
+  const Groups near{{0, 1, 2}};
+  const Groups far{{0, 1, 8}};
+  const Time in_leaf = oracle.collective(ring, near).slowest;
+  const Time across = oracle.collective(ring, far).slowest;
+  EXPECT_EQ(in_leaf, simulate(t, ring, near, {.seed = 5}).makespan);
+  EXPECT_EQ(across, simulate(t, ring, far, {.seed = 5}).makespan);
+  EXPECT_GT(across, in_leaf);
+}
+
 // `clear` forgets the layouts' routes too: a structure answered by another oracle's facts is
 // routed again after it, and its program lowered again (as before the routes were kept).
 TEST(Oracle, ClearForgetsTheLayoutsRoutes) {
