@@ -179,38 +179,9 @@ std::optional<RunBound> UncontendedEvaluator::lower_bound(topo::Router& router,
   std::int64_t margin = 0;
   for (const GroupProgram& group : groups) {
     const bool derived = derive_rings_ && bound_ring(router, group, salt, run);
-    if (!derived && !repeat_pass(router, group, salt, run)) {
-      PassMemo* memo = nullptr;
-      if (group.key) {
-        memo = find_pass(group);
-        if (memo == nullptr) {
-          memo = &passes_[next_pass_];
-          next_pass_ = (next_pass_ + 1) % passes_.size();
-        }
-        memo->program = nullptr;  // incomplete until the pass ends
-        memo->key = *group.key;
-        memo->ranks = group.group.size();
-        memo->fills.clear();
-        memo->stints.clear();
-        recording_ = memo;
-        record_limit_ = group.program->transfer_count() / 4 + 16;
-      }
-      const std::uint64_t events = run.events;
-      bool ok = false;
-      try {
-        ok = evaluate_group(router, group, salt, run, true);
-      } catch (...) {
-        recording_ = nullptr;  // the slot stays incomplete: never taken
-        throw;
-      }
-      const bool recorded = recording_ != nullptr;
-      recording_ = nullptr;
-      if (!ok) return std::nullopt;
-      if (memo != nullptr && recorded) {
-        memo->program = group.program;  // complete: usable from now on
-        memo->end = run.durations.back();
-        memo->events = run.events - events;
-      }
+    if (!derived && !repeat_pass(router, group, salt, run) &&
+        !recorded_pass(router, group, salt, run)) {
+      return std::nullopt;
     }
     const auto own = static_cast<std::int64_t>(4 * group.program->transfer_count());
     margin = std::max(margin, own);
@@ -581,6 +552,41 @@ std::optional<UncontendedEvaluator::SenderPath> UncontendedEvaluator::route_path
     path.latency += all[link].latency;
   }
   return path;
+}
+
+bool UncontendedEvaluator::recorded_pass(topo::Router& router, const GroupProgram& group,
+                                         std::uint64_t salt, UncontendedRun& run) {
+  PassMemo* memo = nullptr;
+  if (group.key) {
+    memo = find_pass(group);
+    if (memo == nullptr) {
+      memo = &passes_[next_pass_];
+      next_pass_ = (next_pass_ + 1) % passes_.size();
+    }
+    memo->program = nullptr;  // incomplete until the pass ends
+    memo->key = *group.key;
+    memo->ranks = group.group.size();
+    memo->fills.clear();
+    memo->stints.clear();
+    recording_ = memo;
+    record_limit_ = group.program->transfer_count() / 4 + 16;
+  }
+  const std::uint64_t events = run.events;
+  bool ok = false;
+  try {
+    ok = evaluate_group(router, group, salt, run, true);
+  } catch (...) {
+    recording_ = nullptr;  // the slot stays incomplete: never taken
+    throw;
+  }
+  const bool recorded = recording_ != nullptr;  // not abandoned past the record limit
+  recording_ = nullptr;
+  if (ok && recorded) {
+    memo->program = group.program;  // complete: usable from now on
+    memo->end = run.durations.back();
+    memo->events = run.events - events;
+  }
+  return ok;
 }
 
 UncontendedEvaluator::PassMemo* UncontendedEvaluator::find_pass(const GroupProgram& group) {

@@ -297,6 +297,10 @@ class UncontendedEvaluator {
   // none kept, or a route differs (nothing was changed, and the pass answers).
   bool repeat_pass(topo::Router& router, const GroupProgram& group, std::uint64_t salt,
                    UncontendedRun& run);
+  // `evaluate_group(bound_only)` over `group`, recorded in a slot of `passes_` when keyed (the
+  // pass of its program found there, else the next slot in turn), and kept once it completes.
+  bool recorded_pass(topo::Router& router, const GroupProgram& group, std::uint64_t salt,
+                     UncontendedRun& run);
   // The kept pass of `group`'s program (with `group.key`), or nullptr.
   PassMemo* find_pass(const GroupProgram& group);
 
