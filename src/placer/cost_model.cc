@@ -164,6 +164,12 @@ PassTimes pass_times(const workload::Variant& variant, const ChunkReport& chunk,
 
 Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, CommCost& comm,
               const CostOptions& options) {
+  return detail::evaluate_keeping(profile, choice, comm, options, nullptr);
+}
+
+Plan detail::evaluate_keeping(const workload::LayerProfile& profile, const PlanChoice& choice,
+                              CommCost& comm, const CostOptions& options,
+                              std::vector<PositionPrices>* positions) {
   validate_choice(profile, choice, options);
   const auto& v = profile.variants[choice.variant];
   const int S = choice.stages();
@@ -192,12 +198,19 @@ Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, C
   const std::int64_t k = plan.microbatches_per_replica;
   Time slowest_chunk;
   std::vector<workload::Recompute> stage_mode;
+  const auto price = [&](int p) {
+    return net.placement_independent()
+               ? detail::price_any_position(v, plan.degrees, d, choice.zero_stage, p == S - 1, net)
+               : detail::price_position(v, plan.degrees, map, p, choice.zero_stage, net);
+  };
+  if (positions != nullptr && positions->empty()) {
+    for (int p = 0; p < S; ++p) positions->push_back(price(p));
+  }
+  detail::PositionPrices priced;
   for (int p = 0; p < S; ++p) {
     StageReport r;
-    const detail::PositionPrices prices =
-        net.placement_independent()
-            ? detail::price_any_position(v, plan.degrees, d, choice.zero_stage, p == S - 1, net)
-            : detail::price_position(v, plan.degrees, map, p, choice.zero_stage, net);
+    const detail::PositionPrices& prices =
+        positions != nullptr ? (*positions)[static_cast<std::size_t>(p)] : (priced = price(p));
     const auto chunk_first = [&](int j) {
       return choice.boundaries[static_cast<std::size_t>(p + j * S)];
     };

@@ -718,12 +718,15 @@ SyncCheck syncs_rule_out(const workload::LayerProfile& profile, const PlanChoice
   // first otherwise).
   bool took = false;
   Time price;
+  // The rounds change only the syncs' answers (`steps` passes every other query to `exact`), so
+  // the stages' position prices are priced once.
+  std::vector<detail::PositionPrices> positions;
   const auto rounds = [&](const CostOptions& cost, Level target, bool first) {
     steps.set_target(target);
     for (bool take = !first;; take = true) {
       steps.next_round(take);
       took = took || take;
-      price = evaluate(profile, choice, steps, cost).iteration_time;
+      price = detail::evaluate_keeping(profile, choice, steps, cost, &positions).iteration_time;
       if (price >= at) return true;
       if (!steps.met_below()) return false;
     }

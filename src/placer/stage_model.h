@@ -117,6 +117,14 @@ PositionPrices price_position(const workload::Variant& variant, const VariantDeg
 PositionPrices price_any_position(const workload::Variant& variant, const VariantDegrees& degrees,
                                   int data_parallel, int zero_stage, bool last, PricedNetwork& net);
 
+/// `evaluate(profile, choice, comm, options)`, its stages' position prices taken from
+/// `positions` when it holds them (one per stage), else priced and kept there (nullptr: priced,
+/// as `evaluate` does). For evaluations of one choice whose network answers every position's
+/// queries alike each time (`syncs_rule_out`'s rounds, which change only the syncs' answers).
+[[nodiscard]] Plan evaluate_keeping(const workload::LayerProfile& profile, const PlanChoice& choice,
+                                    CommCost& comm, const CostOptions& options,
+                                    std::vector<PositionPrices>* positions);
+
 /// The recomputation the stage at position `in_flight` runs under `mode` (nest-artifact: the
 /// last stage never recomputes).
 [[nodiscard]] workload::Recompute recompute_applies(workload::MemoryRules rules,

@@ -1,10 +1,15 @@
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "nest/core/error.h"
+#include "nest/core/rng.h"
 #include "nest/placer/comm_cost.h"
 #include "nest/placer/cost_model.h"
+#include "nest/placer/oracle_comm_cost.h"
 #include "nest/placer/plan.h"
 #include "nest/workload/layer_profile.h"
+#include "placer/stage_model.h"
 #include "unit/placer/fixtures.h"
 #include "unit/placer/printers.h"
 
@@ -408,6 +413,53 @@ TEST(Interleaved, RejectsWhatMegatronCannotRun) {
             "data_parallel: interleaved 1F1B runs microbatches in groups of the pipeline's stages "
             "(got \"4\"; expected d dividing the 8 microbatches into a multiple of 4 per "
             "replica)");
+}
+
+// `detail::evaluate_keeping` (the rounds of `syncs_rule_out`) prices each stage's position once
+// and takes it from what it kept afterwards. Three stages of a random chain (layers of distinct
+// sizes), two replicas of two GPUs each, tp-pp-dp on the oracle of a thin rail: fresh and kept,
+// every stage's times and the iteration time are `evaluate`'s; and a price edited in the kept
+// positions is the one the next evaluation uses: 1 us more per layer in stage 1's collectives
+// raises its collectives by 1 us per layer it holds, the others' not at all.
+TEST(EvaluateKeeping, PricesEachPositionOnceAndThenUsesWhatItKept) {
+  Rng rng(7);
+  const workload::LayerProfile profile = testing::random_chain(rng, {.hbm = Bytes::gibibytes(80)});
+  const std::size_t n = profile.variants[1].layers.size();
+  const PlanChoice choice{.variant = 1,
+                          .boundaries = {0, 1, 3, n},
+                          .data_parallel = 2,
+                          .order = PlacementOrder::kTensorPipelineData};
+  const topo::Topology rail = testing::thin_rail(8);
+  OracleCommCost oracle(rail);
+  const CostOptions options{.rules = MemoryRules::kMegatron, .devices = 16};
+  const Plan plain = evaluate(profile, choice, oracle, options);
+  std::vector<detail::PositionPrices> kept;
+  const Plan first = detail::evaluate_keeping(profile, choice, oracle, options, &kept);
+  ASSERT_EQ(kept.size(), 3U);
+  EXPECT_TRUE(kept[2].transfer.empty());  // the last stage sends nothing on
+  EXPECT_EQ(kept[0].transfer.size(), n + 1);
+  const Plan again = detail::evaluate_keeping(profile, choice, oracle, options, &kept);
+  for (const Plan* p : {&first, &again}) {
+    EXPECT_EQ(p->iteration_time, plain.iteration_time);
+    ASSERT_EQ(p->stages.size(), 3U);
+    for (std::size_t s = 0; s < 3; ++s) {
+      SCOPED_TRACE("stage " + std::to_string(s));
+      EXPECT_EQ(p->stages[s].time.compute, plain.stages[s].time.compute);
+      EXPECT_EQ(p->stages[s].time.collectives, plain.stages[s].time.collectives);
+      EXPECT_EQ(p->stages[s].time.transfer, plain.stages[s].time.transfer);
+    }
+  }
+  ASSERT_GT(plain.stages[1].time.collectives, Time::zero());
+  ASSERT_GT(plain.stages[0].time.transfer, Time::zero());
+  constexpr std::int64_t kMicrosecond = 1'000'000;
+  for (std::size_t j = 0; j <= n; ++j) {
+    kept[1].collectives[j] += static_cast<std::int64_t>(j) * kMicrosecond;
+  }
+  const Plan edited = detail::evaluate_keeping(profile, choice, oracle, options, &kept);
+  EXPECT_EQ(edited.stages[0].time.collectives, plain.stages[0].time.collectives);
+  EXPECT_EQ(edited.stages[1].time.collectives,
+            plain.stages[1].time.collectives + Time::microseconds(2));  // layers 1 and 2
+  EXPECT_EQ(edited.stages[2].time.collectives, plain.stages[2].time.collectives);
 }
 
 }  // namespace
