@@ -168,8 +168,7 @@ Plan evaluate(const workload::LayerProfile& profile, const PlanChoice& choice, C
 }
 
 Plan detail::evaluate_keeping(const workload::LayerProfile& profile, const PlanChoice& choice,
-                              CommCost& comm, const CostOptions& options,
-                              std::vector<PositionPrices>* positions) {
+                              CommCost& comm, const CostOptions& options, KeptPrices* kept) {
   validate_choice(profile, choice, options);
   const auto& v = profile.variants[choice.variant];
   const int S = choice.stages();
@@ -203,6 +202,7 @@ Plan detail::evaluate_keeping(const workload::LayerProfile& profile, const PlanC
                ? detail::price_any_position(v, plan.degrees, d, choice.zero_stage, p == S - 1, net)
                : detail::price_position(v, plan.degrees, map, p, choice.zero_stage, net);
   };
+  std::vector<detail::PositionPrices>* positions = kept != nullptr ? &kept->positions : nullptr;
   if (positions != nullptr && positions->empty()) {
     for (int p = 0; p < S; ++p) positions->push_back(price(p));
   }
@@ -285,9 +285,12 @@ Plan detail::evaluate_keeping(const workload::LayerProfile& profile, const PlanC
     const Time base = (busiest->compute + busiest->collectives) * k +
                       bubble_chunk * static_cast<std::int64_t>(S - 1);
     exposed_transfers = Time::zero();
-    if (sends) {
+    if (kept != nullptr && kept->exposed_transfers) {
+      exposed_transfers = *kept->exposed_transfers;
+    } else if (sends) {
       exposed_transfers = detail::exposed_transfers(v, plan.stages, stage_mode, S, k, base);
     }
+    if (kept != nullptr) kept->exposed_transfers = exposed_transfers;
   }
   const Time pipeline = (busiest->compute + busiest->collectives) * k +
                         bubble_chunk * static_cast<std::int64_t>(S - 1) + exposed_transfers;

@@ -719,14 +719,14 @@ SyncCheck syncs_rule_out(const workload::LayerProfile& profile, const PlanChoice
   bool took = false;
   Time price;
   // The rounds change only the syncs' answers (`steps` passes every other query to `exact`), so
-  // the stages' position prices are priced once.
-  std::vector<detail::PositionPrices> positions;
+  // the stages' position prices and exposed transfers are priced once.
+  detail::KeptPrices kept;
   const auto rounds = [&](const CostOptions& cost, Level target, bool first) {
     steps.set_target(target);
     for (bool take = !first;; take = true) {
       steps.next_round(take);
       took = took || take;
-      price = detail::evaluate_keeping(profile, choice, steps, cost, &positions).iteration_time;
+      price = detail::evaluate_keeping(profile, choice, steps, cost, &kept).iteration_time;
       if (price >= at) return true;
       if (!steps.met_below()) return false;
     }

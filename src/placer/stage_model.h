@@ -5,6 +5,7 @@
 // and the optimizer step.
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -117,13 +118,19 @@ PositionPrices price_position(const workload::Variant& variant, const VariantDeg
 PositionPrices price_any_position(const workload::Variant& variant, const VariantDegrees& degrees,
                                   int data_parallel, int zero_stage, bool last, PricedNetwork& net);
 
-/// `evaluate(profile, choice, comm, options)`, its stages' position prices taken from
-/// `positions` when it holds them (one per stage), else priced and kept there (nullptr: priced,
-/// as `evaluate` does). For evaluations of one choice whose network answers every position's
-/// queries alike each time (`syncs_rule_out`'s rounds, which change only the syncs' answers).
+/// What of an evaluation the data-parallel syncs do not change: the stages' position prices and
+/// the boundary transfers the schedule does not hide (which follow from the stages' times).
+struct KeptPrices {
+  std::vector<PositionPrices> positions;  ///< one per stage, or empty: not priced yet
+  std::optional<Time> exposed_transfers;
+};
+
+/// `evaluate(profile, choice, comm, options)`, taking from `kept` what it holds and keeping there
+/// what it does not (nullptr: `evaluate`). For evaluations of one choice with options that differ
+/// at most in `joint_data_parallel_sync`, on a network that answers every query but the syncs'
+/// alike each time (`syncs_rule_out`'s rounds).
 [[nodiscard]] Plan evaluate_keeping(const workload::LayerProfile& profile, const PlanChoice& choice,
-                                    CommCost& comm, const CostOptions& options,
-                                    std::vector<PositionPrices>* positions);
+                                    CommCost& comm, const CostOptions& options, KeptPrices* kept);
 
 /// The recomputation the stage at position `in_flight` runs under `mode` (nest-artifact: the
 /// last stage never recomputes).

@@ -433,11 +433,13 @@ TEST(EvaluateKeeping, PricesEachPositionOnceAndThenUsesWhatItKept) {
   OracleCommCost oracle(rail);
   const CostOptions options{.rules = MemoryRules::kMegatron, .devices = 16};
   const Plan plain = evaluate(profile, choice, oracle, options);
-  std::vector<detail::PositionPrices> kept;
+  detail::KeptPrices kept;
   const Plan first = detail::evaluate_keeping(profile, choice, oracle, options, &kept);
-  ASSERT_EQ(kept.size(), 3U);
-  EXPECT_TRUE(kept[2].transfer.empty());  // the last stage sends nothing on
-  EXPECT_EQ(kept[0].transfer.size(), n + 1);
+  ASSERT_EQ(kept.positions.size(), 3U);
+  EXPECT_TRUE(kept.positions[2].transfer.empty());  // the last stage sends nothing on
+  EXPECT_EQ(kept.positions[0].transfer.size(), n + 1);
+  ASSERT_TRUE(kept.exposed_transfers.has_value());
+  EXPECT_EQ(*kept.exposed_transfers, plain.breakdown.transfers);
   const Plan again = detail::evaluate_keeping(profile, choice, oracle, options, &kept);
   for (const Plan* p : {&first, &again}) {
     EXPECT_EQ(p->iteration_time, plain.iteration_time);
@@ -453,9 +455,11 @@ TEST(EvaluateKeeping, PricesEachPositionOnceAndThenUsesWhatItKept) {
   ASSERT_GT(plain.stages[0].time.transfer, Time::zero());
   constexpr std::int64_t kMicrosecond = 1'000'000;
   for (std::size_t j = 0; j <= n; ++j) {
-    kept[1].collectives[j] += static_cast<std::int64_t>(j) * kMicrosecond;
+    kept.positions[1].collectives[j] += static_cast<std::int64_t>(j) * kMicrosecond;
   }
+  *kept.exposed_transfers += Time::microseconds(5);
   const Plan edited = detail::evaluate_keeping(profile, choice, oracle, options, &kept);
+  EXPECT_EQ(edited.breakdown.transfers, plain.breakdown.transfers + Time::microseconds(5));
   EXPECT_EQ(edited.stages[0].time.collectives, plain.stages[0].time.collectives);
   EXPECT_EQ(edited.stages[1].time.collectives,
             plain.stages[1].time.collectives + Time::microseconds(2));  // layers 1 and 2
