@@ -206,6 +206,9 @@ Plan detail::evaluate_keeping(const workload::LayerProfile& profile, const PlanC
   if (positions != nullptr && positions->empty()) {
     for (int p = 0; p < S; ++p) positions->push_back(price(p));
   }
+  if (positions != nullptr && positions->size() != static_cast<std::size_t>(S)) {
+    throw Error::internal("evaluate_keeping: kept positions of another pipeline depth");
+  }
   detail::PositionPrices priced;
   for (int p = 0; p < S; ++p) {
     StageReport r;

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "nest/core/error.h"
@@ -464,6 +465,17 @@ TEST(EvaluateKeeping, PricesEachPositionOnceAndThenUsesWhatItKept) {
   EXPECT_EQ(edited.stages[1].time.collectives,
             plain.stages[1].time.collectives + Time::microseconds(2));  // layers 1 and 2
   EXPECT_EQ(edited.stages[2].time.collectives, plain.stages[2].time.collectives);
+  // Kept for three stages, asked for two: refused.
+  PlanChoice two = choice;
+  two.boundaries = {0, 2, n};
+  try {
+    (void)detail::evaluate_keeping(profile, two, oracle, options, &kept);
+    ADD_FAILURE() << "kept positions of three stages taken for two";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInternal);
+    EXPECT_NE(std::string(e.what()).find("kept positions of another pipeline depth"),
+              std::string::npos);
+  }
 }
 
 }  // namespace
