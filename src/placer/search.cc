@@ -676,11 +676,45 @@ std::string BoundNetwork::describe() const {
   return (event_free_ ? "event-free bounds of " : "lower bounds of ") + exact_.describe();
 }
 
+namespace {
+
+// `bounds` but for the data-parallel syncs of stages 1 to S − 1, answered zero unasked: the
+// plan's bound reads stage 0's sync alone (stage 0 ends the pipeline; with the joint syncs off,
+// no stage's sync changes another's), so pricing the others would spend their bounds' passes
+// for nothing.
+class StageZeroSync final : public ForwardingCommCost {
+ public:
+  StageZeroSync(CommCost& bounds, workload::CollectiveOp op, std::vector<GroupLayout> others)
+      : ForwardingCommCost(bounds), op_(op), others_(std::move(others)) {}
+  Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
+    if (op == op_ && std::find(others_.begin(), others_.end(), layout) != others_.end()) {
+      return Time::zero();
+    }
+    return inner().collective(op, size, layout);
+  }
+  Time gather_point(Bytes size, const GroupLayout& layout) override {
+    return inner().gather_point(size, layout);
+  }
+
+ private:
+  workload::CollectiveOp op_;
+  std::vector<GroupLayout> others_;
+};
+
+}  // namespace
+
 PlanBound plan_lower_bound(const workload::LayerProfile& profile, const PlanChoice& choice,
                            CommCost& bounds, const CostOptions& options) {
   CostOptions alone = options;
   alone.joint_data_parallel_sync = false;
-  PlanBound out{.plan = evaluate(profile, choice, bounds, alone)};
+  std::vector<GroupLayout> others;
+  if (choice.data_parallel > 1 && !bounds.placement_independent()) {
+    const DeviceMap map = DeviceMap::make(choice.order, choice.stages(), choice.data_parallel,
+                                          profile.variants.at(choice.variant).devices_per_replica);
+    for (int p = 1; p < choice.stages(); ++p) others.push_back(detail::sync_layout(map, p));
+  }
+  StageZeroSync stage_zero(bounds, detail::sync_operation(choice.zero_stage), std::move(others));
+  PlanBound out{.plan = evaluate(profile, choice, stage_zero, alone)};
   const Plan& p = out.plan;
   const Breakdown& b = p.breakdown;
   const StageReport& last = p.stages.front();  // stage 0 ends the pipeline

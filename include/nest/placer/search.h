@@ -222,7 +222,8 @@ class BoundNetwork final : public CommCost {
 /// bucket is ready at P; P + B·R + O without overlapping the sync), and with overlap also
 /// T >= (K−1)·W + (S−1)·C + B·R + O (the buckets run one after another from when the first is
 /// ready, P − L + L/B, and stage 0's last backward L is part of its work, L <= W). Each term is
-/// priced on `bounds`; the reductions less 0.1% for rounding. One `evaluate` on `bounds`.
+/// priced on `bounds`; the reductions less 0.1% for rounding. One `evaluate` on `bounds`, which
+/// is asked for stage 0's sync only (the bound reads no other).
 /// ZeRO-3 weight gathers are priced on the line through two sizes (256 MiB and 1 GiB); drawn
 /// through bounds and read at a stage's bytes outside them, that line bounds the exact one only
 /// when the exact all-gather's time grows per byte between those sizes at least at the bound's
@@ -231,7 +232,9 @@ class BoundNetwork final : public CommCost {
 /// bundled clusters).
 struct PlanBound {
   Time bound;  ///< the lower bound
-  Plan plan;   ///< the plan priced on `bounds` (each stage's sync alone)
+  /// The plan priced on `bounds`, stage 0's sync alone; the other stages' syncs, which the
+  /// bound does not read, are not asked of `bounds` (zero here).
+  Plan plan;
   /// With the sync overlapped in two or more buckets: the second form without its B·R,
   /// (K−1)·W + (S−1)·C + O, against which stage 0's exact R can be tested.
   std::optional<Time> before_buckets;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "nest/core/rng.h"
@@ -462,6 +463,71 @@ TEST(CappedVerification, KeepsTheBestPlanOfAnOrderPricedAboveTheFirstCap) {
             1);
   // The capped search prices fewer plans' collectives by event simulation.
   EXPECT_LT(p.events_with, p.events_without);
+}
+
+// The collectives a network is asked for, operation and layout, in order.
+class AskedCollectives final : public ForwardingCommCost {
+ public:
+  using ForwardingCommCost::ForwardingCommCost;
+  Time collective(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override {
+    asked.emplace_back(op, layout);
+    return inner().collective(op, size, layout);
+  }
+  Time gather_point(Bytes size, const GroupLayout& layout) override {
+    return inner().gather_point(size, layout);
+  }
+  std::vector<std::pair<workload::CollectiveOp, GroupLayout>> asked;
+};
+
+// The plan's bound reads stage 0's sync alone (it ends the pipeline; the header's
+// T >= P + R + O and T >= (K−1)·W + (S−1)·C + B·R + O): `plan_lower_bound` asks the network for
+// no other stage's sync. Eight stages, four replicas, tp-pp-dp, on the event-free bounds of a
+// thin rail's oracle, with ZeRO-1 and with ZeRO-3 (whose weight gathers the network prices on
+// its own line, `gather_point`): of the sync operation only stage 0's layout is asked, stage 0
+// is priced as `evaluate` prices it, and the bound is the header's formula on `evaluate`'s plan.
+TEST(PlanLowerBound, AsksForStageZerosSyncOnly) {
+  const topo::Topology rail = testing::thin_rail(16);
+  for (const int zero_stage : {1, 3}) {
+    SCOPED_TRACE("ZeRO-" + std::to_string(zero_stage));
+    DeepPipeline plan = deep_pipeline(40, PlacementOrder::kTensorPipelineData);
+    plan.choice.zero_stage = zero_stage;
+    CostOptions options{.rules = MemoryRules::kMegatron, .devices = 32};
+    options.joint_data_parallel_sync = false;
+    OracleCommCost oracle(rail);
+    BoundNetwork bounds(oracle, true);
+    const Plan full = evaluate(plan.profile, plan.choice, bounds, options);
+    AskedCollectives asked(bounds);
+    const PlanBound lb = plan_lower_bound(plan.profile, plan.choice, asked, options);
+    const DeviceMap map = DeviceMap::make(plan.choice.order, plan.choice.stages(), 4,
+                                          plan.profile.variants[0].devices_per_replica);
+    const workload::CollectiveOp sync = zero_stage == 3 ? workload::CollectiveOp::kReduceScatter
+                                                        : workload::CollectiveOp::kAllReduce;
+    std::vector<int> stages_asked;
+    for (const auto& [op, layout] : asked.asked) {
+      for (int p = 0; p < map.stages; ++p) {
+        const GroupLayout replicas{
+            .base = map.device(p, 0, 0),
+            .member = {map.data_parallel, map.replica_stride},
+            .groups = {{{map.devices_per_replica, map.shard_stride}, {1, 0}, {1, 0}}}};
+        if (op == sync && layout == replicas) stages_asked.push_back(p);
+      }
+    }
+    EXPECT_EQ(stages_asked, std::vector<int>{0});
+    ASSERT_EQ(map.stages, 8);
+    EXPECT_GT(full.stages[7].data_parallel_sync, Time::zero());
+    EXPECT_EQ(lb.plan.stages[7].data_parallel_sync, Time::zero());
+    const StageReport& last = full.stages.front();
+    EXPECT_EQ(lb.plan.stages.front().data_parallel_sync, last.data_parallel_sync);
+    EXPECT_EQ(lb.plan.stages.front().time.total(), last.time.total());
+    const Breakdown& b = full.breakdown;
+    const double r = static_cast<double>(last.data_parallel_sync.ps());
+    const Time work = b.compute + b.collectives;
+    const std::int64_t rest = (b.bubble + last.optimizer).ps();
+    const std::int64_t k = full.microbatches_per_replica;
+    const std::int64_t one = work.ps() + rest + static_cast<std::int64_t>(0.999 * r / 4);
+    const std::int64_t all = work.ps() / k * (k - 1) + rest + static_cast<std::int64_t>(0.999 * r);
+    EXPECT_EQ(lb.bound, Time::picoseconds(std::max(one, all)));
+  }
 }
 
 }  // namespace
