@@ -91,6 +91,16 @@ std::optional<EarlyReplays::Outcome> EarlyReplays::take(const placer::Plan& plan
   return std::move(e.outcome);
 }
 
+void EarlyReplays::series_meanwhile() {
+  std::unique_lock lock(share_.mutex);
+  if (!settled_ || closing_) return;
+  const bool running = std::any_of(entries_.begin(), entries_.end(), [](const auto& e) {
+    return e->selected && e->state == State::kRunning;
+  });
+  if (!running) return;
+  if (const std::optional<std::size_t> best = series_next()) add_series(lock, *best);
+}
+
 bool EarlyReplays::owns(const placer::Plan& plan) {
   const std::lock_guard lock(share_.mutex);
   const std::optional<std::size_t> j = index_of(plan);

@@ -115,6 +115,11 @@ class EarlyReplays {
   // begun, or stopped). After `settle`, for a final candidate.
   std::optional<Outcome> take(const placer::Plan& plan);
 
+  // After `settle`, on a thread that would only wait for a replay still running: adds the busiest
+  // links' series to the replay of the least time so far, as the replays' thread does once free
+  // (`series_links`; the same series, sooner). Nothing when no replay runs or none is to take.
+  void series_meanwhile();
+
   // True when `plan`'s replay ahead has run or runs (after `settle`: `take` then has it).
   [[nodiscard]] bool owns(const placer::Plan& plan);
 

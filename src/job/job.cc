@@ -930,6 +930,9 @@ Placement Job::verify(placer::SearchResult result, const SimulateOptions& option
     work();
     for (auto& h : helpers) h.get();
   }
+  // This thread would now wait for the replays still running beside: meanwhile, the series of
+  // the least replay so far (`nest run` writes them if it is chosen).
+  if (early != nullptr) early->series_meanwhile();
   for (std::size_t j = 0; j < order.size(); ++j) {
     if (ahead[j] == 0) continue;
     std::optional<EarlyReplays::Outcome> out = early->take(all[order[j]]);

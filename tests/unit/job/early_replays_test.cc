@@ -63,6 +63,7 @@ class Replays {
       run.link_series.emplace_back().link = 7;
       const std::lock_guard lock(mutex_);
       series_.push_back(p.choice.stages());
+      series_threads_.push_back(std::this_thread::get_id());
       changed_.notify_all();
     };
   }
@@ -71,6 +72,11 @@ class Replays {
     std::unique_lock lock(mutex_);
     wait(lock, [&] { return series_.size() >= n; });
     return series_;
+  }
+  // The threads the series passes ran on, in order.
+  std::vector<std::thread::id> series_threads() {
+    const std::lock_guard lock(mutex_);
+    return series_threads_;
   }
   // Lets the replay of the plan of `depth` stages end.
   void finish(int depth) {
@@ -104,6 +110,7 @@ class Replays {
   std::vector<int> begun_;
   std::vector<int> stopped_;
   std::vector<int> series_;
+  std::vector<std::thread::id> series_threads_;
   std::set<int> finished_;
 };
 
@@ -288,6 +295,35 @@ TEST(EarlyReplays, TheLentThreadAddsTheSeriesAfterTheQueue) {
   EXPECT_EQ(second->series, 0);
   EXPECT_FALSE(early.take(r).has_value());  // never begun: the verification replays it
   EXPECT_EQ(fake.begun(2).size(), 2u);
+}
+
+// After `settle`, a thread that would only wait for a replay still running (the
+// verification's) adds the series of the least replay so far itself, once: the replays' thread
+// is busy with the other (`series_meanwhile`, as `nest run` calls it before taking the replays).
+TEST(EarlyReplays, TheWaitingThreadAddsTheSeriesWhileAReplayRuns) {
+  TwoThreads share;
+  Replays fake;
+  EarlyReplays early(share, 2, {}, true, fake.replay(), 8, fake.add_series());
+  const placer::Plan p = plan(4, 100);
+  const placer::Plan q = plan(6, 120);
+  early.kept(p);
+  early.kept(q);
+  fake.finish(4);
+  EXPECT_EQ(fake.begun(2), (std::vector<int>{4, 6}));  // q's replay runs until finished
+  early.settle(std::vector<const placer::Plan*>{&p, &q});
+  early.series_meanwhile();
+  EXPECT_EQ(fake.series_threads(), std::vector<std::thread::id>{std::this_thread::get_id()});
+  EXPECT_EQ(fake.series(1), std::vector<int>{4});
+  early.series_meanwhile();  // p's series are taken: nothing more
+  fake.finish(6);
+  const auto best = early.take(p);
+  ASSERT_TRUE(best.has_value() && best->run.has_value());
+  EXPECT_EQ(best->series, 8);
+  ASSERT_EQ(best->run->link_series.size(), 1u);
+  const auto other = early.take(q);
+  ASSERT_TRUE(other.has_value() && other->run.has_value());
+  EXPECT_EQ(other->series, 0);
+  EXPECT_EQ(fake.series_threads().size(), 1u);
 }
 
 // Dropping the replays while one runs stops it (the job's destructor, or an error in the
