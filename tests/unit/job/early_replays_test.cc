@@ -241,18 +241,27 @@ TEST(EarlyReplays, ARunningReplaysThreadTakesTheVerificationsQueueAfterIt) {
   EXPECT_FALSE(early.lend([] {}));
 }
 
+// Two plans kept for K = 2 with runs and series of 8 links, p (100 ms) replayed, q's (120 ms)
+// replay begun and running until the test finishes it.
+struct TwoKept {
+  TwoThreads share;
+  Replays fake;
+  EarlyReplays early{share, 2, {}, true, fake.replay(), 8, fake.add_series()};
+  const placer::Plan p = plan(4, 100);
+  const placer::Plan q = plan(6, 120);
+  TwoKept() {
+    early.kept(p);
+    early.kept(q);
+    fake.finish(4);
+    EXPECT_EQ(fake.begun(2), (std::vector<int>{4, 6}));  // q before any series
+  }
+};
+
 // Once every plan of the set has been replayed, the free thread adds the busiest links' series
 // to the replay of the least time (for `nest run`), once; the verification takes it with them.
 TEST(EarlyReplays, TheLeastReplayGetsItsSeriesOnceEveryPlanIsReplayed) {
-  TwoThreads share;
-  Replays fake;
-  EarlyReplays early(share, 2, {}, true, fake.replay(), 8, fake.add_series());
-  const placer::Plan p = plan(4, 100);
-  const placer::Plan q = plan(6, 120);
-  early.kept(p);
-  early.kept(q);
-  fake.finish(4);
-  EXPECT_EQ(fake.begun(2), (std::vector<int>{4, 6}));  // q before any series
+  TwoKept two;
+  auto& [share, fake, early, p, q] = two;
   fake.finish(6);
   EXPECT_EQ(fake.series(1), std::vector<int>{4});
   early.settle(std::vector<const placer::Plan*>{&p, &q});
@@ -301,15 +310,8 @@ TEST(EarlyReplays, TheLentThreadAddsTheSeriesAfterTheQueue) {
 // verification's) adds the series of the least replay so far itself, once: the replays' thread
 // is busy with the other (`series_meanwhile`, as `nest run` calls it before taking the replays).
 TEST(EarlyReplays, TheWaitingThreadAddsTheSeriesWhileAReplayRuns) {
-  TwoThreads share;
-  Replays fake;
-  EarlyReplays early(share, 2, {}, true, fake.replay(), 8, fake.add_series());
-  const placer::Plan p = plan(4, 100);
-  const placer::Plan q = plan(6, 120);
-  early.kept(p);
-  early.kept(q);
-  fake.finish(4);
-  EXPECT_EQ(fake.begun(2), (std::vector<int>{4, 6}));  // q's replay runs until finished
+  TwoKept two;
+  auto& [share, fake, early, p, q] = two;
   early.settle(std::vector<const placer::Plan*>{&p, &q});
   early.series_meanwhile();
   EXPECT_EQ(fake.series_threads(), std::vector<std::thread::id>{std::this_thread::get_id()});
