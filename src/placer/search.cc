@@ -681,7 +681,11 @@ namespace {
 // `bounds` but for the data-parallel syncs of stages 1 to S − 1, answered zero unasked: the
 // plan's bound reads stage 0's sync alone (stage 0 ends the pipeline; with the joint syncs off,
 // no stage's sync changes another's), so pricing the others would spend their bounds' passes
-// for nothing.
+// for nothing. A sync is matched by its operation and its layout field for field, as
+// `SyncStepNetwork` matches it: no other collective `evaluate` asks has both (tensor and
+// context layouts differ in their group axes, expert ones run all-to-alls or differ in a
+// count-1 axis's stride, gathers are all-gathers). The oracle counts fewer contention-free
+// evaluations for it (`OracleStats::simulations`).
 class StageZeroSync final : public ForwardingCommCost {
  public:
   StageZeroSync(CommCost& bounds, workload::CollectiveOp op, std::vector<GroupLayout> others)
