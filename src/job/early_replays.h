@@ -117,7 +117,9 @@ class EarlyReplays {
 
   // After `settle`, on a thread that would only wait for a replay still running: adds the busiest
   // links' series to the replay of the least time so far, as the replays' thread does once free
-  // (`series_links`; the same series, sooner). Nothing when no replay runs or none is to take.
+  // (`series_links`; the same series, sooner). Nothing when no replay runs or none is to take
+  // (after `lend`'s work, nothing runs). A bet: when the running replay ends up least, this
+  // pass was spent on another run and the job adds the chosen run's series afterwards.
   void series_meanwhile();
 
   // True when `plan`'s replay ahead has run or runs (after `settle`: `take` then has it).
