@@ -465,6 +465,39 @@ TEST(CappedVerification, KeepsTheBestPlanOfAnOrderPricedAboveTheFirstCap) {
   EXPECT_LT(p.events_with, p.events_without);
 }
 
+// The rounds of `syncs_rule_out` keep the stages' position prices and exposed transfers from
+// the first (`detail::evaluate_keeping`); with tensor-parallel allreduces in every layer and
+// ZeRO-3 (reduce-scatter syncs, weight gathers on the replicas' layout), three stages of a
+// random chain, two replicas of two GPUs, tp-pp-dp on a thin rail: at the exact price the plan
+// is ruled out, a picosecond above it stands, and the price the check reaches is `evaluate`'s.
+TEST(SyncSteps, KeptPositionsLeaveTheExactPrice) {
+  const topo::Topology rail = testing::thin_rail(8);
+  for (const int zero_stage : {1, 3}) {
+    SCOPED_TRACE("ZeRO-" + std::to_string(zero_stage));
+    Rng rng(11);
+    const workload::LayerProfile profile =
+        testing::random_chain(rng, {.hbm = Bytes::gibibytes(80)});
+    const std::size_t n = profile.variants[1].layers.size();
+    const PlanChoice choice{.variant = 1,
+                            .boundaries = {0, 1, 3, n},
+                            .data_parallel = 2,
+                            .zero_stage = zero_stage,
+                            .order = PlacementOrder::kTensorPipelineData};
+    const CostOptions options{.rules = MemoryRules::kMegatron, .devices = 16};
+    OracleCommCost oracle(rail);
+    const Plan plan = evaluate(profile, choice, oracle, options);
+    ASSERT_GT(plan.stages[1].time.collectives, Time::zero());
+    const Time exact = plan.iteration_time;
+    OracleCommCost at_price(rail);
+    EXPECT_TRUE(syncs_rule_out(profile, choice, at_price, options, exact).ruled_out);
+    OracleCommCost above(rail);
+    const SyncCheck c =
+        syncs_rule_out(profile, choice, above, options, exact + Time::picoseconds(1));
+    EXPECT_FALSE(c.ruled_out);
+    EXPECT_EQ(c.price, exact);
+  }
+}
+
 // The collectives a network is asked for, operation and layout, in order.
 class AskedCollectives final : public ForwardingCommCost {
  public:
