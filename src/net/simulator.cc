@@ -365,8 +365,9 @@ struct Simulator::Impl {
   std::vector<topo::LinkId> dirty;
   std::vector<topo::LinkId> component_links;
   std::vector<std::uint32_t> component_flows;
-  std::vector<Candidate> candidates;
-  std::vector<topo::LinkId> scan;  // links with unfrozen flows
+  std::vector<Candidate> candidates;  // `fill_by_heap`'s heap of re-keyed candidates
+  std::vector<Candidate> sorted;      // `fill_by_heap`'s first candidates, in pop order
+  std::vector<topo::LinkId> scan;     // links with unfrozen flows
   std::vector<topo::LinkId> touched;
   // Smallest rate among the flows that drained at this timestamp (+inf when none).
   double departed_min = kNoDeparture;
@@ -932,28 +933,45 @@ void Simulator::Impl::fill_by_scan() {
   }
 }
 
-// The heap holds one live candidate per link with unfrozen flows, keyed at most at the link's
+// The queue holds one live candidate per link with unfrozen flows, keyed at most at the link's
 // current share. A freeze raises the shares of the links it touches (in exact arithmetic), so
 // their candidates stay valid lower keys and are re-keyed only when they reach the top; a share
 // that floating rounding lowered is pushed at once. So the top, once its key equals its current
 // share, is the link of smallest share (ties: lowest id), as with a heap kept exact.
+//
+// The queue is two parts: the first candidates, sorted once (`sorted`, taken from `head` on),
+// and a binary heap of the re-keyed ones (`candidates`); the top is the smaller of their two
+// heads. Keys are distinct (a re-key bumps the link's version), so this pops the candidates in
+// the order one heap of them all does, and every filling is the same to the bit. Most candidates
+// are never re-keyed (the 17 trees of `BM_ConcurrentTreesOnRail65536`: 1.88 M first candidates,
+// 0.37 M re-keyed), and a sorted run pops them in O(1) each where the heap's sift cost ~10 cache-
+// missing levels.
 void Simulator::Impl::fill_by_heap() {
   candidates.clear();
+  sorted.clear();
   for (const topo::LinkId link : scan) {
     LinkState& state = links[link];
     state.key = state.spare / state.unfrozen;
-    candidates.emplace_back(state.key, link, state.version);
+    sorted.emplace_back(state.key, link, state.version);
   }
-  std::make_heap(candidates.begin(), candidates.end(), WorseCandidate{});
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Candidate& a, const Candidate& b) { return WorseCandidate{}(b, a); });
+  std::size_t head = 0;
   // Once every flow is frozen the remaining candidates could only be skipped.
-  while (unfrozen_flows > 0 && !candidates.empty()) {
+  while (unfrozen_flows > 0 && (head < sorted.size() || !candidates.empty())) {
     if (shared_links == 0) {
       freeze_unshared();
       return;
     }
-    std::pop_heap(candidates.begin(), candidates.end(), WorseCandidate{});
-    const Candidate best = candidates.back();
-    candidates.pop_back();
+    Candidate best = head < sorted.size() ? sorted[head] : candidates.front();
+    if (head < sorted.size() &&
+        (candidates.empty() || WorseCandidate{}(candidates.front(), sorted[head]))) {
+      ++head;
+    } else {
+      std::pop_heap(candidates.begin(), candidates.end(), WorseCandidate{});
+      best = candidates.back();
+      candidates.pop_back();
+    }
     LinkState& bottleneck = links[best.link()];
     if (bottleneck.version != best.version() || bottleneck.unfrozen == 0) continue;
     const double share = bottleneck.spare / bottleneck.unfrozen;
