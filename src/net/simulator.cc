@@ -50,18 +50,6 @@ constexpr int kVerifiedRounds = 6;
 // ... or when the links it would check carry more flows than this (long lists, as on the host
 // links of a direct all-to-all, make the check cost more than the component refilling).
 constexpr std::size_t kVerifiedScanLimit = 1024;
-// The three limits above are set for components of a few dozen to a few hundred flows. Where
-// the last component refilling rated more than this many flows, they scale with what it rated
-// (R): up to R / 8 flows to start with, R / 4 in all, and R flows on the links checked, so the
-// verified refilling still re-rates a fraction of what the component refilling would. Concurrent
-// trees sharing spine up-links (the placer's joint data-parallel syncs: components of thousands
-// of flows, a few dozen arriving in the same picosecond) sent ~1,100 timestamps per run to the
-// component refilling, ~2,500 flows each, 65-75% of the time (results/coll_bench.md). Below
-// the threshold, as on the random fabrics of the simulator's tests (at most 320 flows), the
-// fixed limits hold.
-constexpr std::size_t kVerifiedScaleAbove = 1024;
-constexpr std::size_t kVerifiedScaledStart = 8;  // R / this flows to start with
-constexpr std::size_t kVerifiedScaledFlows = 4;  // R / this flows in all
 // Relative slack of its checks, for rates equal in exact arithmetic that differ in the last bits
 // (a sum of a few dozen rates stays well within it). It is kept small: a real violation inside
 // the slack would be accepted (1e-9 let rates 5e-10 apart through, found in review), while a
@@ -389,9 +377,6 @@ struct Simulator::Impl {
   std::uint32_t touch_round = 0;   // one per bottleneck of the filling, never reset
   std::size_t unfrozen_flows = 0;  // flows of the current filling not yet frozen
   std::size_t shared_links = 0;    // links of the current filling with >= 2 unfrozen flows
-  // Flows the last component refilling rated (every component of its timestamp); it sets the
-  // verified refilling's limits (`kVerifiedScaleAbove`).
-  std::size_t last_refilled = 0;
 
   void run_events(Time until, std::uint64_t max_events = std::numeric_limits<std::uint64_t>::max());
   void dispatch(const QueuedEvent& event);
@@ -588,7 +573,6 @@ void Simulator::Impl::update_rates() {
     return;
   }
   const std::uint32_t first = epoch + 1;  // components of this update get epochs >= first
-  const std::uint64_t rated_before = rated;
   for (const topo::LinkId seed : dirty) {
     if (links[seed].visited >= first) continue;
     // A link that a drain left empty has nothing to rate (only its series to close).
@@ -607,7 +591,6 @@ void Simulator::Impl::update_rates() {
     apply_rates();
     if (recording) record_series();
   }
-  last_refilled = static_cast<std::size_t>(rated - rated_before);
   dirty.clear();
   departed_min = kNoDeparture;
 }
@@ -630,17 +613,9 @@ bool Simulator::Impl::refill_verified() {
   // No shortcut for changes that leave every changed link with one flow at most: that flow may
   // cross shared links, and then its upper component holds every flow it meets (a drain in one
   // of several trees or rings whose spine up-links ECMP shares: every flow of all of them).
-  const bool scaled = last_refilled > kVerifiedScaleAbove;
-  const std::size_t start_limit =
-      scaled ? std::max(kVerifiedStart, last_refilled / kVerifiedScaledStart) : kVerifiedStart;
-  const std::size_t flow_limit =
-      scaled ? std::max(kVerifiedFlowLimit, last_refilled / kVerifiedScaledFlows)
-             : kVerifiedFlowLimit;
-  const std::size_t scan_limit =
-      scaled ? std::max(kVerifiedScanLimit, last_refilled) : kVerifiedScanLimit;
   std::size_t seeded = 0;
   for (const topo::LinkId seed : dirty) seeded += links[seed].flows.size();
-  if (seeded > scan_limit) return false;
+  if (seeded > kVerifiedScanLimit) return false;
   ++epoch;
   component_flows.clear();
   for (const topo::LinkId seed : dirty) {
@@ -653,13 +628,13 @@ bool Simulator::Impl::refill_verified() {
       }
     }
   }
-  if (component_flows.size() > start_limit) return false;
+  if (component_flows.size() > kVerifiedStart) return false;
   for (int round = 0; round < kVerifiedRounds; ++round) {
     if (component_flows.empty()) return true;  // no flow lost its bottleneck
     load_set();
     std::size_t scanned = seeded;
     for (const topo::LinkId id : component_links) scanned += links[id].flows.size();
-    if (scanned > scan_limit) return false;
+    if (scanned > kVerifiedScanLimit) return false;
     rated += component_flows.size();
     verifying = true;
     fill_loaded();
@@ -668,7 +643,7 @@ bool Simulator::Impl::refill_verified() {
       apply_rates();
       return true;
     }
-    if (component_flows.size() + violators.size() > flow_limit) return false;
+    if (component_flows.size() + violators.size() > kVerifiedFlowLimit) return false;
     // The set grows: new marks for it and its links.
     ++epoch;
     for (const std::uint32_t slot : component_flows) marks[slot].visited = epoch;
@@ -1214,7 +1189,6 @@ void Simulator::Impl::reset() {
   dirty.clear();
   arrivals.clear();
   departed_min = kNoDeparture;
-  last_refilled = 0;
 }
 
 void Simulator::Impl::renew_epochs() {

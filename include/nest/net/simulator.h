@@ -200,8 +200,7 @@ class Simulator {
   /// max-min bottleneck (the arrivals and the flows whose bottleneck link changed), holding the
   /// others, and check that every flow on the links involved still has a bottleneck (a full
   /// link on which no flow is faster); flows that fail are added and the set re-rated, and past
-  /// a few rounds, a few dozen flows or long link lists the component refilling takes over
-  /// (limits that grow with the last component refilling's size once it passed 1,024 flows). On
+  /// a few rounds, a few dozen flows or long link lists the component refilling takes over. On
   /// by default, but not used while every link's utilization is recorded
   /// (`record_utilization(true)`); max-min rates are unique, so the result is the same up to
   /// floating rounding.
