@@ -941,11 +941,11 @@ void Simulator::Impl::fill_by_scan() {
 //
 // The queue is two parts: the first candidates, sorted once (`sorted`, taken from `head` on),
 // and a binary heap of the re-keyed ones (`candidates`); the top is the smaller of their two
-// heads. Keys are distinct (a re-key bumps the link's version), so this pops the candidates in
-// the order one heap of them all does, and every filling is the same to the bit. Most candidates
-// are never re-keyed (the 17 trees of `BM_ConcurrentTreesOnRail65536`: 1.88 M first candidates,
-// 0.37 M re-keyed), and a sorted run pops them in O(1) each where the heap's sift cost ~10 cache-
-// missing levels.
+// heads. `WorseCandidate` orders every bit of a candidate and keys are distinct (a re-key bumps
+// the link's version), so this pops the candidates in the order one heap of them all does, and
+// every filling is the same to the bit. Most candidates are never re-keyed (the 17 trees of
+// `BM_ConcurrentTreesOnRail65536`: 1.88 M first candidates, 0.37 M re-keyed), and a sorted run
+// pops them in O(1) each where the heap's pop sifts through ~log2(links) levels.
 void Simulator::Impl::fill_by_heap() {
   candidates.clear();
   sorted.clear();
@@ -963,15 +963,12 @@ void Simulator::Impl::fill_by_heap() {
       freeze_unshared();
       return;
     }
-    Candidate best = head < sorted.size() ? sorted[head] : candidates.front();
-    if (head < sorted.size() &&
-        (candidates.empty() || WorseCandidate{}(candidates.front(), sorted[head]))) {
-      ++head;
-    } else {
-      std::pop_heap(candidates.begin(), candidates.end(), WorseCandidate{});
-      best = candidates.back();
-      candidates.pop_back();
-    }
+    const bool from_sorted =
+        head < sorted.size() &&
+        (candidates.empty() || WorseCandidate{}(candidates.front(), sorted[head]));
+    if (!from_sorted) std::pop_heap(candidates.begin(), candidates.end(), WorseCandidate{});
+    const Candidate best = from_sorted ? sorted[head++] : candidates.back();
+    if (!from_sorted) candidates.pop_back();
     LinkState& bottleneck = links[best.link()];
     if (bottleneck.version != best.version() || bottleneck.unfrozen == 0) continue;
     const double share = bottleneck.spare / bottleneck.unfrozen;
