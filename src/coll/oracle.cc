@@ -278,6 +278,9 @@ struct CollectiveOracle::Impl {
     std::uint64_t avoided = 0;
   };
   std::unordered_map<Digest, Bounded, DigestHash> bound_by_structure;
+  // Structures the contention-free evaluation answered in `slowest_first`, for the query being
+  // answered: counted there as a simulation, so `look_up` does not count them as a hit too.
+  std::vector<Digest> answered_ahead;
   std::unordered_map<std::uint64_t, std::vector<Pair>> pairs_by_shape;
   // Programs by (shape, size): a layout's groups (and later queries' of the same shape and
   // size) share one lowered program instead of lowering it per group. A part's spec is its
@@ -715,7 +718,12 @@ struct CollectiveOracle::Impl {
     if (idle) return {};
     const Digest digest = structure(parts, e);
     if (auto it = by_structure.find(digest); it != by_structure.end()) {
-      ++stats.structural_hits;
+      const auto ahead = std::find(answered_ahead.begin(), answered_ahead.end(), digest);
+      if (ahead == answered_ahead.end()) {
+        ++stats.structural_hits;
+      } else {
+        answered_ahead.erase(ahead);
+      }
       return {.answer = it->second};
     }
     if (const OracleAnswer* answer = consulted_answer(digest)) return {.answer = *answer};
@@ -859,6 +867,49 @@ struct CollectiveOracle::Impl {
     auto out = f(set);
     for (std::size_t j = 0; j < set.size(); ++j) parts[members[j]] = std::move(set[j]);
     return out;
+  }
+
+  // `sets` in the order `answer` prices them under a time to beat: the largest known time or
+  // event-free bound first (ties: in set order). Each set's outcome does not depend on the order
+  // (a memoized or contention-free set answers; any other is ruled out exactly when its slowest
+  // group ends after the time to beat, whichever set is looked at first, and a set that shares an
+  // earlier one's structure answers from the memo only once that one has ended), so neither does
+  // the query's: only which sets are simulated before one rules the query out. A set with the
+  // highest bound carries the most bytes over one link and is likeliest to be the slow one
+  // (on the rails of a rail-optimized cluster, the rails where ECMP puts two flows on one spine
+  // up-link). What this computes, `look_up` would compute for every set anyway: the routes
+  // (kept by layout), the memo and facts read, the bound (memoized by structure).
+  std::vector<std::vector<std::size_t>> slowest_first(std::vector<Part>& parts,
+                                                      std::vector<std::vector<std::size_t>> sets,
+                                                      Engine& e) {
+    std::vector<Time> known(sets.size());
+    for (std::size_t s = 0; s < sets.size(); ++s) {
+      known[s] = on_set(parts, sets[s], [&](std::vector<Part>& set) {
+        const bool idle =
+            std::all_of(set.begin(), set.end(), [](const Part& p) { return p.group.size() <= 1; });
+        if (idle) return Time::zero();
+        const Digest digest = structure(set, e);
+        if (auto it = by_structure.find(digest); it != by_structure.end()) {
+          return it->second.slowest;
+        }
+        if (consulted && event_limit == 0) {  // as `consulted_answer` reads them
+          const auto fact = consulted->impl_->find(digest);
+          if (fact && fact->answer) return fact->answer->slowest;
+        }
+        const Bounded* b = bounded(set, e, digest);
+        if (b != nullptr) return b->slowest;
+        answered_ahead.push_back(digest);
+        return by_structure.find(digest)->second.slowest;
+      });
+    }
+    std::vector<std::size_t> order(sets.size());
+    for (std::size_t s = 0; s < order.size(); ++s) order[s] = s;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return known[a] > known[b]; });
+    std::vector<std::vector<std::size_t>> sorted;
+    sorted.reserve(sets.size());
+    for (const std::size_t s : order) sorted.push_back(std::move(sets[s]));
+    return sorted;
   }
 
   // What `part_durations` counted in `counts` (a thread's own), added to `stats`.
@@ -1046,6 +1097,7 @@ struct CollectiveOracle::Impl {
   // memoized for the query) when a set's lower bound, or its simulation stopped there, shows
   // that the answer's slowest group takes longer than `*within` (its slowest is at least every
   // set's); an answer returned may still be above `*within` (memoized, or contention-free).
+  // The sets are then priced slowest bound first (`slowest_first`), else in order.
   std::optional<OracleAnswer> answer(QueryKey key, std::vector<Part>& parts, Engine& e, Time base,
                                      std::optional<Time> within = std::nullopt) {
     if (auto it = by_query.find(key); it != by_query.end()) {
@@ -1053,7 +1105,11 @@ struct CollectiveOracle::Impl {
       return it->second;
     }
     OracleAnswer result;
-    const auto sets = sets_of(parts, e);
+    auto sets = sets_of(parts, e);
+    answered_ahead.clear();
+    if (within && sets.size() > 1) sets = slowest_first(parts, sets, e);
+    // The set that holds the first part answers `first`.
+    const auto holds_first = [&](std::size_t s) { return sets[s].front() == 0; };
     if (sets.size() == 1) {
       const auto a = priced_set(parts, e, within, base);
       if (!a) return std::nullopt;
@@ -1061,8 +1117,10 @@ struct CollectiveOracle::Impl {
     } else if (const int n = threads.load(std::memory_order_relaxed); n > 1 && event_limit == 0) {
       const auto answers = priced_sets(parts, sets, e, within, base, n);
       if (!answers) return std::nullopt;
-      result.first = answers->front().first;  // the first set holds the first part
-      for (const OracleAnswer& a : *answers) result.slowest = std::max(result.slowest, a.slowest);
+      for (std::size_t s = 0; s < sets.size(); ++s) {
+        if (holds_first(s)) result.first = (*answers)[s].first;
+        result.slowest = std::max(result.slowest, (*answers)[s].slowest);
+      }
     } else {
       // Once a set rules the query out, the later ones are only counted (`priced_set`).
       bool out = false;
@@ -1072,7 +1130,7 @@ struct CollectiveOracle::Impl {
         });
         if (!a) out = true;
         if (out) continue;
-        if (s == 0) result.first = a->first;  // the first set holds the first part
+        if (holds_first(s)) result.first = a->first;
         result.slowest = std::max(result.slowest, a->slowest);
       }
       if (out) return std::nullopt;

@@ -186,7 +186,9 @@ class CollectiveOracle {
       const CollectiveSpec& spec, std::span<const std::vector<topo::DeviceId>> groups,
       std::optional<Time> within);
   /// `collective(spec, groups)` when its slowest group takes at most `within`, else nullopt:
-  /// the query is bounded first, then simulated no further than `within` (see `fastest`).
+  /// the query is bounded first, then simulated no further than `within` (see `fastest`). The
+  /// link-disjoint sets of the groups are simulated largest event-free bound first, so that a
+  /// set that rules the query out tends to run before those that would not.
   [[nodiscard]] std::optional<OracleAnswer> collective_within(
       const CollectiveSpec& spec, std::span<const std::vector<topo::DeviceId>> groups, Time within);
 

@@ -798,6 +798,54 @@ TEST(Oracle, ThreadsAnswerMemoizeAndCountAsOneThread) {
   EXPECT_GT(two.stats().simulations, two.stats().contention_free);
 }
 
+// Under a time to beat, a query's link-disjoint sets run largest event-free bound first: on the
+// 4:1 rail cluster, a double binary tree over 16 nodes of rail 0 (the first set) and one over 64
+// nodes of rail 1 (more ranks: a larger bound, and slower), both contended. Within a time that
+// the first meets and the second does not, only the second runs (stopped there): the first is
+// neither simulated nor memoized (before, it ran to its end first). Within the slowest time, the
+// answer is the one of every set run to its end, its `first` the first group's although its set
+// ran second; on two threads (`priced_sets`) the same answers and counters.
+TEST(Oracle, AQueryWithinATimeRunsItsSetOfLargestBoundFirst) {
+  const topo::Topology t = rail_4to1();
+  const CollectiveSpec tree{Operation::kAllReduce, Algorithm::kTree, Bytes::mebibytes(64), 16};
+  Groups groups(2);
+  for (topo::DeviceId n = 0; n < 16; ++n) groups[0].push_back(n * 8 * 8);
+  for (topo::DeviceId n = 0; n < 64; ++n) groups[1].push_back(n * 2 * 8 + 1);
+  CollectiveOracle fresh(t, 3);
+  const OracleAnswer exact = fresh.collective(tree, groups);
+  ASSERT_EQ(fresh.stats().simulations, 2U);
+  ASSERT_EQ(fresh.stats().contention_free, 0U);  // both event-simulated
+  const OracleAnswer first = CollectiveOracle(t, 3).collective(tree, Groups{groups[0]});
+  const OracleAnswer second = CollectiveOracle(t, 3).collective(tree, Groups{groups[1]});
+  ASSERT_LT(first.slowest, second.slowest);
+  ASSERT_EQ(exact.slowest, second.slowest);
+  ASSERT_EQ(exact.first, first.first);
+  const Time bound_first = CollectiveOracle(t, 3).lower_bound(tree, Groups{groups[0]});
+  const Time bound_second = CollectiveOracle(t, 3).lower_bound(tree, Groups{groups[1]});
+  ASSERT_LT(bound_first, bound_second);
+  const Time within = first.slowest + Time::picoseconds((second.slowest - first.slowest).ps() / 2);
+  ASSERT_LT(bound_second, within);  // not ruled out by a bound: by the run
+
+  for (const int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    CollectiveOracle o(t, OracleSettings{.seed = 3, .threads = threads});
+    EXPECT_FALSE(o.collective_within(tree, groups, within).has_value());
+    EXPECT_EQ(o.stats().stopped, 1U);
+    EXPECT_EQ(o.stats().simulations, 0U);
+    EXPECT_EQ(o.stats().structural_hits, 0U);
+    // The first group alone now runs: its set was not memoized.
+    EXPECT_EQ(o.collective(tree, Groups{groups[0]}).slowest, first.slowest);
+    EXPECT_EQ(o.stats().simulations, 1U);
+
+    CollectiveOracle met(t, OracleSettings{.seed = 3, .threads = threads});
+    const auto got = met.collective_within(tree, groups, exact.slowest);
+    ASSERT_TRUE(got.has_value());
+    EXPECT_EQ(got->slowest, exact.slowest);
+    EXPECT_EQ(got->first, exact.first);
+    expect_same_stats(met.stats(), fresh.stats());
+  }
+}
+
 // The queries of the facts tests below: on the 4:1 rail cluster under its NCCL model, a double
 // binary tree on each of the 8 rails (contended, event-simulated) and 4 pipeline stages' groups on
 // every rail; each within times that its bound rules out, that stop its run part way, and around
