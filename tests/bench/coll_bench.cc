@@ -371,6 +371,40 @@ BENCHMARK(BM_OracleRailsOnThreads16384)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// The tuner under a time to beat at 131,072 GPUs, as Llama-3.1-405B's search asks it of a
+// tp-pp-dp plan (8 stages of 8-GPU tensor groups, data-parallel 2,048): a stage's gradient sync,
+// an allreduce of 3,187,933,184 bytes over 2,048 GPUs 8 nodes apart on each of the 8 rails of
+// `h100_rail_1024.yaml`'s cluster grown to 16,384 nodes, under the bundled NCCL models. The ring
+// (contention-free, derived) answers first; the double binary tree and the hierarchical ring
+// (4 GPUs per leaf, then 512 leaves) have event-free bounds below it, so each is simulated,
+// rail by rail, until one rail shows it slower. The rails whose ECMP hashing puts two flows on
+// one spine up-link are the slow ones and have the larger bounds: simulated largest bound first,
+// the hierarchical ring's query stops on its first rail (before: two rails ran to their ends,
+// 1.7 s each, first). A fresh oracle per iteration. Counters: the choice's time (ms), the
+// simulations run to their end, the events run and those counted but not run.
+void BM_TunerWithinOnRail131072(benchmark::State& state) {
+  static const nest::topo::Topology rail = nest::bench::h100_rail(16384);
+  std::vector<std::vector<DeviceId>> groups(8);
+  for (DeviceId r = 0; r < 8; ++r) {
+    for (DeviceId k = 0; k < 2048; ++k) groups[r].push_back(24 + r + 64 * k);
+  }
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(3187933184)};
+  spec.chunks = 0;
+  spec.channels = 0;
+  nest::coll::OracleStats stats;
+  Time answer;
+  for (auto _ : state) {
+    nest::coll::CollectiveOracle oracle(rail);
+    answer = oracle.fastest(spec, groups).answer.slowest;
+    stats = oracle.stats();
+  }
+  state.counters["simulated_ms"] = answer.to_milliseconds();
+  state.counters["simulations"] = static_cast<double>(stats.simulations);
+  state.counters["events_run"] = static_cast<double>(stats.events - stats.avoided_events);
+  state.counters["events_not_run"] = static_cast<double>(stats.avoided_events);
+}
+BENCHMARK(BM_TunerWithinOnRail131072)->Unit(benchmark::kMillisecond)->Iterations(1);
+
 // The event-free bound the placer's searches and the anneal's walk ask for
 // (`CollectiveOracle::lower_bound`): a ring allreduce of 256 MiB under the bundled NCCL models
 // over the n GPUs of the first n / 8 nodes of `h100_rail_1024.yaml`'s cluster grown to 512 nodes
