@@ -874,11 +874,11 @@ struct CollectiveOracle::Impl {
   // (a memoized or contention-free set answers; any other is ruled out exactly when its slowest
   // group ends after the time to beat, whichever set is looked at first, and a set that shares an
   // earlier one's structure answers from the memo only once that one has ended), so neither does
-  // the query's: only which sets are simulated before one rules the query out. A set with the
-  // highest bound carries the most bytes over one link and is likeliest to be the slow one
-  // (on the rails of a rail-optimized cluster, the rails where ECMP puts two flows on one spine
-  // up-link). What this computes, `look_up` would compute for every set anyway: the routes
-  // (kept by layout), the memo and facts read, the bound (memoized by structure).
+  // the query's: only which sets are simulated before one rules the query out. The bound is the
+  // cheapest sign of which set is slow (on the 131,072-GPU rail cluster of results/placer_bench.md
+  // the rails with the larger bounds were the ones that ruled the tuner's losing candidate out).
+  // What this computes, `look_up` would compute for every set anyway: the routes (kept by
+  // layout), the memo and facts read, the bound (memoized by structure).
   std::vector<std::vector<std::size_t>> slowest_first(std::vector<Part>& parts,
                                                       std::vector<std::vector<std::size_t>> sets,
                                                       Engine& e) {

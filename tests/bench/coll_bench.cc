@@ -377,11 +377,12 @@ BENCHMARK(BM_OracleRailsOnThreads16384)
 // `h100_rail_1024.yaml`'s cluster grown to 16,384 nodes, under the bundled NCCL models. The ring
 // (contention-free, derived) answers first; the double binary tree and the hierarchical ring
 // (4 GPUs per leaf, then 512 leaves) have event-free bounds below it, so each is simulated,
-// rail by rail, until one rail shows it slower. The rails whose ECMP hashing puts two flows on
-// one spine up-link are the slow ones and have the larger bounds: simulated largest bound first,
-// the hierarchical ring's query stops on its first rail (before: two rails ran to their ends,
-// 1.7 s each, first). A fresh oracle per iteration. Counters: the choice's time (ms), the
-// simulations run to their end, the events run and those counted but not run.
+// rail by rail, until one rail shows it slower. The rails differ only in where ECMP hashes
+// their flows; the five slow ones (235-254 ms for the hierarchical ring, against 184-187 ms) have
+// the larger bounds, so simulated largest bound first, the hierarchical ring's query stops on its
+// first rail (before: two fast rails ran to their ends, 1.7 s each, first). A fresh oracle per
+// iteration. Counters: the choice's time (ms), the simulations run to their end, the events run
+// and those counted but not run.
 void BM_TunerWithinOnRail131072(benchmark::State& state) {
   static const nest::topo::Topology rail = nest::bench::h100_rail(16384);
   std::vector<std::vector<DeviceId>> groups(8);
