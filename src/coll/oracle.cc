@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "coll/private_rings.h"
@@ -280,7 +281,7 @@ struct CollectiveOracle::Impl {
   std::unordered_map<Digest, Bounded, DigestHash> bound_by_structure;
   // Structures the contention-free evaluation answered in `slowest_first`, for the query being
   // answered: counted there as a simulation, so `look_up` does not count them as a hit too.
-  std::vector<Digest> answered_ahead;
+  std::unordered_set<Digest, DigestHash> answered_ahead;
   std::unordered_map<std::uint64_t, std::vector<Pair>> pairs_by_shape;
   // Programs by (shape, size): a layout's groups (and later queries' of the same shape and
   // size) share one lowered program instead of lowering it per group. A part's spec is its
@@ -718,12 +719,7 @@ struct CollectiveOracle::Impl {
     if (idle) return {};
     const Digest digest = structure(parts, e);
     if (auto it = by_structure.find(digest); it != by_structure.end()) {
-      const auto ahead = std::find(answered_ahead.begin(), answered_ahead.end(), digest);
-      if (ahead == answered_ahead.end()) {
-        ++stats.structural_hits;
-      } else {
-        answered_ahead.erase(ahead);
-      }
+      if (answered_ahead.erase(digest) == 0) ++stats.structural_hits;
       return {.answer = it->second};
     }
     if (const OracleAnswer* answer = consulted_answer(digest)) return {.answer = *answer};
@@ -869,16 +865,20 @@ struct CollectiveOracle::Impl {
     return out;
   }
 
-  // `sets` in the order `answer` prices them under a time to beat: the largest known time or
-  // event-free bound first (ties: in set order). Each set's outcome does not depend on the order
-  // (a memoized or contention-free set answers; any other is ruled out exactly when its slowest
-  // group ends after the time to beat, whichever set is looked at first, and a set that shares an
-  // earlier one's structure answers from the memo only once that one has ended), so neither does
-  // the query's: only which sets are simulated before one rules the query out. The bound is the
-  // cheapest sign of which set is slow (on the 131,072-GPU rail cluster of results/placer_bench.md
-  // the rails with the larger bounds were the ones that ruled the tuner's losing candidate out).
-  // What this computes, `look_up` would compute for every set anyway: the routes (kept by
-  // layout), the memo and facts read, the bound (memoized by structure).
+  // `sets` in the order `answer` prices them under a time to beat: the largest known time
+  // (memoized, or published by a consulted oracle) or event-free bound (raised by a consulted
+  // oracle's stop) first; ties in set order. A set's outcome is a function of its structure and
+  // of what the memo and the consulted facts hold when the query starts (answered when memoized,
+  // published, contention-free or without a bound; else ruled out exactly when its run, stopped
+  // at the time to beat, does not end; a set that shares an earlier set's structure is answered
+  // by that set's run or ruled out with it), so the query's answer does not depend on the order:
+  // only which sets are simulated before one rules the query out, and so what the memo holds
+  // after a query that was ruled out (a set not simulated is not memoized: a later
+  // `lower_bound` of it gives its bound, not its time). The bound is the cheapest sign of which
+  // set is slow (on the 131,072-GPU rail cluster of results/placer_bench.md the rails with the
+  // larger bounds were the ones that ruled the tuner's losing candidate out). What this computes
+  // (the routes, kept by layout; the memo and facts read; the bound, memoized by structure),
+  // `look_up` computes for every set of such a query anyway, unless a run throws first.
   std::vector<std::vector<std::size_t>> slowest_first(std::vector<Part>& parts,
                                                       std::vector<std::vector<std::size_t>> sets,
                                                       Engine& e) {
@@ -892,13 +892,16 @@ struct CollectiveOracle::Impl {
         if (auto it = by_structure.find(digest); it != by_structure.end()) {
           return it->second.slowest;
         }
+        // A consulted oracle's stop: the structure ends after that time.
+        std::optional<Time> after;
         if (consulted && event_limit == 0) {  // as `consulted_answer` reads them
           const auto fact = consulted->impl_->find(digest);
           if (fact && fact->answer) return fact->answer->slowest;
+          if (fact) after = fact->after;
         }
         const Bounded* b = bounded(set, e, digest);
-        if (b != nullptr) return b->slowest;
-        answered_ahead.push_back(digest);
+        if (b != nullptr) return after ? std::max(b->slowest, *after) : b->slowest;
+        answered_ahead.insert(digest);
         return by_structure.find(digest)->second.slowest;
       });
     }
@@ -1097,7 +1100,8 @@ struct CollectiveOracle::Impl {
   // memoized for the query) when a set's lower bound, or its simulation stopped there, shows
   // that the answer's slowest group takes longer than `*within` (its slowest is at least every
   // set's); an answer returned may still be above `*within` (memoized, or contention-free).
-  // The sets are then priced slowest bound first (`slowest_first`), else in order.
+  // With `within` and more than one set, the sets are priced largest bound first
+  // (`slowest_first`), else in order.
   std::optional<OracleAnswer> answer(QueryKey key, std::vector<Part>& parts, Engine& e, Time base,
                                      std::optional<Time> within = std::nullopt) {
     if (auto it = by_query.find(key); it != by_query.end()) {
@@ -1107,7 +1111,7 @@ struct CollectiveOracle::Impl {
     OracleAnswer result;
     auto sets = sets_of(parts, e);
     answered_ahead.clear();
-    if (within && sets.size() > 1) sets = slowest_first(parts, sets, e);
+    if (within && sets.size() > 1) sets = slowest_first(parts, std::move(sets), e);
     // The set that holds the first part answers `first`.
     const auto holds_first = [&](std::size_t s) { return sets[s].front() == 0; };
     if (sets.size() == 1) {

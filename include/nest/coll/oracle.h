@@ -187,8 +187,10 @@ class CollectiveOracle {
       std::optional<Time> within);
   /// `collective(spec, groups)` when its slowest group takes at most `within`, else nullopt:
   /// the query is bounded first, then simulated no further than `within` (see `fastest`). The
-  /// link-disjoint sets of the groups are simulated largest event-free bound first, so that a
-  /// set that rules the query out tends to run before those that would not.
+  /// link-disjoint sets of the groups are simulated largest known time (memoized, published)
+  /// or event-free bound first, so that a set that rules the query out tends to run before those
+  /// that would not (as for the candidates `fastest` prices against the fastest so far). The
+  /// answer does not depend on that order; what the memo holds after a query ruled out does.
   [[nodiscard]] std::optional<OracleAnswer> collective_within(
       const CollectiveSpec& spec, std::span<const std::vector<topo::DeviceId>> groups, Time within);
 
@@ -250,6 +252,8 @@ class CollectiveOracle {
   /// candidates `fastest` rules out by their bound, or by a simulation stopped at the time to
   /// beat, are counted in full without being run and are not stopped, so `stats().events` may
   /// pass the limit by those. A deterministic budget: the same queries stop at the same event.
+  /// Which query a tight budget stops depends on the order a query's sets run in (see
+  /// `collective_within`).
   void limit_events(std::uint64_t total) noexcept;
 
   /// Sets `OracleSettings::threads` for the queries that start from now on: safe to call from
