@@ -660,12 +660,14 @@ struct CollectiveOracle::Impl {
           {part.schedule.get(), part.group, detail::ProgramKey{part.shape, part.size}});
     }
     if (const auto run = e.evaluator.evaluate(e.router, programs, seed)) {
-      // Contention-free: exact without events, as `simulate_parts` would answer.
+      // Contention-free: exact without events, as `simulate_parts` would answer (and published
+      // as `settle` publishes that answer).
       ++stats.simulations;
       ++stats.contention_free;
-      by_structure.emplace(
-          digest, OracleAnswer{run->durations.front(),
-                               *std::max_element(run->durations.begin(), run->durations.end())});
+      const OracleAnswer answer{run->durations.front(),
+                                *std::max_element(run->durations.begin(), run->durations.end())};
+      by_structure.emplace(digest, answer);
+      if (published) published->impl_->record_answer(digest, answer);
       return nullptr;
     }
     const auto bound = e.evaluator.lower_bound(e.router, programs, seed);
@@ -865,20 +867,22 @@ struct CollectiveOracle::Impl {
     return out;
   }
 
-  // `sets` in the order `answer` prices them under a time to beat: the largest known time
-  // (memoized, or published by a consulted oracle) or event-free bound (raised by a consulted
-  // oracle's stop) first; ties in set order. A set's outcome is a function of its structure and
-  // of what the memo and the consulted facts hold when the query starts (answered when memoized,
-  // published, contention-free or without a bound; else ruled out exactly when its run, stopped
-  // at the time to beat, does not end; a set that shares an earlier set's structure is answered
-  // by that set's run or ruled out with it), so the query's answer does not depend on the order:
-  // only which sets are simulated before one rules the query out, and so what the memo holds
-  // after a query that was ruled out (a set not simulated is not memoized: a later
-  // `lower_bound` of it gives its bound, not its time). The bound is the cheapest sign of which
-  // set is slow (on the 131,072-GPU rail cluster of results/placer_bench.md the rails with the
-  // larger bounds were the ones that ruled the tuner's losing candidate out). What this computes
-  // (the routes, kept by layout; the memo and facts read; the bound, memoized by structure),
-  // `look_up` computes for every set of such a query anyway, unless a run throws first.
+  // `sets` in the order `answer` prices them under a time to beat: the largest memoized time or
+  // event-free bound first; ties in set order. Consulted facts are not read: an oracle that
+  // consults what another published orders as that one did when it ran the query (a fact
+  // published later would reorder it and change which facts it reads, not its answers). A set's
+  // outcome is a function of its structure and of what the memo and the consulted facts hold when
+  // the query starts (answered when memoized, published, contention-free or without a bound; else
+  // ruled out exactly when its run, stopped at the time to beat, does not end; a set that shares an
+  // earlier set's structure is answered by that set's run or ruled out with it), so the query's
+  // answer does not depend on the order: only which sets are simulated before one rules the query
+  // out, and so what the memo holds after a query that was ruled out (a set not simulated is not
+  // memoized: a later `lower_bound` of it gives its bound, not its time). The bound is the cheapest
+  // sign of which set is slow (on the 131,072-GPU rail cluster of results/placer_bench.md the rails
+  // with the larger bounds were the ones that ruled the tuner's losing candidate out). What this
+  // computes (the routes, kept by layout; the memo read; the bound, memoized by structure),
+  // `look_up` computes for every set of such a query anyway (but for sets a consulted fact
+  // answers), unless a run throws first.
   std::vector<std::vector<std::size_t>> slowest_first(std::vector<Part>& parts,
                                                       std::vector<std::vector<std::size_t>> sets,
                                                       Engine& e) {
@@ -892,7 +896,8 @@ struct CollectiveOracle::Impl {
         if (auto it = by_structure.find(digest); it != by_structure.end()) {
           return it->second.slowest;
         }
-        // A consulted oracle's stop: the structure ends after that time.
+        // What a consulted oracle published: its answer (the set is not simulated here), or that
+        // the structure ends after a time (its bound raised so, as `look_up` raises it).
         std::optional<Time> after;
         if (consulted && event_limit == 0) {  // as `consulted_answer` reads them
           const auto fact = consulted->impl_->find(digest);
@@ -1169,9 +1174,12 @@ struct CollectiveOracle::Impl {
 
   // `CollectiveOracle::lower_bound`: `answer`'s figure where it is known without events, else
   // the largest set's event-free bound, plus the base.
-  Time bound_query(const CollectiveSpec& spec,
-                   std::span<const std::vector<topo::DeviceId>> groups) {
+  // With `exact`, whether the bound is the answer (every set memoized, published or
+  // contention-free: no event simulation would run).
+  Time bound_query(const CollectiveSpec& spec, std::span<const std::vector<topo::DeviceId>> groups,
+                   bool* exact = nullptr) {
     ++stats.lower_bounds;
+    if (exact != nullptr) *exact = true;
     if (trivial(spec, groups)) return Time::zero();
     QueryKey key = query_key(spec, groups);
     if (auto it = by_query.find(key); it != by_query.end()) return it->second.slowest;
@@ -1182,15 +1190,15 @@ struct CollectiveOracle::Impl {
     Time slowest;
     for (const auto& members : sets_of(parts, e)) {
       slowest = std::max(slowest, on_set(parts, members, [&](std::vector<Part>& set) {
-                           return set_bound(set, e);
+                           return set_bound(set, e, exact);
                          }));
     }
     return slowest + engine.second;
   }
 
   // A lower bound of `priced_set`'s slowest group (without the base): the memoized or
-  // contention-free answer, else the structure's event-free bound.
-  Time set_bound(std::vector<Part>& parts, Engine& e) {
+  // contention-free answer, else the structure's event-free bound (then `*exact` false).
+  Time set_bound(std::vector<Part>& parts, Engine& e, bool* exact = nullptr) {
     const bool idle =
         std::all_of(parts.begin(), parts.end(), [](const Part& p) { return p.group.size() <= 1; });
     if (idle) return Time::zero();
@@ -1200,6 +1208,7 @@ struct CollectiveOracle::Impl {
     Bounded* b = bounded(parts, e, digest);
     if (b == nullptr) return by_structure.find(digest)->second.slowest;
     raise_from_facts(digest, *b);
+    if (exact != nullptr) *exact = false;
     return b->slowest;
   }
 
@@ -1372,11 +1381,54 @@ std::optional<OracleChoice> CollectiveOracle::fastest_within(
     std::optional<Time> within) {
   Impl& m = *impl_;
   if (groups.empty()) throw Error::internal("oracle: fastest of no group");
-  std::optional<OracleChoice> best;
+  // First the candidates answered without events (memoized, published, contention-free: their
+  // bound is their answer), then the others in the order of their event-free bounds (ties: the
+  // tuner's order), as `simulate_fastest` runs them: the likely winner runs first and sets the
+  // time the others must beat, so a slow candidate that the tuner lists first is ruled out by
+  // its bound or stopped early instead of simulated to its end; an answer had for free sets that
+  // time before anything is simulated (else a candidate with a weak bound could run in full
+  // first). The choice does not depend on the order: a candidate
+  // is ruled out only when its slowest group ends after `within` or after a candidate already
+  // priced (so it is not the smallest), and the others compare by the total order below (slowest,
+  // then first, then the tuner's order), whose smallest is the choice. A candidate that a group
+  // refuses (levels, NVLS: an input error of its bound or query) is skipped; when none is left
+  // and none was ruled out, the error of the earliest refused candidate in the tuner's order.
+  struct Candidate {
+    std::size_t index = 0;  // in the tuner's order
+    CollectiveSpec spec;
+    Time bound;
+    bool exact = false;  // the bound is the answer: no event simulation to run
+  };
+  std::vector<Candidate> candidates;
   std::optional<Error> first_error;
+  std::size_t first_error_index = 0;
+  const auto refused = [&](const Error& e, std::size_t index) {
+    if (e.kind() != ErrorKind::kInput) throw e;
+    if (!first_error || index < first_error_index) {
+      first_error = e;
+      first_error_index = index;
+    }
+  };
+  const std::vector<Algorithm> algorithms =
+      tuner_candidates(m.network, spec.op, spec.size, groups.front());
+  for (std::size_t i = 0; i < algorithms.size(); ++i) {
+    const CollectiveSpec candidate = tuner_candidate(spec, algorithms[i]);
+    try {
+      bool exact = false;
+      const Time bound = m.bound_query(candidate, groups, &exact);
+      candidates.push_back({i, candidate, bound, exact});
+    } catch (const Error& e) {
+      refused(e, i);
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) {
+                     return a.exact != b.exact ? a.exact : a.bound < b.bound;
+                   });
+  std::optional<OracleChoice> best;
+  std::size_t best_index = 0;
   bool ruled_out = false;
-  for (const Algorithm a : tuner_candidates(m.network, spec.op, spec.size, groups.front())) {
-    const CollectiveSpec candidate = tuner_candidate(spec, a);
+  for (const Candidate& candidate : candidates) {
     OracleChoice c;
     try {
       // A candidate that takes longer than the fastest so far (or `within`) is not simulated
@@ -1384,22 +1436,24 @@ std::optional<OracleChoice> CollectiveOracle::fastest_within(
       // neither faster nor tied.
       std::optional<Time> cap = within;
       if (best) cap = cap ? std::min(*cap, best->answer.slowest) : best->answer.slowest;
-      const auto answer = m.query(candidate, groups, cap);
+      const auto answer = m.query(candidate.spec, groups, cap);
       if (!answer) {
         ruled_out = true;
         continue;
       }
-      c = chosen(candidate, groups, *answer);
+      c = chosen(candidate.spec, groups, *answer);
     } catch (const Error& e) {
-      // A candidate the first group takes but another does not (levels, NVLS) is skipped.
-      if (e.kind() != ErrorKind::kInput) throw;
-      if (!first_error) first_error = e;
+      refused(e, candidate.index);
       continue;
     }
-    const bool faster =
-        !best || c.answer.slowest < best->answer.slowest ||
-        (c.answer.slowest == best->answer.slowest && c.answer.first < best->answer.first);
-    if (faster) best = c;
+    const bool faster = !best || c.answer.slowest < best->answer.slowest ||
+                        (c.answer.slowest == best->answer.slowest &&
+                         (c.answer.first < best->answer.first ||
+                          (c.answer.first == best->answer.first && candidate.index < best_index)));
+    if (faster) {
+      best = c;
+      best_index = candidate.index;
+    }
   }
   if (best && within && best->answer.slowest > *within) return std::nullopt;
   if (!best && !ruled_out) throw *first_error;
