@@ -371,25 +371,39 @@ BENCHMARK(BM_OracleRailsOnThreads16384)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// The tuner under a time to beat at 131,072 GPUs, as Llama-3.1-405B's search asks it of a
-// tp-pp-dp plan (8 stages of 8-GPU tensor groups, data-parallel 2,048): a stage's gradient sync,
-// an allreduce of 3,187,933,184 bytes over 2,048 GPUs 8 nodes apart on each of the 8 rails of
-// `h100_rail_1024.yaml`'s cluster grown to 16,384 nodes, under the bundled NCCL models. The ring
-// (contention-free, derived) answers first; the double binary tree and the hierarchical ring
-// (4 GPUs per leaf, then 512 leaves) have event-free bounds below it, so each is simulated,
-// rail by rail, until one rail shows it slower. The rails differ only in where ECMP hashes
-// their flows; the five slow ones (235-254 ms for the hierarchical ring, against 184-187 ms) have
-// the larger bounds, so simulated largest bound first, the hierarchical ring's query stops on its
-// first rail (before: two fast rails ran to their ends, 1.7 s each, first). A fresh oracle per
-// iteration. Counters: the choice's time (ms), the simulations run to their end, the events run
-// and those counted but not run.
+// The tuner at 131,072 GPUs (`h100_rail_1024.yaml`'s cluster grown to 16,384 nodes, the bundled
+// NCCL models), a stage's gradient sync as two searches ask it. A fresh oracle per iteration.
+// Counters: the choice's time (ms), the simulations run to their end, the events run and those
+// counted but not run.
+// - Arg 0, Llama-3.1-405B's tp-pp-dp plans (8 stages of 8-GPU tensor groups, data-parallel
+//   2,048): an allreduce of 3,187,933,184 bytes over 2,048 GPUs 8 nodes apart on each of the 8
+//   rails. The ring (contention-free, derived) answers first; the double binary tree and the
+//   hierarchical ring (4 GPUs per leaf, then 512 leaves) have event-free bounds below it, so each
+//   is simulated, rail by rail, until one rail shows it slower. The rails differ only in where
+//   ECMP hashes their flows; the five slow ones (235-254 ms for the hierarchical ring, against
+//   184-187 ms) have the larger bounds, so simulated largest bound first, the hierarchical ring's
+//   query stops on its first rail (before 32a06ee: two fast rails ran to their ends first).
+// - Arg 1, Mixtral-8x7B's: an allreduce of 148,434,944 bytes over 16 groups of 512 GPUs 22 nodes
+//   apart (two per rail, sharing its spine up-links). The ring, the tuner's first, is contended
+//   (22.1 ms, 16.7 M events) and loses to the double binary tree (11.05 ms, 1.05 M events), whose
+//   bound is the smaller: priced first since a0fe95f, it rules the ring out by its bound.
 void BM_TunerWithinOnRail131072(benchmark::State& state) {
   static const nest::topo::Topology rail = nest::bench::h100_rail(16384);
-  std::vector<std::vector<DeviceId>> groups(8);
-  for (DeviceId r = 0; r < 8; ++r) {
-    for (DeviceId k = 0; k < 2048; ++k) groups[r].push_back(24 + r + 64 * k);
+  const bool mixtral = state.range(0) == 1;
+  std::vector<std::vector<DeviceId>> groups;
+  if (mixtral) {
+    for (DeviceId g = 0; g < 16; ++g) {
+      groups.emplace_back();
+      for (DeviceId k = 0; k < 512; ++k) groups.back().push_back(160 + g + 176 * k);
+    }
+  } else {
+    for (DeviceId r = 0; r < 8; ++r) {
+      groups.emplace_back();
+      for (DeviceId k = 0; k < 2048; ++k) groups.back().push_back(24 + r + 64 * k);
+    }
   }
-  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(3187933184)};
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing,
+                      Bytes(mixtral ? 148434944 : 3187933184)};
   spec.chunks = 0;
   spec.channels = 0;
   nest::coll::OracleStats stats;
@@ -404,7 +418,7 @@ void BM_TunerWithinOnRail131072(benchmark::State& state) {
   state.counters["events_run"] = static_cast<double>(stats.events - stats.avoided_events);
   state.counters["events_not_run"] = static_cast<double>(stats.avoided_events);
 }
-BENCHMARK(BM_TunerWithinOnRail131072)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_TunerWithinOnRail131072)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 // The event-free bound the placer's searches and the anneal's walk ask for
 // (`CollectiveOracle::lower_bound`): a ring allreduce of 256 MiB under the bundled NCCL models
