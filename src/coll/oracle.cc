@@ -867,10 +867,10 @@ struct CollectiveOracle::Impl {
     return out;
   }
 
-  // `sets` in the order `answer` prices them under a time to beat: the largest memoized time or
-  // event-free bound first; ties in set order. Consulted facts are not read: an oracle that
-  // consults what another published orders as that one did when it ran the query (a fact
-  // published later would reorder it and change which facts it reads, not its answers). A set's
+  // `sets` in the order `answer` prices them under a time to beat: the largest known time
+  // (memoized, or published by a consulted oracle) or event-free bound (raised by a consulted
+  // oracle's stop) first; ties in set order. So an oracle that consults facts may order a query
+  // otherwise than the oracle that published them did, and read fewer of them. A set's
   // outcome is a function of its structure and of what the memo and the consulted facts hold when
   // the query starts (answered when memoized, published, contention-free or without a bound; else
   // ruled out exactly when its run, stopped at the time to beat, does not end; a set that shares an
@@ -1403,7 +1403,7 @@ std::optional<OracleChoice> CollectiveOracle::fastest_within(
   std::optional<Error> first_error;
   std::size_t first_error_index = 0;
   const auto refused = [&](const Error& e, std::size_t index) {
-    if (e.kind() != ErrorKind::kInput) throw e;
+    if (e.kind() != ErrorKind::kInput) throw;  // called from the handlers below
     if (!first_error || index < first_error_index) {
       first_error = e;
       first_error_index = index;

@@ -78,7 +78,7 @@ struct OracleStats {
                                      ///< their links still had to carry showed that they end
                                      ///< after that time (`detail::progress_bound`)
   std::uint64_t lower_bounds = 0;    ///< event-free bounds asked (`lower_bound`, and one per
-                                     ///< candidate of `fastest_lower_bound`)
+                                     ///< candidate of `fastest_lower_bound` and of `fastest`)
   std::uint64_t lowered = 0;    ///< programs lowered: once per (resolved spec, size, group size)
                                 ///< while the oracle keeps it, shared by every group of that kind
   std::uint64_t consulted = 0;  ///< structures answered, or ruled out, by what another oracle
@@ -108,7 +108,8 @@ struct OracleSettings {
 };
 
 /// Exact facts that collective oracles of one topology and settings share across threads: the
-/// answer of every structure an oracle simulated to its end, and for a simulation stopped at a
+/// answer of every structure an oracle simulated to its end or answered by the contention-free
+/// evaluation (also while bounding a query), and for a simulation stopped at a
 /// time to beat, that its structure ends after that time (`CollectiveOracle::publish_to`,
 /// `CollectiveOracle::consult`). Both are facts of the structure alone (its routes, link rates
 /// and latencies, the programs of its groups), whoever simulated it, so an oracle that reads
@@ -168,15 +169,18 @@ class CollectiveOracle {
   [[nodiscard]] OracleChoice priced(const CollectiveSpec& spec,
                                     std::span<const std::vector<topo::DeviceId>> groups);
 
-  /// The fastest (slowest group first, then the first group; ties: the earlier candidate) of
+  /// The fastest (slowest group first, then the first group; ties: the earlier in the tuner's
+  /// order) of
   /// `tuner_candidates` for `spec.op` and `spec.size` on the first group, each run on all
   /// `groups` as `collective` runs it (spec.algorithm and levels are ignored; chunks and
-  /// channels 0 let `resolve` choose). One query per candidate, memoized like any other; a
-  /// candidate after the first whose query is not memoized is first bounded from below without
-  /// events (`OracleStats::bounded`): when its bound exceeds the fastest so far it could not be
-  /// chosen and is not simulated, else it is simulated until its clock passes the fastest so far
-  /// (a stopped simulation rules it out and raises its bound). The choice is the same as with
-  /// every candidate simulated.
+  /// channels 0 let `resolve` choose). Every candidate is first bounded from below without
+  /// events (`lower_bound`); those whose bound is their answer (memoized, published,
+  /// contention-free) are priced first, then the others in the order of their bounds (ties: the
+  /// tuner's order). One query per candidate, memoized like any other: a candidate whose bound
+  /// exceeds the fastest so far could not be chosen and is not simulated
+  /// (`OracleStats::bounded`), else it is simulated until its clock passes the fastest so far (a
+  /// stopped simulation rules it out and raises its bound). The choice is the same as with every
+  /// candidate simulated, in any order.
   [[nodiscard]] OracleChoice fastest(const CollectiveSpec& spec,
                                      std::span<const std::vector<topo::DeviceId>> groups);
   /// `fastest(spec, groups)` when its slowest group takes at most `*within`, else nullopt; every
@@ -197,7 +201,8 @@ class CollectiveOracle {
   /// A lower bound of `collective(spec, groups).slowest`, computed without an event simulation:
   /// the answer itself where the query, or the structure of each link-connected set of its
   /// groups, is memoized or contention-free (the contention-free evaluation answers those
-  /// exactly and memoizes them); else, per set, the event-free bound of
+  /// exactly, memoizes them and publishes them to `publish_to`'s facts); else, per set, the
+  /// event-free bound of
   /// `UncontendedEvaluator::lower_bound` (memoized by structure), the largest set's plus the base
   /// latency. O(transfers + route hops) for a structure seen first, O(key) for a memoized query.
   /// Throws what `collective` throws for bad groups or specs. Events are neither run nor counted.
@@ -253,7 +258,7 @@ class CollectiveOracle {
   /// beat, are counted in full without being run and are not stopped, so `stats().events` may
   /// pass the limit by those. A deterministic budget: the same queries stop at the same event.
   /// Which query a tight budget stops depends on the order a query's sets run in (see
-  /// `collective_within`).
+  /// `collective_within`) and on the order `fastest` prices its candidates in.
   void limit_events(std::uint64_t total) noexcept;
 
   /// Sets `OracleSettings::threads` for the queries that start from now on: safe to call from
@@ -261,8 +266,9 @@ class CollectiveOracle {
   /// do not depend on it (see `OracleSettings::threads`). Throws `Error` (internal) outside
   /// 1..64.
   void set_threads(int threads);
-  /// From now on every structure this oracle event-simulates is also recorded in `facts`: its
-  /// answer, or, when the run stopped at its time to beat, that it ends after that time; while
+  /// From now on every structure this oracle simulates (events or the contention-free
+  /// evaluation, also while bounding) is also recorded in `facts`: its answer, or, when the run
+  /// stopped at its time to beat, that it ends after that time; while
   /// it runs, the structure is claimed there (see `OracleFacts`).
   /// Nothing else of this oracle changes (its answers, memo and counters are those it would
   /// have without). Throws `Error` (internal) when `facts` holds facts of another topology
