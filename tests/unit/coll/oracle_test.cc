@@ -514,6 +514,14 @@ TEST(Oracle, FastestRulesOutCandidatesByTheirBoundWithTheSameChoice) {
   EXPECT_EQ(every.stats().avoided_events, 0U);
 }
 
+// An allreduce of `size` as the tuner asks it (chunks and channels left to `resolve`).
+CollectiveSpec tuned_allreduce(Bytes size) {
+  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, size};
+  spec.chunks = 0;
+  spec.channels = 0;
+  return spec;
+}
+
 // `fastest` prices its candidates in the order of their event-free bounds, not the tuner's: on
 // `spine_leaf`, a 64 KiB allreduce over the four rings of `four_rings` (contended), where the
 // double binary tree has the smaller bound and is faster than the ring, the tuner's first. The
@@ -523,9 +531,7 @@ TEST(Oracle, FastestRulesOutCandidatesByTheirBoundWithTheSameChoice) {
 TEST(Oracle, FastestRunsItsCandidatesInTheOrderOfTheirBounds) {
   const topo::Topology t = spine_leaf();
   const Groups four = four_rings();
-  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes::kibibytes(64)};
-  spec.chunks = 0;
-  spec.channels = 0;
+  const CollectiveSpec spec = tuned_allreduce(Bytes::kibibytes(64));
   const CalibratedNetwork network(t);
   ASSERT_EQ(tuner_candidates(network, spec.op, spec.size, four.front()).front(), Algorithm::kRing);
   const CollectiveSpec ring = tuner_candidate(spec, Algorithm::kRing);
@@ -558,9 +564,7 @@ TEST(Oracle, FastestRunsItsCandidatesInTheOrderOfTheirBounds) {
 TEST(Oracle, FastestPricesACandidateItKnowsFirst) {
   const topo::Topology t = spine_leaf();
   const Groups four = four_rings();
-  CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes::kibibytes(256)};
-  spec.chunks = 0;
-  spec.channels = 0;
+  const CollectiveSpec spec = tuned_allreduce(Bytes::kibibytes(256));
   const CollectiveSpec ring = tuner_candidate(spec, Algorithm::kRing);
   const CollectiveSpec tree = tuner_candidate(spec, Algorithm::kTree);
   const OracleChoice by_tree = CollectiveOracle(t, 1).priced(tree, four);
