@@ -1387,12 +1387,12 @@ std::optional<OracleChoice> CollectiveOracle::fastest_within(
   // time the others must beat, so a slow candidate that the tuner lists first is ruled out by
   // its bound or stopped early instead of simulated to its end; an answer had for free sets that
   // time before anything is simulated (else a candidate with a weak bound could run in full
-  // first). The choice does not depend on the order: a candidate
-  // is ruled out only when its slowest group ends after `within` or after a candidate already
-  // priced (so it is not the smallest), and the others compare by the total order below (slowest,
-  // then first, then the tuner's order), whose smallest is the choice. A candidate that a group
-  // refuses (levels, NVLS: an input error of its bound or query) is skipped; when none is left
-  // and none was ruled out, the error of the earliest refused candidate in the tuner's order.
+  // first). The choice does not depend on the order: a candidate is ruled out only when its
+  // slowest group ends after `within` or after a candidate already priced (so it is not the
+  // smallest), and the others compare by the total order below (slowest, then first, then the
+  // tuner's order), whose smallest is the choice. A candidate that a group refuses (levels,
+  // NVLS: an input error of its bound or query) is skipped; when none is left and none was ruled
+  // out, the error of the earliest refused candidate in the tuner's order.
   struct Candidate {
     std::size_t index = 0;  // in the tuner's order
     CollectiveSpec spec;
