@@ -14,7 +14,6 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 
 #include "coll/private_rings.h"
@@ -279,9 +278,6 @@ struct CollectiveOracle::Impl {
     std::uint64_t avoided = 0;
   };
   std::unordered_map<Digest, Bounded, DigestHash> bound_by_structure;
-  // Structures the contention-free evaluation answered in `slowest_first`, for the query being
-  // answered: counted there as a simulation, so `look_up` does not count them as a hit too.
-  std::unordered_set<Digest, DigestHash> answered_ahead;
   std::unordered_map<std::uint64_t, std::vector<Pair>> pairs_by_shape;
   // Programs by (shape, size): a layout's groups (and later queries' of the same shape and
   // size) share one lowered program instead of lowering it per group. A part's spec is its
@@ -721,7 +717,7 @@ struct CollectiveOracle::Impl {
     if (idle) return {};
     const Digest digest = structure(parts, e);
     if (auto it = by_structure.find(digest); it != by_structure.end()) {
-      if (answered_ahead.erase(digest) == 0) ++stats.structural_hits;
+      ++stats.structural_hits;
       return {.answer = it->second};
     }
     if (const OracleAnswer* answer = consulted_answer(digest)) return {.answer = *answer};
@@ -879,36 +875,17 @@ struct CollectiveOracle::Impl {
   // out, and so what the memo holds after a query that was ruled out (a set not simulated is not
   // memoized: a later `lower_bound` of it gives its bound, not its time). The bound is the cheapest
   // sign of which set is slow (on the 131,072-GPU rail cluster of results/placer_bench.md the rails
-  // with the larger bounds were the ones that ruled the tuner's losing candidate out). What this
-  // computes (the routes, kept by layout; the memo read; the bound, memoized by structure),
-  // `look_up` computes for every set of such a query anyway (but for sets a consulted fact
-  // answers), unless a run throws first.
+  // with the larger bounds were the ones that ruled the tuner's losing candidate out). Each set's
+  // key is its `set_bound`, as `lower_bound` asks it: what that computes (the routes, kept by
+  // layout; the memo and facts read; the bound, memoized by structure) `look_up` computes for
+  // every set of such a query anyway, unless a run throws first, and a set answered there (the
+  // contention-free evaluation, a fact) is then a structural hit, as after a `lower_bound`.
   std::vector<std::vector<std::size_t>> slowest_first(std::vector<Part>& parts,
                                                       std::vector<std::vector<std::size_t>> sets,
                                                       Engine& e) {
     std::vector<Time> known(sets.size());
     for (std::size_t s = 0; s < sets.size(); ++s) {
-      known[s] = on_set(parts, sets[s], [&](std::vector<Part>& set) {
-        const bool idle =
-            std::all_of(set.begin(), set.end(), [](const Part& p) { return p.group.size() <= 1; });
-        if (idle) return Time::zero();
-        const Digest digest = structure(set, e);
-        if (auto it = by_structure.find(digest); it != by_structure.end()) {
-          return it->second.slowest;
-        }
-        // What a consulted oracle published: its answer (the set is not simulated here), or that
-        // the structure ends after a time (its bound raised so, as `look_up` raises it).
-        std::optional<Time> after;
-        if (consulted && event_limit == 0) {  // as `consulted_answer` reads them
-          const auto fact = consulted->impl_->find(digest);
-          if (fact && fact->answer) return fact->answer->slowest;
-          if (fact) after = fact->after;
-        }
-        const Bounded* b = bounded(set, e, digest);
-        if (b != nullptr) return after ? std::max(b->slowest, *after) : b->slowest;
-        answered_ahead.insert(digest);
-        return by_structure.find(digest)->second.slowest;
-      });
+      known[s] = on_set(parts, sets[s], [&](std::vector<Part>& set) { return set_bound(set, e); });
     }
     std::vector<std::size_t> order(sets.size());
     for (std::size_t s = 0; s < order.size(); ++s) order[s] = s;
@@ -1115,7 +1092,6 @@ struct CollectiveOracle::Impl {
     }
     OracleAnswer result;
     auto sets = sets_of(parts, e);
-    answered_ahead.clear();
     if (within && sets.size() > 1) sets = slowest_first(parts, std::move(sets), e);
     // The set that holds the first part answers `first`.
     const auto holds_first = [&](std::size_t s) { return sets[s].front() == 0; };
