@@ -139,6 +139,7 @@ struct SearchStats {
   std::int64_t syncs_spared = 0;     ///< of those, the plans `syncs_rule_out` ruled out after
                                      ///< raising some of their syncs, before pricing all
   std::int64_t passes = 0;           ///< branch-and-bound passes (`SearchOptions::capped_passes`)
+  std::int64_t last_cap = 0;         ///< the last pass's cap in ps (0: uncapped)
 };
 
 /// The outcome: the best plan, or why nothing fits.

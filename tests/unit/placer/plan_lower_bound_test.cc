@@ -465,6 +465,53 @@ TEST(CappedVerification, KeepsTheBestPlanOfAnOrderPricedAboveTheFirstCap) {
   EXPECT_LT(p.events_with, p.events_without);
 }
 
+// The options of GPT-3 175B (t = 4, micro-batch 1) on the bundled 1,024-GPU rail cluster,
+// whose best tp-pp-dp plan (6.642 s) lies above the first cap (6.502 s, 1.25 times the least
+// entry bound).
+SearchOptions gpt3_on_rail_1024(const workload::Accelerator& device) {
+  SearchOptions o;
+  o.cost = {.rules = workload::MemoryRules::kMegatron,
+            .devices = 1024,
+            .memory_bandwidth = device.hbm_bandwidth * device.memory_efficiency};
+  return o;
+}
+
+// A pass that does not end the search caps the next 10% above the least bound on which its sync
+// checks ruled a plan out against the cap, when below the next cap: estimate-only, tp-pp-dp,
+// the first pass rules plans out from 6.522 s, so the second pass is capped at 7.174 s (at 1.5
+// times the least entry bound, 7.803 s, without the guess), at most 10% above the best plan (its
+// own check's bound is at most its price), and the search finds what one uncapped pass finds
+// (on 1.68 M simulated events, 1.71 M with the geometric cap, 1.92 M uncapped). With --verify 4
+// and both orders, the tp-dp-pp plans are priced below the first cap and tp-pp-dp's are not:
+// the guess is made of tp-pp-dp's plans, ruled out against the cap (tp-dp-pp's are ruled out
+// against their order's lower cut), and the search keeps the uncapped search's candidates.
+TEST(Search, AFailedPassCapsTheNextNearItsLeastBound) {
+  const std::string root = NEST_SOURCE_DIR;
+  const auto device = workload::load_accelerator(root + "/workloads/accelerators/h100-sxm.yaml");
+  const topo::Topology cluster = topo::load_topology(root + "/topologies/h100_rail_1024.yaml");
+  const workload::LayerProfile profile = testing::gpt3_profile(4);
+  for (const bool verify : {false, true}) {
+    SCOPED_TRACE(verify ? "--verify 4" : "estimate-only");
+    SearchOptions capped = gpt3_on_rail_1024(device);
+    if (verify) {
+      capped.replay_candidates = 4;
+    } else {
+      capped.orders = {PlacementOrder::kTensorPipelineData};
+    }
+    SearchOptions uncapped = capped;
+    uncapped.capped_passes = false;
+    const SearchPair p = same_searches(profile, cluster, capped, uncapped);
+    Time largest = p.with.best->iteration_time;  // the cap must pass every candidate
+    for (const Plan& plan : p.with.candidates) largest = std::max(largest, plan.iteration_time);
+    EXPECT_EQ(largest.ps(), 6'642'450'528'151);  // the best tp-pp-dp plan
+    EXPECT_EQ(p.with.stats.passes, 2);
+    EXPECT_GT(p.with.stats.last_cap, largest.ps());
+    EXPECT_LE(static_cast<double>(p.with.stats.last_cap), 1.1 * static_cast<double>(largest.ps()));
+    EXPECT_EQ(p.without.stats.last_cap, 0);  // uncapped
+    EXPECT_LT(p.events_with, p.events_without);
+  }
+}
+
 // The rounds of `syncs_rule_out` keep the stages' position prices and exposed transfers from
 // the first (`detail::evaluate_keeping`); with tensor-parallel allreduces in every layer and
 // ZeRO-3 (reduce-scatter syncs, weight gathers on the replicas' layout), three stages of a
