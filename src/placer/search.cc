@@ -1240,10 +1240,10 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   // out against the cap itself (`syncs_rule_out`: their last round's price, at or above the
   // cap, bounds their price from below) say more: the one of least bound is often the best or
   // near it, so the next pass is capped kGuessMargin above that bound when that is below the
-  // next cap (a guessed pass that does not end the search is followed by that next cap,
-  // unguessed, so at most one guessed pass per step). Any cap gives the uncapped search's plans
-  // (the proof above); a guess changes only which passes run. Mixtral-8x7B on 16,384 rail GPUs:
-  // the pass at twice the least entry bound (0.1902 s) ruled the best plan (0.1914 s) out on
+  // next cap (a guessed pass that does not end the search is followed by the cap the loop then
+  // takes, unguessed, so at most one guessed pass per step). Any cap gives the uncapped search's
+  // plans (the proof above); a guess changes only which passes run. Mixtral-8x7B on 16,384 rail
+  // GPUs: the pass at twice the least entry bound (0.1902 s) ruled the best plan (0.1914 s) out on
   // 0.1914 s, the least of its checks' bounds, and the next pass was capped one above the least
   // price met (0.2575 s); now at 0.2105 s. Pricing that plan instead, to cap the next pass one
   // above its price, did as well at 16,384 GPUs, but a plan priced in full costs what the
@@ -1253,7 +1253,8 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   // 175B's tp-pp-dp best on 16,384 rail GPUs lies 7% above the least bound its failed pass met
   // (0.9915 against 0.9259 s), at t = 4 on 1,024 GPUs 2%.
   constexpr double kGuessMargin = 1.1;
-  std::int64_t least_ruled = kInf;  // the least bound of a plan ruled out against the cap
+  std::int64_t least_ruled = kInf;  // the least bound on which the sync checks ruled a plan
+                                    // out against the cap
   std::int64_t guessed_cap = kInf;
   std::vector<std::int64_t> caps;  // the geometric caps, in turn
   const bool capped = options.capped_passes && (keep == 0 || verifying);
@@ -1500,8 +1501,10 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       break;
     }
     if (!guessed && next < caps.size() && least_ruled < kInf) {
-      const std::int64_t following =
-          keep == 0 && least_priced < kInf ? least_priced + 1 : caps[next];
+      // The cap the loop takes next (one above the least price met only before the last).
+      const std::int64_t following = keep == 0 && least_priced < kInf && next + 1 < caps.size()
+                                         ? least_priced + 1
+                                         : caps[next];
       const double guess = static_cast<double>(least_ruled) * kGuessMargin;
       if (guess < static_cast<double>(following)) guessed_cap = static_cast<std::int64_t>(guess);
     }

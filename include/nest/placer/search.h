@@ -108,9 +108,12 @@ struct SearchOptions {
   /// `replay_candidates`: until every order's verification cut is at most the cap). Caps: the
   /// least entry bound times 1.25; after an estimate-only pass that priced plans but found none
   /// below its cap, one more than the least price it met; else times 1.5, 2, 3, 5; finally
-  /// none. The best plan, its price and the candidates are the uncapped search's (proof at the
-  /// passes in search.cc); a good cap spares the pricing of the poor plans an uncapped search
-  /// meets first. false: one uncapped pass (tests, measurements).
+  /// none. Before each of these, after a pass that does not end the search, a guessed cap when
+  /// below it: 10% above the least bound on which the pass's sync checks ruled a plan out
+  /// against its cap (`SearchStats::last_cap` is the last pass's). The best plan, its price and the
+  /// candidates are the uncapped search's (proof at the passes in search.cc); a good cap spares the
+  /// pricing of the poor plans an uncapped search meets first. false: one uncapped pass (tests,
+  /// measurements).
   bool capped_passes = true;
   /// Keep exactly the plans `nest place --verify K` replays, K = `replay_candidates`: the best
   /// distinct plan of each placement order, then the best K − n of the other distinct plans (n:
