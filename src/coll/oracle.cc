@@ -13,6 +13,7 @@
 #include <shared_mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -1422,11 +1423,8 @@ std::optional<OracleChoice> CollectiveOracle::fastest_within(
       refused(e, candidate.index);
       continue;
     }
-    const bool faster = !best || c.answer.slowest < best->answer.slowest ||
-                        (c.answer.slowest == best->answer.slowest &&
-                         (c.answer.first < best->answer.first ||
-                          (c.answer.first == best->answer.first && candidate.index < best_index)));
-    if (faster) {
+    if (!best || std::tie(c.answer.slowest, c.answer.first, candidate.index) <
+                     std::tie(best->answer.slowest, best->answer.first, best_index)) {
       best = c;
       best_index = candidate.index;
     }

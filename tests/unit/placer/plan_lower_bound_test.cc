@@ -437,6 +437,16 @@ TEST(Search, CappedPassesFindWhatOneUncappedPassFinds) {
   EXPECT_EQ(flat_passes, 16);  // two passes each: the first cap is below every flat price
 }
 
+// Search options on the bundled 1,024-GPU rail cluster (Megatron memory rules, `device`'s
+// memory bandwidth for the optimizer step).
+SearchOptions gpt3_on_rail_1024(const workload::Accelerator& device) {
+  SearchOptions o;
+  o.cost = {.rules = workload::MemoryRules::kMegatron,
+            .devices = 1024,
+            .memory_bandwidth = device.hbm_bandwidth * device.memory_efficiency};
+  return o;
+}
+
 // Capped passes for --verify 4 keep the uncapped search's candidates where the orders' best
 // plans lie far apart: GPT-3 175B (t = 2, micro-batch 1) on the bundled 1,024-GPU rail
 // cluster, whose tp-dp-pp plans (5.98 s) are priced below the first cap (1.25 times the least
@@ -447,10 +457,7 @@ TEST(CappedVerification, KeepsTheBestPlanOfAnOrderPricedAboveTheFirstCap) {
   const auto device = workload::load_accelerator(root + "/workloads/accelerators/h100-sxm.yaml");
   const auto profile = testing::gpt3_profile(2);
   const topo::Topology cluster = topo::load_topology(root + "/topologies/h100_rail_1024.yaml");
-  SearchOptions capped;
-  capped.cost = {.rules = workload::MemoryRules::kMegatron,
-                 .devices = 1024,
-                 .memory_bandwidth = device.hbm_bandwidth * device.memory_efficiency};
+  SearchOptions capped = gpt3_on_rail_1024(device);
   capped.replay_candidates = 4;
   SearchOptions uncapped = capped;
   uncapped.capped_passes = false;
@@ -467,19 +474,10 @@ TEST(CappedVerification, KeepsTheBestPlanOfAnOrderPricedAboveTheFirstCap) {
   EXPECT_LT(p.events_with, p.events_without);
 }
 
-// The options of GPT-3 175B (t = 4, micro-batch 1) on the bundled 1,024-GPU rail cluster,
-// whose best tp-pp-dp plan (6.642 s) lies above the first cap (6.502 s, 1.25 times the least
-// entry bound).
-SearchOptions gpt3_on_rail_1024(const workload::Accelerator& device) {
-  SearchOptions o;
-  o.cost = {.rules = workload::MemoryRules::kMegatron,
-            .devices = 1024,
-            .memory_bandwidth = device.hbm_bandwidth * device.memory_efficiency};
-  return o;
-}
-
 // A pass that does not end the search caps the next 10% above the least bound on which its sync
-// checks ruled a plan out against the cap, when below the next cap: estimate-only, tp-pp-dp,
+// checks ruled a plan out against the cap, when below the next cap. GPT-3 175B (t = 4) on the
+// bundled 1,024-GPU rail cluster, whose best tp-pp-dp plan (6.642 s) lies above the first cap
+// (6.502 s, 1.25 times the least entry bound): estimate-only, tp-pp-dp,
 // the first pass rules plans out from 6.522 s, so the second pass is capped at 7.174 s (at 1.5
 // times the least entry bound, 7.803 s, without the guess), at most 10% above the best plan
 // (here the best plan's own sync check ruled it out, on a bound at most its price), and the
