@@ -62,14 +62,24 @@ constexpr std::size_t kLayoutsKept = std::size_t{1} << 19;
 // bytes each, and their gates) and ranks x channels of implicit ones: tens of MB at most.
 constexpr std::uint64_t kLoweredWeight = std::uint64_t{1} << 20;
 
-// The exact query, word by word.
-using QueryKey = std::vector<std::uint64_t>;
-struct QueryKeyHash {
-  std::size_t operator()(const QueryKey& k) const noexcept {
-    std::uint64_t h = k.size();
-    for (std::uint64_t w : k) h = hash_mix(h, w);
-    return h;
+// The exact query, word by word (`words`, every device of every group), and its hash, computed
+// once (`seal`): libstdc++ keeps no hash codes beside the nodes of a table whose hasher cannot
+// throw, so the memo would hash a key of every device again for each node its lookups walk past
+// and for every node at each rehash.
+struct QueryKey {
+  std::vector<std::uint64_t> words;
+  std::uint64_t hash = 0;
+  void push_back(std::uint64_t w) { words.push_back(w); }
+  void seal() {
+    hash = words.size();
+    for (std::uint64_t w : words) hash = hash_mix(hash, w);
   }
+  friend bool operator==(const QueryKey& x, const QueryKey& y) {
+    return x.hash == y.hash && x.words == y.words;
+  }
+};
+struct QueryKeyHash {
+  std::size_t operator()(const QueryKey& k) const noexcept { return k.hash; }
 };
 
 using Pair = RankPair;
@@ -1198,21 +1208,24 @@ struct CollectiveOracle::Impl {
   // The exact query, word by word.
   static QueryKey query_key(const CollectiveSpec& spec,
                             std::span<const std::vector<topo::DeviceId>> groups) {
-    QueryKey key{0,
-                 static_cast<std::uint64_t>(spec.op),
-                 static_cast<std::uint64_t>(spec.algorithm),
-                 static_cast<std::uint64_t>(spec.chunks),
-                 static_cast<std::uint64_t>(spec.channels),
-                 static_cast<std::uint64_t>(spec.size.count()),
-                 spec.levels.size()};
+    QueryKey key{.words = {0, static_cast<std::uint64_t>(spec.op),
+                           static_cast<std::uint64_t>(spec.algorithm),
+                           static_cast<std::uint64_t>(spec.chunks),
+                           static_cast<std::uint64_t>(spec.channels),
+                           static_cast<std::uint64_t>(spec.size.count()), spec.levels.size()}};
+    std::size_t devices = 0;
+    for (const auto& g : groups) devices += g.size();
+    key.words.reserve(key.words.size() + spec.levels.size() + spec.level_algorithms.size() + 2 +
+                      groups.size() + devices);
     for (int l : spec.levels) key.push_back(static_cast<std::uint64_t>(l));
     key.push_back(spec.level_algorithms.size());
     for (Algorithm a : spec.level_algorithms) key.push_back(static_cast<std::uint64_t>(a));
     key.push_back(groups.size());
     for (const auto& g : groups) {
       key.push_back(g.size());
-      key.insert(key.end(), g.begin(), g.end());
+      key.words.insert(key.words.end(), g.begin(), g.end());
     }
+    key.seal();
     return key;
   }
 
@@ -1277,7 +1290,8 @@ Time CollectiveOracle::transfers(Bytes size, std::span<const topo::DeviceId> fro
                           std::to_string(group_size));
   }
   const bool grouped = per_group != from.size();
-  QueryKey key{grouped ? 2U : 1U, static_cast<std::uint64_t>(size.count()), from.size()};
+  QueryKey key{.words = {grouped ? 2U : 1U, static_cast<std::uint64_t>(size.count()), from.size()}};
+  key.words.reserve(4 + 2 * from.size());
   if (grouped) key.push_back(per_group);
   bool any = false;
   for (std::size_t i = 0; i < from.size(); ++i) {
@@ -1289,6 +1303,7 @@ Time CollectiveOracle::transfers(Bytes size, std::span<const topo::DeviceId> fro
     ++m.stats.trivial;
     return Time::zero();
   }
+  key.seal();
   if (auto it = m.by_query.find(key); it != m.by_query.end()) {
     ++m.stats.exact_hits;
     return it->second.slowest;
