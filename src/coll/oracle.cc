@@ -58,6 +58,11 @@ struct PairHash {
 // nearly all on one engine.
 constexpr std::size_t kLayoutsKept = std::size_t{1} << 19;
 
+// What `link_components` keeps per engine, in words of 4 bytes: a part's set is one, an entry
+// (its node, digest and vector) about 16. 32 MB at most.
+constexpr std::uint64_t kSetsEntryWeight = 16;
+constexpr std::uint64_t kSetsWeight = std::uint64_t{1} << 23;
+
 // What the oracle keeps of lowered programs for reuse, in transfers of explicit schedules (24
 // bytes each, and their gates) and ranks x channels of implicit ones: tens of MB at most.
 constexpr std::uint64_t kLoweredWeight = std::uint64_t{1} << 20;
@@ -127,6 +132,9 @@ struct Engine {
   std::vector<topo::LinkId> route;
   // `structure`'s routes part by layout (see there), emptied past kLayoutsKept entries.
   std::unordered_map<Digest, Digest, DigestHash> routes_by_layout;
+  // `link_components` by layout: each part's set. Emptied past kSetsWeight.
+  std::unordered_map<Digest, std::vector<std::uint32_t>, DigestHash> sets_by_layout;
+  std::uint64_t sets_weight = 0;
   std::vector<detail::LinkLoad> loads;  // the link loads of a run stopped by its progress bound
   // Engines of the same topology for the other threads of `CollectiveOracle::Impl::priced_sets`.
   std::vector<std::unique_ptr<Engine>> twins;
@@ -375,6 +383,20 @@ struct CollectiveOracle::Impl {
   // empties it), and `pairs` keeps a shape's pairs until then, so skipping `pairs` on a kept
   // layout skips no lowering: the oracle's counters are as if it were routed.
   Digest structure(std::vector<Part>& parts, Engine& e) {
+    const Digest layout = layout_of(parts);
+    auto it = e.routes_by_layout.find(layout);
+    if (it == e.routes_by_layout.end()) {
+      if (e.routes_by_layout.size() >= kLayoutsKept) e.routes_by_layout.clear();
+      it = e.routes_by_layout.emplace(layout, routes_of(parts, e)).first;
+    }
+    Digest d = it->second;
+    for (const Part& part : parts) d.add(part.size);
+    return d;
+  }
+
+  // The parts' shapes and devices: with the engine, what fixes their routes (`structure`) and
+  // their link-connected sets (`link_components`).
+  static Digest layout_of(const std::vector<Part>& parts) {
     Digest layout;
     layout.add(parts.size());
     for (const Part& part : parts) {
@@ -387,14 +409,7 @@ struct CollectiveOracle::Impl {
       }
       if (n % 2 == 1) layout.add(part.group[n - 1]);
     }
-    auto it = e.routes_by_layout.find(layout);
-    if (it == e.routes_by_layout.end()) {
-      if (e.routes_by_layout.size() >= kLayoutsKept) e.routes_by_layout.clear();
-      it = e.routes_by_layout.emplace(layout, routes_of(parts, e)).first;
-    }
-    Digest d = it->second;
-    for (const Part& part : parts) d.add(part.size);
-    return d;
+    return layout;
   }
 
   // `structure` but for the sizes: the parts' shapes, routes with links renamed in order of
@@ -616,8 +631,34 @@ struct CollectiveOracle::Impl {
   }
 
   // The parts in sets that share links: groups of different sets use disjoint links, so in
-  // the flow model neither slows the other. Sets in order of their first part.
+  // the flow model neither slows the other. Sets in order of their first part, each in part
+  // order. A function of the parts' layout and the engine, so kept by layout
+  // (`Engine::sets_by_layout`) as `structure` keeps routes: a layout met again, at any size, is
+  // not routed again (and, as there, skipping `pairs` on a kept layout skips no lowering).
   std::vector<std::vector<std::size_t>> link_components(std::vector<Part>& parts, Engine& e) {
+    const Digest layout = layout_of(parts);
+    auto it = e.sets_by_layout.find(layout);
+    if (it == e.sets_by_layout.end()) {
+      const std::uint64_t weight = kSetsEntryWeight + parts.size();
+      if (e.sets_weight + weight > kSetsWeight) {
+        e.sets_by_layout.clear();
+        e.sets_weight = 0;
+      }
+      it = e.sets_by_layout.emplace(layout, set_of_each(parts, e)).first;
+      e.sets_weight += weight;
+    }
+    const std::vector<std::uint32_t>& set_of = it->second;
+    std::vector<std::vector<std::size_t>> sets;
+    for (std::size_t i = 0; i < set_of.size(); ++i) {
+      if (set_of[i] == sets.size()) sets.emplace_back();
+      sets[set_of[i]].push_back(i);
+    }
+    return sets;
+  }
+
+  // `link_components` routed afresh: the set of each part, sets numbered in order of their first
+  // part.
+  std::vector<std::uint32_t> set_of_each(std::vector<Part>& parts, Engine& e) {
     constexpr auto kNone = std::numeric_limits<std::uint32_t>::max();
     if (e.owner.size() != e.topology.num_links()) e.owner.assign(e.topology.num_links(), kNone);
     std::vector<std::size_t> parent(parts.size());
@@ -642,17 +683,14 @@ struct CollectiveOracle::Impl {
       }
     }
     for (topo::LinkId l : touched) e.owner[l] = kNone;
-    std::vector<std::vector<std::size_t>> sets;
-    std::vector<std::size_t> set_of(parts.size());
+    // A root is its set's least part (unions keep the smaller root), so it comes first.
+    std::vector<std::uint32_t> set_of(parts.size());
+    std::uint32_t sets = 0;
     for (std::size_t i = 0; i < parts.size(); ++i) {
       const std::size_t root = find_root(parent, i);
-      if (root == i) {
-        set_of[i] = sets.size();
-        sets.emplace_back();
-      }
-      sets[set_of[root]].push_back(i);
+      set_of[i] = root == i ? sets++ : set_of[root];
     }
-    return sets;
+    return set_of;
   }
 
   // The bound of a structure not memoized (`priced_set`), computed on first use; nullptr when
@@ -1564,7 +1602,11 @@ void CollectiveOracle::clear() {
   impl_->bound_by_structure.clear();
   impl_->pairs_by_shape.clear();
   for (const auto& e : impl_->engines) {
-    if (e) e->routes_by_layout.clear();
+    if (e) {
+      e->routes_by_layout.clear();
+      e->sets_by_layout.clear();
+      e->sets_weight = 0;
+    }
   }
   impl_->waited_by_structure.clear();
   impl_->lowered.clear();

@@ -282,6 +282,31 @@ TEST(Oracle, LinkDisjointGroupsArePricedSetBySet) {
   EXPECT_EQ(a.slowest, direct.makespan);
 }
 
+// A layout's link-connected sets are kept by its devices (and shapes), not by its group count:
+// three leaf-local pairs are three sets; three pairs across the spine, asked next with as many
+// groups of the same shape, share the first leaf's up-link (three flows on twice a host's rate)
+// and are one set. Each answer, and each at another size (the kept sets), is the direct
+// simulation's.
+TEST(Oracle, ALayoutsLinkSetsAreItsOwn) {
+  const topo::Topology t = spine_leaf();
+  CollectiveOracle oracle(t, 5);
+  const Groups local{{0, 1}, {4, 5}, {8, 9}};
+  const Groups across{{0, 4}, {1, 5}, {2, 6}};
+  for (const std::int64_t size : {1000003, 250001}) {
+    const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(size)};
+    for (const Groups* groups : {&local, &across}) {
+      const SimulationResult direct = simulate(t, spec, *groups, {.seed = 5});
+      const OracleAnswer a = oracle.collective(spec, *groups);
+      EXPECT_EQ(a.first, direct.durations[0]) << size;
+      EXPECT_EQ(a.slowest, direct.makespan) << size;
+    }
+  }
+  // The pairs across the spine are slower than alone: their sets are not the local pairs'.
+  const CollectiveSpec spec{Operation::kAllReduce, Algorithm::kRing, Bytes(1000003)};
+  EXPECT_GT(oracle.collective(spec, across).slowest,
+            oracle.collective(spec, Groups{{0, 4}}).slowest);
+}
+
 // The groups of a layout run one program (lowered once for their spec, size and group size),
 // and later queries of that kind reuse it: four contended trees, then four other groups of four,
 // lower one program; another size lowers a second. Each answer is the direct simulation's.
