@@ -60,21 +60,21 @@ struct ThreadShare {
 };
 
 // The verification's replays begun before the search ends (`Job::placement` with K > 0 and two
-// threads or more). The search tells of every plan it keeps (`placer::search`'s `on_kept`, its
-// thread); the plans ever kept, distinct as the search counts them, ordered by (estimate, first
-// kept), stand for the candidates so far, and `placer::replay_selection` of them is the set
-// worth replaying. A thread of its own replays the first plan of that set not yet replayed,
-// one at a time, and only while a thread beside the search's is free (`ThreadShare::spare`: the
-// baselines' queue goes first), so the search keeps its core. A plan that leaves the set stops
-// its replay (`net::Stopped`) and never returns to it: adding a plan to the set's input can
-// only push others out (an order's displaced best joins the rest, which then has no more room
-// than before). When the search is over, `settle` names the final candidates: what is not one
-// is stopped, nothing new begins, and the verification takes the replays of the others (their
-// times, errors and, with `keep_runs`, records are those of a replay at the end: the same plan,
-// options and oracle answers) and replays the rest itself. So the choice, the times and the run
-// kept are the verification's without it; only the work is done earlier, on a core the search
-// leaves idle (GPT-3 175B on 16,384 rail GPUs, --verify 4: the 19 s replay of the tp-pp-dp
-// candidate, kept 17 s before the search's end).
+// threads or more). The search tells of every plan it keeps (`placer::search`'s
+// `SearchHooks::kept`, its thread); the plans ever kept, distinct as the search counts them,
+// ordered by (estimate, first kept), stand for the candidates so far, and
+// `placer::replay_selection` of them is the set worth replaying. A thread of its own replays the
+// first plan of that set not yet replayed, one at a time, and only while a thread beside the
+// search's is free (`ThreadShare::spare`: the baselines' queue goes first), so the search keeps its
+// core. A plan that leaves the set stops its replay (`net::Stopped`) and never returns to it:
+// adding a plan to the set's input can only push others out (an order's displaced best joins the
+// rest, which then has no more room than before). When the search is over, `settle` names the final
+// candidates: what is not one is stopped, nothing new begins, and the verification takes the
+// replays of the others (their times, errors and, with `keep_runs`, records are those of a replay
+// at the end: the same plan, options and oracle answers) and replays the rest itself. So the
+// choice, the times and the run kept are the verification's without it; only the work is done
+// earlier, on a core the search leaves idle (GPT-3 175B on 16,384 rail GPUs, --verify 4: the 19 s
+// replay of the tp-pp-dp candidate, kept 17 s before the search's end).
 class EarlyReplays {
  public:
   using Replay = std::function<replay::RunRecord(const placer::Plan&, const std::atomic<bool>&)>;

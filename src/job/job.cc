@@ -743,10 +743,19 @@ coll::OracleStats Job::oracle_stats() const noexcept {
 
 placer::SearchResult Job::search() { return search(std::function<void(const placer::Plan&)>()); }
 
-placer::SearchResult Job::search(const std::function<void(const placer::Plan&)>& on_kept) {
+placer::SearchResult Job::search(const std::function<void(const placer::Plan&)>& kept) {
   const auto start = Clock::now();
+  // Each pass as it ends: a search of many minutes (131,072 GPUs) says how it goes.
+  const auto pass = [&](const placer::PassReport& r) {
+    nest::log(impl_->log, LogLevel::kInfo,
+              "search: pass {} ({}{}) {} at {:.3f} s: {} candidates, {} network queries so far",
+              r.pass, r.cap ? fmt::format("capped at {}", format_time(*r.cap)) : "uncapped",
+              r.guessed ? ", near the least bound the last pass's sync checks met" : "",
+              r.ends ? "ends the search" : "leaves the search to a higher cap",
+              seconds_since(start), r.stats.candidates, r.stats.network_queries);
+  };
   placer::SearchResult result =
-      placer::search(*impl_->profile, *impl_->comm, impl_->search, on_kept);
+      placer::search(*impl_->profile, *impl_->comm, impl_->search, {.kept = kept, .pass = pass});
   nest::log(impl_->log, LogLevel::kInfo,
             "search: {} tables, {} candidates ({} ruled out by event-free bounds, {} by their "
             "syncs, {} of them before every sync was priced), {} network queries, {} "

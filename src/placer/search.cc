@@ -792,7 +792,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
 }
 
 SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
-                    const SearchOptions& options, const std::function<void(const Plan&)>& on_kept) {
+                    const SearchOptions& options, const SearchHooks& hooks) {
   if (profile.variants.empty()) throw Error::input("the profile has no variants");
   if (options.cost.devices <= 0) {
     throw Error::input("no devices to place on", {.key = "devices",
@@ -927,7 +927,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
         if (list.size() > keep) list.pop_back();
         if (verifying) {
           update_verify_cuts();
-          if (on_kept) on_kept(plan);
+          if (hooks.kept) hooks.kept(plan);
         }
       }
     }
@@ -1495,11 +1495,20 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
         record(e.order, std::move(choice), plan);
       }
     }
-    if (keep == 0 && best.time < cap) break;
-    if (verifying && std::all_of(verify_cut.begin(), verify_cut.end(),
-                                 [&](std::int64_t c) { return c <= cap; })) {
-      break;
+    const bool ends = cap == kInf || (keep == 0 && best.time < cap) ||
+                      (verifying && std::all_of(verify_cut.begin(), verify_cut.end(),
+                                                [&](std::int64_t c) { return c <= cap; }));
+    if (hooks.pass) {
+      PassReport report{
+          .pass = stats.passes,
+          .cap = cap == kInf ? std::nullopt : std::optional<Time>(Time::picoseconds(cap)),
+          .guessed = guessed,
+          .ends = ends,
+          .stats = stats};
+      report.stats.network_queries = net.queries();
+      hooks.pass(report);
     }
+    if (ends) break;
     if (!guessed && next < caps.size() && least_ruled < kInf) {
       // The cap the loop takes next (one above the least price met only before the last).
       const std::int64_t following = keep == 0 && least_priced < kInf && next + 1 < caps.size()

@@ -292,8 +292,8 @@ class Job {
 
  private:
   struct Impl;
-  // `search()`, telling `on_kept` of every plan the search keeps as a candidate.
-  placer::SearchResult search(const std::function<void(const placer::Plan&)>& on_kept);
+  // `search()`, telling `kept` of every plan the search keeps as a candidate.
+  placer::SearchResult search(const std::function<void(const placer::Plan&)>& kept);
   std::unique_ptr<Impl> impl_;
 };
 

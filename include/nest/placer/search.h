@@ -278,12 +278,27 @@ struct SyncCheck {
 /// in the given order, d descending, S ascending).
 [[nodiscard]] SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
                                   const SearchOptions& options);
-/// `search`, calling `on_kept(plan)` on the caller's thread with every plan that a search for
-/// `replay_candidates` keeps, as it keeps it (in a later pass the same plan again): what a
-/// caller may replay before the search ends (`Job::placement`). Every plan of the final
-/// candidates is among them. The search and its result are those without `on_kept`.
+/// One branch-and-bound pass of a search (`SearchOptions::capped_passes`), as it ends.
+struct PassReport {
+  std::int64_t pass = 0;    ///< 1 for the first
+  std::optional<Time> cap;  ///< the pass's cap; nullopt: uncapped
+  bool guessed = false;     ///< capped near the least bound a failed pass's sync checks met
+  bool ends = false;        ///< the search ends with it (its plans are the uncapped search's)
+  SearchStats stats;        ///< the search's counters so far (`network_queries` included)
+};
+
+/// What a running search tells its caller, on the caller's thread; either may be empty.
+struct SearchHooks {
+  /// Every plan that a search for `replay_candidates` keeps, as it keeps it (in a later pass the
+  /// same plan again): what a caller may replay before the search ends (`Job::placement`). Every
+  /// plan of the final candidates is among them.
+  std::function<void(const Plan&)> kept;
+  /// Every pass, as it ends (what `nest -v place` logs of a long search).
+  std::function<void(const PassReport&)> pass;
+};
+
+/// `search`, telling `hooks` as it runs. The search and its result are those without them.
 [[nodiscard]] SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
-                                  const SearchOptions& options,
-                                  const std::function<void(const Plan&)>& on_kept);
+                                  const SearchOptions& options, const SearchHooks& hooks);
 
 }  // namespace nest::placer

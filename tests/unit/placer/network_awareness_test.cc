@@ -197,7 +197,7 @@ TEST(ReplaySelection, TakesTheFirstOfEachOrderThenTheRestUpToK) {
   EXPECT_TRUE(replay_selection({}, 4).empty());
 }
 
-// `search(..., on_kept)` tells of every plan it keeps, as it keeps it: the search is the one
+// `search(..., {.kept})` tells of every plan it keeps, as it keeps it: the search is the one
 // without it, every final candidate is among the plans told, and the verification's selection
 // of the distinct plans told (by time, then first told) is the final candidates, which is what
 // `job::Job::search(verify_with)` replays before the search ends.
@@ -210,7 +210,7 @@ TEST_F(NetworkAwareness, TheKeptPlansToldAheadHoldTheCandidates) {
     const SearchResult plain = search(profile_, network, replay);
     std::vector<Plan> told;
     const SearchResult watched =
-        search(profile_, network, replay, [&told](const Plan& p) { told.push_back(p); });
+        search(profile_, network, replay, {.kept = [&told](const Plan& p) { told.push_back(p); }});
     ASSERT_TRUE(plain.best && watched.best);
     EXPECT_EQ(watched.best->choice, plain.best->choice);
     ASSERT_EQ(watched.candidates.size(), plain.candidates.size()) << "K = " << k;

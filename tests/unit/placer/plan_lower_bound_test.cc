@@ -513,6 +513,55 @@ TEST(Search, AFailedPassCapsTheNextNearItsLeastBound) {
   }
 }
 
+// A search tells each pass as it ends (`SearchHooks::pass`), and is the search without hooks.
+// The case above, estimate-only: the first pass capped at 1.25 times the least entry bound
+// finds nothing below it, the second (guessed) ends the search with its best plan; the
+// counters grow from pass to pass to the result's. Uncapped: one pass, which ends it.
+TEST(Search, TellsEachPassAsItEnds) {
+  const std::string root = NEST_SOURCE_DIR;
+  const auto device = workload::load_accelerator(root + "/workloads/accelerators/h100-sxm.yaml");
+  const topo::Topology cluster = topo::load_topology(root + "/topologies/h100_rail_1024.yaml");
+  const workload::LayerProfile profile = testing::gpt3_profile(4);
+  SearchOptions options = gpt3_on_rail_1024(device);
+  options.orders = {PlacementOrder::kTensorPipelineData};
+  OracleCommCost plain_network(cluster);
+  const SearchResult plain = search(profile, plain_network, options);
+  OracleCommCost told_network(cluster);
+  std::vector<PassReport> told;
+  const SearchResult watched = search(profile, told_network, options,
+                                      {.pass = [&](const PassReport& r) { told.push_back(r); }});
+  expect_same_result(watched, plain);
+  ASSERT_EQ(told.size(), 2U);
+  EXPECT_EQ(told[0].pass, 1);
+  ASSERT_TRUE(told[0].cap.has_value());
+  // 1.25 times the least entry bound (5.201849620538 s), truncated to a picosecond.
+  EXPECT_EQ(told[0].cap->ps(), 6'502'312'025'672);
+  EXPECT_FALSE(told[0].guessed);
+  EXPECT_FALSE(told[0].ends);
+  EXPECT_EQ(told[1].pass, 2);
+  ASSERT_TRUE(told[1].cap.has_value());
+  EXPECT_EQ(told[1].cap->ps(), watched.stats.last_cap);
+  EXPECT_TRUE(told[1].guessed);
+  EXPECT_TRUE(told[1].ends);
+  EXPECT_LT(watched.best->iteration_time, *told[1].cap);
+  EXPECT_LE(told[0].stats.candidates, told[1].stats.candidates);
+  EXPECT_LT(told[0].stats.network_queries, told[1].stats.network_queries);
+  EXPECT_EQ(told[1].stats.candidates, watched.stats.candidates);
+  EXPECT_EQ(told[1].stats.network_queries, watched.stats.network_queries);
+  EXPECT_EQ(told[1].stats.passes, 2);
+
+  options.capped_passes = false;
+  OracleCommCost uncapped_network(cluster);
+  told.clear();
+  const SearchResult uncapped = search(profile, uncapped_network, options,
+                                       {.pass = [&](const PassReport& r) { told.push_back(r); }});
+  expect_same_result(uncapped, plain);
+  ASSERT_EQ(told.size(), 1U);
+  EXPECT_FALSE(told[0].cap.has_value());
+  EXPECT_FALSE(told[0].guessed);
+  EXPECT_TRUE(told[0].ends);
+}
+
 // The rounds of `syncs_rule_out` keep the stages' position prices and exposed transfers from
 // the first (`detail::evaluate_keeping`); with tensor-parallel allreduces in every layer and
 // ZeRO-3 (reduce-scatter syncs, weight gathers on the replicas' layout), three stages of a
