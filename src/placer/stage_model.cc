@@ -163,15 +163,13 @@ GroupLayout sync_layout(const DeviceMap& map, int stage) {
                      .groups = {{{map.devices_per_replica, map.shard_stride}, {1, 0}, {1, 0}}}};
 }
 
-std::size_t PricedNetwork::KeyHash::operator()(const Key& k) const noexcept {
-  std::uint64_t h = hash_mix(static_cast<std::uint64_t>(k.kind), static_cast<std::uint64_t>(k.op));
-  h = hash_mix(h, static_cast<std::uint64_t>(k.size));
-  h = hash_mix(h, k.a.hash());
-  return static_cast<std::size_t>(hash_mix(h, k.b.hash()));
-}
-
 template <class Ask>
-Time PricedNetwork::remembered(const Key& key, Ask ask) {
+Time PricedNetwork::remembered(Key key, Ask ask) {
+  std::uint64_t h =
+      hash_mix(static_cast<std::uint64_t>(key.kind), static_cast<std::uint64_t>(key.op));
+  h = hash_mix(h, static_cast<std::uint64_t>(key.size));
+  h = hash_mix(h, key.a.hash());
+  key.hash = hash_mix(h, key.b.hash());
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   ++queries_;
   const Time t = ask();

@@ -64,14 +64,18 @@ class PricedNetwork {
     std::int64_t size = 0;
     GroupLayout a;
     GroupLayout b;
+    // Of the fields above, set by `remembered`: libstdc++ keeps no hash codes beside the nodes
+    // of a table whose hasher cannot throw, so its lookups would hash the layouts of every node
+    // they walk past, and a rehash those of every node.
+    std::uint64_t hash = 0;
     friend bool operator==(const Key&, const Key&) = default;
   };
   struct KeyHash {
-    std::size_t operator()(const Key& k) const noexcept;
+    std::size_t operator()(const Key& k) const noexcept { return k.hash; }
   };
   // The memoized answer to `key`, else `ask()` (counted as a query), remembered.
   template <class Ask>
-  Time remembered(const Key& key, Ask ask);
+  Time remembered(Key key, Ask ask);
 
   CommCost& comm_;
   std::unordered_map<Key, Time, KeyHash> memo_;
