@@ -149,6 +149,49 @@ std::size_t find_root(std::vector<std::size_t>& parent, std::size_t i) {
   return i;
 }
 
+// A query's parts in link-connected sets (`CollectiveOracle::Impl::link_components`), flat: one
+// vector of members and one of where each set starts, so that a query of many sets (a group per
+// node) allocates two vectors, not one per set. Set s holds the parts `(*this)[s]`.
+class LinkSets {
+ public:
+  // The sets of `set_of` (each part's set, sets numbered in order of their first part), each in
+  // part order.
+  explicit LinkSets(std::span<const std::uint32_t> set_of) {
+    std::uint32_t count = 0;
+    for (const std::uint32_t s : set_of) count = std::max(count, s + 1);
+    start_.assign(count + std::size_t{1}, 0);
+    for (const std::uint32_t s : set_of) ++start_[s + 1];
+    for (std::size_t s = 1; s < start_.size(); ++s) start_[s] += start_[s - 1];
+    members_.resize(set_of.size());
+    std::vector<std::uint32_t> next(start_.begin(), start_.end() - 1);
+    for (std::size_t i = 0; i < set_of.size(); ++i) {
+      members_[next[set_of[i]]++] = static_cast<std::uint32_t>(i);
+    }
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return start_.size() - 1; }
+  [[nodiscard]] std::span<const std::uint32_t> operator[](std::size_t s) const noexcept {
+    return std::span<const std::uint32_t>(members_).subspan(start_[s], start_[s + 1] - start_[s]);
+  }
+  // The sets in the order `order` (a permutation of the set indices).
+  [[nodiscard]] LinkSets reordered(std::span<const std::size_t> order) const {
+    LinkSets out;
+    out.members_.reserve(members_.size());
+    out.start_.reserve(start_.size());
+    out.start_.push_back(0);
+    for (const std::size_t s : order) {
+      const auto members = (*this)[s];
+      out.members_.insert(out.members_.end(), members.begin(), members.end());
+      out.start_.push_back(static_cast<std::uint32_t>(out.members_.size()));
+    }
+    return out;
+  }
+
+ private:
+  LinkSets() = default;
+  std::vector<std::uint32_t> members_;
+  std::vector<std::uint32_t> start_;
+};
+
 // Ends a run of `CollectiveOracle::Impl::priced_sets` early once the run of an earlier set of
 // the query has stopped at its time to beat: the query is then ruled out and this set skipped,
 // its answer dropped.
@@ -635,7 +678,7 @@ struct CollectiveOracle::Impl {
   // order. A function of the parts' layout and the engine, so kept by layout
   // (`Engine::sets_by_layout`) as `structure` keeps routes: a layout met again, at any size, is
   // not routed again (and, as there, skipping `pairs` on a kept layout skips no lowering).
-  std::vector<std::vector<std::size_t>> link_components(std::vector<Part>& parts, Engine& e) {
+  LinkSets link_components(std::vector<Part>& parts, Engine& e) {
     const Digest layout = layout_of(parts);
     auto it = e.sets_by_layout.find(layout);
     if (it == e.sets_by_layout.end()) {
@@ -647,13 +690,7 @@ struct CollectiveOracle::Impl {
       it = e.sets_by_layout.emplace(layout, set_of_each(parts, e)).first;
       e.sets_weight += weight;
     }
-    const std::vector<std::uint32_t>& set_of = it->second;
-    std::vector<std::vector<std::size_t>> sets;
-    for (std::size_t i = 0; i < set_of.size(); ++i) {
-      if (set_of[i] == sets.size()) sets.emplace_back();
-      sets[set_of[i]].push_back(i);
-    }
-    return sets;
+    return LinkSets(it->second);
   }
 
   // `link_components` routed afresh: the set of each part, sets numbered in order of their first
@@ -896,17 +933,17 @@ struct CollectiveOracle::Impl {
   }
 
   // The parts in link-connected sets (`link_components`; one set for one part).
-  std::vector<std::vector<std::size_t>> sets_of(std::vector<Part>& parts, Engine& e) {
-    return parts.size() > 1 ? link_components(parts, e)
-                            : std::vector<std::vector<std::size_t>>{{0}};
+  LinkSets sets_of(std::vector<Part>& parts, Engine& e) {
+    constexpr std::array<std::uint32_t, 1> kOne{0};
+    return parts.size() > 1 ? link_components(parts, e) : LinkSets(kOne);
   }
 
   // `f(set)` on the parts `members` (in that order), moved out of `parts` and back.
   template <class F>
-  auto on_set(std::vector<Part>& parts, const std::vector<std::size_t>& members, F f) {
+  auto on_set(std::vector<Part>& parts, std::span<const std::uint32_t> members, F f) {
     std::vector<Part> set;
     set.reserve(members.size());
-    for (std::size_t i : members) set.push_back(std::move(parts[i]));
+    for (const std::uint32_t i : members) set.push_back(std::move(parts[i]));
     auto out = f(set);
     for (std::size_t j = 0; j < set.size(); ++j) parts[members[j]] = std::move(set[j]);
     return out;
@@ -929,9 +966,7 @@ struct CollectiveOracle::Impl {
   // layout; the memo and facts read; the bound, memoized by structure) `look_up` computes for
   // every set of such a query anyway, unless a run throws first, and a set answered there (the
   // contention-free evaluation, a fact) is then a structural hit, as after a `lower_bound`.
-  std::vector<std::vector<std::size_t>> slowest_first(std::vector<Part>& parts,
-                                                      std::vector<std::vector<std::size_t>> sets,
-                                                      Engine& e) {
+  LinkSets slowest_first(std::vector<Part>& parts, const LinkSets& sets, Engine& e) {
     std::vector<Time> known(sets.size());
     for (std::size_t s = 0; s < sets.size(); ++s) {
       known[s] = on_set(parts, sets[s], [&](std::vector<Part>& set) { return set_bound(set, e); });
@@ -940,10 +975,7 @@ struct CollectiveOracle::Impl {
     for (std::size_t s = 0; s < order.size(); ++s) order[s] = s;
     std::stable_sort(order.begin(), order.end(),
                      [&](std::size_t a, std::size_t b) { return known[a] > known[b]; });
-    std::vector<std::vector<std::size_t>> sorted;
-    sorted.reserve(sets.size());
-    for (const std::size_t s : order) sorted.push_back(std::move(sets[s]));
-    return sorted;
+    return sets.reordered(order);
   }
 
   // What `part_durations` counted in `counts` (a thread's own), added to `stats`.
@@ -976,9 +1008,10 @@ struct CollectiveOracle::Impl {
   // (`Cancel`; runs without checks, of fewer than 1,024 transfers or of private rings, end on
   // their own). Needs no event limit. The answers in set order; nullopt when a set rules the
   // query out.
-  std::optional<std::vector<OracleAnswer>> priced_sets(
-      std::vector<Part>& parts, const std::vector<std::vector<std::size_t>>& sets, Engine& e,
-      std::optional<Time> within, Time base, int workers) {
+  std::optional<std::vector<OracleAnswer>> priced_sets(std::vector<Part>& parts,
+                                                       const LinkSets& sets, Engine& e,
+                                                       std::optional<Time> within, Time base,
+                                                       int workers) {
     struct Job {
       std::size_t set = 0;  // its lookup: state[set]
       std::vector<Part> parts;
@@ -995,7 +1028,7 @@ struct CollectiveOracle::Impl {
     // Every job's parts go back to `parts` however this returns.
     struct GiveBack {
       std::vector<Job>& jobs;
-      const std::vector<std::vector<std::size_t>>& sets;
+      const LinkSets& sets;
       std::vector<Part>& parts;
       ~GiveBack() {
         for (Job& job : jobs) {
@@ -1022,7 +1055,7 @@ struct CollectiveOracle::Impl {
           st.job = jobs.size();
           pending.emplace(st.digest, jobs.size());
           Job& job = jobs.emplace_back(Job{.set = s});
-          for (const std::size_t i : sets[s]) job.parts.push_back(std::move(parts[i]));
+          for (const std::uint32_t i : sets[s]) job.parts.push_back(std::move(parts[i]));
           for (Part& part : job.parts) lower_part(part);
         }
       } catch (...) {
@@ -1140,8 +1173,8 @@ struct CollectiveOracle::Impl {
       return it->second;
     }
     OracleAnswer result;
-    auto sets = sets_of(parts, e);
-    if (within && sets.size() > 1) sets = slowest_first(parts, std::move(sets), e);
+    LinkSets sets = sets_of(parts, e);
+    if (within && sets.size() > 1) sets = slowest_first(parts, sets, e);
     // The set that holds the first part answers `first`.
     const auto holds_first = [&](std::size_t s) { return sets[s].front() == 0; };
     if (sets.size() == 1) {
@@ -1213,8 +1246,9 @@ struct CollectiveOracle::Impl {
     const std::pair<Engine*, Time> engine = engine_of(spec);
     Engine& e = *engine.first;
     Time slowest;
-    for (const auto& members : sets_of(parts, e)) {
-      slowest = std::max(slowest, on_set(parts, members, [&](std::vector<Part>& set) {
+    const LinkSets sets = sets_of(parts, e);
+    for (std::size_t s = 0; s < sets.size(); ++s) {
+      slowest = std::max(slowest, on_set(parts, sets[s], [&](std::vector<Part>& set) {
                            return set_bound(set, e, exact);
                          }));
     }
@@ -1537,10 +1571,12 @@ bool CollectiveOracle::parts_apart(const CollectiveSpec& spec,
   for (const CollectiveSpec& s : specs) {
     std::vector<Part> parts = m.make_parts(s, groups);
     Engine& e = *m.engine_of(s).first;
-    for (const auto& set : m.link_components(parts, e)) {
+    const LinkSets sets = m.link_components(parts, e);
+    for (std::size_t k = 0; k < sets.size(); ++k) {
+      const auto set = sets[k];
       const std::size_t part = set.front() / per_part;
       if (std::any_of(set.begin(), set.end(),
-                      [&](std::size_t i) { return i / per_part != part; })) {
+                      [&](std::uint32_t i) { return i / per_part != part; })) {
         return false;
       }
     }
