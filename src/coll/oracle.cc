@@ -59,8 +59,9 @@ struct PairHash {
 constexpr std::size_t kLayoutsKept = std::size_t{1} << 19;
 
 // What `link_components` keeps per engine, in words of 4 bytes: a part's set is one, an entry
-// (its node, digest and vector) about 16. 32 MB at most.
-constexpr std::uint64_t kSetsEntryWeight = 16;
+// (its node with the digest and the vector, its bucket, the vector's block with malloc's
+// overhead: ~104 bytes) 26. 32 MB at most.
+constexpr std::uint64_t kSetsEntryWeight = 26;
 constexpr std::uint64_t kSetsWeight = std::uint64_t{1} << 23;
 
 // What the oracle keeps of lowered programs for reuse, in transfers of explicit schedules (24
@@ -151,7 +152,7 @@ std::size_t find_root(std::vector<std::size_t>& parent, std::size_t i) {
 
 // A query's parts in link-connected sets (`CollectiveOracle::Impl::link_components`), flat: one
 // vector of members and one of where each set starts, so that a query of many sets (a group per
-// node) allocates two vectors, not one per set. Set s holds the parts `(*this)[s]`.
+// node) allocates a few vectors, not one per set. Set s holds the parts `(*this)[s]`.
 class LinkSets {
  public:
   // The sets of `set_of` (each part's set, sets numbered in order of their first part), each in

@@ -59,15 +59,15 @@ class PricedNetwork {
 
  private:
   struct Key {
+    // Of the fields below, set by `remembered` (and compared first): libstdc++ keeps no hash
+    // codes beside the nodes of a table whose hasher cannot throw, so its lookups would hash the
+    // layouts of every node they walk past, and a rehash those of every node.
+    std::uint64_t hash = 0;
     int kind = 0;  // 0 collective, 1 transfer, 2 collective_like (b: the like layout), 3 gather
     int op = 0;
     std::int64_t size = 0;
     GroupLayout a;
     GroupLayout b;
-    // Of the fields above, set by `remembered`: libstdc++ keeps no hash codes beside the nodes
-    // of a table whose hasher cannot throw, so its lookups would hash the layouts of every node
-    // they walk past, and a rehash those of every node.
-    std::uint64_t hash = 0;
     friend bool operator==(const Key&, const Key&) = default;
   };
   struct KeyHash {

@@ -516,7 +516,8 @@ TEST(Search, AFailedPassCapsTheNextNearItsLeastBound) {
 // A search tells each pass as it ends (`SearchHooks::pass`), and is the search without hooks.
 // The case above, estimate-only: the first pass capped at 1.25 times the least entry bound
 // finds nothing below it, the second (guessed) ends the search with its best plan; the
-// counters grow from pass to pass to the result's. Uncapped: one pass, which ends it.
+// counters grow from pass to pass to the result's. The same keeping candidates for --verify 4.
+// Uncapped: one pass, which ends it.
 TEST(Search, TellsEachPassAsItEnds) {
   const std::string root = NEST_SOURCE_DIR;
   const auto device = workload::load_accelerator(root + "/workloads/accelerators/h100-sxm.yaml");
@@ -549,6 +550,25 @@ TEST(Search, TellsEachPassAsItEnds) {
   EXPECT_EQ(told[1].stats.candidates, watched.stats.candidates);
   EXPECT_EQ(told[1].stats.network_queries, watched.stats.network_queries);
   EXPECT_EQ(told[1].stats.passes, 2);
+
+  // Keeping candidates for --verify 4, both orders: the first pass leaves tp-pp-dp's best above
+  // its cap and does not end the search; the guessed second does, with the same candidates.
+  SearchOptions verifying = gpt3_on_rail_1024(device);
+  verifying.replay_candidates = 4;
+  OracleCommCost verify_network(cluster);
+  const SearchResult verify_plain = search(profile, verify_network, verifying);
+  OracleCommCost verify_told_network(cluster);
+  told.clear();
+  const SearchResult verify_watched =
+      search(profile, verify_told_network, verifying,
+             {.pass = [&](const PassReport& r) { told.push_back(r); }});
+  expect_same_result(verify_watched, verify_plain);
+  ASSERT_EQ(told.size(), 2U);
+  EXPECT_FALSE(told[0].guessed);
+  EXPECT_FALSE(told[0].ends);
+  EXPECT_TRUE(told[1].guessed);
+  EXPECT_TRUE(told[1].ends);
+  EXPECT_EQ(told[1].stats.candidates, verify_watched.stats.candidates);
 
   options.capped_passes = false;
   OracleCommCost uncapped_network(cluster);
