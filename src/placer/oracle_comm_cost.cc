@@ -16,6 +16,10 @@
 namespace nest::placer {
 namespace {
 
+// The layout bounds kept (`OracleCommCost::bounds_`, ~140 bytes each with the table's node and
+// bucket): ~36 MB at most.
+constexpr std::size_t kBoundsKept = std::size_t{1} << 18;
+
 constexpr Bytes kLowSize = Bytes::mebibytes(64);
 constexpr Bytes kHighSize = Bytes::mebibytes(256);
 
@@ -293,8 +297,29 @@ void OracleCommCost::fill_crossing(double step, int n) {
   }
 }
 
+OracleCommCost::BoundKey OracleCommCost::bound_key(int kind, int op, Bytes size,
+                                                   const GroupLayout& a, const GroupLayout& b) {
+  BoundKey key{.kind = kind, .op = op, .size = size.count(), .a = a, .b = b};
+  std::uint64_t h =
+      hash_mix(static_cast<std::uint64_t>(key.kind), static_cast<std::uint64_t>(key.op));
+  h = hash_mix(h, static_cast<std::uint64_t>(key.size));
+  h = hash_mix(h, key.a.hash());
+  key.hash = hash_mix(h, key.b.hash());
+  return key;
+}
+
 Time OracleCommCost::collective_bound(workload::CollectiveOp op, Bytes size,
                                       const GroupLayout& layout) {
+  const BoundKey key = bound_key(0, static_cast<int>(op), size, layout, GroupLayout{});
+  if (const auto it = bounds_.find(key); it != bounds_.end()) return it->second;
+  const Time bound = layout_bound(op, size, layout);
+  if (bounds_.size() >= kBoundsKept) bounds_.clear();
+  bounds_.emplace(key, bound);
+  return bound;
+}
+
+Time OracleCommCost::layout_bound(workload::CollectiveOp op, Bytes size,
+                                  const GroupLayout& layout) {
   if (oracle_.calibrated()) return calibrated_bound(op, size, layout);
   const Time flat = CommCost::collective_bound(op, size, layout);
   const int n = layout.group_size();
@@ -377,6 +402,15 @@ Time OracleCommCost::collective_bound(workload::CollectiveOp op, Bytes size,
 }
 
 Time OracleCommCost::transfer_bound(Bytes size, const GroupLayout& from, const GroupLayout& to) {
+  const BoundKey key = bound_key(1, 0, size, from, to);
+  if (const auto it = bounds_.find(key); it != bounds_.end()) return it->second;
+  const Time bound = pairs_bound(size, from, to);
+  if (bounds_.size() >= kBoundsKept) bounds_.clear();
+  bounds_.emplace(key, bound);
+  return bound;
+}
+
+Time OracleCommCost::pairs_bound(Bytes size, const GroupLayout& from, const GroupLayout& to) {
   const Time flat = CommCost::transfer_bound(size, from, to);
   if (domain_size_ == 0 || size.count() <= 0) return flat;
   if (from.end() > topology_.num_devices() || to.end() > topology_.num_devices()) return flat;

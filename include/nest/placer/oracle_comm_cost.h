@@ -95,11 +95,11 @@ class OracleCommCost final : public CommCost {
   /// of (receives into) its domain over its own links that leave (enter) it. Ring algorithms send
   /// 2(n−1)/n·S (allreduce) or (n−1)/n·S (all-gather, reduce-scatter) along each ring hop,
   /// pairwise all-to-all S/n to every other member; other algorithms get the injection bound
-  /// only. O(devices of the layout), allocation-free.
+  /// only. O(devices of the layout) the first time, allocation-free; memoized by its arguments.
   Time collective_bound(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) override;
   /// max(the flat injection bound, the device-exit bound of every pair, and with one group the
   /// domain-exit bound): `transfer` prices several groups at a class's mean wait, which the
-  /// exits the groups share do not bound.
+  /// exits the groups share do not bound. Memoized by its arguments, as `collective_bound`.
   Time transfer_bound(Bytes size, const GroupLayout& from, const GroupLayout& to) override;
   /// max(`collective_bound`, the oracle's event-free bound of what `collective` asks it:
   /// `CollectiveOracle::lower_bound` for a fixed algorithm, `fastest_lower_bound` for the
@@ -154,6 +154,9 @@ class OracleCommCost final : public CommCost {
   // The bound under a collective model (any algorithm, any channel count).
   [[nodiscard]] Time calibrated_bound(workload::CollectiveOp op, Bytes size,
                                       const GroupLayout& layout);
+  // `collective_bound` and `transfer_bound` computed (not memoized).
+  [[nodiscard]] Time layout_bound(workload::CollectiveOp op, Bytes size, const GroupLayout& layout);
+  [[nodiscard]] Time pairs_bound(Bytes size, const GroupLayout& from, const GroupLayout& to);
   // Bytes crossing domain boundaries (out_ and in_ over the domains in dirty_list_) to a time
   // bound; clears those buffers for the next query.
   [[nodiscard]] Time exit_bound();
@@ -227,6 +230,26 @@ class OracleCommCost final : public CommCost {
     std::size_t operator()(const ApartKey& k) const noexcept;
   };
   std::unordered_map<ApartKey, bool, ApartKeyHash> apart_;
+  // `collective_bound` (kind 0) and `transfer_bound` (kind 1, `b` the destination layout) by
+  // their arguments: arithmetic and O(devices), and asked again by every table and plan bound
+  // that meets the layout. The key carries its hash (set by `bound_key`; libstdc++ keeps no
+  // hash codes beside the nodes of a table whose hasher cannot throw). Emptied past
+  // kBoundsKept entries.
+  struct BoundKey {
+    std::uint64_t hash = 0;
+    int kind = 0;
+    int op = 0;
+    std::int64_t size = 0;
+    GroupLayout a;
+    GroupLayout b;
+    friend bool operator==(const BoundKey&, const BoundKey&) = default;
+  };
+  struct BoundKeyHash {
+    std::size_t operator()(const BoundKey& k) const noexcept { return k.hash; }
+  };
+  static BoundKey bound_key(int kind, int op, Bytes size, const GroupLayout& a,
+                            const GroupLayout& b);
+  std::unordered_map<BoundKey, Time, BoundKeyHash> bounds_;
 };
 
 /// The flat network that stands for `topology` in the topology-agnostic baseline: every device

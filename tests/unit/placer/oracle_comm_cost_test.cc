@@ -122,6 +122,43 @@ TEST(OracleCommCost, LowerBoundsNeverExceedTheSimulation) {
   EXPECT_LE(bound, oracle.collective(CollectiveOp::kAllReduce, Bytes::gibibytes(1), groups[0]));
 }
 
+// The layout bounds are kept by everything they depend on: one object asked the bound of each
+// operation on three layouts at two sizes, and of a transfer from the third, twice over,
+// answers each as an object asked it alone; the operations' bounds differ (all-reduce sends
+// twice what all-gather does along each ring hop).
+TEST(OracleCommCost, LayoutBoundsAreKeptByOperationSizeAndLayout) {
+  const topo::Topology t = cluster();
+  const GroupLayout across{.member = {16, 8}, .groups = {{{8, 1}, {1, 0}, {1, 0}}}};
+  const GroupLayout within{.member = {8, 1}, .groups = {{{16, 8}, {1, 0}, {1, 0}}}};
+  const GroupLayout to{.base = 4, .member = {4, 1}, .groups = {{{16, 8}, {1, 0}, {1, 0}}}};
+  const GroupLayout from{.member = {4, 1}, .groups = {{{16, 8}, {1, 0}, {1, 0}}}};
+  OracleCommCost kept(t);
+  for (int round = 0; round < 2; ++round) {
+    for (const GroupLayout& g : {across, within, from}) {
+      for (const Bytes size : {Bytes::mebibytes(64), Bytes::gibibytes(1)}) {
+        for (const auto op :
+             {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kAllToAll}) {
+          OracleCommCost alone(t);
+          EXPECT_EQ(kept.collective_bound(op, size, g), alone.collective_bound(op, size, g))
+              << "op " << static_cast<int>(op) << " size " << size.count();
+        }
+        OracleCommCost alone(t);
+        EXPECT_EQ(kept.transfer_bound(size, from, to), alone.transfer_bound(size, from, to));
+      }
+    }
+  }
+  EXPECT_GT(kept.collective_bound(CollectiveOp::kAllReduce, Bytes::gibibytes(1), across),
+            kept.collective_bound(CollectiveOp::kAllGather, Bytes::gibibytes(1), across));
+  // A transfer from GPU 8 to GPU 0 (the default layout) and GPU 8's own all-reduce (nothing to
+  // send) share every argument but their kind.
+  const GroupLayout gpu8{.base = 8};
+  const GroupLayout gpu0{};
+  EXPECT_GT(kept.transfer_bound(Bytes::gibibytes(1), gpu8, gpu0), Time::zero());
+  EXPECT_EQ(
+      kept.collective_bound(CollectiveOp::kAllReduce, Bytes::gibibytes(1), gpu8),
+      OracleCommCost(t).collective_bound(CollectiveOp::kAllReduce, Bytes::gibibytes(1), gpu8));
+}
+
 // A bound whose device-exit time is out of range throws, and leaves no bytes behind for the
 // next query: a reused object (a Python Job after an error) answers as a fresh one. 10^18 bytes
 // from GPU 0 to GPU 8 (the next node, same rail): the flat bound over 500 GB/s (2e6 s) and the
