@@ -42,6 +42,17 @@ std::uint64_t GroupLayout::hash() const noexcept {
   return h;
 }
 
+LayoutKey LayoutKey::of(int kind, int op, std::int64_t size, const GroupLayout& a,
+                        const GroupLayout& b) noexcept {
+  LayoutKey key{.kind = kind, .op = op, .size = size, .a = a, .b = b};
+  std::uint64_t h =
+      hash_mix(static_cast<std::uint64_t>(key.kind), static_cast<std::uint64_t>(key.op));
+  h = hash_mix(h, static_cast<std::uint64_t>(key.size));
+  h = hash_mix(h, key.a.hash());
+  key.hash = hash_mix(h, key.b.hash());
+  return key;
+}
+
 Time CommCost::collective_bound(workload::CollectiveOp op, Bytes size, const GroupLayout& layout) {
   if (!(injection_bound().bytes_per_s() > 0)) return Time::zero();
   FlatCommCost flat(injection_bound() * (1 + 1e-6), Time::zero());

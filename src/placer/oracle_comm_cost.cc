@@ -297,20 +297,9 @@ void OracleCommCost::fill_crossing(double step, int n) {
   }
 }
 
-OracleCommCost::BoundKey OracleCommCost::bound_key(int kind, int op, Bytes size,
-                                                   const GroupLayout& a, const GroupLayout& b) {
-  BoundKey key{.kind = kind, .op = op, .size = size.count(), .a = a, .b = b};
-  std::uint64_t h =
-      hash_mix(static_cast<std::uint64_t>(key.kind), static_cast<std::uint64_t>(key.op));
-  h = hash_mix(h, static_cast<std::uint64_t>(key.size));
-  h = hash_mix(h, key.a.hash());
-  key.hash = hash_mix(h, key.b.hash());
-  return key;
-}
-
 Time OracleCommCost::collective_bound(workload::CollectiveOp op, Bytes size,
                                       const GroupLayout& layout) {
-  const BoundKey key = bound_key(0, static_cast<int>(op), size, layout, GroupLayout{});
+  const LayoutKey key = LayoutKey::of(0, static_cast<int>(op), size.count(), layout);
   if (const auto it = bounds_.find(key); it != bounds_.end()) return it->second;
   const Time bound = layout_bound(op, size, layout);
   if (bounds_.size() >= kBoundsKept) bounds_.clear();
@@ -402,7 +391,7 @@ Time OracleCommCost::layout_bound(workload::CollectiveOp op, Bytes size,
 }
 
 Time OracleCommCost::transfer_bound(Bytes size, const GroupLayout& from, const GroupLayout& to) {
-  const BoundKey key = bound_key(1, 0, size, from, to);
+  const LayoutKey key = LayoutKey::of(1, 0, size.count(), from, to);
   if (const auto it = bounds_.find(key); it != bounds_.end()) return it->second;
   const Time bound = pairs_bound(size, from, to);
   if (bounds_.size() >= kBoundsKept) bounds_.clear();
@@ -553,7 +542,7 @@ coll::CollectiveSpec OracleCommCost::like_spec(workload::CollectiveOp op, Bytes 
 Time OracleCommCost::collective_like(workload::CollectiveOp op, Bytes size,
                                      const GroupLayout& layout, const GroupLayout& like) {
   if (layout.group_size() <= 1 || size.count() <= 0) return Time::zero();
-  const PairKey key{static_cast<int>(op), size.count(), layout, like};
+  const LayoutKey key = LayoutKey::of(0, static_cast<int>(op), size.count(), layout, like);
   if (const auto it = joint_.find(key); it != joint_.end()) return it->second;
   check_range(layout, topology_);
   const coll::CollectiveSpec spec = like_spec(op, size, like);
@@ -566,7 +555,7 @@ Time OracleCommCost::collective_like_bound(workload::CollectiveOp op, Bytes size
                                            const GroupLayout& layout, const GroupLayout& like) {
   if (layout.group_size() <= 1 || size.count() <= 0) return Time::zero();
   if (options_.interpolate_sizes) return collective_bound(op, size, layout);
-  const PairKey key{static_cast<int>(op), size.count(), layout, like};
+  const LayoutKey key = LayoutKey::of(0, static_cast<int>(op), size.count(), layout, like);
   if (const auto it = joint_.find(key); it != joint_.end()) return it->second;
   if (const auto it = joint_bounds_.find(key); it != joint_bounds_.end()) return it->second;
   check_range(layout, topology_);
@@ -641,12 +630,6 @@ std::size_t OracleCommCost::ApartKeyHash::operator()(const ApartKey& k) const no
   return hash_mix(ChoiceKeyHash{}(k.choice), static_cast<std::uint64_t>(k.per_part));
 }
 
-std::size_t OracleCommCost::PairKeyHash::operator()(const PairKey& k) const noexcept {
-  return hash_mix(
-      hash_mix(hash_mix(k.layout.hash(), k.other.hash()), static_cast<std::uint64_t>(k.op)),
-      static_cast<std::uint64_t>(k.size));
-}
-
 Time OracleCommCost::exact_transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) {
   std::vector<topo::DeviceId> src;
   std::vector<topo::DeviceId> dst;
@@ -665,7 +648,7 @@ Time OracleCommCost::transfer(Bytes size, const GroupLayout& from, const GroupLa
   check_range(from, topology_);
   check_range(to, topology_);
   if (!options_.interpolate_sizes) {
-    const PairKey key{0, size.count(), from, to};
+    const LayoutKey key = LayoutKey::of(0, 0, size.count(), from, to);
     if (const auto it = transfers_.find(key); it != transfers_.end()) return it->second;
     const Time time = exact_transfer(size, from, to);
     transfers_.emplace(key, time);

@@ -164,12 +164,7 @@ GroupLayout sync_layout(const DeviceMap& map, int stage) {
 }
 
 template <class Ask>
-Time PricedNetwork::remembered(Key key, Ask ask) {
-  std::uint64_t h =
-      hash_mix(static_cast<std::uint64_t>(key.kind), static_cast<std::uint64_t>(key.op));
-  h = hash_mix(h, static_cast<std::uint64_t>(key.size));
-  h = hash_mix(h, key.a.hash());
-  key.hash = hash_mix(h, key.b.hash());
+Time PricedNetwork::remembered(const LayoutKey& key, Ask ask) {
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   ++queries_;
   const Time t = ask();
@@ -179,27 +174,26 @@ Time PricedNetwork::remembered(Key key, Ask ask) {
 
 Time PricedNetwork::collective(CollectiveOp op, Bytes size, const GroupLayout& layout) {
   if (layout.group_size() <= 1 || size.count() <= 0 || zero()) return Time::zero();
-  return remembered({.kind = 0, .op = static_cast<int>(op), .size = size.count(), .a = layout},
+  return remembered(LayoutKey::of(0, static_cast<int>(op), size.count(), layout),
                     [&] { return comm_.collective(op, size, layout); });
 }
 
 Time PricedNetwork::transfer(Bytes size, const GroupLayout& from, const GroupLayout& to) {
   if (size.count() <= 0 || zero()) return Time::zero();
-  return remembered({.kind = 1, .size = size.count(), .a = from, .b = to},
+  return remembered(LayoutKey::of(1, 0, size.count(), from, to),
                     [&] { return comm_.transfer(size, from, to); });
 }
 
 Time PricedNetwork::collective_like(CollectiveOp op, Bytes size, const GroupLayout& layout,
                                     const GroupLayout& like) {
   if (layout.group_size() <= 1 || size.count() <= 0 || zero()) return Time::zero();
-  return remembered(
-      {.kind = 2, .op = static_cast<int>(op), .size = size.count(), .a = layout, .b = like},
-      [&] { return comm_.collective_like(op, size, layout, like); });
+  return remembered(LayoutKey::of(2, static_cast<int>(op), size.count(), layout, like),
+                    [&] { return comm_.collective_like(op, size, layout, like); });
 }
 
 Time PricedNetwork::gather(Bytes size, const GroupLayout& layout) {
   if (layout.group_size() <= 1 || size.count() <= 0 || zero()) return Time::zero();
-  return remembered({.kind = 3, .size = size.count(), .a = layout},
+  return remembered(LayoutKey::of(3, 0, size.count(), layout),
                     [&] { return comm_.gather_point(size, layout); });
 }
 

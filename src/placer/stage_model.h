@@ -58,27 +58,14 @@ class PricedNetwork {
   [[nodiscard]] std::int64_t queries() const noexcept { return queries_; }
 
  private:
-  struct Key {
-    // Of the fields below, set by `remembered` (and compared first): libstdc++ keeps no hash
-    // codes beside the nodes of a table whose hasher cannot throw, so its lookups would hash the
-    // layouts of every node they walk past, and a rehash those of every node.
-    std::uint64_t hash = 0;
-    int kind = 0;  // 0 collective, 1 transfer, 2 collective_like (b: the like layout), 3 gather
-    int op = 0;
-    std::int64_t size = 0;
-    GroupLayout a;
-    GroupLayout b;
-    friend bool operator==(const Key&, const Key&) = default;
-  };
-  struct KeyHash {
-    std::size_t operator()(const Key& k) const noexcept { return k.hash; }
-  };
   // The memoized answer to `key`, else `ask()` (counted as a query), remembered.
   template <class Ask>
-  Time remembered(Key key, Ask ask);
+  Time remembered(const LayoutKey& key, Ask ask);
 
   CommCost& comm_;
-  std::unordered_map<Key, Time, KeyHash> memo_;
+  // By `LayoutKey` kind: 0 collective, 1 transfer, 2 collective_like (b: the like layout), 3
+  // gather.
+  std::unordered_map<LayoutKey, Time, LayoutKey::Hash> memo_;
   std::int64_t queries_ = 0;
 };
 

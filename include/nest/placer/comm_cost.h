@@ -55,6 +55,28 @@ struct GroupLayout {
   friend constexpr bool operator==(const GroupLayout&, const GroupLayout&) = default;
 };
 
+/// A key of the placer's memos of network answers: what is asked (`kind`, the memo's own
+/// numbering), the operation, the size and up to two layouts, with its hash computed once
+/// (`of`). libstdc++ keeps no hash codes beside the nodes of a table whose hasher cannot throw,
+/// so a table keyed by the layouts themselves would hash them again for every node its lookups
+/// walk past and for every node at each rehash.
+struct LayoutKey {
+  std::uint64_t hash = 0;  ///< of the fields below (compared first)
+  int kind = 0;
+  int op = 0;
+  std::int64_t size = 0;
+  GroupLayout a;
+  GroupLayout b;  ///< the second layout, or the default one
+
+  [[nodiscard]] static LayoutKey of(int kind, int op, std::int64_t size, const GroupLayout& a,
+                                    const GroupLayout& b = {}) noexcept;
+  friend bool operator==(const LayoutKey&, const LayoutKey&) = default;
+  /// The hasher of a table keyed by `LayoutKey`.
+  struct Hash {
+    std::size_t operator()(const LayoutKey& k) const noexcept { return k.hash; }
+  };
+};
+
 /// Network costs as the placer sees them. Implementations may memoize, so the query methods are
 /// not const; one instance must not be shared between threads.
 class CommCost {

@@ -204,22 +204,12 @@ class OracleCommCost final : public CommCost {
   std::vector<ChoiceKey> asked_;  // the keys of choices_ in the order first asked
   // Answers by layout, so that a repeated question costs a hash of a few words instead of the
   // oracle's key of every device: event-free bounds (`collective_pass_bound`), joint syncs
-  // (`collective_like`, the second layout in `other`) and transfers (from, to). Exact answers
+  // (`collective_like`, the second layout in `b`) and transfers (from, to). Exact answers
   // of `collective` are in `choices_`.
-  struct PairKey {
-    int op = 0;
-    std::int64_t size = 0;
-    GroupLayout layout;
-    GroupLayout other;
-    friend bool operator==(const PairKey&, const PairKey&) = default;
-  };
-  struct PairKeyHash {
-    std::size_t operator()(const PairKey& k) const noexcept;
-  };
   std::unordered_map<ChoiceKey, Time, ChoiceKeyHash> pass_bounds_;
-  std::unordered_map<PairKey, Time, PairKeyHash> joint_;
-  std::unordered_map<PairKey, Time, PairKeyHash> joint_bounds_;
-  std::unordered_map<PairKey, Time, PairKeyHash> transfers_;
+  std::unordered_map<LayoutKey, Time, LayoutKey::Hash> joint_;
+  std::unordered_map<LayoutKey, Time, LayoutKey::Hash> joint_bounds_;
+  std::unordered_map<LayoutKey, Time, LayoutKey::Hash> transfers_;
   // `groups_apart`, by (op, size, layout) and the groups per part.
   struct ApartKey {
     ChoiceKey choice;
@@ -232,24 +222,8 @@ class OracleCommCost final : public CommCost {
   std::unordered_map<ApartKey, bool, ApartKeyHash> apart_;
   // `collective_bound` (kind 0) and `transfer_bound` (kind 1, `b` the destination layout) by
   // their arguments: arithmetic and O(devices), and asked again by every table and plan bound
-  // that meets the layout. The key carries its hash (set by `bound_key`; libstdc++ keeps no
-  // hash codes beside the nodes of a table whose hasher cannot throw). Emptied past
-  // kBoundsKept entries.
-  struct BoundKey {
-    std::uint64_t hash = 0;
-    int kind = 0;
-    int op = 0;
-    std::int64_t size = 0;
-    GroupLayout a;
-    GroupLayout b;
-    friend bool operator==(const BoundKey&, const BoundKey&) = default;
-  };
-  struct BoundKeyHash {
-    std::size_t operator()(const BoundKey& k) const noexcept { return k.hash; }
-  };
-  static BoundKey bound_key(int kind, int op, Bytes size, const GroupLayout& a,
-                            const GroupLayout& b);
-  std::unordered_map<BoundKey, Time, BoundKeyHash> bounds_;
+  // that meets the layout. Emptied past kBoundsKept entries.
+  std::unordered_map<LayoutKey, Time, LayoutKey::Hash> bounds_;
 };
 
 /// The flat network that stands for `topology` in the topology-agnostic baseline: every device
