@@ -177,13 +177,19 @@ struct SearchPair {
   SearchResult without;
   std::uint64_t events_with = 0;
   std::uint64_t events_without = 0;
+  std::vector<PassReport> passes_with;  // as `SearchHooks::pass` told them
+  std::vector<PassReport> passes_without;
 };
 
 SearchPair same_searches(const workload::LayerProfile& profile, const topo::Topology& topology,
                          const SearchOptions& with, const SearchOptions& without) {
   OracleCommCost a(topology);
   OracleCommCost b(topology);
-  SearchPair p{search(profile, a, with), search(profile, b, without)};
+  SearchPair p;
+  p.with =
+      search(profile, a, with, {.pass = [&](const PassReport& r) { p.passes_with.push_back(r); }});
+  p.without = search(profile, b, without,
+                     {.pass = [&](const PassReport& r) { p.passes_without.push_back(r); }});
   p.events_with = a.stats().events;
   p.events_without = b.stats().events;
   expect_same_result(p.with, p.without);
@@ -486,6 +492,9 @@ TEST(CappedVerification, KeepsTheBestPlanOfAnOrderPricedAboveTheFirstCap) {
 // and both orders, the tp-dp-pp plans are priced below the first cap and tp-pp-dp's are not:
 // the guess is made of tp-pp-dp's plans, ruled out against the cap (tp-dp-pp's are ruled out
 // against their order's lower cut), and the search keeps the uncapped search's candidates.
+// Each pass is told as it ends (`SearchHooks::pass`): the first, not guessed, does not end the
+// search, the second (guessed) does; the counters grow to the result's; the uncapped search is
+// one pass, which ends it.
 TEST(Search, AFailedPassCapsTheNextNearItsLeastBound) {
   const std::string root = NEST_SOURCE_DIR;
   const auto device = workload::load_accelerator(root + "/workloads/accelerators/h100-sxm.yaml");
@@ -510,76 +519,29 @@ TEST(Search, AFailedPassCapsTheNextNearItsLeastBound) {
     EXPECT_LE(static_cast<double>(p.with.stats.last_cap), 1.1 * static_cast<double>(largest.ps()));
     EXPECT_EQ(p.without.stats.last_cap, 0);  // uncapped
     EXPECT_LT(p.events_with, p.events_without);
+
+    const std::vector<PassReport>& told = p.passes_with;
+    ASSERT_EQ(told.size(), 2U);
+    EXPECT_EQ(told[0].pass, 1);
+    ASSERT_TRUE(told[0].cap.has_value());
+    // 1.25 times the least entry bound (5.201849620538 s), truncated to a picosecond.
+    EXPECT_EQ(told[0].cap->ps(), 6'502'312'025'672);
+    EXPECT_FALSE(told[0].guessed);
+    EXPECT_FALSE(told[0].ends);
+    EXPECT_EQ(told[1].pass, 2);
+    ASSERT_TRUE(told[1].cap.has_value());
+    EXPECT_EQ(told[1].cap->ps(), p.with.stats.last_cap);
+    EXPECT_TRUE(told[1].guessed);
+    EXPECT_TRUE(told[1].ends);
+    EXPECT_LE(told[0].stats.candidates, told[1].stats.candidates);
+    EXPECT_LT(told[0].stats.network_queries, told[1].stats.network_queries);
+    EXPECT_EQ(told[1].stats.candidates, p.with.stats.candidates);
+    EXPECT_EQ(told[1].stats.network_queries, p.with.stats.network_queries);
+    ASSERT_EQ(p.passes_without.size(), 1U);
+    EXPECT_FALSE(p.passes_without[0].cap.has_value());
+    EXPECT_FALSE(p.passes_without[0].guessed);
+    EXPECT_TRUE(p.passes_without[0].ends);
   }
-}
-
-// A search tells each pass as it ends (`SearchHooks::pass`), and is the search without hooks.
-// The case above, estimate-only: the first pass capped at 1.25 times the least entry bound
-// finds nothing below it, the second (guessed) ends the search with its best plan; the
-// counters grow from pass to pass to the result's. The same keeping candidates for --verify 4.
-// Uncapped: one pass, which ends it.
-TEST(Search, TellsEachPassAsItEnds) {
-  const std::string root = NEST_SOURCE_DIR;
-  const auto device = workload::load_accelerator(root + "/workloads/accelerators/h100-sxm.yaml");
-  const topo::Topology cluster = topo::load_topology(root + "/topologies/h100_rail_1024.yaml");
-  const workload::LayerProfile profile = testing::gpt3_profile(4);
-  SearchOptions options = gpt3_on_rail_1024(device);
-  options.orders = {PlacementOrder::kTensorPipelineData};
-  OracleCommCost plain_network(cluster);
-  const SearchResult plain = search(profile, plain_network, options);
-  OracleCommCost told_network(cluster);
-  std::vector<PassReport> told;
-  const SearchResult watched = search(profile, told_network, options,
-                                      {.pass = [&](const PassReport& r) { told.push_back(r); }});
-  expect_same_result(watched, plain);
-  ASSERT_EQ(told.size(), 2U);
-  EXPECT_EQ(told[0].pass, 1);
-  ASSERT_TRUE(told[0].cap.has_value());
-  // 1.25 times the least entry bound (5.201849620538 s), truncated to a picosecond.
-  EXPECT_EQ(told[0].cap->ps(), 6'502'312'025'672);
-  EXPECT_FALSE(told[0].guessed);
-  EXPECT_FALSE(told[0].ends);
-  EXPECT_EQ(told[1].pass, 2);
-  ASSERT_TRUE(told[1].cap.has_value());
-  EXPECT_EQ(told[1].cap->ps(), watched.stats.last_cap);
-  EXPECT_TRUE(told[1].guessed);
-  EXPECT_TRUE(told[1].ends);
-  EXPECT_LT(watched.best->iteration_time, *told[1].cap);
-  EXPECT_LE(told[0].stats.candidates, told[1].stats.candidates);
-  EXPECT_LT(told[0].stats.network_queries, told[1].stats.network_queries);
-  EXPECT_EQ(told[1].stats.candidates, watched.stats.candidates);
-  EXPECT_EQ(told[1].stats.network_queries, watched.stats.network_queries);
-  EXPECT_EQ(told[1].stats.passes, 2);
-
-  // Keeping candidates for --verify 4, both orders: the first pass leaves tp-pp-dp's best above
-  // its cap and does not end the search; the guessed second does, with the same candidates.
-  SearchOptions verifying = gpt3_on_rail_1024(device);
-  verifying.replay_candidates = 4;
-  OracleCommCost verify_network(cluster);
-  const SearchResult verify_plain = search(profile, verify_network, verifying);
-  OracleCommCost verify_told_network(cluster);
-  told.clear();
-  const SearchResult verify_watched =
-      search(profile, verify_told_network, verifying,
-             {.pass = [&](const PassReport& r) { told.push_back(r); }});
-  expect_same_result(verify_watched, verify_plain);
-  ASSERT_EQ(told.size(), 2U);
-  EXPECT_FALSE(told[0].guessed);
-  EXPECT_FALSE(told[0].ends);
-  EXPECT_TRUE(told[1].guessed);
-  EXPECT_TRUE(told[1].ends);
-  EXPECT_EQ(told[1].stats.candidates, verify_watched.stats.candidates);
-
-  options.capped_passes = false;
-  OracleCommCost uncapped_network(cluster);
-  told.clear();
-  const SearchResult uncapped = search(profile, uncapped_network, options,
-                                       {.pass = [&](const PassReport& r) { told.push_back(r); }});
-  expect_same_result(uncapped, plain);
-  ASSERT_EQ(told.size(), 1U);
-  EXPECT_FALSE(told[0].cap.has_value());
-  EXPECT_FALSE(told[0].guessed);
-  EXPECT_TRUE(told[0].ends);
 }
 
 // The rounds of `syncs_rule_out` keep the stages' position prices and exposed transfers from
