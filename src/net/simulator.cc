@@ -35,6 +35,8 @@ constexpr topo::LinkId kNoCap = std::numeric_limits<topo::LinkId>::max();
 // Components with at most this many loaded links find each bottleneck by a linear scan, which
 // beats a heap at that size.
 constexpr std::size_t kScanLimit = 48;
+// `fill_by_heap`'s first candidates are radix sorted from this many on (else `std::sort`).
+constexpr std::size_t kRadixSortAbove = 256;
 // 16 below, not 8: the pieces of a double binary tree's ranks arrive in the same picosecond, and
 // refilling their whole component took 65% of a 192-GPU tree's simulation and 74% of 17 trees
 // sharing spines (results/coll_bench.md, 2026-12-03). From 24 on, the random small fabrics of
@@ -261,6 +263,7 @@ struct Candidate {
   std::uint64_t share_bits;
   std::uint64_t link_version;  // link << 32 | version
 
+  Candidate() = default;
   Candidate(double share, topo::LinkId link, std::uint32_t version) noexcept
       : share_bits(std::bit_cast<std::uint64_t>(share)),
         link_version(static_cast<std::uint64_t>(link) << 32 | version) {}
@@ -281,6 +284,42 @@ struct WorseCandidate {
                                         : a.link_version > b.link_version;
   }
 };
+
+// Sorts `items` from best to worst candidate (ascending (share, link, version), the reverse of
+// `WorseCandidate`): a least-significant-digit radix sort over the 16 bytes, skipping the bytes
+// in which every candidate agrees (the versions, zero for first candidates; the shares' sign and
+// exponent, mostly). Every key is distinct (one candidate per link), so the order is the one
+// `std::sort` gives, byte for byte; a filling's first candidates are thousands at a time in a
+// large component, where comparisons cost more than a few counting passes. `scratch` is reused.
+void sort_candidates(std::vector<Candidate>& items, std::vector<Candidate>& scratch) {
+  if (items.size() < kRadixSortAbove) {
+    std::sort(items.begin(), items.end(),
+              [](const Candidate& a, const Candidate& b) { return WorseCandidate{}(b, a); });
+    return;
+  }
+  constexpr std::size_t kBytes = 16;
+  std::array<std::array<std::uint32_t, 256>, kBytes> counts{};
+  const auto byte_of = [](const Candidate& c, std::size_t b) -> std::uint8_t {
+    const std::uint64_t word = b < 8 ? c.link_version : c.share_bits;
+    return static_cast<std::uint8_t>(word >> (8 * (b % 8)));
+  };
+  for (const Candidate& c : items) {
+    for (std::size_t b = 0; b < kBytes; ++b) ++counts[b][byte_of(c, b)];
+  }
+  scratch.resize(items.size());
+  for (std::size_t b = 0; b < kBytes; ++b) {
+    std::array<std::uint32_t, 256>& count = counts[b];
+    if (count[byte_of(items.front(), b)] == items.size()) continue;  // all agree
+    std::uint32_t at = 0;
+    for (std::uint32_t& n : count) {
+      const std::uint32_t here = n;
+      n = at;
+      at += here;
+    }
+    for (const Candidate& c : items) scratch[count[byte_of(c, b)]++] = c;
+    items.swap(scratch);
+  }
+}
 
 }  // namespace
 
@@ -367,7 +406,8 @@ struct Simulator::Impl {
   std::vector<std::uint32_t> component_flows;
   std::vector<Candidate> candidates;  // `fill_by_heap`'s heap of re-keyed candidates
   std::vector<Candidate> sorted;      // `fill_by_heap`'s first candidates, in pop order
-  std::vector<topo::LinkId> scan;     // links with unfrozen flows
+  std::vector<Candidate> sort_scratch;
+  std::vector<topo::LinkId> scan;  // links with unfrozen flows
   std::vector<topo::LinkId> touched;
   // Smallest rate among the flows that drained at this timestamp (+inf when none).
   double departed_min = kNoDeparture;
@@ -954,8 +994,7 @@ void Simulator::Impl::fill_by_heap() {
     state.key = state.spare / state.unfrozen;
     sorted.emplace_back(state.key, link, state.version);
   }
-  std::sort(sorted.begin(), sorted.end(),
-            [](const Candidate& a, const Candidate& b) { return WorseCandidate{}(b, a); });
+  sort_candidates(sorted, sort_scratch);
   std::size_t head = 0;
   // Once every flow is frozen the remaining candidates could only be skipped.
   while (unfrozen_flows > 0 && (head < sorted.size() || !candidates.empty())) {
