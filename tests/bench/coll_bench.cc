@@ -237,13 +237,14 @@ void BM_CalibratedOracleTunedFirstQuery(benchmark::State& state) {
 }
 BENCHMARK(BM_CalibratedOracleTunedFirstQuery)->Unit(benchmark::kMillisecond);
 
-// A placer's joint data-parallel sync at scale: K stages' groups of 154 members (one GPU every
-// 53 nodes, as tp-pp-dp lays out 53 stages of 8-GPU tensor groups) reduce 256 MiB at once with
-// the double binary tree (16 pieces) under the bundled NCCL models, on `h100_rail_1024.yaml`'s
-// cluster grown to 8,192 nodes (65,536 GPUs). The groups are shifted by one node, so the trees
-// share spine up-links wherever ECMP puts them together: one max-min component across trees. `nest
-// collective --algorithm tree --concurrent stride:8:K` runs the same (its JSON is the same byte for
-// byte before and after the simulator change of results/net_bench.md step 11).
+// A placer's joint data-parallel sync at scale: K stages' groups of 154 members (one GPU every 53
+// nodes, as tp-pp-dp lays out 53 stages of 8-GPU tensor groups; K = 53: every stage at once,
+// components of thousands of flows) reduce 256 MiB at once with the double binary tree (16 pieces)
+// under the bundled NCCL models, on `h100_rail_1024.yaml`'s cluster grown to 8,192 nodes (65,536
+// GPUs). The groups are shifted by one node, so the trees share spine up-links wherever ECMP puts
+// them together: one max-min component across trees. `nest collective --algorithm tree --concurrent
+// stride:8:K` runs the same (its JSON is the same byte for byte before and after the simulator
+// change of results/net_bench.md step 11).
 void BM_ConcurrentTreesOnRail65536(benchmark::State& state) {
   static const nest::topo::Topology rail = nest::bench::h100_rail(8192);
   const nest::coll::CalibratedNetwork network(rail);
@@ -269,6 +270,7 @@ BENCHMARK(BM_ConcurrentTreesOnRail65536)
     ->Arg(1)
     ->Arg(4)
     ->Arg(17)
+    ->Arg(53)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
