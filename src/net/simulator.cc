@@ -30,6 +30,8 @@ constexpr std::uint32_t kInlineHops = 8;
 // Relative margin below the smallest departed rate under which flows keep their rates.
 constexpr double kLevelMargin = 1e-9;
 constexpr double kNoDeparture = std::numeric_limits<double>::infinity();
+// A flow's `deferred_end` when its pending drain event is at its drain end.
+constexpr Time kNotDeferred = Time::max();
 // A flow without a cap (see `Flow::cap_link`).
 constexpr topo::LinkId kNoCap = std::numeric_limits<topo::LinkId>::max();
 // Components with at most this many loaded links find each bottleneck by a linear scan, which
@@ -208,6 +210,12 @@ struct Flow {
   std::array<Hop, kInlineHops> inline_hops{};
   Time settled;
   Time latency;
+  // The time of the flow's pending drain event, and, when a rate change moved the drain end
+  // later, that end (else `kNotDeferred`) and the queue position reserved for it: the pending
+  // event is kept and, when it comes up, pushed again there (`apply_rates`).
+  Time queued;
+  Time deferred_end = kNotDeferred;
+  std::uint64_t deferred_sequence = 0;
   std::vector<Hop> long_hops;
   std::function<void(FlowId, Time)> on_done;
 
@@ -362,8 +370,9 @@ struct Simulator::Impl {
   const std::atomic<bool>* stop_flag = nullptr;  // `stop_when`
   std::uint64_t next_stop_check = 0;             // events at which it is read next
   std::uint64_t updates = 0;
-  std::uint64_t rated = 0;  // flows rated, summed over components
-  std::size_t stale = 0;    // superseded records still in the queue
+  std::uint64_t rated = 0;   // flows rated, summed over components
+  std::size_t stale = 0;     // superseded records still in the queue
+  std::size_t deferred = 0;  // flows whose queued drain event comes before their drain end
 
   std::vector<Action> actions;
   std::vector<std::uint32_t> free_actions;
@@ -421,6 +430,15 @@ struct Simulator::Impl {
   void run_events(Time until, std::uint64_t max_events = std::numeric_limits<std::uint64_t>::max());
   void dispatch(const QueuedEvent& event);
   void finish_draining(std::uint32_t slot);
+  // The queued drain event of flow `slot`, come up before its drain end: pushed again there.
+  void push_deferred(std::uint32_t slot) {
+    Flow& flow = flows[slot];
+    queue.push_reserved(flow.deferred_end, 0, kDrainEvent, slot, flow.version,
+                        flow.deferred_sequence);
+    flow.queued = flow.deferred_end;
+    flow.deferred_end = kNotDeferred;
+    --deferred;
+  }
   void deliver(std::uint32_t slot);
   void remove_from_link(topo::LinkId link, std::uint32_t position);
   void update_rates();
@@ -476,12 +494,22 @@ void Simulator::Impl::run_events(Time until, std::uint64_t max_events) {
   for (;;) {
     if (!dirty.empty()) update_rates();
     // Superseded records must not move the clock: now() is the time of the last real event.
-    // `stale` counts them exactly (a cancel, or a drain end rescheduled), so with none queued
-    // the head is live and its record is not read here (at 2^20 pending events that read was
-    // a cache miss per event, the one `dispatch` then repeats).
-    while (stale > 0 && !queue.empty() && is_stale(queue.peek())) {
-      queue.pop();
-      --stale;
+    // Nor must a drain event that comes up before its flow's drain end (deferred: it is pushed
+    // again there). `stale` and `deferred` count them exactly (a cancel, or a drain end
+    // rescheduled earlier; a drain end moved later), so with none queued the head is live and
+    // its record is not read here (at 2^20 pending events that read was a cache miss per event,
+    // the one `dispatch` then repeats).
+    while ((stale > 0 || deferred > 0) && !queue.empty()) {
+      const QueuedEvent head = queue.peek();
+      if (is_stale(head)) {
+        queue.pop();
+        --stale;
+      } else if (head.kind == kDrainEvent && flows[head.target].deferred_end != kNotDeferred) {
+        queue.pop();
+        push_deferred(head.target);
+      } else {
+        break;
+      }
     }
     if (queue.empty() || queue.next_time() > until || events >= max_events) break;
     now = queue.next_time();
@@ -525,6 +553,10 @@ void Simulator::Impl::dispatch(const QueuedEvent& event) {
     case kDrainEvent:
       if (is_stale(event)) {
         --stale;
+        return;
+      }
+      if (flows[event.target].deferred_end != kNotDeferred) {
+        push_deferred(event.target);
         return;
       }
       ++events;
@@ -1082,7 +1114,7 @@ void Simulator::Impl::apply_rates() {
     if (flow.new_rate <= 0) {
       throw Error::internal("flow " + std::to_string(flow.id) + " got no bandwidth");
     }
-    if (flow.rate > 0) ++stale;  // the pending drain event is superseded
+    const bool pending = flow.rate > 0;  // a drain event is queued
     flow.remaining =
         detail::settled_remaining(flow.remaining, flow.rate, now - flow.settled, flow.size);
     flow.settled = now;
@@ -1091,8 +1123,21 @@ void Simulator::Impl::apply_rates() {
     for (std::uint32_t h = 0; h < flow.hops; ++h) {
       links[path[h].link].flows[path[h].position].rate = flow.rate;
     }
-    ++flow.version;
     const Time end = later(now, detail::drain_time_of(flow.remaining, flow.rate));
+    if (pending && end >= flow.queued) {
+      // The drain end moved later (or stayed): the queued event comes up first and is pushed
+      // again then, at the position a push now would take (`reserve`), so every event pops
+      // where it would have had this pushed a new one.
+      if (flow.deferred_end == kNotDeferred) ++deferred;
+      flow.deferred_end = end;
+      flow.deferred_sequence = queue.reserve();
+      continue;
+    }
+    if (pending) ++stale;  // the pending drain event is superseded
+    if (flow.deferred_end != kNotDeferred) --deferred;
+    flow.deferred_end = kNotDeferred;
+    ++flow.version;
+    flow.queued = end;
     queue.push(end, 0, kDrainEvent, slot, flow.version);
   }
 }
@@ -1200,6 +1245,7 @@ void Simulator::Impl::reset() {
   updates = 0;
   rated = 0;
   stale = 0;
+  deferred = 0;
   // Action slots stay, with new generations, so that no handle from before cancels an event
   // scheduled after.
   free_actions.clear();

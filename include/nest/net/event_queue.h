@@ -29,6 +29,10 @@
 /// small binary heap, and `pop` takes the smaller of the two heads. Each bucket remembers its
 /// earliest record, so `peek` and `next_time` are O(1).
 ///
+/// An owner that reschedules an event later may instead keep it and push it again when it comes
+/// up: `reserve` gives the position a push would take now, `push_reserved` pushes there later,
+/// and the event pops where the push would have (the simulator's drain ends that move later).
+///
 /// The queue stores no callbacks. An event names a `target` (an index into its owner's table)
 /// with a `kind` and a `stamp`; the owner decides what they mean. Cancellation and rescheduling
 /// are done by the owner with lazy deletion: it bumps the target's stamp, and the superseded
@@ -39,6 +43,8 @@
 /// |-----------------------|------------------------------------------|---------------------------|
 /// | `push`                | O(1): joins a cached run or opens one    | O(log m) out of order at  |
 /// |                       |                                          | the base, m its runs      |
+/// | `reserve`,            | O(1): a position now, the event later    | no run spans a reserved   |
+/// | `push_reserved`       |                                          | position                  |
 /// | `next_time`, `peek`   | O(1)                                     |                           |
 /// | `pop`, `pop(soon)`    | O(1) amortized: <= 8 moves per run       |                           |
 /// | cancel (by the owner) | O(1)                                     | stamp bump, record stays  |
@@ -95,6 +101,26 @@ class EventQueue {
     const Place where = place(record);
     open_[next_open_] = Open{t, priority, where.bucket, where.index};
     next_open_ = (next_open_ + 1) % kOpenRuns;
+  }
+
+  /// The insertion position of an event to be pushed later with `push_reserved`: it will pop
+  /// among the events of its (time, priority) as if pushed now, before every event pushed after
+  /// this call. (So no run open now takes later events: a run's events must all come before or
+  /// all after a reserved position.) O(1).
+  [[nodiscard]] std::uint64_t reserve() noexcept {
+    open_.fill(Open{});
+    return next_sequence_++;
+  }
+  /// Pushes an event at the insertion position `sequence` from `reserve()`, at `time` >= the
+  /// time of the last event popped (else throws, as `push`). The event opens no run (one joined
+  /// later would pop at its reserved position). O(1).
+  void push_reserved(Time time, int priority, std::uint8_t kind, std::uint32_t target,
+                     std::uint32_t stamp, std::uint64_t sequence) {
+    if (time.ps() < 0 || static_cast<std::uint64_t>(time.ps()) < base_) throw_before_base(time);
+    ++size_;
+    ++records_;
+    place(Record{static_cast<std::uint64_t>(time.ps()), (sequence << 8U) | kind, priority, target,
+                 stamp, kNone});
   }
 
   /// True when no event (stale or not) is held.

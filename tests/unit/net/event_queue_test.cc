@@ -137,6 +137,95 @@ TEST(EventQueue, MatchesSortedOrderUnderRandomInterleaving) {
   EXPECT_EQ(popped, expected);
 }
 
+// A reserved position pops where an event pushed at `reserve()` would have, although pushed
+// later: 3 (reserved between 1 and 2, all at 10 ps) pops between them, and the run that 1 opened
+// does not take 2 (it would pop 2 before 3).
+TEST(EventQueue, AReservedEventPopsWhereItWasReserved) {
+  EventQueue q;
+  q.push(ps(10), 0, 0, 1, 0);
+  const std::uint64_t position = q.reserve();
+  q.push(ps(10), 0, 0, 2, 0);
+  q.push(ps(5), 0, 0, 4, 0);
+  EXPECT_EQ(q.pop().target, 4U);
+  q.push_reserved(ps(10), 0, 0, 3, 7, position);
+  EXPECT_EQ(q.size(), 3U);
+  EXPECT_EQ(q.runs(), 3U);
+  EXPECT_EQ(q.peek().target, 1U);
+  EXPECT_EQ(q.pop().target, 1U);
+  const QueuedEvent reserved = q.pop();
+  EXPECT_EQ(reserved.target, 3U);
+  EXPECT_EQ(reserved.stamp, 7U);
+  EXPECT_EQ(reserved.time, ps(10));
+  EXPECT_EQ(q.pop().target, 2U);
+  EXPECT_TRUE(q.empty());
+  try {
+    q.push_reserved(ps(9), 0, 0, 5, 0, q.reserve());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "internal error: event queue: event at 9 ps pushed before the last popped "
+                 "event (10 ps)");
+  }
+}
+
+// What the simulator does with a drain end that moves later: it reserves a position and pushes
+// the event there once an earlier event comes up. Oracle: every event ordered by (time,
+// priority, the step at which it was pushed or reserved), under random interleaving with few
+// distinct keys (runs form, and reserved events land among them).
+TEST(EventQueue, ReservedEventsMatchTheOrderOfTheirReservations) {
+  Rng rng(11);
+  EventQueue q;
+  using Key = std::tuple<std::int64_t, int, std::uint64_t, std::uint32_t>;
+  std::vector<Key> pending;  // the oracle: (time, priority, step, target)
+  struct Reserved {
+    std::uint64_t position;
+    std::uint64_t step;
+    std::uint32_t target;
+  };
+  std::vector<Reserved> reserved;
+  std::uint64_t step = 0;
+  std::int64_t now = 0;
+  std::size_t popped = 0;
+  for (std::uint32_t i = 0; i < 20'000; ++i) {
+    const auto time = now + static_cast<std::int64_t>(rng.below(6));
+    const auto priority = static_cast<int>(rng.below(2));
+    switch (rng.below(4)) {
+      case 0:  // reserve now, push later
+        reserved.push_back({q.reserve(), step++, i});
+        break;
+      case 1:  // push an event reserved earlier
+        if (!reserved.empty()) {
+          const std::size_t k = rng.below(reserved.size());
+          const Reserved r = reserved[k];
+          reserved.erase(reserved.begin() + static_cast<std::ptrdiff_t>(k));
+          q.push_reserved(ps(time), priority, 0, r.target, 0, r.position);
+          pending.emplace_back(time, priority, r.step, r.target);
+        }
+        break;
+      default:
+        q.push(ps(time), priority, 0, i, 0);
+        pending.emplace_back(time, priority, step++, i);
+    }
+    if (!pending.empty() && rng.below(3) == 0) {
+      const auto it = std::min_element(pending.begin(), pending.end());
+      const QueuedEvent e = q.pop();
+      ASSERT_EQ(e.target, std::get<3>(*it)) << "pop " << popped;
+      ASSERT_EQ(e.time, ps(std::get<0>(*it)));
+      now = std::get<0>(*it);
+      pending.erase(it);
+      ++popped;
+    }
+  }
+  while (!pending.empty()) {
+    const auto it = std::min_element(pending.begin(), pending.end());
+    ASSERT_EQ(q.pop().target, std::get<3>(*it));
+    pending.erase(it);
+    ++popped;
+  }
+  EXPECT_TRUE(q.empty());
+  EXPECT_GT(popped, 12'000U);
+}
+
 TEST(EventQueue, EraseIfDropsStaleEventsAndKeepsOrder) {
   EventQueue q;
   for (std::uint32_t i = 0; i < 100; ++i) {
