@@ -27,6 +27,8 @@ constexpr double kPsPerSecond = 1e12;
 constexpr double kAbsoluteTolerancePs = 1e-6;
 constexpr double kRelativeTolerance = 1e-12;
 constexpr std::uint32_t kInlineHops = 8;
+// Hops whose sharing a flow's `shared_hops` records.
+constexpr std::uint32_t kMaskedHops = 32;
 // Relative margin below the smallest departed rate under which flows keep their rates.
 constexpr double kLevelMargin = 1e-9;
 constexpr double kNoDeparture = std::numeric_limits<double>::infinity();
@@ -200,6 +202,10 @@ struct Flow {
   FlowId id = 0;
   // Next to `version`: the queue's staleness check of a drain event reads both.
   FlowState state = FlowState::kFree;
+  // Scratch of a rate computation: bit h set when hop h's link carries other flows (hops from
+  // kMaskedHops on are not told apart), as `add_links_of` found; `freeze_flow` then reads only
+  // those links and the cap.
+  std::uint32_t shared_hops = 0;
   double rate = 0;      // bytes per second; 0 until the first rate computation
   double new_rate = 0;  // scratch of the filling
   double size = 0;
@@ -804,6 +810,7 @@ void Simulator::Impl::add_links_of(Flow& flow) {
   topo::LinkId cap = kNoCap;
   double cap_capacity = std::numeric_limits<double>::infinity();
   double shared = std::numeric_limits<double>::infinity();
+  std::uint32_t shared_hops = 0;
   const Hop* path = flow.path();
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
     const topo::LinkId id = path[h].link;
@@ -816,12 +823,14 @@ void Simulator::Impl::add_links_of(Flow& flow) {
       next.visited = epoch;
       continue;
     }
+    if (h < kMaskedHops) shared_hops |= std::uint32_t{1} << h;
     shared = std::min(shared, next.capacity);
     if (next.visited == epoch) continue;
     next.visited = epoch;
     component_links.push_back(id);
   }
   flow.cap_link = cap_capacity < shared ? cap : kNoCap;
+  flow.shared_hops = shared_hops;
 }
 
 // Breadth-first search from `seed` over link -> draining flows -> their links.
@@ -1090,6 +1099,12 @@ void Simulator::Impl::freeze_flow(std::uint32_t slot, double share, topo::LinkId
   --unfrozen_flows;
   const Hop* path = flow.path();
   for (std::uint32_t h = 0; h < flow.hops; ++h) {
+    if (h < kMaskedHops && (flow.shared_hops >> h & 1U) == 0) {
+      // Private (`add_links_of` read it in this computation): at most the cap candidate, now
+      // retired. Other private links are no candidates: their state is not read.
+      if (path[h].link == flow.cap_link) links[path[h].link].unfrozen = 0;
+      continue;
+    }
     LinkState& other = links[path[h].link];
     if (other.flows.size() == 1) {  // private: at most the flow's cap candidate, now retired
       other.unfrozen = 0;
