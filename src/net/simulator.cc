@@ -1376,7 +1376,8 @@ FlowId Simulator::start_flow(std::span<const topo::LinkId> route, Bytes size,
   Flow& flow = s.flows[slot];
   flow.hops = static_cast<std::uint32_t>(route.size());
   flow.id = id;
-  ++flow.version;  // no record stamped for the slot's previous flow can match
+  ++flow.version;                    // no record stamped for the slot's previous flow can match
+  flow.deferred_end = kNotDeferred;  // (the previous flow drained at its end: none left)
   flow.size = size.as_double();
   flow.remaining = flow.size;
   flow.rate = 0;
