@@ -40,7 +40,7 @@ constexpr topo::LinkId kNoCap = std::numeric_limits<topo::LinkId>::max();
 // beats a heap at that size.
 constexpr std::size_t kScanLimit = 48;
 // `fill_by_heap`'s first candidates are radix sorted from this many on (else `std::sort`).
-constexpr std::size_t kRadixSortAbove = 256;
+constexpr std::size_t kRadixSortFrom = 256;
 // 16 below, not 8: the pieces of a double binary tree's ranks arrive in the same picosecond, and
 // refilling their whole component took 65% of a 192-GPU tree's simulation and 74% of 17 trees
 // sharing spines (results/coll_bench.md, 2026-12-03). From 24 on, the random small fabrics of
@@ -188,7 +188,8 @@ struct Hop {
 };
 
 // The fields the searches and fillings read come first, then the route (not line-aligned: at
-// 200 bytes instead of 256, a direct all-to-all with all 261,632 flows in flight was faster).
+// 200 bytes instead of 256, a direct all-to-all with all 261,632 flows in flight was faster;
+// 224 since the deferred drain ends).
 struct Flow {
   std::uint32_t hops = 0;
   std::uint32_t frozen = 0;  // progressive-filling epoch
@@ -306,7 +307,7 @@ struct WorseCandidate {
 // `std::sort` gives, byte for byte; a filling's first candidates are thousands at a time in a
 // large component, where comparisons cost more than a few counting passes. `scratch` is reused.
 void sort_candidates(std::vector<Candidate>& items, std::vector<Candidate>& scratch) {
-  if (items.size() < kRadixSortAbove) {
+  if (items.size() < kRadixSortFrom) {
     std::sort(items.begin(), items.end(),
               [](const Candidate& a, const Candidate& b) { return WorseCandidate{}(b, a); });
     return;
@@ -504,8 +505,10 @@ void Simulator::Impl::run_events(Time until, std::uint64_t max_events) {
     // again there). `stale` and `deferred` count them exactly (a cancel, or a drain end
     // rescheduled earlier; a drain end moved later), so with none queued the head is live and
     // its record is not read here (at 2^20 pending events that read was a cache miss per event,
-    // the one `dispatch` then repeats).
-    while ((stale > 0 || deferred > 0) && !queue.empty()) {
+    // the one `dispatch` then repeats; in a contended run some flow is nearly always deferred,
+    // and the read is made here instead). Records past `until` stay: popping them would forbid
+    // events before them after a `run_until`.
+    while ((stale > 0 || deferred > 0) && !queue.empty() && queue.next_time() <= until) {
       const QueuedEvent head = queue.peek();
       if (is_stale(head)) {
         queue.pop();

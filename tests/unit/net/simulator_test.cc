@@ -465,6 +465,55 @@ TEST(Simulator, FlowStartingMidFlightChangesRates) {
   EXPECT_EQ(series[1].rate, Bandwidth{});
 }
 
+// Drain ends that move later keep their queued event (pushed again at its reserved position
+// when it comes up), those that move earlier are pushed anew: the times are the hand-computed
+// ones either way. One 100 GB/s link, 1 us. f1 (1 MB) alone: its end queued at 10 us. At 2 us
+// f2 (400 kB) starts, both at 50 GB/s: f1's end moves later to 18 us (800 kB left), f2 drains
+// at 10 us, the very picosecond of f1's queued event. f1, 400 kB left, alone again: 14 us. At
+// 12 us f3 (100 kB) starts: f1 (200 kB left) would end at 16 us, f3 drains at 14 us (the
+// picosecond of f1's queued event again); f1, 100 kB left, alone: 15 us. Deliveries 1 us later.
+TEST(Simulator, DrainEndsThatMoveLaterAndBackGiveTheHandComputedTimes) {
+  const auto t = line({100}, us(1));
+  Simulator sim(t);
+  const std::vector<LinkId> route{0};
+  Completions done;
+  const FlowId f1 = sim.start_flow(route, Bytes(1'000'000), done.callback());
+  FlowId f2 = 0;
+  FlowId f3 = 0;
+  sim.schedule(us(2), [&] { f2 = sim.start_flow(route, Bytes(400'000), done.callback()); });
+  sim.schedule(us(12), [&] { f3 = sim.start_flow(route, Bytes(100'000), done.callback()); });
+  sim.run_until(us(10.5));  // f2's delivery and f3's start still to come
+  EXPECT_EQ(done.at.size(), 0U);
+  sim.run();
+  EXPECT_EQ(done.at.at(f2), us(11));
+  EXPECT_EQ(done.at.at(f3), us(15));
+  EXPECT_EQ(done.at.at(f1), us(16));
+  // Two scheduled actions, a drain end and a delivery per flow: the kept events that came up
+  // early and the superseded ones are not events.
+  EXPECT_EQ(sim.events_processed(), 8U);
+  EXPECT_EQ(sim.link_stats(0).bytes, 1'500'000);
+}
+
+// A superseded drain event past the stop time of `run_until` stays queued, so events may still
+// be scheduled before it. f1 and f2 (1 MB and 200 kB) share a 100 GB/s link: f1's end is first
+// queued at 20 us; f2 drains at 4 us and f1's end moves to 12 us, leaving the 20 us event
+// superseded. Stopped at 13 us, an action at 15 us runs at 15 us.
+TEST(Simulator, RunUntilLeavesSupersededEventsPastItsStopQueued) {
+  const auto t = line({100}, Time::zero());
+  Simulator sim(t);
+  const std::vector<LinkId> route{0};
+  Completions done;
+  const FlowId f1 = sim.start_flow(route, Bytes(1'000'000), done.callback());
+  const FlowId f2 = sim.start_flow(route, Bytes(200'000), done.callback());
+  sim.run_until(us(13));
+  EXPECT_EQ(done.at.at(f2), us(4));
+  EXPECT_EQ(done.at.at(f1), us(12));
+  Time ran;
+  sim.schedule(us(15), [&] { ran = sim.now(); });
+  sim.run();
+  EXPECT_EQ(ran, us(15));
+}
+
 TEST(Simulator, RatesAreRecomputedOnlyForTheAffectedComponent) {
   // Flows on two separate links: each start and each end re-rates only its own component.
   const auto t = line({100, 100}, Time::zero());
