@@ -742,7 +742,8 @@ PlanBound plan_lower_bound(const workload::LayerProfile& profile, const PlanChoi
 }
 
 SyncCheck syncs_rule_out(const workload::LayerProfile& profile, const PlanChoice& choice,
-                         CommCost& exact, const CostOptions& options, Time at) {
+                         CommCost& exact, const CostOptions& options, Time at,
+                         bool stop_before_joint) {
   using Level = SyncStepNetwork::Level;
   std::vector<GroupLayout> layouts;
   const DeviceMap map = DeviceMap::make(choice.order, choice.stages(), choice.data_parallel,
@@ -774,7 +775,12 @@ SyncCheck syncs_rule_out(const workload::LayerProfile& profile, const PlanChoice
   bool ruled_out = rounds(alone, Level::kExact, true);
   if (!ruled_out && options.joint_data_parallel_sync) {
     steps.start_joint();
-    ruled_out = rounds(options, Level::kBound, false) || rounds(options, Level::kExact, false);
+    ruled_out = rounds(options, Level::kBound, false);
+    // Every sync alone is exact by now: what is left unpriced are joint syncs.
+    if (!ruled_out && stop_before_joint && steps.any_unpriced()) {
+      return {.joint_pending = true, .priced = steps.priced(), .price = price};
+    }
+    ruled_out = ruled_out || rounds(options, Level::kExact, false);
   }
   // With the joint syncs off the last round of the first phase is the exact price too.
   const bool priced_in_full = ruled_out && !steps.any_unpriced() &&
@@ -1162,12 +1168,16 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     int stages;
     int level;
     std::int64_t key_1f1b = 0;  // level 1: the bound of its 1F1B partitions (kInf: none fits)
+    std::size_t plan = 0;       // level 2: the plan's index in `waiting`
     bool operator>(const Entry& o) const {
-      return std::tie(key, item, order, stages, level) >
-             std::tie(o.key, o.item, o.order, o.stages, o.level);
+      return std::tie(key, item, order, stages, level, plan) >
+             std::tie(o.key, o.item, o.order, o.stages, o.level, o.plan);
     }
   };
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> open;
+  // Plans requeued at their bound (level 2, `SearchOptions::requeue_joint_from`): priced once
+  // every open entry below the cut has come up.
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> later;
   // Whether a directly evaluated pipeline fits memory (the network does not change it).
   std::map<std::tuple<std::size_t, Mode, int, int, int, int>, bool> direct_fits;
   // Capped passes (an estimate-only search, `SearchOptions::capped_passes`): the branch and
@@ -1265,10 +1275,54 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     }
   }
   caps.push_back(kInf);
-  for (std::size_t next = 0; next < caps.size();) {
-    const bool guessed = guessed_cap < kInf;
-    std::int64_t cap = guessed_cap;
-    if (!guessed) {
+  // What a sync check that ruled its plan out adds to the counters and to the next cap's guess.
+  auto tally = [&](const SyncCheck& check, std::int64_t at) {
+    if (!check.ruled_out) return false;
+    ++stats.sync_bounded;
+    if (check.spared) ++stats.syncs_spared;
+    // Priced in full (every sync exact) on the way: a price as `record` takes it, for the
+    // next capped pass.
+    if (check.exact) least_priced = std::min(least_priced, check.price.ps());
+    if (at == pass_cap) least_ruled = std::min(least_ruled, check.price.ps());
+    return true;
+  };
+  // Requeueing (`SearchOptions::requeue_joint_from`). Pricing a plan's joint syncs is the one
+  // step of a check that simulates many stages' syncs at once, once per run of stages (GPT-3
+  // 175B on 131,072 rail GPUs: 49-98 runs of 9-17 stages' trees on 8 rails, 3-7 s each, ~300 s
+  // per plan that stands). A plan whose check reaches that step with its price, every joint sync
+  // at its event-free bound (a lower bound), still below the cut waits in a queue of its own
+  // (`later`, level 2), keyed by that price, until every open entry below the cut has come up;
+  // then the waiting plans are priced least bound first. A plan met later in the pass with a
+  // lower such bound, often the better one, is then priced first and lowers the cut, against
+  // which the other waiting plans may be ruled out on their bound or after a few runs. (Keyed
+  // into the open queue instead, GPT-3's first such plan came up before the better one's entry
+  // did, whose own bound was looser: no gain.) This changes the order in which plans are
+  // priced, and with it which of two plans of equal price is found first, or which candidates a
+  // --verify K search keeps on the way; so such a pass does not end the search. When it would
+  // have, the next pass is capped one above what it found (its best time, or its largest
+  // verification cut: a plan, and every order's candidates, lie below that cap) and runs without
+  // requeueing: a pass in the search's own order that finds its plans below its cap, so its
+  // result is the uncapped search's (the proof above). It reprices little: the plans, bounds and
+  // simulations are memoized, and the cut starts at the best price.
+  // The requeued plans, by index; `direct`: evaluated directly (it may not fit memory).
+  struct Waiting {
+    PlanChoice choice;
+    bool direct;
+  };
+  std::vector<Waiting> waiting;
+  // Whether passes requeue such plans: until a pass confirms what one found (that pass and any
+  // after it price every plan as it comes up).
+  bool requeue = capped && options.requeue_joint_from > 0;
+  // The cap of a confirming pass to run next; negative: none.
+  std::int64_t confirm_cap = -1;
+  for (std::size_t next = 0; next < caps.size() || confirm_cap >= 0;) {
+    const bool confirms = confirm_cap >= 0;
+    const bool guessed = !confirms && guessed_cap < kInf;
+    std::int64_t cap = confirms ? confirm_cap : guessed_cap;
+    if (confirms) {
+      confirm_cap = -1;
+      requeue = false;
+    } else if (!guessed) {
       cap = caps[next++];
       if (keep == 0 && stats.passes > 0 && least_priced < kInf && next < caps.size()) {
         cap = least_priced + 1;
@@ -1284,12 +1338,33 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     for (auto& list : kept) list.clear();
     std::fill(verify_cut.begin(), verify_cut.end(), kInf);
     open = {};
+    waiting.clear();
+    later = {};
     for (std::size_t i = 0; i < items.size(); ++i) open.push({items[i].bound, i, 0, 0, 0});
 
-    while (!open.empty()) {
-      const Entry e = open.top();
-      open.pop();
+    for (;;) {
+      // The open entries first; then the requeued plans, least bound first.
+      const bool requeued = open.empty() || open.top().key >= cut_any();
+      auto& from = requeued ? later : open;
+      if (from.empty()) break;
+      const Entry e = from.top();
+      from.pop();
       if (e.key >= cut_any()) break;
+      if (e.level == 2) {
+        // A requeued plan whose bound came up: its joint syncs priced, as far as the cut asks.
+        if (e.key >= cut(e.order)) continue;
+        Waiting& w = waiting[e.plan];
+        const std::int64_t at = cut(e.order);
+        if (tally(syncs_rule_out(profile, w.choice, comm, options.cost, Time::picoseconds(at)),
+                  at)) {
+          continue;
+        }
+        if (w.direct) ++stats.candidates;
+        const Plan& plan = price(w.choice);
+        if (w.direct && !options.ignore_memory && !plan.fits()) continue;
+        record(e.order, std::move(w.choice), plan);
+        continue;
+      }
       const Item& item = items[e.item];
       const VariantData& vd = data[item.slot];
       const workload::Variant& v = *vd.v;
@@ -1402,7 +1477,9 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
         return !comm.collective_within(detail::sync_operation(p.choice.zero_stage), Bytes(bytes),
                                        detail::sync_layout(p.device_map(), 0), within);
       };
-      auto ruled_out = [&](const PlanChoice& choice, std::int64_t at) {
+      // `direct`: an interleaved or uniform pipeline, which may not fit memory (a partition of
+      // the DP always does). Also true when the plan waits in `later` (`requeue`).
+      auto ruled_out = [&](const PlanChoice& choice, std::int64_t at, bool direct) {
         if (!refine || !options.pass_bounds) return false;
         const PlanBound lb = plan_lower_bound(profile, choice, pass_bounds, options.cost);
         if (lb.bound.ps() >= at) {
@@ -1419,16 +1496,19 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
         }
         // Nothing is ruled out below no cut: the plan is priced in full at once.
         if (!joint || at == kInf) return false;
+        const bool may_wait =
+            requeue && static_cast<std::int64_t>(choice.stages()) * choice.data_parallel * dpr >=
+                           options.requeue_joint_from;
         const SyncCheck check =
-            syncs_rule_out(profile, choice, comm, options.cost, Time::picoseconds(at));
-        if (!check.ruled_out) return false;
-        ++stats.sync_bounded;
-        if (check.spared) ++stats.syncs_spared;
-        // Priced in full (every sync exact) on the way: a price as `record` takes it, for the
-        // next capped pass.
-        if (check.exact) least_priced = std::min(least_priced, check.price.ps());
-        if (at == pass_cap) least_ruled = std::min(least_ruled, check.price.ps());
-        return true;
+            syncs_rule_out(profile, choice, comm, options.cost, Time::picoseconds(at), may_wait);
+        if (check.joint_pending) {
+          // It waits at its bound (below `at`) until the open entries below the cut are done.
+          later.push({check.price.ps(), e.item, e.order, e.stages, 2, 0, waiting.size()});
+          waiting.push_back({choice, direct});
+          ++stats.requeued;
+          return true;
+        }
+        return tally(check, at);
       };
 
       // Level 1: the exact price of (order, S).
@@ -1457,7 +1537,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
         // model prices the partition in full, once its bound on the network's lower bounds (no
         // simulation) can still win.
         if (refine && lower_bound(choice, bounds) >= cut(e.order)) return;
-        if (ruled_out(choice, cut(e.order))) return;
+        if (ruled_out(choice, cut(e.order), false)) return;
         const Plan& plan = price(choice);
         record(e.order, std::move(choice), plan);
       };
@@ -1488,27 +1568,45 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
         // (Not the plan's full price on the bounds: stage 0's first bucket is ready earlier when
         // its last backward is longer, so that price is not monotone in the network's.)
         if (refine && lower_bound(choice, bounds) >= cut(e.order)) continue;
-        if (ruled_out(choice, cut(e.order))) continue;
+        if (ruled_out(choice, cut(e.order), true)) continue;
         ++stats.candidates;
         const Plan& plan = price(choice);
         if (!options.ignore_memory && !plan.fits()) continue;
         record(e.order, std::move(choice), plan);
       }
     }
-    const bool ends = cap == kInf || (keep == 0 && best.time < cap) ||
-                      (verifying && std::all_of(verify_cut.begin(), verify_cut.end(),
-                                                [&](std::int64_t c) { return c <= cap; }));
+    bool ends = cap == kInf || (keep == 0 && best.time < cap) ||
+                (verifying && std::all_of(verify_cut.begin(), verify_cut.end(),
+                                          [&](std::int64_t c) { return c <= cap; }));
+    // A pass that requeued plans priced them out of the search's order, which may change a
+    // tie or a candidate: the next pass, capped one above what this one found, confirms it.
+    // It finds a plan (and for --verify K every order's cut) below its cap, as this pass did:
+    // it ends the search with the uncapped search's plans (the proof above).
+    if (ends && !waiting.empty()) {
+      const std::int64_t found_up_to =
+          keep == 0 ? best.time : *std::max_element(verify_cut.begin(), verify_cut.end());
+      // An order without candidates after an uncapped pass: confirmed by another one.
+      if (found_up_to < kInf || keep > 0) {
+        confirm_cap = found_up_to < kInf ? found_up_to + 1 : kInf;
+        ends = false;
+      }
+    }
+    // A confirming pass that did not end the search where no cap is left: an uncapped one does.
+    if (!ends && confirms && next >= caps.size()) caps.push_back(kInf);
     if (hooks.pass) {
       PassReport report{
           .pass = stats.passes,
           .cap = cap == kInf ? std::nullopt : std::optional<Time>(Time::picoseconds(cap)),
           .guessed = guessed,
+          .confirms = confirms,
           .ends = ends,
+          .to_confirm = confirm_cap >= 0,
           .stats = stats};
       report.stats.network_queries = net.queries();
       hooks.pass(report);
     }
     if (ends) break;
+    if (confirm_cap >= 0) continue;
     if (!guessed && next < caps.size() && least_ruled < kInf) {
       // The cap the loop takes next (one above the least price met only before the last).
       const std::int64_t following = keep == 0 && least_priced < kInf && next + 1 < caps.size()

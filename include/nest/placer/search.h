@@ -115,6 +115,16 @@ struct SearchOptions {
   /// pricing of the poor plans an uncapped search meets first. false: one uncapped pass (tests,
   /// measurements).
   bool capped_passes = true;
+  /// Capped passes: a plan on at least this many devices whose checks (`pass_bounds`) come to
+  /// price its joint syncs exactly (a simulation of many stages' syncs at once per run of
+  /// stages, seconds each at 131,072 GPUs) waits instead, keyed by its price with every joint
+  /// sync at its event-free bound; once every other entry below the cut has come up the waiting
+  /// plans are priced least key first, so that a cheaper plan met later in the pass can set the
+  /// cut before a costlier one is priced in full. A pass that requeued a plan and would end
+  /// the search is followed by one capped one above what it found (its best time, or its
+  /// largest verification cut), without requeueing, which confirms the plans in the search's
+  /// own order: the result is the uncapped search's (the capped passes' proof). 0: never.
+  int requeue_joint_from = 32768;
   /// Keep exactly the plans `nest place --verify K` replays, K = `replay_candidates`: the best
   /// distinct plan of each placement order, then the best K − n of the other distinct plans (n:
   /// the orders with a plan that fits memory), by (time, order found), in
@@ -143,6 +153,8 @@ struct SearchStats {
                                      ///< raising some of their syncs, before pricing all
   std::int64_t passes = 0;           ///< branch-and-bound passes (`SearchOptions::capped_passes`)
   std::int64_t last_cap = 0;         ///< the last pass's cap in ps (0: uncapped)
+  std::int64_t requeued = 0;         ///< plans whose joint syncs waited in the queue at their bound
+                                     ///< (`SearchOptions::requeue_joint_from`)
 };
 
 /// The outcome: the best plan, or why nothing fits.
@@ -261,16 +273,21 @@ struct PlanBound {
 /// while some were not yet priced (those are never simulated); `price`: the last round's price
 /// (a lower bound of the exact one), which is the exact price when `exact` (ruled out once
 /// every sync was priced).
+/// With `stop_before_joint`, a check that would go on to price joint syncs stops there:
+/// `joint_pending`, and `price` is the plan's price with every joint sync at its event-free
+/// bound (a lower bound of the exact one, below `at`).
 struct SyncCheck {
   bool ruled_out = false;
   bool spared = false;
   bool exact = false;
+  bool joint_pending = false;
   int priced = 0;
   Time price;
 };
 [[nodiscard]] SyncCheck syncs_rule_out(const workload::LayerProfile& profile,
                                        const PlanChoice& choice, CommCost& exact,
-                                       const CostOptions& options, Time at);
+                                       const CostOptions& options, Time at,
+                                       bool stop_before_joint = false);
 
 /// Runs the search. Throws `Error` (input) on inconsistent options or profile. Deterministic:
 /// of plans with equal iteration times, the first found in the fixed loop order wins (variants
@@ -283,7 +300,9 @@ struct PassReport {
   std::int64_t pass = 0;    ///< 1 for the first
   std::optional<Time> cap;  ///< the pass's cap; nullopt: uncapped
   bool guessed = false;     ///< capped near the least bound a failed pass's sync checks met
+  bool confirms = false;    ///< capped one above what the last pass found, to confirm it
   bool ends = false;        ///< the search ends with it (its plans are the uncapped search's)
+  bool to_confirm = false;  ///< found plans with requeued ones: the next pass confirms them
   SearchStats stats;        ///< the search's counters so far (`network_queries` included)
 };
 

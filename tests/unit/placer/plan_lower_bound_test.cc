@@ -443,6 +443,67 @@ TEST(Search, CappedPassesFindWhatOneUncappedPassFinds) {
   EXPECT_EQ(flat_passes, 16);  // two passes each: the first cap is below every flat price
 }
 
+// Plans requeued at their bound before their joint syncs are priced
+// (`SearchOptions::requeue_joint_from`, here every plan) are priced out of the search's order:
+// a pass that requeued one and would end the search is followed by a pass capped one above
+// what it found, which confirms its plans. On the deep pipelines above (ZeRO-0 and ZeRO-1 tie:
+// the same price), estimate-only and --verify 4, the result is the uncapped search's, best plan
+// and candidates in order; every search that requeued a plan ends on a confirming pass right
+// after the pass that found them; and the default threshold (32,768 devices) requeues none of
+// these 32-GPU plans.
+TEST(Search, RequeuedJointSyncsChangeNoResult) {
+  const topo::Topology rail = testing::thin_rail(16);
+  std::int64_t requeued[2] = {0, 0};   // estimate-only, --verify 4
+  std::int64_t confirmed[2] = {0, 0};  // searches that ended on a confirming pass
+  for (const int mib : {10, 20, 40, 80}) {
+    for (const int mode : {0, 1}) {
+      SCOPED_TRACE("MiB " + std::to_string(mib) + " mode " + std::to_string(mode));
+      const auto profile = testing::toy_blocks({.count = 16,
+                                                .microbatches = 8,
+                                                .parameter_bytes = Bytes::mebibytes(mib),
+                                                .hbm = Bytes::gibibytes(80)});
+      SearchOptions requeueing = chain_search(mode);
+      requeueing.stages = {4, 8, 16};
+      requeueing.virtual_stages = {1};
+      SearchOptions uncapped = requeueing;
+      uncapped.capped_passes = false;
+      OracleCommCost fresh(rail);
+      EXPECT_EQ(search(profile, fresh, requeueing).stats.requeued, 0);
+      requeueing.requeue_joint_from = 1;
+      const SearchPair p = same_searches(profile, rail, requeueing, uncapped);
+      EXPECT_EQ(p.without.stats.requeued, 0);
+      requeued[mode] += p.with.stats.requeued;
+      const std::vector<PassReport>& told = p.passes_with;
+      ASSERT_FALSE(told.empty());
+      EXPECT_TRUE(told.back().ends);
+      for (std::size_t i = 0; i + 1 < told.size(); ++i) {
+        EXPECT_FALSE(told[i].ends);
+        EXPECT_EQ(told[i].to_confirm, told[i + 1].confirms);
+      }
+      if (!told.back().confirms) continue;
+      ++confirmed[mode];
+      ASSERT_GE(told.size(), 2U);
+      const PassReport& found = told[told.size() - 2];
+      EXPECT_TRUE(found.to_confirm);
+      EXPECT_GT(found.stats.requeued, 0);
+      // Capped one above what the last pass found: the best time, or the largest cut (at
+      // least the last candidate's time).
+      ASSERT_TRUE(told.back().cap.has_value());
+      const Time last_kept =
+          mode == 0 ? p.with.best->iteration_time : p.with.candidates.back().iteration_time;
+      if (mode == 0) {
+        EXPECT_EQ(told.back().cap->ps(), last_kept.ps() + 1);
+      } else {
+        EXPECT_GE(told.back().cap->ps(), last_kept.ps() + 1);
+      }
+    }
+  }
+  EXPECT_GE(requeued[0], 4);   // 6
+  EXPECT_GE(requeued[1], 16);  // 32
+  EXPECT_GE(confirmed[0], 2);  // 2
+  EXPECT_GE(confirmed[1], 3);  // 4
+}
+
 // Search options on the bundled 1,024-GPU rail cluster (Megatron memory rules, `device`'s
 // memory bandwidth for the optimizer step).
 SearchOptions gpt3_on_rail_1024(const workload::Accelerator& device) {
