@@ -750,19 +750,25 @@ placer::SearchResult Job::search(const std::function<void(const placer::Plan&)>&
     nest::log(impl_->log, LogLevel::kInfo,
               "search: pass {} ({}{}) {} at {:.3f} s: {} candidates, {} network queries so far",
               r.pass, r.cap ? fmt::format("capped at {}", format_time(*r.cap)) : "uncapped",
-              r.guessed ? ", near the least bound the last pass's sync checks met" : "",
-              r.ends ? "ends the search" : "leaves the search to a higher cap",
+              r.guessed    ? ", near the least bound the last pass's sync checks met"
+              : r.confirms ? ", to confirm what the last pass found"
+                           : "",
+              r.ends         ? "ends the search"
+              : r.to_confirm ? fmt::format("found its plans ({} waited for their joint syncs so "
+                                           "far), which the next pass confirms,",
+                                           r.stats.requeued)
+                             : std::string("leaves the search to a higher cap"),
               seconds_since(start), r.stats.candidates, r.stats.network_queries);
   };
   placer::SearchResult result =
       placer::search(*impl_->profile, *impl_->comm, impl_->search, {.kept = kept, .pass = pass});
   nest::log(impl_->log, LogLevel::kInfo,
             "search: {} tables, {} candidates ({} ruled out by event-free bounds, {} by their "
-            "syncs, {} of them before every sync was priced), {} network queries, {} "
-            "passes in {:.3f} s",
+            "syncs, {} of them before every sync was priced), {} network queries, {} plans "
+            "waited for their joint syncs, {} passes in {:.3f} s",
             result.stats.tables, result.stats.candidates, result.stats.pass_bounded,
             result.stats.sync_bounded, result.stats.syncs_spared, result.stats.network_queries,
-            result.stats.passes, seconds_since(start));
+            result.stats.requeued, result.stats.passes, seconds_since(start));
   impl_->log_oracle("the search");
   if (result.best && impl_->oracle != nullptr) {
     // What the oracle chose for each of the plan's groups, for the plan file.
