@@ -764,11 +764,11 @@ placer::SearchResult Job::search(const std::function<void(const placer::Plan&)>&
       placer::search(*impl_->profile, *impl_->comm, impl_->search, {.kept = kept, .pass = pass});
   nest::log(impl_->log, LogLevel::kInfo,
             "search: {} tables, {} candidates ({} ruled out by event-free bounds, {} by their "
-            "syncs, {} of them before every sync was priced), {} network queries, {} plans "
-            "waited for their joint syncs, {} passes in {:.3f} s",
+            "syncs, {} of them before every sync was priced; {} waited for their joint syncs), "
+            "{} network queries, {} passes in {:.3f} s",
             result.stats.tables, result.stats.candidates, result.stats.pass_bounded,
-            result.stats.sync_bounded, result.stats.syncs_spared, result.stats.network_queries,
-            result.stats.requeued, result.stats.passes, seconds_since(start));
+            result.stats.sync_bounded, result.stats.syncs_spared, result.stats.requeued,
+            result.stats.network_queries, result.stats.passes, seconds_since(start));
   impl_->log_oracle("the search");
   if (result.best && impl_->oracle != nullptr) {
     // What the oracle chose for each of the plan's groups, for the plan file.

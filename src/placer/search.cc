@@ -1286,6 +1286,11 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     if (at == pass_cap) least_ruled = std::min(least_ruled, check.price.ps());
     return true;
   };
+  // Waiting plans ruled out on the bound they wait at, before their joint syncs are priced.
+  auto ruled_out_waiting = [&](std::size_t plans) {
+    stats.sync_bounded += static_cast<std::int64_t>(plans);
+    stats.syncs_spared += static_cast<std::int64_t>(plans);
+  };
   // Requeueing (`SearchOptions::requeue_joint_from`). Pricing a plan's joint syncs is the one
   // step of a check that simulates many stages' syncs at once, once per run of stages (GPT-3
   // 175B on 131,072 rail GPUs: 49-98 runs of 9-17 stages' trees on 8 rails, 3-7 s each, ~300 s
@@ -1300,10 +1305,11 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   // priced, and with it which of two plans of equal price is found first, or which candidates a
   // --verify K search keeps on the way; so such a pass does not end the search. When it would
   // have, the next pass is capped one above what it found (its best time, or its largest
-  // verification cut: a plan, and every order's candidates, lie below that cap) and runs without
-  // requeueing: a pass in the search's own order that finds its plans below its cap, so its
-  // result is the uncapped search's (the proof above). It reprices little: the plans, bounds and
-  // simulations are memoized, and the cut starts at the best price.
+  // verification cut: a plan, and every order's candidates, lie below that cap; uncapped when
+  // an order has no candidate) and runs without requeueing: a pass in the search's own order
+  // that finds its plans below its cap, so its result is the uncapped search's (the proof
+  // above). It reprices little (1.4-2.4 s at 65,536-131,072 GPUs): the plans, bounds and
+  // simulations are memoized, and its cut starts one above the best price.
   // The requeued plans, by index; `direct`: evaluated directly (it may not fit memory).
   struct Waiting {
     PlanChoice choice;
@@ -1349,10 +1355,16 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
       if (from.empty()) break;
       const Entry e = from.top();
       from.pop();
-      if (e.key >= cut_any()) break;
+      if (e.key >= cut_any()) {
+        if (e.level == 2) ruled_out_waiting(1);
+        break;
+      }
       if (e.level == 2) {
         // A requeued plan whose bound came up: its joint syncs priced, as far as the cut asks.
-        if (e.key >= cut(e.order)) continue;
+        if (e.key >= cut(e.order)) {
+          ruled_out_waiting(1);
+          continue;
+        }
         Waiting& w = waiting[e.plan];
         const std::int64_t at = cut(e.order);
         if (tally(syncs_rule_out(profile, w.choice, comm, options.cost, Time::picoseconds(at)),
@@ -1478,7 +1490,7 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
                                        detail::sync_layout(p.device_map(), 0), within);
       };
       // `direct`: an interleaved or uniform pipeline, which may not fit memory (a partition of
-      // the DP always does). Also true when the plan waits in `later` (`requeue`).
+      // the DP always does). Returns true also when the plan waits in `later` (`requeue`).
       auto ruled_out = [&](const PlanChoice& choice, std::int64_t at, bool direct) {
         if (!refine || !options.pass_bounds) return false;
         const PlanBound lb = plan_lower_bound(profile, choice, pass_bounds, options.cost);
@@ -1575,13 +1587,15 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
         record(e.order, std::move(choice), plan);
       }
     }
+    ruled_out_waiting(later.size());  // left waiting: their bounds reach the cut
     bool ends = cap == kInf || (keep == 0 && best.time < cap) ||
                 (verifying && std::all_of(verify_cut.begin(), verify_cut.end(),
                                           [&](std::int64_t c) { return c <= cap; }));
     // A pass that requeued plans priced them out of the search's order, which may change a
     // tie or a candidate: the next pass, capped one above what this one found, confirms it.
-    // It finds a plan (and for --verify K every order's cut) below its cap, as this pass did:
-    // it ends the search with the uncapped search's plans (the proof above).
+    // It should find a plan (for --verify K, every order's cut) below its cap as this pass did,
+    // and then ends the search with the uncapped search's plans (the proof above); should it
+    // not, the caps that remain follow, without requeueing.
     if (ends && !waiting.empty()) {
       const std::int64_t found_up_to =
           keep == 0 ? best.time : *std::max_element(verify_cut.begin(), verify_cut.end());

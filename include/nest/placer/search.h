@@ -122,8 +122,9 @@ struct SearchOptions {
   /// plans are priced least key first, so that a cheaper plan met later in the pass can set the
   /// cut before a costlier one is priced in full. A pass that requeued a plan and would end
   /// the search is followed by one capped one above what it found (its best time, or its
-  /// largest verification cut), without requeueing, which confirms the plans in the search's
-  /// own order: the result is the uncapped search's (the capped passes' proof). 0: never.
+  /// largest verification cut; uncapped when an order has none), without requeueing, which confirms
+  /// the plans in the search's own order: the result is the uncapped search's (the capped passes'
+  /// proof). 0: never.
   int requeue_joint_from = 32768;
   /// Keep exactly the plans `nest place --verify K` replays, K = `replay_candidates`: the best
   /// distinct plan of each placement order, then the best K − n of the other distinct plans (n:
@@ -153,8 +154,8 @@ struct SearchStats {
                                      ///< raising some of their syncs, before pricing all
   std::int64_t passes = 0;           ///< branch-and-bound passes (`SearchOptions::capped_passes`)
   std::int64_t last_cap = 0;         ///< the last pass's cap in ps (0: uncapped)
-  std::int64_t requeued = 0;         ///< plans whose joint syncs waited in the queue at their bound
-                                     ///< (`SearchOptions::requeue_joint_from`)
+  std::int64_t requeued = 0;         ///< plans that waited for their joint syncs at their bound
+                                     ///< (`SearchOptions::requeue_joint_from`), once per pass
 };
 
 /// The outcome: the best plan, or why nothing fits.
@@ -300,7 +301,8 @@ struct PassReport {
   std::int64_t pass = 0;    ///< 1 for the first
   std::optional<Time> cap;  ///< the pass's cap; nullopt: uncapped
   bool guessed = false;     ///< capped near the least bound a failed pass's sync checks met
-  bool confirms = false;    ///< capped one above what the last pass found, to confirm it
+  bool confirms = false;    ///< confirms what the last pass found: capped one above it (uncapped
+                            ///< when an order had no candidates)
   bool ends = false;        ///< the search ends with it (its plans are the uncapped search's)
   bool to_confirm = false;  ///< found plans with requeued ones: the next pass confirms them
   SearchStats stats;        ///< the search's counters so far (`network_queries` included)

@@ -335,6 +335,50 @@ TEST(SyncSteps, JointSyncsPricedOneAtATimeUntilThePlanCannotWin) {
   expect_check(rail, plan, exact + ps, false, false, 16, 8);
 }
 
+// `syncs_rule_out(..., stop_before_joint)` on the plan above: one picosecond above B it stops
+// where the joint syncs would be priced (`joint_pending`, not ruled out), its price B, the 8
+// stage syncs priced and no joint sync simulated; at B the joint syncs' bounds rule it out as
+// before; with the joint syncs off there is nothing to stop for and at T + 1 ps (their price
+// alone, A, being below) the plan stands, nothing pending.
+TEST(SyncSteps, StopsWhereTheJointSyncsWouldBePriced) {
+  const topo::Topology rail = testing::thin_rail(16);
+  const DeepPipeline plan = deep_pipeline(40, PlacementOrder::kTensorPipelineData);
+  const CostOptions options{.rules = MemoryRules::kMegatron, .devices = 32};
+  OracleCommCost unpriced(rail);
+  JointSyncBounds bounds(unpriced);
+  const Time bound = evaluate(plan.profile, plan.choice, bounds, options).iteration_time;
+  ASSERT_EQ(bound.ps(), 75'235'487'952);
+  const Time ps = Time::picoseconds(1);
+  {
+    OracleCommCost fresh(rail);
+    JointSyncCounter counted(fresh);
+    const SyncCheck c =
+        syncs_rule_out(plan.profile, plan.choice, counted, options, bound + ps, true);
+    EXPECT_TRUE(c.joint_pending);
+    EXPECT_FALSE(c.ruled_out);
+    EXPECT_EQ(c.price, bound);
+    EXPECT_EQ(c.priced, 8);
+    EXPECT_TRUE(counted.priced.empty());
+  }
+  {
+    OracleCommCost fresh(rail);
+    const SyncCheck c = syncs_rule_out(plan.profile, plan.choice, fresh, options, bound, true);
+    EXPECT_FALSE(c.joint_pending);
+    EXPECT_TRUE(c.ruled_out);
+    EXPECT_EQ(c.priced, 8);
+  }
+  CostOptions alone = options;
+  alone.joint_data_parallel_sync = false;
+  OracleCommCost fresh(rail);
+  const Time syncs_alone = evaluate(plan.profile, plan.choice, fresh, alone).iteration_time;
+  const SyncCheck c =
+      syncs_rule_out(plan.profile, plan.choice, fresh, alone, syncs_alone + ps, true);
+  EXPECT_FALSE(c.joint_pending);
+  EXPECT_FALSE(c.ruled_out);
+  EXPECT_EQ(c.price, syncs_alone);
+  EXPECT_EQ(c.priced, 8);
+}
+
 // 80 MiB per block, replicas side by side (tp-dp-pp): the event-free bounds of the stage syncs
 // alone are their prices but for stage 3's, whose ring (devices 16-19) the bound puts 0.2%
 // low. So at the plan's price with each stage's sync alone, the price reaches it once stage
@@ -446,11 +490,12 @@ TEST(Search, CappedPassesFindWhatOneUncappedPassFinds) {
 // Plans requeued at their bound before their joint syncs are priced
 // (`SearchOptions::requeue_joint_from`, here every plan) are priced out of the search's order:
 // a pass that requeued one and would end the search is followed by a pass capped one above
-// what it found, which confirms its plans. On the deep pipelines above (ZeRO-0 and ZeRO-1 tie:
-// the same price), estimate-only and --verify 4, the result is the uncapped search's, best plan
-// and candidates in order; every search that requeued a plan ends on a confirming pass right
-// after the pass that found them; and the default threshold (32,768 devices) requeues none of
-// these 32-GPU plans.
+// what it found, which confirms its plans. On the deep pipelines above (ZeRO-0 and ZeRO-1
+// plans alike), estimate-only and --verify 4, the result is the uncapped search's, best plan and
+// candidates in order; a pass is followed by a confirming pass exactly when it says so, the
+// search ends on the last pass only, and 6 of the 8 searches end on a confirming pass, capped
+// one above the best time (estimate-only) or at least one above the last candidate's; and the
+// default threshold (32,768 devices) lets none of these 32-GPU plans wait.
 TEST(Search, RequeuedJointSyncsChangeNoResult) {
   const topo::Topology rail = testing::thin_rail(16);
   std::int64_t requeued[2] = {0, 0};   // estimate-only, --verify 4
