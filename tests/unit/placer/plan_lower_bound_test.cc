@@ -338,8 +338,8 @@ TEST(SyncSteps, JointSyncsPricedOneAtATimeUntilThePlanCannotWin) {
 // `syncs_rule_out(..., stop_before_joint)` on the plan above: one picosecond above B it stops
 // where the joint syncs would be priced (`joint_pending`, not ruled out), its price B, the 8
 // stage syncs priced and no joint sync simulated; at B the joint syncs' bounds rule it out as
-// before; with the joint syncs off there is nothing to stop for and at T + 1 ps (their price
-// alone, A, being below) the plan stands, nothing pending.
+// before; with the joint syncs off there is nothing to stop for: one picosecond above the price
+// with each stage's sync alone (A) the plan stands at A, nothing pending.
 TEST(SyncSteps, StopsWhereTheJointSyncsWouldBePriced) {
   const topo::Topology rail = testing::thin_rail(16);
   const DeepPipeline plan = deep_pipeline(40, PlacementOrder::kTensorPipelineData);
@@ -394,6 +394,21 @@ TEST(SyncSteps, StageSyncsPricedOneAtATimeUntilThePlanCannotWin) {
   expect_check(rail, plan, syncs_alone, true, true, 4, 0);
 }
 
+// Sixteen identical blocks of `mib` MiB of gradients each, 8 microbatches (the deep pipelines
+// below), and `chain_search(mode)` over 4, 8 or 16 stages of 1F1B.
+workload::LayerProfile sixteen_blocks(int mib) {
+  return testing::toy_blocks({.count = 16,
+                              .microbatches = 8,
+                              .parameter_bytes = Bytes::mebibytes(mib),
+                              .hbm = Bytes::gibibytes(80)});
+}
+SearchOptions deep_search(int mode) {
+  SearchOptions o = chain_search(mode);
+  o.stages = {4, 8, 16};
+  o.virtual_stages = {1};
+  return o;
+}
+
 // In the search: deep pipelines of the blocks above (4, 8 or 16 stages, both orders,
 // gradients of 10 to 80 MiB per block), whose plans ask for several joint syncs each, searched
 // with the sharper checks (syncs priced a step at a time) and without (every plan that comes up
@@ -407,13 +422,8 @@ TEST(Search, PricesJointSyncsOneAtATime) {
   for (const int mib : {10, 20, 40, 80}) {
     for (const int mode : {0, 1, 2}) {
       SCOPED_TRACE("MiB " + std::to_string(mib) + " mode " + std::to_string(mode));
-      const auto profile = testing::toy_blocks({.count = 16,
-                                                .microbatches = 8,
-                                                .parameter_bytes = Bytes::mebibytes(mib),
-                                                .hbm = Bytes::gibibytes(80)});
-      SearchOptions sharp = chain_search(mode);
-      sharp.stages = {4, 8, 16};
-      sharp.virtual_stages = {1};
+      const auto profile = sixteen_blocks(mib);
+      const SearchOptions sharp = deep_search(mode);
       SearchOptions plain = sharp;
       plain.pass_bounds = false;
       OracleCommCost a(rail);
@@ -503,13 +513,8 @@ TEST(Search, RequeuedJointSyncsChangeNoResult) {
   for (const int mib : {10, 20, 40, 80}) {
     for (const int mode : {0, 1}) {
       SCOPED_TRACE("MiB " + std::to_string(mib) + " mode " + std::to_string(mode));
-      const auto profile = testing::toy_blocks({.count = 16,
-                                                .microbatches = 8,
-                                                .parameter_bytes = Bytes::mebibytes(mib),
-                                                .hbm = Bytes::gibibytes(80)});
-      SearchOptions requeueing = chain_search(mode);
-      requeueing.stages = {4, 8, 16};
-      requeueing.virtual_stages = {1};
+      const auto profile = sixteen_blocks(mib);
+      SearchOptions requeueing = deep_search(mode);
       SearchOptions uncapped = requeueing;
       uncapped.capped_passes = false;
       OracleCommCost fresh(rail);
