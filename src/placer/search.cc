@@ -1303,11 +1303,11 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   // into the open queue instead, GPT-3's first such plan came up before the better one's entry
   // did, whose own bound was looser: no gain.) This changes the order in which plans are
   // priced, and with it which of two plans of equal price is found first, or which candidates a
-  // --verify K search keeps on the way; so such a pass does not end the search. When it would
-  // have, the next pass is capped one above what it found (its best time, or its largest
-  // verification cut: a plan, and every order's candidates, lie below that cap; uncapped when
-  // an order has no candidate) and runs without requeueing: a pass in the search's own order
-  // that finds its plans below its cap, so its result is the uncapped search's (the proof
+  // --verify K search would keep on the way; so such a pass does not end the search. When it
+  // would have, the next pass is capped one above what it found (its best time; for a search
+  // that keeps candidates, which does not requeue today, its largest verification cut, or no
+  // cap when an order has no candidate) and runs without requeueing: a pass in the search's own
+  // order that finds its plans below its cap, so its result is the uncapped search's (the proof
   // above). It reprices little (1.4-2.4 s at 65,536-131,072 GPUs): the plans, bounds and
   // simulations are memoized, and its cut starts one above the best price.
   // The requeued plans, by index; `direct`: evaluated directly (it may not fit memory).
@@ -1316,9 +1316,12 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     bool direct;
   };
   std::vector<Waiting> waiting;
-  // Whether passes requeue such plans: until a pass confirms what one found (that pass and any
-  // after it price every plan as it comes up).
-  bool requeue = capped && options.requeue_joint_from > 0;
+  // Whether passes requeue such plans: estimate-only searches, until a pass confirms what one
+  // found (that pass and any after it price every plan as it comes up). Not under --verify K:
+  // there each order's cut, from K kept plans, stays high while plans wait, so more plans reach
+  // their joint syncs (Mixtral-8x7B on 131,072 GPUs with every default: 662 waited, and the
+  // pass that found them took 1,569 s).
+  bool requeue = capped && keep == 0 && options.requeue_joint_from > 0;
   // The cap of a confirming pass to run next; negative: none.
   std::int64_t confirm_cap = -1;
   for (std::size_t next = 0; next < caps.size() || confirm_cap >= 0;) {

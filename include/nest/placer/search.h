@@ -115,16 +115,16 @@ struct SearchOptions {
   /// pricing of the poor plans an uncapped search meets first. false: one uncapped pass (tests,
   /// measurements).
   bool capped_passes = true;
-  /// Capped passes: a plan on at least this many devices whose checks (`pass_bounds`) come to
-  /// price its joint syncs exactly (a simulation of many stages' syncs at once per run of
-  /// stages, seconds each at 131,072 GPUs) waits instead, keyed by its price with every joint
-  /// sync at its event-free bound; once every other entry below the cut has come up the waiting
-  /// plans are priced least key first, so that a cheaper plan met later in the pass can set the
-  /// cut before a costlier one is priced in full. A pass that requeued a plan and would end
-  /// the search is followed by one capped one above what it found (its best time, or its
-  /// largest verification cut; uncapped when an order has none), without requeueing, which confirms
-  /// the plans in the search's own order: the result is the uncapped search's (the capped passes'
-  /// proof). 0: never.
+  /// Estimate-only searches in capped passes (not with `replay_candidates`, whose cuts stay high
+  /// while plans wait, so that more plans reach their joint syncs): a plan on at least this many
+  /// devices whose checks (`pass_bounds`) come to price its joint syncs exactly (a simulation of
+  /// many stages' syncs at once per run of stages, seconds each at 131,072 GPUs) waits instead,
+  /// keyed by its price with every joint sync at its event-free bound; once every other entry
+  /// below the cut has come up the waiting plans are priced least key first, so that a cheaper
+  /// plan met later in the pass can set the cut before a costlier one is priced in full. A pass
+  /// that requeued a plan and would end the search is followed by one capped one above its best
+  /// time, without requeueing, which confirms the plan in the search's own order: the result is
+  /// the uncapped search's (the capped passes' proof). 0: never.
   int requeue_joint_from = 32768;
   /// Keep exactly the plans `nest place --verify K` replays, K = `replay_candidates`: the best
   /// distinct plan of each placement order, then the best K − n of the other distinct plans (n:
