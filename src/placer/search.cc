@@ -1302,15 +1302,14 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
   // which the other waiting plans may be ruled out on their bound or after a few runs. (Keyed
   // into the open queue instead, GPT-3's first such plan came up before the better one's entry
   // did, whose own bound was looser: no gain.) This changes the order in which plans are
-  // priced, and with it which of two plans of equal price is found first, or which candidates a
-  // --verify K search would keep on the way; so such a pass does not end the search. When it
-  // would have, the next pass is capped one above what it found (its best time; for a search
-  // that keeps candidates, which does not requeue today, its largest verification cut, or no
-  // cap when an order has no candidate) and runs without requeueing: a pass in the search's own
-  // order that finds its plans below its cap, so its result is the uncapped search's (the proof
-  // above). It reprices little (1.4-2.4 s at 65,536-131,072 GPUs): the plans, bounds and
-  // simulations are memoized, and its cut starts one above the best price.
-  // The requeued plans, by index; `direct`: evaluated directly (it may not fit memory).
+  // priced, and with it which of two plans of equal price is found first; so such a pass does
+  // not end the search. When it would have, the next pass is capped one above its best time and
+  // runs without requeueing: a pass in the search's own order that finds its plan below its
+  // cap, so its result is the uncapped search's (the proof above). Searches that keep
+  // candidates (--verify K) do not requeue (see `requeue`). It reprices little (1.4-2.4 s at
+  // 65,536-131,072 GPUs): the plans, bounds and simulations are memoized, and its cut starts one
+  // above the best price. The requeued plans, by index; `direct`: evaluated directly (it may not
+  // fit memory).
   struct Waiting {
     PlanChoice choice;
     bool direct;
@@ -1353,8 +1352,8 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
 
     for (;;) {
       // The open entries first; then the requeued plans, least bound first.
-      const bool requeued = open.empty() || open.top().key >= cut_any();
-      auto& from = requeued ? later : open;
+      const bool from_later = open.empty() || open.top().key >= cut_any();
+      auto& from = from_later ? later : open;
       if (from.empty()) break;
       const Entry e = from.top();
       from.pop();
@@ -1594,22 +1593,18 @@ SearchResult search(const workload::LayerProfile& profile, CommCost& comm,
     bool ends = cap == kInf || (keep == 0 && best.time < cap) ||
                 (verifying && std::all_of(verify_cut.begin(), verify_cut.end(),
                                           [&](std::int64_t c) { return c <= cap; }));
-    // A pass that requeued plans priced them out of the search's order, which may change a
-    // tie or a candidate: the next pass, capped one above what this one found, confirms it.
-    // It should find a plan (for --verify K, every order's cut) below its cap as this pass did,
-    // and then ends the search with the uncapped search's plans (the proof above); should it
-    // not, the caps that remain follow, without requeueing.
+    // A pass that requeued plans (estimate-only: `requeue`) priced them out of the search's
+    // order, which may change which of two equal plans it found: the next pass, capped one above
+    // its best time (finite: a plan waits only below a finite cut) and without requeueing, finds
+    // that plan or an earlier equal one below its cap in the search's order, and so ends the
+    // search with the uncapped search's plan (the proof above).
     if (ends && !waiting.empty()) {
-      const std::int64_t found_up_to =
-          keep == 0 ? best.time : *std::max_element(verify_cut.begin(), verify_cut.end());
-      // An order without candidates after an uncapped pass: confirmed by another one.
-      if (found_up_to < kInf || keep > 0) {
-        confirm_cap = found_up_to < kInf ? found_up_to + 1 : kInf;
-        ends = false;
-      }
+      if (best.time == kInf) throw Error::internal("plans waited below no cut");
+      confirm_cap = best.time + 1;
+      ends = false;
+    } else if (confirms && !ends) {
+      throw Error::internal("a confirming pass found no plan below its cap");
     }
-    // A confirming pass that did not end the search where no cap is left: an uncapped one does.
-    if (!ends && confirms && next >= caps.size()) caps.push_back(kInf);
     if (hooks.pass) {
       PassReport report{
           .pass = stats.passes,

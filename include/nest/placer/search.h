@@ -301,8 +301,7 @@ struct PassReport {
   std::int64_t pass = 0;    ///< 1 for the first
   std::optional<Time> cap;  ///< the pass's cap; nullopt: uncapped
   bool guessed = false;     ///< capped near the least bound a failed pass's sync checks met
-  bool confirms = false;    ///< confirms what the last pass found: capped one above it (uncapped
-                            ///< when an order had no candidates)
+  bool confirms = false;    ///< capped one above the best time the last pass found, to confirm it
   bool ends = false;        ///< the search ends with it (its plans are the uncapped search's)
   bool to_confirm = false;  ///< found plans with requeued ones: the next pass confirms them
   SearchStats stats;        ///< the search's counters so far (`network_queries` included)
